@@ -1,0 +1,304 @@
+"""The one exception hierarchy of metis-core, rooted at `MetisError`.
+
+Every class is named for what happened and carries the fields a caller needs to react
+(provider, HTTP status, retry_after ...). Messages say what to do next. No exception here
+ever holds an API key: provider errors are built from response bodies and status codes only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+
+class MetisError(Exception):
+    """Root of every error metis-core raises on purpose."""
+
+
+# --- configuration -------------------------------------------------------------------------
+
+
+class ConfigError(MetisError):
+    """The configuration under METIS_HOME is missing, unreadable or invalid."""
+
+
+class MissingAPIKeyError(ConfigError):
+    """No API key is configured for a provider that needs one."""
+
+    def __init__(self, provider: str, env_var: str | None) -> None:
+        self.provider = provider
+        self.env_var = env_var
+        hint = f"set {env_var}" if env_var else "add a key for it in the config file"
+        super().__init__(f"no API key for provider {provider!r}: {hint} (or run `metis demo` offline)")
+
+
+class InsecureKeyFileError(ConfigError):
+    """A file holding a secret is readable by other users."""
+
+    def __init__(self, path: str, mode: int) -> None:
+        self.path = path
+        self.mode = mode
+        super().__init__(
+            f"{path} holds secrets but has mode {mode:04o}; run `chmod 600 {path}` and try again"
+        )
+
+
+# --- canonical format ----------------------------------------------------------------------
+
+
+class ViolationsError(MetisError):
+    """Base for errors that report every violation found, not just the first."""
+
+    def __init__(self, subject: str, violations: Sequence[str]) -> None:
+        self.violations = list(violations)
+        lines = "\n".join(f"  - {v}" for v in self.violations)
+        super().__init__(f"{subject}: {len(self.violations)} violation(s)\n{lines}")
+
+
+class MessageInvariantError(ViolationsError):
+    """A COMPLETE message breaks the invariants of canonical-message-format §5."""
+
+
+class SessionInvariantError(ViolationsError):
+    """A list of messages breaks a session-level invariant (tool_use/tool_result pairing)."""
+
+
+class SchemaMigrationError(MetisError):
+    """A stored message cannot be brought to the current schema version."""
+
+
+class ToolSchemaError(MetisError):
+    """A tool's input_schema uses a JSON Schema construct outside the supported subset."""
+
+    def __init__(self, tool: str, construct: str, path: str, why: str = "") -> None:
+        self.tool = tool
+        self.construct = construct
+        self.path = path
+        extra = f": {why}" if why else ""
+        super().__init__(
+            f"tool {tool!r}: input_schema uses {construct!r} at {path}{extra}. "
+            "See docs/tool-schema-subset.md for what every provider accepts."
+        )
+
+
+class ToolInputInvalidError(ViolationsError):
+    """A tool_use input does not validate against the tool's schema."""
+
+    def __init__(self, tool: str, violations: Sequence[str]) -> None:
+        self.tool = tool
+        super().__init__(f"input for tool {tool!r} is invalid", violations)
+
+
+class ModelIdError(MetisError):
+    """A model identifier is not of the form `<provider>:<model>`."""
+
+
+class UnknownModelError(MetisError):
+    """A model id, alias or chain member is not in the registry."""
+
+
+class AliasCycleError(MetisError):
+    """Alias expansion came back to an alias it was already expanding."""
+
+    def __init__(self, cycle: Sequence[str]) -> None:
+        self.cycle = list(cycle)
+        super().__init__(f"alias cycle: {' -> '.join(self.cycle)}; fix the aliases in your config")
+
+
+class CapabilityMismatchError(MetisError):
+    """A model cannot carry what a request or a session history needs."""
+
+    def __init__(self, model: str, capability: str, reason: str) -> None:
+        self.model = model
+        self.capability = capability
+        self.reason = reason
+        super().__init__(f"cannot use {model}: {reason} (needs {capability})")
+
+
+class UnsupportedProviderError(MetisError):
+    """No adapter is registered under that provider name."""
+
+
+# --- provider calls ------------------------------------------------------------------------
+
+
+class ErrorClass(StrEnum):
+    """The eight classes every provider failure is sorted into (llm.call_failed.error_class)."""
+
+    RATE_LIMIT = "rate_limit"
+    AUTH = "auth"
+    SERVER_ERROR = "server_error"
+    NETWORK = "network"
+    CONTEXT_OVERFLOW = "context_overflow"
+    INVALID_REQUEST = "invalid_request"
+    CANCELLED = "cancelled"
+    OTHER = "other"
+
+
+RETRYABLE_CLASSES = frozenset({ErrorClass.RATE_LIMIT, ErrorClass.SERVER_ERROR, ErrorClass.NETWORK})
+
+
+class ProviderError(MetisError):
+    """A call to a provider failed. Carries what a caller needs to retry or fall back."""
+
+    error_class: ErrorClass = ErrorClass.OTHER
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        provider: str,
+        status: int | None = None,
+        request_id: str | None = None,
+        retry_after: float | None = None,
+        provider_code: str | None = None,
+        retry_count: int = 0,
+    ) -> None:
+        self.provider = provider
+        self.status = status
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.provider_code = provider_code
+        self.retry_count = retry_count
+        self.detail = message
+        parts = [f"{provider}"]
+        if status is not None:
+            parts.append(f"HTTP {status}")
+        if provider_code:
+            parts.append(provider_code)
+        head = " ".join(parts)
+        tail = f" (request id {request_id})" if request_id else ""
+        super().__init__(f"{head}: {message}{tail}")
+
+    @property
+    def retryable(self) -> bool:
+        return self.error_class in RETRYABLE_CLASSES
+
+
+class RateLimitError(ProviderError):
+    error_class = ErrorClass.RATE_LIMIT
+
+
+class AuthenticationError(ProviderError):
+    error_class = ErrorClass.AUTH
+
+
+class ServerError(ProviderError):
+    """5xx, Anthropic 529 overloaded, or an error event inside a stream from the server side."""
+
+    error_class = ErrorClass.SERVER_ERROR
+
+
+class NetworkError(ProviderError):
+    error_class = ErrorClass.NETWORK
+
+
+class ContextOverflowError(ProviderError):
+    error_class = ErrorClass.CONTEXT_OVERFLOW
+
+
+class InvalidRequestError(ProviderError):
+    error_class = ErrorClass.INVALID_REQUEST
+
+
+class RequestCancelledError(ProviderError):
+    error_class = ErrorClass.CANCELLED
+
+
+class OtherProviderError(ProviderError):
+    error_class = ErrorClass.OTHER
+
+
+class MalformedResponseError(OtherProviderError):
+    """A provider body or stream chunk could not be parsed; the raw excerpt is kept for diagnosis."""
+
+
+class TruncatedStreamError(NetworkError):
+    """A stream ended before its terminal event (connection drop or cut-off body)."""
+
+
+ERROR_CLASS_TYPES: dict[ErrorClass, type[ProviderError]] = {
+    ErrorClass.RATE_LIMIT: RateLimitError,
+    ErrorClass.AUTH: AuthenticationError,
+    ErrorClass.SERVER_ERROR: ServerError,
+    ErrorClass.NETWORK: NetworkError,
+    ErrorClass.CONTEXT_OVERFLOW: ContextOverflowError,
+    ErrorClass.INVALID_REQUEST: InvalidRequestError,
+    ErrorClass.CANCELLED: RequestCancelledError,
+    ErrorClass.OTHER: OtherProviderError,
+}
+
+
+class AllModelsFailedError(MetisError):
+    """Every member of a fallback chain failed or was benched; `errors` holds each failure."""
+
+    def __init__(self, chain: Sequence[str], errors: Sequence[BaseException]) -> None:
+        self.chain = list(chain)
+        self.errors = list(errors)
+        detail = "; ".join(f"{m}: {e}" for m, e in zip(self.chain, self.errors, strict=False))
+        super().__init__(f"no model in the chain could answer ({detail})")
+
+
+# --- events --------------------------------------------------------------------------------
+
+
+class EventValidationError(MetisError):
+    """An event's payload or sensitivity does not match the catalog (strict mode)."""
+
+
+class EventBusOverflowError(MetisError):
+    """The bus dispatch queue is full; the event was not enqueued."""
+
+
+class FastPathHandlerError(MetisError):
+    """A handler marked slow was registered on the fast path."""
+
+
+class EventBusClosedError(MetisError):
+    """emit() was called on a bus that has been shut down."""
+
+
+# --- storage -------------------------------------------------------------------------------
+
+
+class StoreError(MetisError):
+    """Base for persistence failures; messages name the database file."""
+
+
+class DatabaseLockedError(StoreError):
+    """Another process held the database longer than the busy timeout."""
+
+
+class CorruptDatabaseError(StoreError):
+    """The file is not a metis database, or SQLite reports it malformed."""
+
+
+class SchemaVersionError(StoreError):
+    """The database was written by a newer metis, or a backup's version does not match."""
+
+
+class StorageFullError(StoreError):
+    """The disk is full or the directory is read-only; nothing was half-written."""
+
+
+class BackupError(StoreError):
+    """A backup or restore was refused; the message says why and how to proceed."""
+
+
+class SessionNotFoundError(StoreError):
+    """No session with that id exists in the store."""
+
+
+# --- tools and the agent loop --------------------------------------------------------------
+
+
+class ToolError(MetisError):
+    """A built-in tool refused or failed; the message is fed back to the model."""
+
+
+class PathEscapeError(ToolError):
+    """A path resolves outside the session's workspace (through `..` or a symlink)."""
+
+
+class RoutingPolicyError(MetisError):
+    """routing.yaml is invalid; the last known good policy stays in force."""

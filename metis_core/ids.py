@@ -1,0 +1,91 @@
+"""Identifiers: monotonic ULIDs, tool-use ids, session ids.
+
+ULIDs from `new_ulid()` are strictly increasing within this process even when many are made
+inside one millisecond (the random part is incremented, as the ULID spec's monotonic mode says),
+so sorting ids sorts by creation. Encoding is done by python-ulid; only the monotonic step is ours.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+
+from ulid import ULID
+
+_RANDOM_BITS = 80
+_RANDOM_MAX = (1 << _RANDOM_BITS) - 1
+
+TOOL_USE_PREFIX = "tu_"
+SESSION_PREFIX = "sess_"
+
+
+class UlidGenerator:
+    """Monotonic ULIDs: a new millisecond draws fresh randomness, the same one increments it.
+
+    If the 80-bit random part would overflow inside one millisecond (after ~2^79 ids), the
+    generator moves to the next millisecond instead of failing as the spec's reference does:
+    ids stay unique and strictly increasing, and the clock catches up within a millisecond.
+    """
+
+    def __init__(
+        self,
+        clock_ms: Callable[[], int] | None = None,
+        random_bits: Callable[[], int] | None = None,
+    ) -> None:
+        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        # Start below 2^79 so that many increments fit in one millisecond.
+        self._random_bits = random_bits or (lambda: int.from_bytes(os.urandom(10), "big") >> 1)
+        self._lock = threading.Lock()
+        self._last_ms = -1
+        self._last_random = 0
+
+    def new_int(self) -> int:
+        with self._lock:
+            now_ms = self._clock_ms()
+            if now_ms > self._last_ms:
+                self._last_ms = now_ms
+                self._last_random = self._random_bits()
+            else:  # same millisecond, or the clock stepped back: keep the last time, step by one
+                self._last_random += 1
+                if self._last_random > _RANDOM_MAX:
+                    self._last_ms += 1
+                    self._last_random = 0
+            return (self._last_ms << _RANDOM_BITS) | self._last_random
+
+    def new(self) -> str:
+        return str(ULID.from_int(self.new_int()))
+
+
+_default = UlidGenerator()
+
+
+def new_ulid() -> str:
+    """A 26-character ULID, strictly greater than every ULID this process made before."""
+    return _default.new()
+
+
+def ulid_timestamp_ms(ulid: str) -> int:
+    """The millisecond timestamp encoded in a ULID (prefixes such as `tu_` are ignored)."""
+    return int(ULID.from_str(ulid[-26:]).milliseconds)
+
+
+def ulid_to_int(ulid: str) -> int:
+    return int(ULID.from_str(ulid[-26:]))
+
+
+def new_tool_use_id() -> str:
+    return TOOL_USE_PREFIX + new_ulid()
+
+
+def new_session_id() -> str:
+    return SESSION_PREFIX + new_ulid()
+
+
+def is_ulid(value: str) -> bool:
+    try:
+        ULID.from_str(value)
+    except ValueError:
+        return False
+    return len(value) == 26

@@ -1,0 +1,84 @@
+"""Message metadata: provenance, routing summary, usage and cost, status.
+
+`Usage.cost_usd` is a `Decimal` computed locally from the price table and serialized as a string.
+It is `None` (never a silent zero) when the model has no price; `pricing_version` says which
+table priced it. Unknown metadata fields from newer writers are kept, not dropped (§10.3).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+
+class MessageStatus(StrEnum):
+    COMPLETE = "complete"
+    PARTIAL = "partial"
+    CANCELLED = "cancelled"
+    ERROR = "error"
+
+
+class RoutingMode(StrEnum):
+    """Coarse summary of why a turn used its model; the full chain lives in `route.decided`."""
+
+    OVERRIDE = "override"
+    MANUAL = "manual"
+    RULE = "rule"
+    PATTERN = "pattern"
+    DELEGATE = "delegate"
+    DEFAULT = "default"
+
+
+class RoutingDecisionRecord(BaseModel):
+    mode: RoutingMode
+    chosen_model: str
+    reason: str
+    rule_name: str | None = None
+    confidence: float | None = None
+    alternatives_considered: list[str] = Field(default_factory=list)
+
+
+class Usage(BaseModel):
+    """Normalized token counts: `input_tokens` never includes cached or cache-write tokens.
+
+    Providers differ (OpenAI and Gemini count cached tokens inside prompt tokens, Anthropic
+    does not); adapters normalize exactly once so that pricing can add the parts up.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    reasoning_tokens: int = 0
+    """Already included in `output_tokens`; reported separately for analysis."""
+    cost_usd: Decimal | None = None
+    pricing_version: str | None = None
+    latency_ms: int = 0
+
+    @field_serializer("cost_usd", when_used="json")
+    def _decimal_as_string(self, value: Decimal | None) -> str | None:
+        return None if value is None else format(value, "f")
+
+    @property
+    def total_input_tokens(self) -> int:
+        return self.input_tokens + self.cached_input_tokens + self.cache_creation_input_tokens
+
+
+class MessageMetadata(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    model: str | None = None
+    provider: str | None = None
+    routing: RoutingDecisionRecord | None = None
+    usage: Usage | None = None
+    parent_tool_use_id: str | None = None
+    status: MessageStatus = MessageStatus.COMPLETE
+    stop_reason: str | None = None
+    """Canonical stop reason: end_turn | max_tokens | stop_sequence | tool_use | refusal | error."""
+    provider_raw: dict[str, Any] | None = None
+    """Opaque round-trip aid; only the adapter that wrote it reads it (§6.5)."""
+    user_id: str | None = None
+    team_id: str | None = None

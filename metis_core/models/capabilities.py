@@ -1,0 +1,36 @@
+"""What a model can carry (§7.2): the substitutability boundary for routing and swaps.
+
+Declarations are honest: a feature the adapter does not expose is declared False even where the
+model has it. Values come from the model registry (data/models.yaml) plus user overrides.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class AdapterCapabilities(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    supports_thinking: bool = False
+    supports_images: bool = False
+    supports_tools: bool = True
+    supports_system_prompt: bool = True
+    supports_structured_output: bool = False
+    supports_streaming: bool = True
+    supports_streaming_tool_calls: bool = True
+    supports_parallel_tool_calls: bool = True
+    supports_prompt_caching: bool = False
+    supports_system_messages_in_list: bool = True
+    max_context_tokens: int = 8_192
+    max_output_tokens: int = 4_096
+    accepted_image_media_types: list[str] = Field(default_factory=list)
+
+    # Wire quirks of OpenAI-compatible servers (docs/adapters.md). Defaults match OpenAI itself.
+    tool_id_style: str = "default"
+    """"default" (provider rules), or "alnum9" for servers that need exactly 9 alphanumerics."""
+    supports_stream_usage: bool = True
+    """False for servers that reject `stream_options.include_usage`."""
+    supports_developer_role: bool = False
+    max_tokens_field: str = "max_tokens"
+    """"max_tokens" or "max_completion_tokens"."""

@@ -1,0 +1,53 @@
+"""Identifiers: monotonic ULIDs (checked against the ULID spec's published sequence)."""
+
+from __future__ import annotations
+
+from ulid import ULID
+
+from metis_core.ids import (
+    UlidGenerator,
+    is_ulid,
+    new_session_id,
+    new_tool_use_id,
+    new_ulid,
+    ulid_timestamp_ms,
+)
+
+
+def test_100k_ulids_in_a_tight_loop_sort_strictly() -> None:
+    ids = [new_ulid() for _ in range(100_000)]
+    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    assert len(set(ids)) == len(ids)
+
+
+def test_same_millisecond_increments_the_random_part_as_the_spec_shows() -> None:
+    first = ULID.from_str("01BX5ZZKBKACTAV9WEVGEMMVRY")
+    gen = UlidGenerator(clock_ms=lambda: first.milliseconds, random_bits=lambda: int(first) & ((1 << 80) - 1))
+    assert [gen.new() for _ in range(4)] == [
+        "01BX5ZZKBKACTAV9WEVGEMMVRY",
+        "01BX5ZZKBKACTAV9WEVGEMMVRZ",
+        "01BX5ZZKBKACTAV9WEVGEMMVS0",
+        "01BX5ZZKBKACTAV9WEVGEMMVS1",
+    ]
+
+
+def test_random_overflow_moves_to_next_millisecond_and_stays_increasing() -> None:
+    start = ULID.from_str("01BX5ZZKBKZZZZZZZZZZZZZZZX")
+    gen = UlidGenerator(clock_ms=lambda: start.milliseconds, random_bits=lambda: int(start) & ((1 << 80) - 1))
+    ids = [gen.new() for _ in range(4)]
+    assert ids[:3] == ["01BX5ZZKBKZZZZZZZZZZZZZZZX", "01BX5ZZKBKZZZZZZZZZZZZZZZY", "01BX5ZZKBKZZZZZZZZZZZZZZZZ"]
+    assert ids[3] > ids[2] and ulid_timestamp_ms(ids[3]) == start.milliseconds + 1
+
+
+def test_clock_stepping_back_never_breaks_order() -> None:
+    times = iter([1000, 999, 998, 1001])
+    gen = UlidGenerator(clock_ms=lambda: next(times))
+    ids = [gen.new() for _ in range(4)]
+    assert ids == sorted(ids) and len(set(ids)) == 4
+
+
+def test_prefixed_ids() -> None:
+    tool_id, session_id = new_tool_use_id(), new_session_id()
+    assert tool_id.startswith("tu_") and is_ulid(tool_id[3:])
+    assert session_id.startswith("sess_") and is_ulid(session_id[5:])
+    assert not is_ulid("not-a-ulid")
