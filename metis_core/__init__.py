@@ -74,6 +74,6 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.errors import *  # noqa: F403
-    from metis_core.events.envelope import Actor, Event, Sensitivity
+    from metis_core.events.envelope import Actor, Event, Sensitivity  # noqa: F401
     from metis_core.messages import *  # noqa: F403
-    from metis_core.models.capabilities import AdapterCapabilities
+    from metis_core.models.capabilities import AdapterCapabilities  # noqa: F401

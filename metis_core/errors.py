@@ -43,6 +43,10 @@ class InsecureKeyFileError(ConfigError):
         )
 
 
+class PriceTableError(ConfigError):
+    """The price table (built-in or a user override) is malformed; the message names the entry."""
+
+
 # --- canonical format ----------------------------------------------------------------------
 
 

@@ -127,8 +127,9 @@ class Message(BaseModel):
 
     @classmethod
     def from_json(cls, data: str | bytes) -> Message:
-        from metis_core.messages.migrations import migrate_message_dict
         import orjson
+
+        from metis_core.messages.migrations import migrate_message_dict
 
         return cls.model_validate(migrate_message_dict(orjson.loads(data)))
 

@@ -1,0 +1,1 @@
+"""Provider adapters: canonical messages ⇄ each provider API's wire format, one folder per provider."""

@@ -1,0 +1,217 @@
+"""Builds the final canonical Message from a stream, for every provider's translator.
+
+Translators call `text`, `thinking`, `tool_start`, `tool_input`, ... with the provider's own block
+key; the assembler assigns canonical content positions, issues canonical tool ids, emits the
+canonical StreamEvents and, at the end, builds the Message. A stream that ends early or with tool
+JSON that does not parse yields an `error` event and a PARTIAL/ERROR message, never a corrupt
+COMPLETE one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from metis_core.messages import (
+    BlockOrigin,
+    Message,
+    MessageComplete,
+    MessageMetadata,
+    MessageStatus,
+    RedactedThinkingBlock,
+    Role,
+    StreamError,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolUseBlock,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+    Usage,
+    UsageUpdate,
+)
+
+if TYPE_CHECKING:
+    from metis_core.adapters.base import RequestContext
+
+
+@dataclass(slots=True)
+class _Slot:
+    kind: str
+    parts: list[str] = field(default_factory=list)
+    signature: str | None = None
+    tool_id: str = ""
+    tool_name: str = ""
+    tool_input: dict[str, Any] | None = None
+    closed: bool = False
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class MessageAssembler:
+    def __init__(self, context: RequestContext, *, api: str) -> None:
+        self.context = context
+        self.origin = BlockOrigin(provider=context.provider, api=api, model=context.model_name)
+        self._slots: list[_Slot] = []
+        self._by_key: dict[Hashable, int] = {}
+        self.usage = Usage()
+        self.provider_raw: dict[str, Any] = {}
+        self.finished = False
+
+    # --- blocks ------------------------------------------------------------------------------
+
+    def _slot(self, key: Hashable, kind: str) -> tuple[int, _Slot]:
+        index = self._by_key.get(key)
+        if index is None or self._slots[index].kind != kind:
+            index = len(self._slots)
+            self._slots.append(_Slot(kind))
+            self._by_key[key] = index
+        return index, self._slots[index]
+
+    def text(self, key: Hashable, text: str) -> TextDelta:
+        index, slot = self._slot(key, "text")
+        slot.parts.append(text)
+        return TextDelta(index=index, text=text)
+
+    def thinking(self, key: Hashable, text: str) -> ThinkingDelta:
+        index, slot = self._slot(key, "thinking")
+        slot.parts.append(text)
+        return ThinkingDelta(index=index, text=text)
+
+    def thinking_signature(self, key: Hashable, signature: str) -> None:
+        _, slot = self._slot(key, "thinking")
+        slot.signature = (slot.signature or "") + signature
+
+    def redacted_thinking(self, key: Hashable, data: str) -> None:
+        _, slot = self._slot(key, "redacted_thinking")
+        slot.parts.append(data)
+
+    def tool_start(self, key: Hashable, provider_id: str | None, name: str) -> ToolUseStart:
+        index, slot = self._slot(key, "tool_use")
+        slot.tool_id = self.context.tool_ids.canonical_for(self.context.provider, provider_id)
+        slot.tool_name = name
+        return ToolUseStart(index=index, id=slot.tool_id, name=name)
+
+    def has_tool(self, key: Hashable) -> bool:
+        index = self._by_key.get(key)
+        return index is not None and self._slots[index].kind == "tool_use"
+
+    def tool_input(self, key: Hashable, fragment: str) -> ToolUseInputDelta:
+        index, slot = self._slot(key, "tool_use")
+        slot.parts.append(fragment)
+        return ToolUseInputDelta(index=index, id=slot.tool_id, partial_json=fragment)
+
+    def tool_input_object(self, key: Hashable, value: dict[str, Any]) -> None:
+        """For providers that send arguments as a whole object (Gemini, Ollama)."""
+        _, slot = self._slot(key, "tool_use")
+        slot.tool_input = value
+
+    def tool_end(self, key: Hashable) -> StreamEvent:
+        """Close a tool block: its whole parsed input, or an error event if the JSON is broken."""
+        index, slot = self._slot(key, "tool_use")
+        slot.closed = True
+        parsed = self._parse_tool_input(slot)
+        if parsed is None:
+            return StreamError(
+                error_class="invalid_request",
+                message=f"tool {slot.tool_name!r} arguments are not a JSON object: {''.join(slot.parts)[:200]!r}",
+            )
+        slot.tool_input = parsed
+        return ToolUseEnd(index=index, id=slot.tool_id, name=slot.tool_name, input=parsed)
+
+    def set_block_extra(self, key: Hashable, kind: str, **values: Any) -> None:
+        _, slot = self._slot(key, kind)
+        slot.extra.update(values)
+
+    @staticmethod
+    def _parse_tool_input(slot: _Slot) -> dict[str, Any] | None:
+        if slot.tool_input is not None:
+            return slot.tool_input
+        raw = "".join(slot.parts).strip()
+        if not raw:
+            return {}
+        try:
+            value = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        return value if isinstance(value, dict) else None
+
+    def set_usage(self, usage: Usage) -> UsageUpdate:
+        self.usage = usage
+        return UsageUpdate(usage=usage)
+
+    # --- endings -----------------------------------------------------------------------------
+
+    def complete(self, stop_reason: str | None) -> list[StreamEvent]:
+        """Normal end. Open tool blocks are closed; any that do not parse make the message PARTIAL."""
+        events: list[StreamEvent] = []
+        broken = False
+        for key, index in list(self._by_key.items()):
+            slot = self._slots[index]
+            if slot.kind == "tool_use" and not slot.closed:
+                event = self.tool_end(key)
+                events.append(event)
+                broken = broken or isinstance(event, StreamError)
+            elif slot.kind == "tool_use" and slot.tool_input is None:
+                broken = True
+        if broken:
+            reason = "max_tokens" if stop_reason == "max_tokens" else "invalid tool arguments"
+            events.extend(self._end(MessageStatus.PARTIAL, stop_reason, note=reason))
+            return events
+        events.extend(self._end(MessageStatus.COMPLETE, stop_reason))
+        return events
+
+    def fail(self, error_class: str, message: str, *, retryable: bool = False) -> list[StreamEvent]:
+        """The stream broke: an error event, then the partial message (PARTIAL if it holds content)."""
+        status = MessageStatus.PARTIAL if self._slots else MessageStatus.ERROR
+        error = StreamError(error_class=error_class, message=message, retryable=retryable)
+        return [error, *self._end(status, "error", note=message)]
+
+    def _end(self, status: MessageStatus, stop_reason: str | None, note: str | None = None) -> list[StreamEvent]:
+        if self.finished:
+            return []
+        self.finished = True
+        message = self.build(status, stop_reason)
+        if note and status is not MessageStatus.COMPLETE:
+            message.metadata.provider_raw = {**(message.metadata.provider_raw or {}), "incomplete": note}
+        return [MessageComplete(message=message, stop_reason=stop_reason)]
+
+    def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
+        content: list[Any] = []
+        for slot in self._slots:
+            if slot.kind == "text":
+                text = "".join(slot.parts)
+                if text:
+                    content.append(TextBlock(text=text))
+            elif slot.kind == "thinking":
+                content.append(
+                    ThinkingBlock(
+                        text="".join(slot.parts),
+                        signature=slot.signature,
+                        origin=self.origin if slot.signature is not None else None,
+                    )
+                )
+            elif slot.kind == "redacted_thinking":
+                content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
+            elif slot.kind == "tool_use" and slot.tool_input is not None:
+                content.append(ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input))
+        ctx = self.context
+        if status is MessageStatus.COMPLETE and not content:
+            content.append(TextBlock(text=""))
+        metadata = MessageMetadata(
+            model=ctx.model,
+            provider=ctx.provider,
+            routing=ctx.routing_record(),
+            usage=ctx.finish_usage(self.usage),
+            status=status,
+            stop_reason=stop_reason,
+            provider_raw=self.provider_raw or None,
+        )
+        return Message(
+            id=ctx.message_id, session_id=ctx.session_id, role=Role.ASSISTANT, content=content, metadata=metadata
+        )

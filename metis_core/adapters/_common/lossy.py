@@ -1,0 +1,72 @@
+"""Lossy projections (§7.3): content a target cannot represent is dropped and logged, never corrupted.
+
+One structured WARN line per dropped block with session_id, message_id, block type, adapter and
+reason — a log line, not a bus event (bus diagnostics are log-only). A history replayed on every
+turn would repeat the same drops, so each (session, message, block, adapter, reason) is logged once
+per process; the drop itself happens on every request.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+
+log = logging.getLogger("metis_core.adapters.lossy")
+
+_SEEN_LIMIT = 50_000
+_seen: OrderedDict[tuple[str, str, int, str, str], None] = OrderedDict()
+_seen_lock = Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class DroppedBlock:
+    session_id: str
+    message_id: str
+    block_index: int
+    block_type: str
+    adapter: str
+    reason: str
+
+
+def record_drop(
+    dropped: list[DroppedBlock],
+    *,
+    session_id: str,
+    message_id: str,
+    block_index: int,
+    block_type: str,
+    adapter: str,
+    reason: str,
+) -> None:
+    """Append the drop to `dropped` and write the WARN line the first time it is seen."""
+    item = DroppedBlock(session_id, message_id, block_index, block_type, adapter, reason)
+    dropped.append(item)
+    key = (session_id, message_id, block_index, adapter, reason)
+    with _seen_lock:
+        if key in _seen:
+            return
+        _seen[key] = None
+        if len(_seen) > _SEEN_LIMIT:
+            _seen.popitem(last=False)
+    log.warning(
+        "dropped %s block from message %s for %s: %s",
+        block_type,
+        message_id,
+        adapter,
+        reason,
+        extra={
+            "session_id": session_id,
+            "message_id": message_id,
+            "block_type": block_type,
+            "adapter": adapter,
+            "reason": reason,
+        },
+    )
+
+
+def forget_logged_drops() -> None:
+    """Clear the once-per-process memory (tests use this to observe logging again)."""
+    with _seen_lock:
+        _seen.clear()

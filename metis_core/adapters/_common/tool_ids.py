@@ -1,0 +1,105 @@
+"""Canonical ⇄ provider tool-call ids, per session (canonical-message-format §6.2).
+
+Canonical ids (`tu_<ulid>`) are issued when a tool_use arrives from any provider. Outbound, each
+target gets an id that meets its rules, derived deterministically from the canonical id so a
+replayed history produces byte-identical requests (prompt caches survive). A tool_use keeps the
+id its own provider issued when it goes back to that provider. The map is plain data
+(`to_dict`/`from_dict`) so the session store can persist it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any, Literal
+
+from metis_core.ids import new_tool_use_id
+
+IdStyle = Literal["anthropic", "openai", "alnum9", "gemini", "opaque"]
+
+_ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def _alnum9(seed: str, attempt: int) -> str:
+    digest = int.from_bytes(hashlib.sha256(f"{seed}#{attempt}".encode()).digest()[:8], "big")
+    out = []
+    for _ in range(9):
+        digest, rem = divmod(digest, 62)
+        out.append(_ALNUM[rem])
+    return "".join(out)
+
+
+def outbound_id(canonical_id: str, style: IdStyle, attempt: int = 0) -> str:
+    """The provider-side id a target would get for a canonical id it never saw."""
+    core = canonical_id.removeprefix("tu_")
+    if style == "alnum9":
+        return _alnum9(canonical_id, attempt)
+    suffix = "" if attempt == 0 else f"_{attempt}"
+    if style == "anthropic":  # ^[a-zA-Z0-9_-]+$, at most 64
+        return f"toolu_{core}{suffix}"
+    if style == "openai":  # at most 40 characters
+        return f"call_{core}{suffix}"
+    return f"{canonical_id}{suffix}"
+
+
+class ToolIdMap:
+    """Bidirectional map, namespaced by provider key (ids from two providers never mix)."""
+
+    def __init__(self, data: dict[str, Any] | None = None) -> None:
+        self._to_provider: dict[str, dict[str, str]] = {}
+        self._to_canonical: dict[str, dict[str, str]] = {}
+        for namespace, pairs in (data or {}).items():
+            for canonical_id, provider_id in pairs.items():
+                self._record(namespace, canonical_id, provider_id)
+
+    def _record(self, namespace: str, canonical_id: str, provider_id: str) -> None:
+        self._to_provider.setdefault(namespace, {})[canonical_id] = provider_id
+        self._to_canonical.setdefault(namespace, {})[provider_id] = canonical_id
+
+    def canonical_for(self, namespace: str, provider_id: str | None) -> str:
+        """Canonical id for an id a provider just issued (a new `tu_` id the first time)."""
+        if provider_id:
+            known = self._to_canonical.get(namespace, {}).get(provider_id)
+            if known is not None:
+                return known
+        canonical_id = new_tool_use_id()
+        if provider_id:
+            self._record(namespace, canonical_id, provider_id)
+        return canonical_id
+
+    def provider_for(self, namespace: str, canonical_id: str, style: IdStyle) -> str:
+        """The id to send to a target: the one it issued, else a deterministic valid one."""
+        known = self._to_provider.get(namespace, {}).get(canonical_id)
+        if known is not None and _fits(known, style):
+            return known
+        taken = self._to_canonical.get(namespace, {})
+        attempt = 0
+        while True:
+            candidate = outbound_id(canonical_id, style, attempt)
+            if taken.get(candidate, canonical_id) == canonical_id:
+                break
+            attempt += 1
+        self._record(namespace, canonical_id, candidate)
+        return candidate
+
+    def lookup_canonical(self, namespace: str, provider_id: str) -> str | None:
+        return self._to_canonical.get(namespace, {}).get(provider_id)
+
+    def to_dict(self) -> dict[str, dict[str, str]]:
+        return {ns: dict(pairs) for ns, pairs in self._to_provider.items()}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any] | None) -> ToolIdMap:
+        return cls(data)
+
+    def __len__(self) -> int:
+        return sum(len(pairs) for pairs in self._to_provider.values())
+
+
+def _fits(provider_id: str, style: IdStyle) -> bool:
+    if style == "alnum9":
+        return len(provider_id) == 9 and provider_id.isalnum()
+    if style == "openai":
+        return len(provider_id) <= 40
+    if style == "anthropic":
+        return len(provider_id) <= 64 and all(c.isalnum() or c in "_-" for c in provider_id)
+    return True

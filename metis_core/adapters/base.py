@@ -1,0 +1,226 @@
+"""The adapter contract (canonical-message-format §7.1): canonical ⇄ one provider API's wire format.
+
+An adapter is pure translation: it builds request bodies, parses response bodies, turns stream
+chunks into canonical StreamEvents and classifies errors. It does no I/O (transport/ does) and
+never touches the store. Streaming is a synchronous state machine (`StreamTranslator`) so the same
+code serves sync and async callers and can be fed recorded chunks directly in tests.
+"""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterator, Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+import orjson
+
+from metis_core.adapters._common.lossy import DroppedBlock
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.errors import ProviderError
+from metis_core.ids import new_ulid
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    RoutingDecisionRecord,
+    RoutingMode,
+    StreamEvent,
+    ToolDefinition,
+    Usage,
+)
+from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.model_id import parse_model_id
+from metis_core.transport.wire import WireChunk, WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.models.pricing import PriceTable
+    from metis_core.models.registry import ModelRegistry
+
+
+@dataclass(slots=True)
+class AdapterOptions:
+    """Per-call settings. Adapters map what their API supports and ignore (and log) the rest."""
+
+    model: str
+    """Canonical model id, `<provider>:<name>`."""
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    thinking_budget_tokens: int | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    """"auto" | "none" | "required" | {"name": tool_name}."""
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = None
+    """Structured output: {"name": str, "schema": JSON Schema}."""
+    stream: bool = False
+    session_id: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Provider-only knobs (e.g. OpenRouter `provider` routing); merged into the body as-is."""
+
+    @property
+    def model_name(self) -> str:
+        return parse_model_id(self.model).name
+
+
+@dataclass(slots=True)
+class WireRequest:
+    """A provider request, ready for the transport. Holds no secret: auth is added at send time."""
+
+    path: str
+    body: dict[str, Any]
+    stream: bool = False
+    method: str = "POST"
+    headers: dict[str, str] = field(default_factory=dict)
+    query: dict[str, str] = field(default_factory=dict)
+    dropped: list[DroppedBlock] = field(default_factory=list)
+    """Lossy projections made while building this request (each already logged at WARN)."""
+
+
+DIRECT_ROUTING = RoutingDecisionRecord(
+    mode=RoutingMode.DEFAULT, chosen_model="", reason="direct adapter call (no routing engine)"
+)
+
+
+@dataclass
+class RequestContext:
+    """What parsing a response needs beyond the response: model, session, id map, pricing."""
+
+    model: str
+    session_id: str = ""
+    tool_ids: ToolIdMap = field(default_factory=ToolIdMap)
+    routing: RoutingDecisionRecord | None = None
+    prices: PriceTable | None = None
+    started_at: float = field(default_factory=time.perf_counter)
+    request_id: str = field(default_factory=new_ulid)
+    message_id: str = field(default_factory=new_ulid)
+    """Id given to the assistant message this call produces."""
+
+    @property
+    def provider(self) -> str:
+        return parse_model_id(self.model).provider
+
+    @property
+    def model_name(self) -> str:
+        return parse_model_id(self.model).name
+
+    def latency_ms(self) -> int:
+        return int((time.perf_counter() - self.started_at) * 1000)
+
+    def routing_record(self) -> RoutingDecisionRecord:
+        if self.routing is not None:
+            return self.routing
+        return DIRECT_ROUTING.model_copy(update={"chosen_model": self.model})
+
+    def finish_usage(self, usage: Usage) -> Usage:
+        """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
+        usage.latency_ms = self.latency_ms()
+        if self.prices is not None:
+            usage.cost_usd, usage.pricing_version = self.prices.cost(usage, self.model)
+        return usage
+
+
+class StreamTranslator(ABC):
+    """Turns one provider stream into canonical events. Fed chunk by chunk; `finish()` at the end.
+
+    `finish()` must end the stream cleanly whatever happened: if no terminal chunk arrived it
+    yields an `error` event and a `message_complete` whose message is PARTIAL or ERROR.
+    """
+
+    @abstractmethod
+    def feed(self, chunk: WireChunk) -> list[StreamEvent]: ...
+
+    @abstractmethod
+    def finish(self) -> list[StreamEvent]: ...
+
+
+class Adapter(ABC):
+    provider: ClassVar[str]
+    """Provider key, e.g. "anthropic"; the part of a model id before the first colon."""
+    api: ClassVar[str]
+    """API surface, e.g. "messages", "chat_completions"; part of a signature's origin."""
+    framing: ClassVar[Literal["sse", "ndjson"]] = "sse"
+    default_base_url: ClassVar[str] = ""
+
+    def __init__(self, registry: ModelRegistry | None = None) -> None:
+        self._registry = registry
+
+    # --- capabilities ----------------------------------------------------------------------
+
+    @property
+    def registry(self) -> ModelRegistry:
+        if self._registry is None:
+            from metis_core.models.registry import default_registry
+
+            self._registry = default_registry()
+        return self._registry
+
+    def capabilities(self, model: str) -> AdapterCapabilities:
+        return self.registry.capabilities(model)
+
+    # --- the contract ----------------------------------------------------------------------
+
+    @abstractmethod
+    def to_wire(
+        self,
+        messages: list[Message],
+        tools: list[ToolDefinition],
+        options: AdapterOptions,
+        tool_ids: ToolIdMap | None = None,
+    ) -> WireRequest:
+        """Serialize canonical messages (already repaired) into this API's request."""
+
+    @abstractmethod
+    def from_wire_response(self, response: WireResponse, context: RequestContext) -> Message:
+        """Parse a successful non-streaming response into a COMPLETE (or PARTIAL) Message."""
+
+    @abstractmethod
+    def stream_translator(self, context: RequestContext) -> StreamTranslator: ...
+
+    @abstractmethod
+    def classify_error(self, response: WireResponse) -> ProviderError:
+        """Map a non-2xx response (status, headers, body) to the right ProviderError subclass."""
+
+    @abstractmethod
+    def auth_headers(self, api_key: str | None) -> dict[str, str]:
+        """Headers that carry the key. Only the transport calls this, at send time."""
+
+    # --- provided ---------------------------------------------------------------------------
+
+    async def stream_response(
+        self, chunks: AsyncIterator[WireChunk], context: RequestContext
+    ) -> AsyncIterator[StreamEvent]:
+        translator = self.stream_translator(context)
+        async for chunk in chunks:
+            for event in translator.feed(chunk):
+                yield event
+        for event in translator.finish():
+            yield event
+
+    def stream_response_sync(
+        self, chunks: Iterable[WireChunk], context: RequestContext
+    ) -> Iterator[StreamEvent]:
+        translator = self.stream_translator(context)
+        for chunk in chunks:
+            yield from translator.feed(chunk)
+        yield from translator.finish()
+
+    def estimate_input_tokens(self, messages: list[Message], tools: list[ToolDefinition]) -> int:
+        """Pre-flight estimate: ~4 characters per token over the text, plus fixed image costs.
+
+        Deliberately provider-agnostic and cheap; adapters with a better rule may override.
+        """
+        chars = 0
+        images = 0
+        for message in messages:
+            for block in message.content:
+                if isinstance(block, ImageBlock):
+                    images += 1
+                else:
+                    chars += len(orjson.dumps(block.model_dump(mode="json")))
+            chars += 8  # role and framing overhead
+        for tool in tools:
+            chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
+        return chars // 4 + images * 1_600

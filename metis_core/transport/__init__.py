@@ -1,0 +1,1 @@
+"""HTTP transport and stream framing (SSE, NDJSON). Knows bytes and HTTP, never canonical messages."""

@@ -1,0 +1,47 @@
+"""Raw wire units shared by the transport and the adapters: a response and one stream chunk."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from metis_core.errors import MalformedResponseError
+
+
+def request_id_from_headers(headers: Mapping[str, str]) -> str | None:
+    for name in ("request-id", "x-request-id", "x-goog-request-id", "openai-request-id"):
+        value = headers.get(name)
+        if value:
+            return value
+    return None
+
+
+@dataclass(slots=True)
+class WireResponse:
+    status: int
+    body: bytes
+    headers: Mapping[str, str] = field(default_factory=dict)
+
+    def json(self, provider: str = "unknown") -> Any:
+        """Parse the body; leading keep-alive whitespace is fine, anything else malformed is named."""
+        try:
+            return orjson.loads(self.body)
+        except orjson.JSONDecodeError as exc:
+            excerpt = self.body[:200].decode("utf-8", "replace")
+            raise MalformedResponseError(
+                f"response body is not JSON ({exc}); first bytes: {excerpt!r}",
+                provider=provider,
+                status=self.status,
+                request_id=request_id_from_headers(self.headers),
+            ) from exc
+
+
+@dataclass(slots=True)
+class WireChunk:
+    """One framed stream unit: an SSE event (`event` name + `data`) or one NDJSON line (`data`)."""
+
+    data: str
+    event: str | None = None
