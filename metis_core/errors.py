@@ -262,6 +262,19 @@ class EventBusClosedError(MetisError):
     """emit() was called on a bus that has been shut down."""
 
 
+class EventBusTimeoutError(MetisError, TimeoutError):
+    """flush() or shutdown() gave up before every emitted event was dispatched."""
+
+
+class BrokenCausalChainError(MetisError):
+    """A parent_event_id points at an event that cannot be found (or the chain loops)."""
+
+    def __init__(self, message: str, *, missing_event_id: str, walked: Sequence[object] = ()) -> None:
+        self.missing_event_id = missing_event_id
+        self.walked = list(walked)
+        super().__init__(message)
+
+
 # --- storage -------------------------------------------------------------------------------
 
 
@@ -291,6 +304,10 @@ class BackupError(StoreError):
 
 class SessionNotFoundError(StoreError):
     """No session with that id exists in the store."""
+
+
+class SessionExistsError(StoreError):
+    """An import or create names a session id that is already stored."""
 
 
 # --- tools and the agent loop --------------------------------------------------------------

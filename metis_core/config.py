@@ -1,0 +1,242 @@
+"""The configuration home: METIS_HOME/config.yaml plus environment overrides (docs/configuration.md).
+
+Resolves, per provider, the base URL and API key with a fixed precedence (environment over file
+over built-in default) and holds the user's model, price, alias and chain overrides for the
+registry and price table to apply. Keys are SecretStr end to end: they never reach a repr, a dump,
+a log line or an exception. It does not open connections or check that a key is valid.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
+
+from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
+
+CONFIG_FILE_NAME = "config.yaml"
+
+DEFAULT_BASE_URLS: dict[str, str] = {
+    "anthropic": "https://api.anthropic.com",
+    "openai": "https://api.openai.com/v1",
+    "openai_responses": "https://api.openai.com/v1",
+    "gemini": "https://generativelanguage.googleapis.com",
+    "ollama": "http://127.0.0.1:11434",
+    "openrouter": "https://openrouter.ai/api/v1",
+}
+
+# The variables each provider's official SDK reads, so an existing shell setup just works.
+SDK_BASE_URL_ENV: dict[str, str] = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai": "OPENAI_BASE_URL",
+    "openai_responses": "OPENAI_BASE_URL",
+    "ollama": "OLLAMA_HOST",
+}
+STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
+    "anthropic": ("ANTHROPIC_API_KEY",),
+    "openai": ("OPENAI_API_KEY",),
+    "openai_responses": ("OPENAI_API_KEY",),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "ollama": ("OLLAMA_API_KEY",),
+    "openai_compatible": ("OPENAI_COMPATIBLE_API_KEY",),
+}
+# Local servers usually run without authentication; a key is used when one is configured.
+KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
+
+_OLLAMA_DEFAULT_PORT = 11434
+_NAME_FORBIDDEN = re.compile(r"[:,\s]")
+
+
+def metis_home(environ: Mapping[str, str] | None = None) -> Path:
+    """METIS_HOME, or ~/.metis when it is unset."""
+    env = os.environ if environ is None else environ
+    return Path(env.get("METIS_HOME") or "~/.metis").expanduser()
+
+
+def base_url_env_var(provider: str) -> str:
+    """`METIS_<PROVIDER>_BASE_URL`, e.g. METIS_OPENAI_RESPONSES_BASE_URL."""
+    return f"METIS_{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_BASE_URL"
+
+
+def ollama_host_to_url(value: str) -> str:
+    """OLLAMA_HOST as the Ollama CLI reads it: `host`, `host:port`, `:port` or a full URL."""
+    value = value.strip()
+    if "://" in value:
+        scheme, _, rest = value.partition("://")
+    else:
+        scheme, rest = "http", value
+    rest = rest.rstrip("/")
+    host, _, path = rest.partition("/")
+    if host.startswith("["):  # [ipv6]:port
+        bracket_end = host.find("]")
+        name, port = host[: bracket_end + 1], host[bracket_end + 2 :]
+    else:
+        name, _, port = host.partition(":")
+    name = name or "127.0.0.1"
+    if not port:
+        port = "443" if scheme == "https" else str(_OLLAMA_DEFAULT_PORT)
+    suffix = f"/{path}" if path else ""
+    return f"{scheme}://{name}:{port}{suffix}"
+
+
+class ProviderConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    base_url: str | None = None
+    api_key_env: str | None = None
+    """Name of the environment variable holding the key (replaces the standard one)."""
+    api_key: SecretStr | None = None
+    """Allowed only when config.yaml has mode 0600."""
+    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    """Extra HTTP headers; values are secret because they often carry credentials."""
+
+
+class DefaultsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    model: str | None = None
+    """Default model id, alias or chain for new sessions."""
+
+
+class MetisConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    home: Path
+    path: Path
+    """The config file, whether or not it exists."""
+    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Registry entries that override or extend models.yaml, keyed by model id."""
+    prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
+    aliases: dict[str, str] = Field(default_factory=dict)
+    chains: dict[str, list[str]] = Field(default_factory=dict)
+
+    _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
+
+    @field_validator("chains", mode="before")
+    @classmethod
+    def _chain_strings(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return {k: v.split(",") if isinstance(v, str) else v for k, v in value.items()}
+        return value
+
+    @field_validator("aliases", "chains")
+    @classmethod
+    def _plain_names(cls, value: dict[str, Any]) -> dict[str, Any]:
+        for name in value:
+            if not name or _NAME_FORBIDDEN.search(name):
+                raise ValueError(f"alias or chain name {name!r} must not be empty or contain ':', ',' or spaces")
+        return value
+
+    # --- resolution ------------------------------------------------------------------------
+
+    def provider(self, provider: str) -> ProviderConfig:
+        return self.providers.get(provider) or ProviderConfig()
+
+    def base_url(self, provider: str) -> str:
+        """Env METIS_<PROVIDER>_BASE_URL, then the SDK variable, then the file, then the default."""
+        env = self._environ
+        url = env.get(base_url_env_var(provider), "").strip()
+        if not url and provider in SDK_BASE_URL_ENV:
+            url = env.get(SDK_BASE_URL_ENV[provider], "").strip()
+            if url and provider == "ollama":
+                url = ollama_host_to_url(url)
+        url = url or (self.provider(provider).base_url or "") or DEFAULT_BASE_URLS.get(provider, "")
+        if not url:
+            raise ConfigError(
+                f"no base URL for provider {provider!r}: set providers.{provider}.base_url in "
+                f"{self.path} or the environment variable {base_url_env_var(provider)}"
+            )
+        return url.rstrip("/")
+
+    def api_key_env_vars(self, provider: str) -> tuple[str, ...]:
+        configured = self.provider(provider).api_key_env
+        if configured:
+            return (configured,)
+        default = f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
+        return STANDARD_KEY_ENV.get(provider, (default,))
+
+    def api_key(self, provider: str) -> SecretStr | None:
+        """The key from the environment, else from the config file, else None."""
+        for name in self.api_key_env_vars(provider):
+            value = self._environ.get(name, "").strip()
+            if value:
+                return SecretStr(value)
+        return self.provider(provider).api_key
+
+    def require_api_key(self, provider: str) -> SecretStr | None:
+        """Like api_key, but raise MissingAPIKeyError for providers that need one.
+
+        Returns None only for keyless local providers (ollama, openai_compatible) with no key set.
+        """
+        key = self.api_key(provider)
+        if key is not None or provider in KEYLESS_PROVIDERS:
+            return key
+        raise MissingAPIKeyError(provider, self.api_key_env_vars(provider)[0])
+
+    def extra_headers(self, provider: str) -> dict[str, str]:
+        """Headers to send as-is; revealed here only, for the transport to use."""
+        return {k: v.get_secret_value() for k, v in self.provider(provider).headers.items()}
+
+    @property
+    def default_model(self) -> str | None:
+        return self.defaults.model
+
+
+def load_config(home: Path | None = None, *, environ: Mapping[str, str] | None = None) -> MetisConfig:
+    """Read METIS_HOME/config.yaml (a missing file means all defaults) and bind the environment."""
+    env = os.environ if environ is None else environ
+    root = home if home is not None else metis_home(env)
+    path = root / CONFIG_FILE_NAME
+    data = _read_yaml(path) if path.is_file() else {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: the top level must be a mapping (key: value), got {type(data).__name__}")
+    try:
+        config = MetisConfig.model_validate({**data, "home": root, "path": path})
+    except ValidationError as exc:
+        raise ConfigError(_describe_validation_error(path, exc)) from None
+    if any(p.api_key is not None for p in config.providers.values()):
+        _require_private_file(path)
+    config._environ = env
+    return config
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
+    try:
+        return yaml.safe_load(text) or {}
+    except yaml.MarkedYAMLError as exc:
+        # Only the position and the parser's complaint: the snippet could show a secret.
+        mark = exc.problem_mark or exc.context_mark
+        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
+        raise ConfigError(f"{path}: invalid YAML at {where}: {exc.problem or exc.context}; fix it and retry"
+                          ) from None
+    except yaml.YAMLError:
+        raise ConfigError(f"{path}: invalid YAML; fix it and retry") from None
+
+
+def _describe_validation_error(path: Path, exc: ValidationError) -> str:
+    # Never include the offending input: it may be an API key.
+    problems = [
+        f"{'.'.join(str(part) for part in error['loc']) or '(top level)'}: {error['msg']}"
+        for error in exc.errors(include_input=False, include_url=False)
+    ]
+    return f"{path}: invalid configuration: " + "; ".join(problems)
+
+
+def _require_private_file(path: Path) -> None:
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise InsecureKeyFileError(str(path), mode)

@@ -1,0 +1,92 @@
+"""Payloads of the llm domain (spec §6.3): one provider call started, completed or failed.
+
+`cost_usd` on llm.call_completed is a float because the spec says so (unlike the Decimal
+strings elsewhere); `error_class` on llm.call_failed is the eight-value ErrorClass enum.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from metis_core.events.envelope import Actor, Sensitivity
+from metis_core.events.event_spec import EventSpec
+from metis_core.events.payloads.fields import (
+    InboundShape,
+    NonNegativeFloat,
+    NonNegativeInt,
+    PayloadModel,
+    StopReason,
+)
+
+LlmErrorClass = Literal[
+    "rate_limit", "auth", "server_error", "network", "context_overflow", "invalid_request",
+    "cancelled", "other",
+]  # fmt: skip
+"""Mirrors `metis_core.errors.ErrorClass`; a test keeps the two in step."""
+
+
+class LlmCallStartedPayload(PayloadModel):
+    """A request is about to go to a provider."""
+
+    model: str
+    provider: str
+    estimated_input_tokens: NonNegativeInt
+    request_id: str
+    is_worker: bool
+
+
+class LlmCallCompletedPayload(PayloadModel):
+    """A provider call returned a complete response, with usage and cost."""
+
+    model: str
+    provider: str
+    input_tokens: NonNegativeInt
+    output_tokens: NonNegativeInt
+    cached_input_tokens: NonNegativeInt
+    cache_creation_input_tokens: NonNegativeInt
+    cost_usd: NonNegativeFloat
+    pricing_version: str
+    latency_ms: NonNegativeInt
+    stop_reason: StopReason
+    produced_tool_calls: NonNegativeInt
+    produced_thinking_blocks: NonNegativeInt
+    gateway_key_id: str | None = None
+    inbound_shape: InboundShape | None = None
+    user_id: str | None = None
+    team_id: str | None = None
+
+
+class LlmCallFailedPayload(PayloadModel):
+    """A provider call failed after the adapter's retries."""
+
+    model: str
+    provider: str
+    error_class: LlmErrorClass
+    error_message_redacted: str
+    retry_count: NonNegativeInt
+    latency_ms: NonNegativeInt
+
+
+SPECS = (
+    EventSpec(
+        "llm.call_started",
+        LlmCallStartedPayload,
+        Sensitivity.PRIVATE,
+        (Actor.AGENT,),
+        ("turn.started", "tool.completed", "route.decided", "route.overridden"),
+    ),
+    EventSpec(
+        "llm.call_completed",
+        LlmCallCompletedPayload,
+        Sensitivity.PSEUDONYMOUS,
+        (Actor.AGENT,),
+        ("llm.call_started",),
+    ),
+    EventSpec(
+        "llm.call_failed",
+        LlmCallFailedPayload,
+        Sensitivity.PSEUDONYMOUS,
+        (Actor.AGENT,),
+        ("llm.call_started",),
+    ),
+)

@@ -1,0 +1,115 @@
+"""The shape of models.yaml and of the `models:` entries in config.yaml, and how to read them.
+
+Validates on load so a typo in a capability name fails with the file and entry named, not later
+inside routing. It only reads and checks data; resolving ids lives in registry.py.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from metis_core.errors import ConfigError, ModelIdError
+from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.model_id import parse_model_id
+
+CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
+
+
+class ProviderEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    family: str | None = None
+    """Another provider whose models (and defaults) this one serves, e.g. openai_responses -> openai."""
+    any_model: bool = False
+    """Any model name resolves, with the provider defaults (local servers and aggregators)."""
+    strip_tags: bool = False
+    """`name:tag` falls back to the entry for `name` (Ollama tags such as qwen3:8b)."""
+    defaults: dict[str, Any] = Field(default_factory=dict)
+
+
+class ModelEntry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    display_name: str | None = None
+    snapshots: list[str] = Field(default_factory=list)
+    """Other names the provider serves this same model under (dated versions, -latest)."""
+    capabilities: dict[str, Any] = Field(default_factory=dict)
+    provider_capabilities: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Per-provider refinements, e.g. thinking summaries exist only on openai_responses."""
+
+
+class RegistryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    providers: dict[str, ProviderEntry] = Field(default_factory=dict)
+    models: dict[str, ModelEntry] = Field(default_factory=dict)
+    aliases: dict[str, str] = Field(default_factory=dict)
+
+
+def check_capability_keys(fields: dict[str, Any], where: str) -> None:
+    unknown = sorted(set(fields) - CAPABILITY_FIELDS)
+    if unknown:
+        raise ConfigError(f"{where}: unknown capability field(s) {unknown}; known: {sorted(CAPABILITY_FIELDS)}")
+    try:
+        AdapterCapabilities.model_validate(fields)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        raise ConfigError(f"{where}: capability {first['loc'][0]!r}: {first['msg']}") from None
+
+
+def check_model_entry(model_id: str, entry: ModelEntry, source: str) -> None:
+    try:
+        parse_model_id(model_id)
+    except ModelIdError as exc:
+        raise ConfigError(f"{source}: models entry {model_id!r}: {exc}") from None
+    check_capability_keys(entry.capabilities, f"{source}: models.{model_id}.capabilities")
+    for provider, fields in entry.provider_capabilities.items():
+        check_capability_keys(fields, f"{source}: models.{model_id}.provider_capabilities.{provider}")
+
+
+def parse_registry_data(data: Any, source: str) -> RegistryFile:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping")
+    try:
+        registry = RegistryFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{source}: {where}: {first['msg']}") from None
+    for name, provider in registry.providers.items():
+        check_capability_keys(provider.defaults, f"{source}: providers.{name}.defaults")
+        if provider.family is not None and provider.family not in registry.providers:
+            raise ConfigError(f"{source}: providers.{name}.family names unknown provider {provider.family!r}")
+    for model_id, entry in registry.models.items():
+        check_model_entry(model_id, entry, source)
+    return registry
+
+
+def read_registry_file(path: Path) -> RegistryFile:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"cannot read model registry {path}: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        line = f" at line {mark.line + 1}" if mark else ""
+        raise ConfigError(f"{path}: invalid YAML{line}: {exc.problem}") from None
+    return parse_registry_data(data, str(path))
+
+
+def builtin_registry_path() -> Path:
+    return Path(str(resources.files("metis_core") / "data" / "models.yaml"))
+
+
+@lru_cache(maxsize=1)
+def builtin_registry_file() -> RegistryFile:
+    """models.yaml shipped with metis-core, parsed once per process."""
+    return read_registry_file(builtin_registry_path())

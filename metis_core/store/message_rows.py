@@ -1,0 +1,86 @@
+"""A `Message` to a `messages` row and back, fast enough to load 10,000 messages well under 0.5 s.
+
+Rows at the current message schema are rebuilt as one JSON document per message and validated
+with `Message.model_validate_json` (no intermediate dicts); older rows go through
+`migrate_message_dict` first. This module writes no SQL transactions; `sessions.py` does.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterable
+from typing import Any
+
+import orjson
+
+from metis_core.messages import SCHEMA_VERSION as MESSAGE_SCHEMA_VERSION
+from metis_core.messages import Message
+from metis_core.messages.migrations import migrate_message_dict
+from metis_core.store.records import to_us
+
+MESSAGE_SELECT = (
+    "SELECT id, session_id, role, content_json, metadata_json, "
+    # created_at is stored in unix microseconds; SQLite renders the same text format_timestamp does
+    "strftime('%Y-%m-%dT%H:%M:%S', created_at / 1000000, 'unixepoch') "
+    "|| printf('.%06dZ', created_at % 1000000), schema_version FROM messages"
+)
+
+
+def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
+    """(id, session_id, role, content_json, metadata_json, created_at_us, schema_version)."""
+    data = message.model_dump(mode="json")
+    return (
+        message.id,
+        message.session_id,
+        message.role.value,
+        orjson.dumps(data["content"]).decode(),
+        orjson.dumps(data["metadata"]).decode(),
+        to_us(message.created_at),
+        message.schema_version,
+    )
+
+
+def _current_row_json(row: tuple[Any, ...]) -> bytes:
+    mid, sid, role, content, metadata, created, version = row
+    return b"".join(
+        (
+            b'{"id":', orjson.dumps(mid),
+            b',"session_id":', orjson.dumps(sid),
+            b',"role":', orjson.dumps(role),
+            b',"content":', content.encode(),
+            b',"metadata":', metadata.encode(),
+            b',"created_at":"', created.encode(),
+            b'","schema_version":', str(version).encode(), b"}",
+        )
+    )
+
+
+def message_from_row(row: tuple[Any, ...]) -> Message:
+    mid, sid, role, content, metadata, created, version = row
+    if version == MESSAGE_SCHEMA_VERSION:
+        return Message.model_validate_json(_current_row_json(row))
+    data = {
+        "id": mid,
+        "session_id": sid,
+        "role": role,
+        "content": orjson.loads(content),
+        "metadata": orjson.loads(metadata),
+        "created_at": created,
+        "schema_version": version,
+    }
+    return Message.model_validate(migrate_message_dict(data))
+
+
+def messages_from_rows(rows: Iterable[tuple[Any, ...]]) -> list[Message]:
+    """Validate every row; the cyclic GC is paused meanwhile.
+
+    Building ~100k small objects triggers repeated full collections that, measured, more than
+    double the load time of a 10,000-message session; none of these objects form cycles.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return [message_from_row(row) for row in rows]
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -1,0 +1,89 @@
+"""History repair: idempotent, logged, and leaves a history every target accepts."""
+
+from __future__ import annotations
+
+import logging
+from decimal import Decimal
+
+import pytest
+
+from metis_core.adapters._common.repair import MISSING_RESULT_TEXT, repair_history
+from metis_core.messages import (
+    Message,
+    MessageMetadata,
+    MessageStatus,
+    Role,
+    RoutingDecisionRecord,
+    RoutingMode,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+    check_session,
+    tool_result_message,
+    user_message,
+)
+
+
+def assistant(*blocks: object, status: MessageStatus = MessageStatus.COMPLETE) -> Message:
+    return Message(
+        role=Role.ASSISTANT,
+        content=list(blocks),
+        metadata=MessageMetadata(
+            model="openai:gpt-5", provider="openai", status=status,
+            routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="openai:gpt-5", reason="t"),
+            usage=Usage(cost_usd=Decimal(0), pricing_version="t"),
+        ),
+    )
+
+
+def test_tool_use_without_result_gets_a_synthetic_error_result(caplog: pytest.LogCaptureFixture) -> None:
+    call = assistant(ToolUseBlock(id="tu_1", name="read_file", input={}))
+    with caplog.at_level(logging.WARNING):
+        fixed = repair_history([user_message("go"), call, user_message("next")])
+    assert [m.role for m in fixed] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.USER]
+    result = fixed[2].tool_results()[0]
+    assert result.tool_use_id == "tu_1" and result.is_error and result.text() == MISSING_RESULT_TEXT
+    assert "had no result" in caplog.text
+    check_session(fixed)
+
+
+def test_result_without_tool_use_is_dropped() -> None:
+    fixed = repair_history([user_message("go"), tool_result_message("tu_ghost", "x")])
+    assert [m.role for m in fixed] == [Role.USER]
+
+
+def test_user_message_between_call_and_result_is_moved_after_the_result() -> None:
+    call = assistant(ToolUseBlock(id="tu_1", name="t", input={}), ToolUseBlock(id="tu_2", name="t", input={}))
+    history = [user_message("go"), call, user_message("meanwhile"), tool_result_message("tu_2", "b"),
+               tool_result_message("tu_1", "a")]
+    fixed = repair_history(history)
+    assert [m.role for m in fixed] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.TOOL, Role.USER]
+    assert [m.tool_results()[0].tool_use_id for m in fixed[2:4]] == ["tu_1", "tu_2"]  # call order
+
+
+def test_empty_text_blocks_are_dropped_and_empty_messages_removed() -> None:
+    fixed = repair_history([user_message(""), user_message("real"),
+                            assistant(TextBlock(text=""), TextBlock(text="answer"))])
+    assert [m.text() for m in fixed] == ["real", "answer"]
+    assert len(fixed[1].content) == 1
+
+
+def test_unexecuted_calls_of_a_cancelled_message_are_dropped() -> None:
+    cancelled = assistant(TextBlock(text="let me"), ToolUseBlock(id="tu_1", name="t", input={}),
+                          status=MessageStatus.CANCELLED)
+    fixed = repair_history([user_message("go"), cancelled])
+    assert [b.type for b in fixed[1].content] == ["text"]
+
+
+def test_repair_is_idempotent() -> None:
+    call = assistant(ToolUseBlock(id="tu_1", name="t", input={}))
+    history = [user_message(""), user_message("go"), call, user_message("next"), tool_result_message("tu_x", "?")]
+    once = repair_history(history)
+    twice = repair_history(once)
+    assert [m.model_dump() for m in twice] == [m.model_dump() for m in once]
+
+
+def test_stored_messages_are_never_modified() -> None:
+    message = assistant(TextBlock(text=""), TextBlock(text="answer"))
+    repair_history([user_message("q"), message])
+    assert len(message.content) == 2
