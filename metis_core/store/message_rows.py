@@ -8,7 +8,8 @@ with `Message.model_validate_json` (no intermediate dicts); older rows go throug
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import orjson
@@ -71,16 +72,22 @@ def message_from_row(row: tuple[Any, ...]) -> Message:
     return Message.model_validate(migrate_message_dict(data))
 
 
-def messages_from_rows(rows: Iterable[tuple[Any, ...]]) -> list[Message]:
-    """Validate every row; the cyclic GC is paused meanwhile.
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while bulk-loading rows and messages.
 
-    Building ~100k small objects triggers repeated full collections that, measured, more than
-    double the load time of a 10,000-message session; none of these objects form cycles.
+    Fetching and validating ~100k small objects triggers repeated full collections that,
+    measured, take a 10,000-message load from ~0.15 s to ~0.4 s; none of these objects form cycles.
     """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        return [message_from_row(row) for row in rows]
+        yield
     finally:
         if was_enabled:
             gc.enable()
+
+
+def messages_from_rows(rows: Iterable[tuple[Any, ...]]) -> list[Message]:
+    with gc_paused():
+        return [message_from_row(row) for row in rows]

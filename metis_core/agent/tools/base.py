@@ -1,0 +1,53 @@
+"""What a tool is: a ToolDefinition plus an async `run(input, context) -> ToolOutcome`.
+
+Tools never raise for expected failures (missing file, escape attempt, timeout): they return an
+outcome with `is_error` and the `tool.failed` error class, which the loop feeds back to the model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from metis_core.messages import ToolDefinition
+
+MAX_OUTPUT_BYTES = 64 * 1024
+
+
+@dataclass(slots=True)
+class ToolContext:
+    workspace: Path
+    session_id: str = ""
+    command_timeout_seconds: float = 30.0
+    max_output_bytes: int = MAX_OUTPUT_BYTES
+
+
+@dataclass(slots=True)
+class ToolOutcome:
+    content: str
+    is_error: bool = False
+    error_class: str | None = None
+    """For tool.failed: timeout | permission_denied | not_found | validation_error |
+    execution_error | cancelled | user_denied | confirmation_timeout."""
+    files_modified: list[str] | None = None
+    command_executed: str | None = None
+
+    @classmethod
+    def failure(cls, error_class: str, message: str, **extra: Any) -> ToolOutcome:
+        return cls(content=f"error: {message}", is_error=True, error_class=error_class, **extra)
+
+
+class Tool(Protocol):
+    definition: ToolDefinition
+
+    async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome: ...
+
+
+def cap_output(text: str, limit: int) -> str:
+    """Keep the head of an oversized output and say how much was cut."""
+    data = text.encode("utf-8", "replace")
+    if len(data) <= limit:
+        return text
+    kept = data[:limit].decode("utf-8", "ignore")
+    return f"{kept}\n[output truncated: {len(data) - limit} of {len(data)} bytes not shown]"

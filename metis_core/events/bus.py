@@ -1,0 +1,333 @@
+"""The in-process event bus (spec §3, §5): validate on emit, enqueue, fan out to subscribers.
+
+`emit` validates against the catalog and appends to a bounded queue; a dispatch worker (its own
+daemon thread and asyncio loop) runs fast-path handlers inline, in subscription order, and hands
+events to each batch subscriber's own worker. The bus never persists events and never turns its
+own diagnostics (overflow, handler errors) into events: those are structured log lines.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Literal
+
+from pydantic import BaseModel
+
+from metis_core.errors import (
+    ConfigError,
+    EventBusClosedError,
+    EventBusOverflowError,
+    EventBusTimeoutError,
+    EventValidationError,
+    FastPathHandlerError,
+)
+from metis_core.events.catalog import make_event, validate_event
+from metis_core.events.dispatch_worker import DispatchWorker, FlushBarrier
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event, Sensitivity
+from metis_core.events.filters import EventFilter
+from metis_core.events.subscription import EventHandler, Subscription, SubscriptionHandle, is_slow
+from metis_core.ids import new_ulid
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["BusMode", "EventBus", "EventFilter", "Subscription", "SubscriptionHandle", "bus_mode_from_env"]
+
+DEFAULT_QUEUE_CAPACITY = 10_000
+BUS_MODE_ENV = "METIS_BUS_MODE"
+UnsubscribeReason = Literal["explicit", "client_disconnect", "shutdown", "removed_after_errors"]
+
+
+class BusMode(StrEnum):
+    STRICT = "strict"  # invalid events raise EventValidationError at the emitter (tests, development)
+    LENIENT = "lenient"  # invalid events are logged at WARNING and dropped (production default)
+
+
+def bus_mode_from_env() -> BusMode:
+    """METIS_BUS_MODE, or lenient when unset; tests/conftest.py sets strict."""
+    raw = os.environ.get(BUS_MODE_ENV, "").strip().lower()
+    if not raw:
+        return BusMode.LENIENT
+    try:
+        return BusMode(raw)
+    except ValueError:
+        raise ConfigError(f"{BUS_MODE_ENV}={raw!r} is not a bus mode; use 'strict' or 'lenient'") from None
+
+
+@dataclass(frozen=True)
+class _Route:
+    """A live subscription as the dispatch worker sees it."""
+
+    handle: SubscriptionHandle
+    filter: EventFilter
+    handler: EventHandler
+    batch_worker: DispatchWorker | None  # None = fast path
+
+    @property
+    def name(self) -> str:
+        return self.handle.subscription.name
+
+
+async def _call_isolated(name: str, handler: EventHandler, event: Event) -> None:
+    """Run one handler; an exception is logged at WARNING and goes no further (spec §5.2)."""
+    try:
+        result = handler(event)
+        if result is not None and inspect.isawaitable(result):
+            await result
+    except (Exception, asyncio.CancelledError) as error:
+        logger.warning(
+            "bus handler failed: subscription=%s event_id=%s event_type=%s error=%r",
+            name, event.id, event.type, error,
+            exc_info=error,
+            extra={"subscription": name, "event_id": event.id, "event_type": event.type, "error": repr(error)},
+        )  # fmt: skip
+
+
+class EventBus:
+    """In-process pub/sub for catalog events. Thread-safe; usable from sync and async code.
+
+    `queue_capacity` bounds events emitted but not yet dispatched (fast path) and, separately,
+    each batch subscriber's backlog. `mode` defaults to METIS_BUS_MODE (lenient when unset).
+    """
+
+    def __init__(self, *, mode: BusMode | str | None = None, queue_capacity: int = DEFAULT_QUEUE_CAPACITY):
+        if queue_capacity < 1:
+            raise ValueError("queue_capacity must be at least 1")
+        self.mode = BusMode(mode) if mode is not None else bus_mode_from_env()
+        self.queue_capacity = queue_capacity
+        self._strict = self.mode is BusMode.STRICT
+        self._closed = False
+        self._routes: tuple[_Route, ...] = ()
+        self._routes_lock = threading.Lock()
+        self._dispatcher = DispatchWorker("metis-event-bus", self._dispatch, queue_capacity)
+
+    # --- emitting -------------------------------------------------------------------------
+
+    def emit(self, event: Event) -> None:
+        """Validate against the catalog and enqueue; returns before any handler runs.
+
+        Strict mode raises EventValidationError for an invalid event; lenient mode logs it at
+        WARNING and drops it. Raises EventBusOverflowError when the queue is full and
+        EventBusClosedError after shutdown.
+        """
+        if self._closed:
+            raise EventBusClosedError(f"cannot emit {event.type}: the event bus has been shut down")
+        try:
+            validate_event(event)
+        except EventValidationError as error:
+            if self._strict:
+                raise
+            self._log_dropped(event.type, error)
+            return
+        self._enqueue(event)
+
+    def emit_new(
+        self,
+        event_type: str,
+        payload: Mapping[str, Any] | BaseModel,
+        *,
+        session_id: str,
+        turn_id: str | None = None,
+        parent: Event | str | None = None,
+        actor: Actor | None = None,
+        sensitivity: Sensitivity | None = None,
+    ) -> Event | None:
+        """`make_event` then enqueue; returns the event, or None if lenient mode dropped it."""
+        if self._closed:
+            raise EventBusClosedError(f"cannot emit {event_type}: the event bus has been shut down")
+        try:
+            event = make_event(
+                event_type, payload, session_id=session_id, turn_id=turn_id, parent=parent,
+                actor=actor, sensitivity=sensitivity,
+            )  # fmt: skip
+        except EventValidationError as error:
+            if self._strict:
+                raise
+            self._log_dropped(event_type, error)
+            return None
+        self._enqueue(event)
+        return event
+
+    def _enqueue(self, event: Event) -> None:
+        depth = self._dispatcher.put(event)
+        if depth is not None:
+            logger.error(
+                "event bus overflow: rejected event_type=%s queue_depth=%d queue_capacity=%d",
+                event.type, depth, self.queue_capacity,
+                extra={"event_type": event.type, "queue_depth": depth, "queue_capacity": self.queue_capacity},
+            )  # fmt: skip
+            raise EventBusOverflowError(
+                f"event bus queue is full ({depth} events waiting); {event.type} was not enqueued. "
+                "A subscriber is stalling the fast path or something is emitting in a loop."
+            )
+
+    def _log_dropped(self, event_type: str, error: EventValidationError) -> None:
+        logger.warning(
+            "bus dropped invalid event (lenient mode): event_type=%s error=%s", event_type, error,
+            extra={"event_type": event_type, "error": str(error)},
+        )  # fmt: skip
+
+    # --- dispatch (runs on the dispatcher thread) ------------------------------------------
+
+    async def _dispatch(self, event: Event) -> None:
+        for route in self._routes:
+            if not route.filter.matches(event):
+                continue
+            if route.batch_worker is None:
+                await _call_isolated(route.name, route.handler, event)
+            elif (depth := route.batch_worker.put(event)) is not None:
+                logger.error(
+                    "batch subscriber backlog full: subscription=%s dropped event_id=%s event_type=%s "
+                    "queue_depth=%d", route.name, event.id, event.type, depth,
+                    extra={"subscription": route.name, "event_id": event.id, "event_type": event.type,
+                           "queue_depth": depth},
+                )  # fmt: skip
+
+    # --- subscriptions --------------------------------------------------------------------
+
+    def subscribe(self, subscription: Subscription) -> SubscriptionHandle:
+        """Attach a subscription and emit bus.subscriber_registered. A handler marked `@slow`
+        on the fast path raises FastPathHandlerError."""
+        if self._closed:
+            raise EventBusClosedError(f"cannot subscribe {subscription.name!r}: the event bus has been shut down")
+        if subscription.fast_path and is_slow(subscription.handler):
+            raise FastPathHandlerError(
+                f"subscription {subscription.name!r} puts a @slow handler on the fast path, where every "
+                "handler must finish in <1ms; subscribe it with fast_path=False"
+            )
+        handle = SubscriptionHandle(id=new_ulid(), subscription=subscription)
+        batch_worker = None
+        if not subscription.fast_path:
+            name = f"metis-bus-batch:{subscription.name}"
+            batch_worker = DispatchWorker(name, self._batch_process(subscription), self.queue_capacity)
+        route = _Route(handle, subscription.filter, subscription.handler, batch_worker)
+        with self._routes_lock:
+            self._routes = (*self._routes, route)
+        self._emit_lifecycle(
+            "bus.subscriber_registered",
+            {
+                "subscription_name": subscription.name,
+                "filter": subscription.filter.describe(),
+                "fast_path": subscription.fast_path,
+            },
+        )
+        return handle
+
+    @staticmethod
+    def _batch_process(subscription: Subscription) -> Any:
+        async def process(event: Event) -> None:
+            await _call_isolated(subscription.name, subscription.handler, event)
+
+        return process
+
+    def unsubscribe(self, handle: SubscriptionHandle, reason: UnsubscribeReason = "explicit") -> None:
+        """Detach a subscription and emit bus.subscriber_unregistered. Idempotent: unknown or
+        already removed handles are ignored. A batch subscriber finishes its backlog first."""
+        with self._routes_lock:
+            route = next((r for r in self._routes if r.handle.id == handle.id), None)
+            if route is None:
+                return
+            self._routes = tuple(r for r in self._routes if r is not route)
+        if route.batch_worker is not None:
+            route.batch_worker.stop(drain=True)
+        if not self._closed:
+            self._emit_lifecycle(
+                "bus.subscriber_unregistered", {"subscription_name": route.name, "reason": reason}
+            )
+
+    @property
+    def subscriptions(self) -> tuple[SubscriptionHandle, ...]:
+        return tuple(route.handle for route in self._routes)
+
+    def _emit_lifecycle(self, event_type: str, payload: dict[str, Any]) -> None:
+        """Lifecycle events are best effort: an overflow is already logged and must not undo
+        the (un)subscription that happened."""
+        event = make_event(event_type, payload, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)
+        try:
+            self._enqueue(event)
+        except EventBusOverflowError:
+            pass
+
+    # --- draining and shutdown ------------------------------------------------------------
+
+    def flush(self, timeout: float | None = 10.0) -> None:
+        """Block until every event emitted before this call has been through every matching
+        handler, fast path and batch. Raises EventBusTimeoutError after `timeout` seconds."""
+        self._refuse_from_worker_thread("flush")
+        barrier = FlushBarrier()
+        batch_workers = [r.batch_worker for r in self._routes if r.batch_worker is not None]
+        barrier.expect(len(batch_workers))
+        # The dispatcher passes everything before the barrier to batch workers first, so a
+        # barrier queued on each batch worker after the dispatcher's one covers them too.
+        self._dispatcher.put_barrier(_ChainedBarrier(barrier, batch_workers))
+        if not barrier.wait(timeout):
+            raise EventBusTimeoutError(
+                f"event bus did not drain within {timeout}s ({self._dispatcher.pending} events still "
+                "queued); a handler is blocking"
+            )
+
+    async def aflush(self, timeout: float | None = 10.0) -> None:
+        """`flush` for async callers: waits without blocking the running event loop."""
+        self._refuse_from_worker_thread("aflush")
+        await asyncio.to_thread(self.flush, timeout)
+
+    def shutdown(self, *, drain: bool = True, timeout: float | None = 10.0) -> None:
+        """Stop accepting events. With drain, emit bus.subscriber_unregistered (reason shutdown)
+        for each subscription, dispatch everything queued, then stop every worker; without,
+        queued events are discarded (logged). Idempotent."""
+        with self._routes_lock:
+            if self._closed:
+                return
+            self._closed = True
+            routes, self._routes = self._routes, self._routes
+        if drain:
+            for route in routes:
+                self._emit_lifecycle(
+                    "bus.subscriber_unregistered", {"subscription_name": route.name, "reason": "shutdown"}
+                )
+            try:
+                self.flush(timeout)
+            finally:
+                self._stop_workers(routes, drain=True, timeout=timeout)
+            return
+        self._stop_workers(routes, drain=False, timeout=timeout)
+
+    def _stop_workers(self, routes: tuple[_Route, ...], *, drain: bool, timeout: float | None) -> None:
+        with self._routes_lock:
+            self._routes = ()
+        workers = [self._dispatcher, *(r.batch_worker for r in routes if r.batch_worker is not None)]
+        discarded = sum(worker.stop(drain=drain) for worker in workers)
+        if discarded:
+            logger.warning(
+                "event bus shut down without draining: discarded_events=%d", discarded,
+                extra={"discarded_events": discarded},
+            )  # fmt: skip
+        for worker in workers:
+            worker.join(timeout)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def queue_depth(self) -> int:
+        """Events emitted and not yet through the fast path."""
+        return self._dispatcher.pending
+
+    def _refuse_from_worker_thread(self, what: str) -> None:
+        me = threading.get_ident()
+        workers = [self._dispatcher, *(r.batch_worker for r in self._routes if r.batch_worker is not None)]
+        if any(worker.thread_ident == me for worker in workers):
+            raise RuntimeError(f"{what}() called from a bus handler would wait for itself; call it elsewhere")
+
+    def __enter__(self) -> EventBus:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()

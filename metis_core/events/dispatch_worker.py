@@ -1,0 +1,175 @@
+"""`DispatchWorker`: one daemon thread running its own asyncio loop, draining a bounded queue of
+events into a `process` coroutine, in order.
+
+The bus uses one for the fast path and one per batch subscriber. The worker knows nothing about
+filters or subscribers; `FlushBarrier` items let a caller wait until everything before them ran.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from metis_core.events.envelope import Event
+
+logger = logging.getLogger(__name__)
+
+ProcessEvent = Callable[[Event], Coroutine[Any, Any, None]]
+
+
+class FlushBarrier:
+    """Released once every worker it was handed to has reached it in its queue."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._waiting_for = 1
+        self._released = threading.Event()
+
+    def expect(self, more: int) -> None:
+        with self._lock:
+            self._waiting_for += more
+
+    def arrive(self) -> None:
+        with self._lock:
+            self._waiting_for -= 1
+            done = self._waiting_for == 0
+        if done:
+            self._released.set()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._released.wait(timeout)
+
+
+class _Stop:
+    """Queue item that ends the worker loop once reached."""
+
+
+class DispatchWorker:
+    def __init__(self, name: str, process: ProcessEvent, capacity: int) -> None:
+        self.name = name
+        self.capacity = capacity
+        self._process = process
+        self._lock = threading.Lock()
+        self._queue: deque[Event | FlushBarrier | _Stop] = deque()
+        self._pending = 0  # events accepted and not yet processed, including the one running
+        self._stopping = False
+        self._abandon = False  # stop(drain=False): skip events the loop already took
+        self._sleeping = False
+        self._wake: asyncio.Future[None] | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    @property
+    def pending(self) -> int:
+        return self._pending
+
+    @property
+    def thread_ident(self) -> int | None:
+        return self._thread.ident
+
+    def put(self, event: Event) -> int | None:
+        """Enqueue; None on success, else the queue depth that made it full (nothing enqueued).
+        A stopping worker silently ignores new events."""
+        with self._lock:
+            if self._stopping:
+                return None
+            if self._pending >= self.capacity:
+                return self._pending
+            self._pending += 1
+            self._queue.append(event)
+            wake = self._take_wake()
+        if wake is not None:
+            self._loop.call_soon_threadsafe(_release, wake)
+        return None
+
+    def put_barrier(self, barrier: FlushBarrier) -> None:
+        """The barrier is released for this worker once everything queued before it has run."""
+        with self._lock:
+            if self._stopping:
+                barrier.arrive()
+                return
+            self._queue.append(barrier)
+            wake = self._take_wake()
+        if wake is not None:
+            self._loop.call_soon_threadsafe(_release, wake)
+
+    def stop(self, *, drain: bool) -> int:
+        """Stop after the queued events (drain) or after the running one; returns events discarded."""
+        with self._lock:
+            if self._stopping:
+                return 0
+            self._stopping = True
+            discarded = 0
+            if drain:
+                self._queue.append(_Stop())
+            else:
+                self._abandon = True
+                for item in self._queue:
+                    if isinstance(item, FlushBarrier):
+                        item.arrive()
+                    elif isinstance(item, Event):
+                        discarded += 1
+                self._queue.clear()
+                self._pending -= discarded
+                self._queue.append(_Stop())
+            wake = self._take_wake()
+        if wake is not None:
+            self._loop.call_soon_threadsafe(_release, wake)
+        return discarded
+
+    def join(self, timeout: float | None) -> bool:
+        if threading.get_ident() != self._thread.ident:
+            self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def _take_wake(self) -> asyncio.Future[None] | None:
+        """Called with the lock held: the future to resolve if the worker is asleep."""
+        if not self._sleeping:
+            return None
+        self._sleeping = False
+        wake, self._wake = self._wake, None
+        return wake
+
+    def _run(self) -> None:
+        try:
+            self._loop.run_until_complete(self._drain_forever())
+        finally:
+            self._loop.close()
+
+    async def _drain_forever(self) -> None:
+        queue = self._queue
+        while True:
+            with self._lock:
+                if not queue:
+                    self._sleeping = True
+                    self._wake = wake = self._loop.create_future()
+                    batch = None
+                else:
+                    batch = list(queue)
+                    queue.clear()
+            if batch is None:
+                await wake
+                continue
+            for item in batch:
+                if isinstance(item, Event):
+                    if not self._abandon:
+                        try:
+                            await self._process(item)
+                        except Exception:  # process() isolates handlers; this guards the loop itself
+                            logger.exception("dispatch worker %s failed on event %s", self.name, item.id)
+                    with self._lock:
+                        self._pending -= 1
+                elif isinstance(item, FlushBarrier):
+                    item.arrive()
+                else:
+                    return
+
+
+def _release(wake: asyncio.Future[None]) -> None:
+    if not wake.done():
+        wake.set_result(None)

@@ -1,0 +1,86 @@
+"""Does a conversation fit a model? The capability pre-check run before any request and on /model swaps.
+
+`check_fits` raises CapabilityMismatchError naming the first capability the target lacks, so a
+swap is refused (and routing can fall through) before anything reaches the network. It reads
+declarations only; it does not drop content (adapters do that for what slips through) and it does
+not count tokens itself — the caller passes the adapter's estimate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from metis_core.errors import CapabilityMismatchError
+from metis_core.messages import ImageBlock, Message, Role, ToolDefinition, ToolResultBlock, ToolUseBlock
+from metis_core.models.capabilities import AdapterCapabilities
+
+
+def count_images(messages: Sequence[Message]) -> int:
+    """Images anywhere in the history, including inside tool results."""
+    count = 0
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, ImageBlock):
+                count += 1
+            elif isinstance(block, ToolResultBlock):
+                count += sum(1 for item in block.content if isinstance(item, ImageBlock))
+    return count
+
+
+def _has_tool_calls(messages: Sequence[Message]) -> bool:
+    return any(isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content)
+
+
+def check_fits(
+    messages: Sequence[Message],
+    tools: Sequence[ToolDefinition],
+    capabilities: AdapterCapabilities,
+    model: str,
+    estimated_input_tokens: int,
+    *,
+    structured_output: bool = False,
+) -> None:
+    """Raise CapabilityMismatchError if `model` cannot carry this history, tools and request."""
+    images = count_images(messages)
+    if images and not capabilities.supports_images:
+        raise CapabilityMismatchError(
+            model,
+            "supports_images",
+            f"the conversation holds {images} image(s) and this model takes no image input; "
+            "pick a model with image support or start a new session",
+        )
+    if not capabilities.supports_tools:
+        if tools:
+            raise CapabilityMismatchError(
+                model,
+                "supports_tools",
+                f"{len(tools)} tool(s) are offered and this model cannot call tools; "
+                "pick a tool-capable model or disable the tools",
+            )
+        if _has_tool_calls(messages):
+            raise CapabilityMismatchError(
+                model,
+                "supports_tools",
+                "the conversation holds tool calls and results this model cannot read; "
+                "pick a tool-capable model",
+            )
+    if not capabilities.supports_system_prompt and any(m.role is Role.SYSTEM for m in messages):
+        raise CapabilityMismatchError(
+            model,
+            "supports_system_prompt",
+            "the conversation has a system prompt and this model takes none; pick another model",
+        )
+    if structured_output and not capabilities.supports_structured_output:
+        raise CapabilityMismatchError(
+            model,
+            "supports_structured_output",
+            "structured output was requested and this model cannot guarantee it; "
+            "pick a model with structured output or drop response_format",
+        )
+    if estimated_input_tokens > capabilities.max_context_tokens:
+        raise CapabilityMismatchError(
+            model,
+            "max_context_tokens",
+            f"the conversation is about {estimated_input_tokens:,} tokens and this model holds at most "
+            f"{capabilities.max_context_tokens:,}; compact the session or pick a model with a larger context",
+        )

@@ -1,0 +1,241 @@
+"""Cost of a call from the local, versioned price table (canonical-message-format §6.4).
+
+Prices are exact Decimals per token, precomputed at load, so costing a call is a few
+multiplications. The version in force on the call's date is used and recorded as
+`pricing_version`, so past calls can be repriced. A model without a price costs None and logs a
+WARNING, never a silent zero. Usage must already be normalized (usage_normalization.py); this
+module never reads provider-reported costs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import fnmatch
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metis_core.errors import MetisError, PriceTableError
+from metis_core.messages.metadata import Usage
+from metis_core.models.price_file import RATE_KINDS, PriceEntry, PriceVersion, Rates, read_price_file
+
+if TYPE_CHECKING:
+    from metis_core.config import MetisConfig
+
+log = logging.getLogger("metis_core.models.pricing")
+
+_PER_TOKEN = Decimal(1_000_000)
+USER_PRICING_SUFFIX = "+user"
+
+
+@dataclass(frozen=True, slots=True)
+class TokenRates:
+    """USD per single token, for each kind of token."""
+
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal
+    cache_write: Decimal
+    reasoning: Decimal
+
+    @classmethod
+    def per_token(cls, rates: Rates) -> TokenRates:
+        return cls(*(rates.rate(kind) / _PER_TOKEN for kind in RATE_KINDS))
+
+
+@dataclass(frozen=True, slots=True)
+class ModelPrice:
+    """One model's price in one table version; per-million figures kept for display."""
+
+    key: str
+    """The table entry it came from: a model id or a glob pattern."""
+    pricing_version: str
+    effective_from: date
+    per_million: Mapping[str, Decimal]
+    rates: TokenRates
+    long_context_threshold: int | None = None
+    long_context_rates: TokenRates | None = None
+
+    def cost_of(self, usage: Usage) -> Decimal:
+        rates = self.rates
+        if self.long_context_rates is not None and self.long_context_threshold is not None and (
+            usage.input_tokens + usage.cached_input_tokens + usage.cache_creation_input_tokens
+            > self.long_context_threshold
+        ):
+            rates = self.long_context_rates
+        output = usage.output_tokens
+        reasoning = min(usage.reasoning_tokens, output)
+        cost = (
+            rates.input * usage.input_tokens
+            + rates.cache_read * usage.cached_input_tokens
+            + rates.cache_write * usage.cache_creation_input_tokens
+            + rates.output * (output - reasoning)
+        )
+        if reasoning:
+            cost += rates.reasoning * reasoning
+        return cost
+
+
+def _model_price(key: str, entry: PriceEntry, version: PriceVersion, suffix: str = "") -> ModelPrice:
+    long = entry.long_context
+    return ModelPrice(
+        key=key,
+        pricing_version=version.pricing_version + suffix,
+        effective_from=version.effective_from,
+        per_million=entry.per_million(),
+        rates=TokenRates.per_token(entry),
+        long_context_threshold=long.threshold_tokens if long else None,
+        long_context_rates=TokenRates.per_token(long) if long else None,
+    )
+
+
+class _VersionTable:
+    """One version's complete table: exact ids and glob patterns, both cumulative."""
+
+    def __init__(self, exact: dict[str, ModelPrice], patterns: list[tuple[str, ModelPrice]]) -> None:
+        self.exact = exact
+        self.patterns = patterns
+
+    def find(self, model_id: str, canonical_id: str) -> ModelPrice | None:
+        price = self.exact.get(model_id) or self.exact.get(canonical_id)
+        if price is not None:
+            return price
+        for pattern, pattern_price in self.patterns:
+            if fnmatch.fnmatchcase(model_id, pattern) or fnmatch.fnmatchcase(canonical_id, pattern):
+                return pattern_price
+        return None
+
+
+class PriceTable:
+    """Every version of the price table, with user overrides applied on top of each."""
+
+    def __init__(
+        self,
+        versions: list[PriceVersion],
+        *,
+        overrides: Mapping[str, PriceEntry] | None = None,
+        canonical_id: Callable[[str], str] | None = None,
+    ) -> None:
+        if not versions:
+            raise PriceTableError("the price table has no versions")
+        ordered = sorted(versions, key=lambda v: v.effective_from)
+        self._dates = [v.effective_from for v in ordered]
+        self._canonical = canonical_id or (lambda model_id: model_id)
+        self._tables: list[_VersionTable] = []
+        entries: dict[str, PriceEntry | None] = {}
+        for version in ordered:
+            entries.update(version.models)
+            prices = {
+                key: _model_price(key, entry, version) for key, entry in entries.items() if entry is not None
+            }
+            for key, entry in (overrides or {}).items():
+                prices[key] = _model_price(key, entry, version, USER_PRICING_SUFFIX)
+            exact = {k: p for k, p in prices.items() if "*" not in k}
+            patterns = [(k, p) for k, p in prices.items() if "*" in k]
+            patterns.sort(key=lambda kp: -len(kp[0]))  # most specific (longest) pattern first
+            self._tables.append(_VersionTable(exact, patterns))
+        self._resolved: dict[tuple[str, int], ModelPrice | None] = {}
+        self._warned: set[str] = set()
+
+    @classmethod
+    def load(
+        cls,
+        config: MetisConfig | None = None,
+        *,
+        path: Path | None = None,
+        canonical_id: Callable[[str], str] | None = None,
+    ) -> PriceTable:
+        """The built-in table (or `path`), with the config's `prices:` overrides.
+
+        Model ids are folded to their registry entry (snapshots, openai_responses -> openai)
+        unless `canonical_id` is given.
+        """
+        versions = read_price_file(path) if path is not None else list(_builtin_versions())
+        overrides: dict[str, PriceEntry] = {}
+        if config is not None:
+            source = f"{config.path}: prices"
+            overrides = {k: PriceEntry.from_raw(v, f"{source}.{k}") for k, v in config.prices.items()}
+        if canonical_id is None:
+            canonical_id = _registry_canonical_id(config)
+        return cls(versions, overrides=overrides, canonical_id=canonical_id)
+
+    @property
+    def versions(self) -> list[date]:
+        return list(self._dates)
+
+    def price_for(self, model_id: str, at: date | None = None) -> ModelPrice | None:
+        """The price in force on `at` (default today), or None when the model has none."""
+        index = bisect.bisect_right(self._dates, at or date.today()) - 1
+        if index < 0:
+            return None
+        key = (model_id, index)
+        try:
+            return self._resolved[key]
+        except KeyError:
+            pass
+        try:
+            canonical = self._canonical(model_id)
+        except MetisError:
+            canonical = model_id
+        price = self._tables[index].find(model_id, canonical)
+        self._resolved[key] = price
+        return price
+
+    def cost(self, usage: Usage, model_id: str, at: date | None = None) -> tuple[Decimal | None, str | None]:
+        """(cost in USD, pricing_version), or (None, None) with a WARNING when there is no price."""
+        price = self.price_for(model_id, at)
+        if price is None:
+            if model_id not in self._warned:
+                self._warned.add(model_id)
+                log.warning(
+                    "no price for %s%s; its cost is unknown (add it under prices: in config.yaml)",
+                    model_id,
+                    f" on {at}" if at else "",
+                    extra={"model_id": model_id},
+                )
+            return None, None
+        return price.cost_of(usage), price.pricing_version
+
+    def price_usage(self, usage: Usage, model_id: str, at: date | None = None) -> Usage:
+        """A copy of `usage` with cost_usd and pricing_version set from this table."""
+        cost, version = self.cost(usage, model_id, at)
+        return usage.model_copy(update={"cost_usd": cost, "pricing_version": version})
+
+
+def _registry_canonical_id(config: MetisConfig | None) -> Callable[[str], str]:
+    from metis_core.models.registry import ModelRegistry, default_registry
+
+    registry = default_registry() if config is None else ModelRegistry.load(config)
+    return registry.canonical_id
+
+
+def builtin_price_path() -> Path:
+    return Path(str(resources.files("metis_core") / "data" / "prices.yaml"))
+
+
+@lru_cache(maxsize=1)
+def _builtin_versions() -> tuple[PriceVersion, ...]:
+    return tuple(read_price_file(builtin_price_path()))
+
+
+@lru_cache(maxsize=1)
+def default_price_table() -> PriceTable:
+    """The built-in table without user overrides, built once. Use PriceTable.load(config) for those."""
+    return PriceTable.load()
+
+
+def price_usage(usage: Usage, model_id: str, *, at: date | None = None, table: PriceTable | None = None
+                ) -> Usage:
+    """A copy of `usage` priced with `table` (default: the built-in table)."""
+    return (table or default_price_table()).price_usage(usage, model_id, at)
+
+
+def describe_price(price: ModelPrice) -> dict[str, Any]:
+    """Per-million figures as strings, for `metis models` style listings."""
+    return {kind: format(value, "f") for kind, value in price.per_million.items()}

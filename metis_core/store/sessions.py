@@ -1,0 +1,346 @@
+"""`SessionStore`: sessions and their canonical messages in METIS_HOME/metis.db.
+
+Each write is one short IMMEDIATE transaction, so a message and its tool_call rows land
+together, readers in other processes never see half a message, and a second writing process
+waits on the busy timeout. Loading returns `Message` objects equal to the ones written.
+The store does not route, call providers or emit events; export/import lives in `transfer.py`.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import orjson
+
+from metis_core.errors import SessionExistsError, SessionNotFoundError, StoreError
+from metis_core.ids import new_session_id
+from metis_core.messages import Message, Role
+from metis_core.store.db import open_database, sqlite_errors, write_transaction
+from metis_core.store.message_append import insert_message
+from metis_core.store.message_rows import MESSAGE_SELECT, gc_paused, messages_from_rows
+from metis_core.store.migrations import SCHEMA_VERSION
+from metis_core.store.records import (
+    SESSION_COLUMNS,
+    TOOL_CALL_COLUMNS,
+    SessionRecord,
+    SessionTotals,
+    ToolCallRecord,
+    ToolCallStatus,
+    ToolIdMap,
+    now_us,
+    session_from_row,
+    to_us,
+    tool_call_from_row,
+)
+
+
+class _Unset:
+    def __repr__(self) -> str:
+        return "UNSET"
+
+
+UNSET: Final = _Unset()
+"""Default of `update_session` arguments: leave the field as it is (None clears it)."""
+
+
+def normalize_workspace(path: str | Path) -> str:
+    return str(Path(path).expanduser().resolve())
+
+
+def _json_text(value: Any) -> str:
+    return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
+
+
+def _check_tool_id_map(value: Mapping[str, Mapping[str, str]]) -> ToolIdMap:
+    checked: ToolIdMap = {}
+    for canonical, by_provider in value.items():
+        if not isinstance(canonical, str) or not isinstance(by_provider, Mapping):
+            raise StoreError("tool_id_map must map canonical ids to {provider: provider_id} dicts")
+        inner = dict(by_provider)
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in inner.items()):
+            raise StoreError(f"tool_id_map[{canonical!r}] must map provider names to id strings")
+        checked[canonical] = inner
+    return checked
+
+
+class SessionStore:
+    """Sessions, messages and tool calls. Safe to share between threads; one connection."""
+
+    def __init__(self, db_path: Path | str | None = None) -> None:
+        self._conn, self.path = open_database(db_path)
+        self._lock = threading.RLock()
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def __enter__(self) -> SessionStore:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- sessions --------------------------------------------------------------------------
+
+    def create_session(
+        self,
+        workspace_path: str | Path,
+        active_model: str | None = None,
+        session_id: str | None = None,
+        *,
+        title: str | None = None,
+        routing_policy: dict[str, Any] | None = None,
+    ) -> SessionRecord:
+        sid = session_id or new_session_id()
+        stamp = now_us()
+        with self._lock, write_transaction(self._conn, self.path):
+            self._insert_session_row(sid, normalize_workspace(workspace_path), active_model,
+                                     routing_policy, {}, title, stamp, stamp)
+        return self.get_session(sid)
+
+    def _insert_session_row(
+        self,
+        sid: str,
+        workspace: str,
+        active_model: str | None,
+        routing_policy: dict[str, Any] | None,
+        tool_id_map: ToolIdMap,
+        title: str | None,
+        created_at_us: int,
+        updated_at_us: int,
+    ) -> None:
+        """Inside a held transaction."""
+        try:
+            self._conn.execute(
+                "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, "
+                "tool_id_map_json, title, schema_version, created_at, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, workspace, active_model,
+                 _json_text(routing_policy) if routing_policy is not None else None,
+                 _json_text(tool_id_map), title, SCHEMA_VERSION, created_at_us, updated_at_us),
+            )
+        except sqlite3.IntegrityError as error:
+            raise SessionExistsError(
+                f"session {sid} already exists in {self.path}; pick another id or import as a new session"
+            ) from error
+
+    def get_session(self, session_id: str) -> SessionRecord:
+        with self._lock, sqlite_errors(self.path):
+            row = self._conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+        if row is None:
+            raise SessionNotFoundError(
+                f"no session {session_id} in {self.path}; `metis sessions` lists the stored ones"
+            )
+        return session_from_row(row)
+
+    def has_session(self, session_id: str) -> bool:
+        with self._lock, sqlite_errors(self.path):
+            return self._conn.execute(
+                "SELECT 1 FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone() is not None
+
+    def list_sessions(self, limit: int = 50, workspace: str | Path | None = None) -> list[SessionRecord]:
+        """Most recently updated first, optionally only those of one workspace."""
+        query = f"SELECT {SESSION_COLUMNS} FROM sessions"
+        params: list[Any] = []
+        if workspace is not None:
+            query += " WHERE workspace_path = ?"
+            params.append(normalize_workspace(workspace))
+        query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
+        params.append(limit)
+        with self._lock, sqlite_errors(self.path):
+            rows = self._conn.execute(query, params).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def search_sessions(self, text: str, limit: int = 50) -> list[SessionRecord]:
+        """Sessions whose title or any text block of any message contains `text` (ASCII case-insensitive)."""
+        if not text:
+            return self.list_sessions(limit)
+        pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        query = (
+            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE title LIKE ?1 ESCAPE '\\' OR id IN ("
+            "SELECT m.session_id FROM messages m, json_each(m.content_json) b "
+            "WHERE json_extract(b.value, '$.type') = 'text' "
+            "AND json_extract(b.value, '$.text') LIKE ?1 ESCAPE '\\') "
+            "ORDER BY updated_at DESC, id DESC LIMIT ?2"
+        )
+        with self._lock, sqlite_errors(self.path):
+            rows = self._conn.execute(query, (pattern, limit)).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def update_session(
+        self,
+        session_id: str,
+        *,
+        active_model: str | _Unset | None = UNSET,
+        tool_id_map: Mapping[str, Mapping[str, str]] | _Unset = UNSET,
+        routing_policy: dict[str, Any] | _Unset | None = UNSET,
+        title: str | _Unset | None = UNSET,
+    ) -> SessionRecord:
+        """Change the given fields only; `tool_id_map` replaces the stored map as a whole."""
+        assignments = ["updated_at = ?"]
+        values: list[Any] = [now_us()]
+        if not isinstance(active_model, _Unset):
+            assignments.append("active_model = ?")
+            values.append(active_model)
+        if not isinstance(tool_id_map, _Unset):
+            assignments.append("tool_id_map_json = ?")
+            values.append(_json_text(_check_tool_id_map(tool_id_map)))
+        if not isinstance(routing_policy, _Unset):
+            assignments.append("routing_policy_json = ?")
+            values.append(None if routing_policy is None else _json_text(routing_policy))
+        if not isinstance(title, _Unset):
+            assignments.append("title = ?")
+            values.append(title)
+        self._update(session_id, assignments, values)
+        return self.get_session(session_id)
+
+    def end_session(
+        self, session_id: str, disposition: str = "completed", ended_at: datetime | None = None
+    ) -> SessionRecord:
+        """Mark the session ended (completed, abandoned, error ...); it can still be resumed."""
+        stamp = now_us() if ended_at is None else to_us(ended_at)
+        self._update(session_id, ["updated_at = ?", "ended_at = ?", "disposition = ?"],
+                     [now_us(), stamp, disposition])
+        return self.get_session(session_id)
+
+    def _update(self, session_id: str, assignments: list[str], values: list[Any]) -> None:
+        with self._lock, write_transaction(self._conn, self.path):
+            cursor = self._conn.execute(
+                f"UPDATE sessions SET {', '.join(assignments)} WHERE id = ?", (*values, session_id)
+            )
+            if cursor.rowcount == 0:
+                raise SessionNotFoundError(f"no session {session_id} in {self.path}")
+
+    # --- messages --------------------------------------------------------------------------
+
+    def append_message(self, message: Message, *, provider_ids: Mapping[str, str] | None = None) -> None:
+        """Store one message with its tool-call bookkeeping, atomically.
+
+        `provider_ids` maps this message's canonical tool_use ids to the ids its provider
+        issued; they are kept on the tool_calls rows and merged into the session's tool-id map.
+        """
+        with self._lock, write_transaction(self._conn, self.path):
+            insert_message(self._conn, self.path, message, provider_ids)
+
+    def append_messages(self, messages: Iterable[Message]) -> None:
+        """Store several messages in one transaction: all of them or none."""
+        with self._lock, write_transaction(self._conn, self.path):
+            for message in messages:
+                insert_message(self._conn, self.path, message)
+
+    def load_messages(self, session_id: str) -> list[Message]:
+        """Every message of the session in id order, equal to what was appended."""
+        with self._lock, sqlite_errors(self.path), gc_paused():
+            if not self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+                raise SessionNotFoundError(f"no session {session_id} in {self.path}")
+            rows = self._conn.execute(
+                f"{MESSAGE_SELECT} WHERE session_id = ? ORDER BY id", (session_id,)
+            ).fetchall()
+            return messages_from_rows(rows)
+
+    def message_count(self, session_id: str) -> int:
+        with self._lock, sqlite_errors(self.path):
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return int(count)
+
+    # --- tool calls and totals -------------------------------------------------------------
+
+    def tool_calls(self, session_id: str, status: ToolCallStatus | None = None) -> list[ToolCallRecord]:
+        query = f"SELECT {TOOL_CALL_COLUMNS} FROM tool_calls WHERE session_id = ?"
+        params: list[Any] = [session_id]
+        if status is not None:
+            query += " AND status = ?"
+            params.append(status.value)
+        with self._lock, sqlite_errors(self.path):
+            rows = self._conn.execute(query + " ORDER BY created_at, id", params).fetchall()
+        return [tool_call_from_row(row) for row in rows]
+
+    def cancel_pending_tool_calls(self, session_id: str) -> int:
+        """Mark every still-pending call of the session cancelled (a turn was aborted)."""
+        with self._lock, write_transaction(self._conn, self.path):
+            cursor = self._conn.execute(
+                "UPDATE tool_calls SET status = ?, completed_at = ? WHERE session_id = ? AND status = ?",
+                (ToolCallStatus.CANCELLED.value, now_us(), session_id, ToolCallStatus.PENDING.value),
+            )
+        return cursor.rowcount
+
+    def session_totals(self, session_id: str) -> SessionTotals:
+        """Usage summed from the assistant messages themselves (not the running columns)."""
+        with self._lock, sqlite_errors(self.path):
+            (count,) = self._conn.execute(
+                "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            rows = self._conn.execute(
+                "SELECT json_extract(metadata_json, '$.usage'), json_extract(metadata_json, '$.model') "
+                "FROM messages WHERE session_id = ? AND role = ? ORDER BY id",
+                (session_id, Role.ASSISTANT.value),
+            ).fetchall()
+        sums = dict.fromkeys(
+            ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens",
+             "reasoning_tokens"), 0)
+        cost, unpriced, models = Decimal(0), 0, []
+        for usage_json, model in rows:
+            if model and model not in models:
+                models.append(model)
+            if usage_json is None:
+                continue
+            usage = orjson.loads(usage_json)
+            for key in sums:
+                sums[key] += int(usage.get(key) or 0)
+            if usage.get("cost_usd") is None:
+                unpriced += 1
+            else:
+                cost += Decimal(usage["cost_usd"])
+        return SessionTotals(
+            message_count=int(count),
+            assistant_message_count=len(rows),
+            cost_usd=cost,
+            unpriced_message_count=unpriced,
+            models=tuple(models),
+            **sums,
+        )
+
+    # --- export / import -------------------------------------------------------------------
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """The session and its messages as one JSON-ready dict (see `transfer.py`)."""
+        from metis_core.store.transfer import session_export
+
+        return session_export(self.get_session(session_id), self.load_messages(session_id))
+
+    def import_session(self, data: Mapping[str, Any], *, as_new_session: bool = False) -> SessionRecord:
+        """Store an exported session. An id already present is refused unless `as_new_session`,
+        which stores a copy under fresh session, message and tool-use ids."""
+        from metis_core.store.transfer import parse_export
+
+        parsed = parse_export(data, renumber=as_new_session)
+        session = parsed.session
+        with self._lock, write_transaction(self._conn, self.path):
+            self._insert_session_row(
+                session.id, session.workspace_path, session.active_model, session.routing_policy,
+                session.tool_id_map, session.title, to_us(session.created_at), now_us(),
+            )
+            for message in parsed.messages:
+                insert_message(self._conn, self.path, message)
+            if session.ended_at is not None:
+                self._conn.execute(
+                    "UPDATE sessions SET ended_at = ?, disposition = ? WHERE id = ?",
+                    (to_us(session.ended_at), session.disposition, session.id),
+                )
+        return self.get_session(session.id)

@@ -1,0 +1,237 @@
+"""The HTTP transport: a thin wrapper over one pooled httpx Client / AsyncClient, sync and async.
+
+It sends prebuilt bytes and hands back `WireResponse`s or raw byte streams, mapping httpx's
+failures to our `NetworkError` (a drop while a stream body is being read becomes
+`TruncatedStreamError`). Errors never carry the request or its headers, so an API key sent here
+cannot leak through them. It knows nothing of providers, canonical messages or retries; asyncio
+cancellation is not caught — it propagates to the caller.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import asynccontextmanager, contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from metis_core.errors import NetworkError, TruncatedStreamError
+from metis_core.transport.wire import WireResponse
+
+DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
+"""Connecting is quick or broken; a long generation may legitimately stay silent for minutes."""
+
+DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=60.0)
+
+TimeoutArg = float | httpx.Timeout | None
+
+
+def _describe(exc: httpx.HTTPError) -> str:
+    # The exception text only: never exc.request (it holds the auth headers).
+    detail = str(exc) or "no detail"
+    return f"{type(exc).__name__}: {detail[:200]}"
+
+
+def network_error(exc: httpx.HTTPError, provider: str, *, mid_stream: bool = False) -> NetworkError:
+    """Our error for an httpx transport failure; the message says what to try next."""
+    if mid_stream:
+        return TruncatedStreamError(
+            f"the connection dropped while the response was streaming ({_describe(exc)}); "
+            "the partial answer is kept, retry the turn to get a full one",
+            provider=provider,
+        )
+    if isinstance(exc, httpx.TimeoutException):
+        what = "timed out"
+    elif isinstance(exc, httpx.ConnectError):
+        what = "could not connect"
+    else:
+        what = "failed on the network"
+    return NetworkError(
+        f"request {what} ({_describe(exc)}); check the base URL and your connection, then retry",
+        provider=provider,
+    )
+
+
+@dataclass(slots=True)
+class ByteStream:
+    """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
+
+    status: int
+    headers: Mapping[str, str]
+    _response: httpx.Response
+    _provider: str
+
+    def iter_raw(self) -> Iterator[bytes]:
+        try:
+            yield from self._response.iter_raw()
+        except httpx.TransportError as exc:
+            raise network_error(exc, self._provider, mid_stream=True) from None
+
+    def read(self) -> WireResponse:
+        """The whole body, for error responses that arrive on a streaming request."""
+        try:
+            body = self._response.read()
+        except httpx.TransportError as exc:
+            raise network_error(exc, self._provider) from None
+        return WireResponse(self.status, body, self.headers)
+
+
+@dataclass(slots=True)
+class AsyncByteStream:
+    """A streaming response: status and headers now, raw body chunks as they arrive (async)."""
+
+    status: int
+    headers: Mapping[str, str]
+    _response: httpx.Response
+    _provider: str
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        try:
+            async for chunk in self._response.aiter_raw():
+                yield chunk
+        except httpx.TransportError as exc:
+            raise network_error(exc, self._provider, mid_stream=True) from None
+
+    async def read(self) -> WireResponse:
+        try:
+            body = await self._response.aread()
+        except httpx.TransportError as exc:
+            raise network_error(exc, self._provider) from None
+        return WireResponse(self.status, body, self.headers)
+
+
+class HttpTransport:
+    """One pooled client per direction (sync, async), created lazily and reused for every call.
+
+    Clients passed in are used as-is (their own timeout applies unless `timeout` is given) and
+    are not closed by `close()`; clients created here use DEFAULT_TIMEOUT and are.
+    """
+
+    def __init__(
+        self,
+        client: httpx.Client | None = None,
+        async_client: httpx.AsyncClient | None = None,
+        *,
+        timeout: TimeoutArg = None,
+    ) -> None:
+        self._client = client
+        self._async_client = async_client
+        self._owns_client = client is None
+        self._owns_async_client = async_client is None
+        self._timeout = timeout
+
+    def __repr__(self) -> str:
+        return f"HttpTransport(timeout={self._timeout!r})"
+
+    # --- clients ---------------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.Client:
+        if self._client is None:
+            self._client = httpx.Client(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
+        return self._client
+
+    @property
+    def async_client(self) -> httpx.AsyncClient:
+        if self._async_client is None:
+            self._async_client = httpx.AsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
+        return self._async_client
+
+    def _timeout_arg(self, timeout: TimeoutArg) -> Any:
+        chosen = timeout if timeout is not None else self._timeout
+        return chosen if chosen is not None else httpx.USE_CLIENT_DEFAULT
+
+    # --- sync ------------------------------------------------------------------------------
+
+    def send(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: TimeoutArg = None,
+        provider: str = "unknown",
+    ) -> WireResponse:
+        client = self.client
+        request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        try:
+            response = client.send(request)
+        except httpx.TransportError as exc:
+            raise network_error(exc, provider) from None
+        return WireResponse(response.status_code, response.content, response.headers)
+
+    @contextmanager
+    def stream(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: TimeoutArg = None,
+        provider: str = "unknown",
+    ) -> Iterator[ByteStream]:
+        client = self.client
+        request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        try:
+            response = client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise network_error(exc, provider) from None
+        try:
+            yield ByteStream(response.status_code, response.headers, response, provider)
+        finally:
+            response.close()
+
+    def close(self) -> None:
+        if self._owns_client and self._client is not None:
+            self._client.close()
+            self._client = None
+
+    # --- async -----------------------------------------------------------------------------
+
+    async def asend(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: TimeoutArg = None,
+        provider: str = "unknown",
+    ) -> WireResponse:
+        client = self.async_client
+        request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        try:
+            response = await client.send(request)
+        except httpx.TransportError as exc:
+            raise network_error(exc, provider) from None
+        return WireResponse(response.status_code, response.content, response.headers)
+
+    @asynccontextmanager
+    async def astream(
+        self,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        timeout: TimeoutArg = None,
+        provider: str = "unknown",
+    ) -> AsyncIterator[AsyncByteStream]:
+        client = self.async_client
+        request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        try:
+            response = await client.send(request, stream=True)
+        except httpx.TransportError as exc:
+            raise network_error(exc, provider) from None
+        try:
+            yield AsyncByteStream(response.status_code, response.headers, response, provider)
+        finally:
+            await response.aclose()
+
+    async def aclose(self) -> None:
+        if self._owns_async_client and self._async_client is not None:
+            await self._async_client.aclose()
+            self._async_client = None
