@@ -221,8 +221,7 @@ def _read_yaml(path: Path) -> Any:
         # Only the position and the parser's complaint: the snippet could show a secret.
         mark = exc.problem_mark or exc.context_mark
         where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise ConfigError(f"{path}: invalid YAML at {where}: {exc.problem or exc.context}; fix it and retry"
-                          ) from None
+        raise ConfigError(f"{path}: invalid YAML at {where}: {exc.problem or exc.context}; fix it and retry") from None
     except yaml.YAMLError:
         raise ConfigError(f"{path}: invalid YAML; fix it and retry") from None
 

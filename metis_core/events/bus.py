@@ -9,11 +9,12 @@ own diagnostics (overflow, handler errors) into events: those are structured log
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -87,6 +88,23 @@ async def _call_isolated(name: str, handler: EventHandler, event: Event) -> None
             exc_info=error,
             extra={"subscription": name, "event_id": event.id, "event_type": event.type, "error": repr(error)},
         )  # fmt: skip
+
+
+class _BatchForwardingBarrier(FlushBarrier):
+    """Reached on the dispatcher thread: by then every earlier event has been handed to the batch
+    workers, so queueing the caller's barrier on each of them covers their backlogs too."""
+
+    def __init__(self, barrier: FlushBarrier, batch_workers: Callable[[], list[DispatchWorker]]) -> None:
+        super().__init__()
+        self._barrier = barrier
+        self._batch_workers = batch_workers
+
+    def arrive(self) -> None:
+        workers = self._batch_workers()
+        self._barrier.expect(len(workers))
+        for worker in workers:
+            worker.put_barrier(self._barrier)
+        self._barrier.arrive()
 
 
 class EventBus:
@@ -237,9 +255,7 @@ class EventBus:
         if route.batch_worker is not None:
             route.batch_worker.stop(drain=True)
         if not self._closed:
-            self._emit_lifecycle(
-                "bus.subscriber_unregistered", {"subscription_name": route.name, "reason": reason}
-            )
+            self._emit_lifecycle("bus.subscriber_unregistered", {"subscription_name": route.name, "reason": reason})
 
     @property
     def subscriptions(self) -> tuple[SubscriptionHandle, ...]:
@@ -249,10 +265,8 @@ class EventBus:
         """Lifecycle events are best effort: an overflow is already logged and must not undo
         the (un)subscription that happened."""
         event = make_event(event_type, payload, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)
-        try:
+        with contextlib.suppress(EventBusOverflowError):
             self._enqueue(event)
-        except EventBusOverflowError:
-            pass
 
     # --- draining and shutdown ------------------------------------------------------------
 
@@ -261,11 +275,7 @@ class EventBus:
         handler, fast path and batch. Raises EventBusTimeoutError after `timeout` seconds."""
         self._refuse_from_worker_thread("flush")
         barrier = FlushBarrier()
-        batch_workers = [r.batch_worker for r in self._routes if r.batch_worker is not None]
-        barrier.expect(len(batch_workers))
-        # The dispatcher passes everything before the barrier to batch workers first, so a
-        # barrier queued on each batch worker after the dispatcher's one covers them too.
-        self._dispatcher.put_barrier(_ChainedBarrier(barrier, batch_workers))
+        self._dispatcher.put_barrier(_BatchForwardingBarrier(barrier, self._batch_workers))
         if not barrier.wait(timeout):
             raise EventBusTimeoutError(
                 f"event bus did not drain within {timeout}s ({self._dispatcher.pending} events still "
@@ -285,7 +295,7 @@ class EventBus:
             if self._closed:
                 return
             self._closed = True
-            routes, self._routes = self._routes, self._routes
+            routes = self._routes
         if drain:
             for route in routes:
                 self._emit_lifecycle(
@@ -320,10 +330,12 @@ class EventBus:
         """Events emitted and not yet through the fast path."""
         return self._dispatcher.pending
 
+    def _batch_workers(self) -> list[DispatchWorker]:
+        return [route.batch_worker for route in self._routes if route.batch_worker is not None]
+
     def _refuse_from_worker_thread(self, what: str) -> None:
         me = threading.get_ident()
-        workers = [self._dispatcher, *(r.batch_worker for r in self._routes if r.batch_worker is not None)]
-        if any(worker.thread_ident == me for worker in workers):
+        if any(worker.thread_ident == me for worker in (self._dispatcher, *self._batch_workers())):
             raise RuntimeError(f"{what}() called from a bus handler would wait for itself; call it elsewhere")
 
     def __enter__(self) -> EventBus:

@@ -93,8 +93,7 @@ def validate_payload(event_type: str, payload: Mapping[str, Any] | BaseModel) ->
     if isinstance(payload, BaseModel):
         if type(payload) is not spec.payload_model:
             raise EventValidationError(
-                f"{event_type} needs a {spec.payload_model.__name__} payload, "
-                f"got {type(payload).__name__}"
+                f"{event_type} needs a {spec.payload_model.__name__} payload, got {type(payload).__name__}"
             )
         payload = payload.model_dump(mode="json")
     return _validated_payload(event_type, _payload_json(event_type, payload, allow_decimal=True))

@@ -29,6 +29,8 @@ RESERVED_STREAMING_PREFIXES: tuple[str, ...] = ("message.", "text.", "thinking."
 
 _TYPE_NAME = re.compile(r"^[a-z]+\.[a-z][a-z0-9_]*$")
 
+PayloadModelClass = type[BaseModel]
+
 SensitivityRule = Callable[[Any], Sensitivity]
 """Given the validated payload model, the sensitivity to record when opt-in fields change it."""
 
@@ -38,7 +40,7 @@ class EventSpec:
     """One catalog entry (spec §6): the contract a `<domain>.<verb_phrase>` event obeys."""
 
     type: str
-    payload_model: type[BaseModel]
+    payload_model: PayloadModelClass
     floor: Sensitivity
     """The most private recording this type can have (§4.4.1); overrides may only go less private."""
     typical_actors: tuple[Actor, ...]
@@ -67,9 +69,7 @@ def check_type_name(event_type: str) -> None:
                 "straight from the agent loop to clients and are never catalog types (spec §4.5.1)"
             )
     if not _TYPE_NAME.match(event_type):
-        raise EventValidationError(
-            f"{event_type!r} is not a catalog type name; use lowercase '<domain>.<verb_phrase>'"
-        )
+        raise EventValidationError(f"{event_type!r} is not a catalog type name; use lowercase '<domain>.<verb_phrase>'")
     domain = event_type.split(".", 1)[0]
     if domain not in CATALOG_DOMAINS:
         raise EventValidationError(

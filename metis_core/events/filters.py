@@ -38,9 +38,7 @@ class EventFilter:
         types = _frozen(event_types)
         unknown = sorted(types - CATALOG.keys()) if types is not None else []
         if unknown:
-            raise EventValidationError(
-                f"filter names event types that are not in the catalog: {', '.join(unknown)}"
-            )
+            raise EventValidationError(f"filter names event types that are not in the catalog: {', '.join(unknown)}")
         if isinstance(actors, str):
             actors = [actors]
         object.__setattr__(self, "session_ids", _frozen(session_ids))

@@ -31,9 +31,7 @@ def check_not_below_floor(spec: EventSpec, sensitivity: Sensitivity) -> None:
         )
 
 
-def recorded_sensitivity(
-    spec: EventSpec, payload: BaseModel, override: Sensitivity | None = None
-) -> Sensitivity:
+def recorded_sensitivity(spec: EventSpec, payload: BaseModel, override: Sensitivity | None = None) -> Sensitivity:
     """The value to put on the event: the override if given and allowed, else the computed one."""
     if override is None:
         return computed_sensitivity(spec, payload)

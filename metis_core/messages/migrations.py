@@ -7,6 +7,7 @@ current shape. A message from a newer schema is read as-is: unknown fields are t
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -36,8 +37,9 @@ def migrate_message_dict(
     goal = SCHEMA_VERSION if target is None else target
     version = int(data.get("schema_version", 1))
     if version > goal:
-        log.warning("message %s has schema_version %d, newer than %d; reading best-effort",
-                    data.get("id"), version, goal)
+        log.warning(
+            "message %s has schema_version %d, newer than %d; reading best-effort", data.get("id"), version, goal
+        )
         return data
     while version < goal:
         step = chain.get(version)
@@ -46,7 +48,7 @@ def migrate_message_dict(
                 f"no migration from message schema v{version} to v{version + 1}; "
                 "upgrade metis-core or restore from a backup of the same version"
             )
-        data = step(dict(data))
+        data = step(copy.deepcopy(data))  # a step may edit nested dicts; the caller's stay intact
         version += 1
         data["schema_version"] = version
     return data

@@ -18,9 +18,7 @@ SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 SCHEMA_TYPES = SCALAR_TYPES | {"object", "array"}
 
 # OpenAI strict mode's documented format list; `uri` is not in it, so it is not portable.
-SAFE_FORMATS = frozenset(
-    {"date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"}
-)
+SAFE_FORMATS = frozenset({"date-time", "date", "time", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"})
 
 ANNOTATION_KEYWORDS = frozenset({"description", "title"})
 # Which keywords each (non-null) type may carry, beyond `type` and the annotations.
@@ -33,9 +31,7 @@ KEYWORDS_BY_TYPE: dict[str, frozenset[str]] = {
     "boolean": frozenset(),
     "null": frozenset(),
 }
-SUPPORTED_KEYWORDS = frozenset({"type", "anyOf"}) | ANNOTATION_KEYWORDS | frozenset().union(
-    *KEYWORDS_BY_TYPE.values()
-)
+SUPPORTED_KEYWORDS = frozenset({"type", "anyOf"}) | ANNOTATION_KEYWORDS | frozenset().union(*KEYWORDS_BY_TYPE.values())
 
 # Keywords that are valid JSON Schema but deliberately outside the subset, with what to do instead.
 UNSUPPORTED_WHY: dict[str, str] = {
@@ -100,8 +96,11 @@ class _SchemaWalker:
             if key in UNSUPPORTED_WHY:
                 raise self.fail(key, child_path(path, key), UNSUPPORTED_WHY[key])
             if key not in SUPPORTED_KEYWORDS:
-                raise self.fail(key, child_path(path, key), "unknown keyword; the subset accepts only "
-                                "keywords every provider understands")
+                raise self.fail(
+                    key,
+                    child_path(path, key),
+                    "unknown keyword; the subset accepts only keywords every provider understands",
+                )
         self._check_annotations(schema, path)
         if "anyOf" in schema:
             self._check_any_of(schema, path, top_level=top_level)
@@ -138,11 +137,12 @@ class _SchemaWalker:
             others = [t for t in value if t != "null"]
             if len(value) != 2 or len(others) != 1 or others[0] not in SCHEMA_TYPES:
                 raise self.fail(
-                    "type", path, 'a type list must be one type plus "null", e.g. ["string", "null"]; '
-                    "use anyOf for other unions"
+                    "type",
+                    path,
+                    'a type list must be one type plus "null", e.g. ["string", "null"]; use anyOf for other unions',
                 )
             return str(others[0])
-        raise self.fail("type", path, "must be a type name or a [type, \"null\"] list")
+        raise self.fail("type", path, 'must be a type name or a [type, "null"] list')
 
     def _check_any_of(self, schema: Mapping[str, Any], path: str, *, top_level: bool) -> None:
         any_path = child_path(path, "anyOf")
@@ -151,8 +151,11 @@ class _SchemaWalker:
         extra = set(schema) - ANNOTATION_KEYWORDS - {"anyOf"}
         if extra:
             key = sorted(extra)[0]
-            raise self.fail(key, child_path(path, key), "a schema with anyOf may carry only description "
-                            "and title beside it; move the rest into each branch")
+            raise self.fail(
+                key,
+                child_path(path, key),
+                "a schema with anyOf may carry only description and title beside it; move the rest into each branch",
+            )
         branches = schema["anyOf"]
         if not isinstance(branches, list) or not branches:
             raise self.fail("anyOf", any_path, "must be a non-empty list of schemas")
@@ -165,13 +168,20 @@ class _SchemaWalker:
         if not isinstance(properties, Mapping):
             raise self.fail("properties", props_path, "must be an object mapping names to schemas")
         if not properties and not top_level:
-            raise self.fail("properties", props_path, "a nested object must declare at least one property "
-                            "(free-form objects are not portable: OpenAI strict mode and Gemini reject them)")
+            raise self.fail(
+                "properties",
+                props_path,
+                "a nested object must declare at least one property "
+                "(free-form objects are not portable: OpenAI strict mode and Gemini reject them)",
+            )
         for name, sub in properties.items():
             self.check(sub, child_path(props_path, str(name)))
         if "additionalProperties" in schema and schema["additionalProperties"] is not False:
-            raise self.fail("additionalProperties", child_path(path, "additionalProperties"),
-                            "only false (or leaving it out) is portable")
+            raise self.fail(
+                "additionalProperties",
+                child_path(path, "additionalProperties"),
+                "only false (or leaving it out) is portable",
+            )
         if "required" in schema:
             required = schema["required"]
             req_path = child_path(path, "required")
@@ -181,8 +191,9 @@ class _SchemaWalker:
                 raise self.fail("required", req_path, "lists a property twice")
             for index, name in enumerate(required):
                 if name not in properties:
-                    raise self.fail("required", f"{req_path}[{index}]",
-                                    f"{name!r} is required but not declared under properties")
+                    raise self.fail(
+                        "required", f"{req_path}[{index}]", f"{name!r} is required but not declared under properties"
+                    )
 
     def _check_array(self, schema: Mapping[str, Any], path: str) -> None:
         if "items" not in schema:
@@ -201,11 +212,17 @@ class _SchemaWalker:
                 raise self.fail("enum", enum_path, "must be a non-empty list")
             for index, value in enumerate(enum):
                 if not (isinstance(value, str) or (value is None and nullable)):
-                    raise self.fail("enum", f"{enum_path}[{index}]",
-                                    "enum values must be strings (Gemini accepts only string enums)")
+                    raise self.fail(
+                        "enum",
+                        f"{enum_path}[{index}]",
+                        "enum values must be strings (Gemini accepts only string enums)",
+                    )
         if "format" in schema and schema["format"] not in SAFE_FORMATS:
-            raise self.fail("format", child_path(path, "format"),
-                            f"{schema['format']!r} is not portable; use one of {sorted(SAFE_FORMATS)}")
+            raise self.fail(
+                "format",
+                child_path(path, "format"),
+                f"{schema['format']!r} is not portable; use one of {sorted(SAFE_FORMATS)}",
+            )
         if "pattern" in schema:
             self._check_pattern(schema["pattern"], child_path(path, "pattern"))
 
@@ -217,18 +234,21 @@ class _SchemaWalker:
         except re.error as exc:
             raise self.fail("pattern", path, f"not a valid regular expression ({exc})") from None
         if _NON_PORTABLE_REGEX.search(pattern):
-            raise self.fail("pattern", path, "lookaround, backreferences and named groups are not "
-                            "portable (RE2 and OpenAI's decoder reject them)")
+            raise self.fail(
+                "pattern",
+                path,
+                "lookaround, backreferences and named groups are not portable (RE2 and OpenAI's decoder reject them)",
+            )
 
-    def _check_bounds(self, schema: Mapping[str, Any], path: str, keys: tuple[str, str], *,
-                      numbers: bool) -> None:
+    def _check_bounds(self, schema: Mapping[str, Any], path: str, keys: tuple[str, str], *, numbers: bool) -> None:
         for key in keys:
             if key not in schema:
                 continue
             value = schema[key]
             if isinstance(value, bool) or not isinstance(value, int | float if numbers else int):
-                raise self.fail(key, child_path(path, key), "must be a number" if numbers
-                                else "must be a non-negative integer")
+                raise self.fail(
+                    key, child_path(path, key), "must be a number" if numbers else "must be a non-negative integer"
+                )
             if not numbers and value < 0:
                 raise self.fail(key, child_path(path, key), "must be a non-negative integer")
         low, high = keys

@@ -22,10 +22,10 @@ RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 
 def _exact_price(value: Any) -> Decimal:
-    if isinstance(value, bool) or isinstance(value, float):
-        raise ValueError(f"write the price {value!r} as a quoted string (e.g. \"0.30\"), not a float")
+    if isinstance(value, bool | float):
+        raise ValueError(f'write the price {value!r} as a quoted string (e.g. "0.30"), not a float')
     if not isinstance(value, str | int):
-        raise ValueError("a price must be a string such as \"3.00\"")
+        raise ValueError('a price must be a string such as "3.00"')
     try:
         price = Decimal(str(value).strip())
     except InvalidOperation:

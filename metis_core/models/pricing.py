@@ -64,9 +64,13 @@ class ModelPrice:
 
     def cost_of(self, usage: Usage) -> Decimal:
         rates = self.rates
-        if self.long_context_rates is not None and self.long_context_threshold is not None and (
-            usage.input_tokens + usage.cached_input_tokens + usage.cache_creation_input_tokens
-            > self.long_context_threshold
+        if (
+            self.long_context_rates is not None
+            and self.long_context_threshold is not None
+            and (
+                usage.input_tokens + usage.cached_input_tokens + usage.cache_creation_input_tokens
+                > self.long_context_threshold
+            )
         ):
             rates = self.long_context_rates
         output = usage.output_tokens
@@ -131,9 +135,7 @@ class PriceTable:
         entries: dict[str, PriceEntry | None] = {}
         for version in ordered:
             entries.update(version.models)
-            prices = {
-                key: _model_price(key, entry, version) for key, entry in entries.items() if entry is not None
-            }
+            prices = {key: _model_price(key, entry, version) for key, entry in entries.items() if entry is not None}
             for key, entry in (overrides or {}).items():
                 prices[key] = _model_price(key, entry, version, USER_PRICING_SUFFIX)
             exact = {k: p for k, p in prices.items() if "*" not in k}
@@ -230,8 +232,7 @@ def default_price_table() -> PriceTable:
     return PriceTable.load()
 
 
-def price_usage(usage: Usage, model_id: str, *, at: date | None = None, table: PriceTable | None = None
-                ) -> Usage:
+def price_usage(usage: Usage, model_id: str, *, at: date | None = None, table: PriceTable | None = None) -> Usage:
     """A copy of `usage` priced with `table` (default: the built-in table)."""
     return (table or default_price_table()).price_usage(usage, model_id, at)
 

@@ -226,7 +226,7 @@ class ModelRegistry:
         for member in members:
             if member in self._aliases:
                 if member in stack:
-                    raise AliasCycleError([*stack[stack.index(member):], member])
+                    raise AliasCycleError([*stack[stack.index(member) :], member])
                 for part in self._aliases[member]:
                     yield from self._expand(part, [*stack, member])
             elif ":" in member:
@@ -246,8 +246,7 @@ class ModelRegistry:
         else:
             what = f"unknown model {asked!r}."
         return UnknownModelError(
-            f"{what}{hint} To use a model the registry does not list, add it under models: in "
-            f"{self._config_source}."
+            f"{what}{hint} To use a model the registry does not list, add it under models: in {self._config_source}."
         )
 
 

@@ -81,7 +81,7 @@ class RetryPolicy:
     def delay(self, error: ProviderError, attempt: int) -> float:
         if error.retry_after is not None:
             return error.retry_after
-        backoff = min(self.max_delay, self.base_delay * (2**attempt))
+        backoff = min(self.max_delay, self.base_delay * (2.0**attempt))
         factor = 1.0 + self.jitter * (2.0 * self.random() - 1.0)
         return max(0.0, backoff * factor)
 

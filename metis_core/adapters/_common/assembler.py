@@ -54,9 +54,11 @@ class _Slot:
 
 
 class MessageAssembler:
-    def __init__(self, context: RequestContext, *, api: str) -> None:
+    def __init__(self, context: RequestContext, *, api: str, unsigned_thinking_origin: bool = False) -> None:
         self.context = context
         self.origin = BlockOrigin(provider=context.provider, api=api, model=context.model_name)
+        # Providers without signatures (Ollama) still bind thinking to its origin for replay rules.
+        self.unsigned_thinking_origin = unsigned_thinking_origin
         self._slots: list[_Slot] = []
         self._by_key: dict[Hashable, int] = {}
         self.usage = Usage()
@@ -193,7 +195,9 @@ class MessageAssembler:
                     ThinkingBlock(
                         text="".join(slot.parts),
                         signature=slot.signature,
-                        origin=self.origin if slot.signature is not None else None,
+                        origin=self.origin
+                        if slot.signature is not None or self.unsigned_thinking_origin
+                        else None,
                     )
                 )
             elif slot.kind == "redacted_thinking":

@@ -60,12 +60,8 @@ class DelegateFailedPayload(PayloadModel):
 _PSEUDO = Sensitivity.PSEUDONYMOUS
 _SYSTEM = (Actor.SYSTEM,)
 SPECS = (
-    EventSpec(
-        "delegate.started", DelegateStartedPayload, _PSEUDO, _SYSTEM, ("llm.call_completed",), phase="4"
-    ),
-    EventSpec(
-        "delegate.completed", DelegateCompletedPayload, _PSEUDO, _SYSTEM, ("delegate.started",), phase="4"
-    ),
+    EventSpec("delegate.started", DelegateStartedPayload, _PSEUDO, _SYSTEM, ("llm.call_completed",), phase="4"),
+    EventSpec("delegate.completed", DelegateCompletedPayload, _PSEUDO, _SYSTEM, ("delegate.started",), phase="4"),
     EventSpec(
         "delegate.failed",
         DelegateFailedPayload,

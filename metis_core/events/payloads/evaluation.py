@@ -78,9 +78,7 @@ def eval_completed_sensitivity(payload: EvalCompletedPayload) -> Sensitivity:
 _EVAL_SUBJECTS = ("turn.completed", "tool.completed", "tool.failed", "session.ended", "feedback.explicit")
 _SYSTEM = (Actor.SYSTEM,)
 SPECS = (
-    EventSpec(
-        "eval.started", EvalStartedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM, _EVAL_SUBJECTS, phase="3"
-    ),
+    EventSpec("eval.started", EvalStartedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM, _EVAL_SUBJECTS, phase="3"),
     EventSpec(
         "eval.completed",
         EvalCompletedPayload,
@@ -90,7 +88,5 @@ SPECS = (
         phase="3",
         sensitivity_rule=eval_completed_sensitivity,
     ),
-    EventSpec(
-        "eval.failed", EvalFailedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM, ("eval.started",), phase="3"
-    ),
+    EventSpec("eval.failed", EvalFailedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM, ("eval.started",), phase="3"),
 )

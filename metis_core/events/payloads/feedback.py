@@ -41,7 +41,5 @@ SPECS = (
         ("turn.completed", "session.ended"),
         phase="2",
     ),
-    EventSpec(
-        "feedback.implicit", FeedbackImplicitPayload, Sensitivity.PSEUDONYMOUS, (Actor.SYSTEM,), phase="2"
-    ),
+    EventSpec("feedback.implicit", FeedbackImplicitPayload, Sensitivity.PSEUDONYMOUS, (Actor.SYSTEM,), phase="2"),
 )

@@ -91,7 +91,5 @@ SPECS = (
     EventSpec("gateway.key_revoked", GatewayKeyRevokedPayload, _PSEUDO, _SYSTEM, phase="3", audit=True),
     EventSpec("gateway.key_rotated", GatewayKeyRotatedPayload, _PSEUDO, _SYSTEM, phase="3", audit=True),
     EventSpec("gateway.auth_failed", GatewayAuthFailedPayload, _PSEUDO, _SYSTEM, phase="3", audit=True),
-    EventSpec(
-        "gateway.quota_exceeded", GatewayQuotaExceededPayload, _PSEUDO, _SYSTEM, phase="3", audit=True
-    ),
+    EventSpec("gateway.quota_exceeded", GatewayQuotaExceededPayload, _PSEUDO, _SYSTEM, phase="3", audit=True),
 )

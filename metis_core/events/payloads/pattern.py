@@ -81,9 +81,7 @@ class PatternEvictedPayload(PayloadModel):
 _PSEUDO = Sensitivity.PSEUDONYMOUS
 _SYSTEM = (Actor.SYSTEM,)
 SPECS = (
-    EventSpec(
-        "route.overridden", RouteOverriddenPayload, _PSEUDO, (Actor.USER,), ("route.decided",), phase="3"
-    ),
+    EventSpec("route.overridden", RouteOverriddenPayload, _PSEUDO, (Actor.USER,), ("route.decided",), phase="3"),
     EventSpec(
         "pattern.override_dismissed",
         PatternOverrideDismissedPayload,
@@ -92,9 +90,7 @@ SPECS = (
         ("route.decided",),
         phase="3",
     ),
-    EventSpec(
-        "pattern.recorded", PatternRecordedPayload, _PSEUDO, _SYSTEM, ("session.ended",), phase="2.5"
-    ),
+    EventSpec("pattern.recorded", PatternRecordedPayload, _PSEUDO, _SYSTEM, ("session.ended",), phase="2.5"),
     EventSpec("pattern.matched", PatternMatchedPayload, _PSEUDO, _SYSTEM, ("route.decided",), phase="2.5"),
     EventSpec(
         "pattern.evicted",

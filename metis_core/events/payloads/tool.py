@@ -80,9 +80,7 @@ class ToolConfirmationResolvedPayload(PayloadModel):
 
 
 SPECS = (
-    EventSpec(
-        "tool.called", ToolCalledPayload, Sensitivity.PRIVATE, (Actor.AGENT,), ("llm.call_completed",)
-    ),
+    EventSpec("tool.called", ToolCalledPayload, Sensitivity.PRIVATE, (Actor.AGENT,), ("llm.call_completed",)),
     EventSpec("tool.completed", ToolCompletedPayload, Sensitivity.PRIVATE, (Actor.TOOL,), ("tool.called",)),
     EventSpec("tool.failed", ToolFailedPayload, Sensitivity.PRIVATE, (Actor.TOOL,), ("tool.called",)),
     EventSpec(

@@ -21,6 +21,4 @@ class TraceSweptPayload(PayloadModel):
     swept_at: UtcDatetime
 
 
-SPECS = (
-    EventSpec("trace.swept", TraceSweptPayload, Sensitivity.PSEUDONYMOUS, (Actor.SYSTEM,), phase="3", audit=True),
-)
+SPECS = (EventSpec("trace.swept", TraceSweptPayload, Sensitivity.PSEUDONYMOUS, (Actor.SYSTEM,), phase="3", audit=True),)

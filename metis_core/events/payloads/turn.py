@@ -61,10 +61,6 @@ SPECS = (
         (Actor.USER,),
         sensitivity_rule=turn_started_sensitivity,
     ),
-    EventSpec(
-        "turn.completed", TurnCompletedPayload, Sensitivity.PSEUDONYMOUS, (Actor.AGENT,), ("turn.started",)
-    ),
-    EventSpec(
-        "turn.cancelled", TurnCancelledPayload, Sensitivity.PSEUDONYMOUS, (Actor.USER,), ("turn.started",)
-    ),
+    EventSpec("turn.completed", TurnCompletedPayload, Sensitivity.PSEUDONYMOUS, (Actor.AGENT,), ("turn.started",)),
+    EventSpec("turn.cancelled", TurnCancelledPayload, Sensitivity.PSEUDONYMOUS, (Actor.USER,), ("turn.started",)),
 )

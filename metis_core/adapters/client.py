@@ -1,0 +1,364 @@
+"""ModelClient: one call to one model — check it fits, build the request, send it, parse the answer.
+
+Resolves the adapter from the model id's provider, checks the history fits the model's declared
+capabilities before any HTTP call, builds the wire request, adds the API key to the headers at
+send time only, retries transient failures, and parses the response or translates the stream.
+It does not route, fall back to other models or persist anything, and it does not resolve
+`file_ref` images (the agent reads the workspace and inlines them before calling).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+from urllib.parse import urlencode
+
+import orjson
+from pydantic import SecretStr
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
+from metis_core.adapters.registry import adapter_class
+from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
+from metis_core.errors import ProviderError
+from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.fit import check_fits
+from metis_core.models.model_id import parse_model_id
+from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
+from metis_core.transport.http import HttpTransport, TimeoutArg
+from metis_core.transport.retry import RetryPolicy
+from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    import httpx
+
+    from metis_core.config import MetisConfig
+    from metis_core.models.pricing import PriceTable
+    from metis_core.models.registry import ModelRegistry
+
+
+@dataclass(slots=True)
+class _PreparedCall:
+    adapter: Adapter
+    request: WireRequest
+    url: str
+    body: bytes
+    context: RequestContext
+
+
+class ModelClient:
+    """Calls models through their adapters over one pooled HTTP client per direction.
+
+    Explicit `base_urls` / `api_keys` (by provider key) win over the configuration
+    (`load_config()`: environment, then config file, then built-in defaults). `prices="default"`
+    prices usage with the built-in table plus config overrides; `prices=None` leaves costs None.
+    """
+
+    def __init__(
+        self,
+        *,
+        http_client: httpx.Client | None = None,
+        async_http_client: httpx.AsyncClient | None = None,
+        base_urls: Mapping[str, str] | None = None,
+        api_keys: Mapping[str, str | SecretStr] | None = None,
+        prices: PriceTable | Literal["default"] | None = "default",
+        retry: RetryPolicy | None = None,
+        registry: ModelRegistry | None = None,
+        config: MetisConfig | None = None,
+        timeout: TimeoutArg = None,
+    ) -> None:
+        self._transport = HttpTransport(http_client, async_http_client, timeout=timeout)
+        self._base_urls = {k: v.rstrip("/") for k, v in (base_urls or {}).items()}
+        self._api_keys = {k: v if isinstance(v, SecretStr) else SecretStr(v) for k, v in (api_keys or {}).items()}
+        self._prices = prices
+        self.retry = retry or RetryPolicy()
+        self._registry = registry
+        self._config = config
+        self._adapters: dict[str, Adapter] = {}
+
+    def __repr__(self) -> str:
+        providers = sorted(set(self._base_urls) | set(self._api_keys))
+        return f"ModelClient(configured_providers={providers})"
+
+    # --- resolution ------------------------------------------------------------------------
+
+    @property
+    def config(self) -> MetisConfig:
+        if self._config is None:
+            from metis_core.config import load_config
+
+            self._config = load_config()
+        return self._config
+
+    @property
+    def registry(self) -> ModelRegistry:
+        if self._registry is None:
+            from metis_core.models.registry import ModelRegistry
+
+            self._registry = ModelRegistry.load(self.config)
+        return self._registry
+
+    @property
+    def prices(self) -> PriceTable | None:
+        if self._prices == "default":
+            from metis_core.models.pricing import PriceTable
+
+            self._prices = PriceTable.load(self.config)
+        return self._prices
+
+    def adapter(self, provider: str) -> Adapter:
+        found = self._adapters.get(provider)
+        if found is None:
+            found = self._adapters[provider] = adapter_class(provider)(self.registry)
+        return found
+
+    def base_url(self, provider: str) -> str:
+        explicit = self._base_urls.get(provider)
+        return explicit if explicit is not None else self.config.base_url(provider)
+
+    def _auth_headers(self, provider: str, adapter: Adapter) -> dict[str, str]:
+        """Key and configured extra headers, revealed here only, right before sending."""
+        key = self._api_keys.get(provider) or self.config.require_api_key(provider)
+        headers = self.config.extra_headers(provider)
+        headers.update(adapter.auth_headers(key.get_secret_value() if key is not None else None))
+        return headers
+
+    # --- preparing a call --------------------------------------------------------------------
+
+    def _prepare(
+        self,
+        messages: Sequence[Message],
+        model: str | None,
+        tools: Sequence[ToolDefinition] | None,
+        options: AdapterOptions | None,
+        tool_ids: ToolIdMap | None,
+        session_id: str,
+        routing: RoutingDecisionRecord | None,
+        capabilities: AdapterCapabilities | None,
+        stream: bool,
+    ) -> _PreparedCall:
+        model_id = model or (options.model if options is not None else "")
+        provider = parse_model_id(model_id).provider
+        adapter = self.adapter(provider)
+        history = list(messages)
+        tool_list = list(tools or [])
+        caps = capabilities or self.registry.capabilities(model_id)
+        wanted = options or AdapterOptions(model=model_id)
+        check_fits(
+            history,
+            tool_list,
+            caps,
+            model_id,
+            adapter.estimate_input_tokens(history, tool_list),
+            structured_output=wanted.response_format is not None,
+        )
+        options = dataclasses.replace(
+            wanted, model=model_id, stream=stream, session_id=session_id or wanted.session_id
+        )
+        ids = tool_ids if tool_ids is not None else ToolIdMap()
+        request = adapter.to_wire(history, tool_list, options, ids)
+        url = self.base_url(provider) + request.path
+        if request.query:
+            url += "?" + urlencode(request.query)
+        context = RequestContext(
+            model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices
+        )
+        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context)
+
+    def _headers(self, call: _PreparedCall) -> dict[str, str]:
+        auth = self._auth_headers(call.adapter.provider, call.adapter)
+        return {"content-type": "application/json", **call.request.headers, **auth}
+
+    @staticmethod
+    def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
+        if not 200 <= response.status < 300:
+            raise call.adapter.classify_error(response)
+
+    # --- non-streaming -----------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        model: str | None = None,
+        *,
+        tools: Sequence[ToolDefinition] | None = None,
+        options: AdapterOptions | None = None,
+        tool_ids: ToolIdMap | None = None,
+        session_id: str = "",
+        routing: RoutingDecisionRecord | None = None,
+        capabilities: AdapterCapabilities | None = None,
+    ) -> Message:
+        """One non-streaming call. Raises CapabilityMismatchError before sending, ProviderError after."""
+        call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
+        headers = self._headers(call)
+        provider = call.adapter.provider
+
+        def attempt() -> Message:
+            response = self._transport.send(call.request.method, call.url, call.body, headers, provider=provider)
+            self._raise_for_status(call, response)
+            return call.adapter.from_wire_response(response, call.context)
+
+        return self.retry.call(attempt)
+
+    async def acomplete(
+        self,
+        messages: Sequence[Message],
+        model: str | None = None,
+        *,
+        tools: Sequence[ToolDefinition] | None = None,
+        options: AdapterOptions | None = None,
+        tool_ids: ToolIdMap | None = None,
+        session_id: str = "",
+        routing: RoutingDecisionRecord | None = None,
+        capabilities: AdapterCapabilities | None = None,
+    ) -> Message:
+        call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
+        headers = self._headers(call)
+        provider = call.adapter.provider
+
+        async def attempt() -> Message:
+            response = await self._transport.asend(call.request.method, call.url, call.body, headers, provider=provider)
+            self._raise_for_status(call, response)
+            return call.adapter.from_wire_response(response, call.context)
+
+        return await self.retry.acall(attempt)
+
+    # --- streaming ---------------------------------------------------------------------------
+
+    def stream(
+        self,
+        messages: Sequence[Message],
+        model: str | None = None,
+        *,
+        tools: Sequence[ToolDefinition] | None = None,
+        options: AdapterOptions | None = None,
+        tool_ids: ToolIdMap | None = None,
+        session_id: str = "",
+        routing: RoutingDecisionRecord | None = None,
+        capabilities: AdapterCapabilities | None = None,
+    ) -> Iterator[StreamEvent]:
+        """Stream canonical events; always ends with one `message_complete` unless it raises first.
+
+        Failures before any content are raised (and retried when transient); later ones end the
+        stream with an `error` event and a PARTIAL message. The capability check and request
+        building run when this is called, not on first iteration.
+        """
+        call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
+        return self._stream_attempts(call, self._headers(call))
+
+    def _stream_attempts(self, call: _PreparedCall, headers: dict[str, str]) -> Iterator[StreamEvent]:
+        attempt = 0
+        while True:
+            gate = FirstContentGate(call.adapter.provider)
+            try:
+                yield from self._stream_once(call, headers, gate)
+                return
+            except ProviderError as error:
+                if gate.open:
+                    raise
+                self.retry.backoff(error, attempt)
+                attempt += 1
+
+    def _stream_once(
+        self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
+    ) -> Iterator[StreamEvent]:
+        adapter = call.adapter
+        with self._transport.stream(
+            call.request.method, call.url, call.body, headers, provider=adapter.provider
+        ) as wire:
+            if not 200 <= wire.status < 300:
+                raise adapter.classify_error(wire.read())
+            decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
+            translator = adapter.stream_translator(call.context)
+            try:
+                for raw in wire.iter_raw():
+                    for chunk in decoder.feed(raw):
+                        yield from gate.push(translator.feed(chunk))
+                for chunk in decoder.finish():
+                    yield from gate.push(translator.feed(chunk))
+            except ProviderError as error:
+                if not gate.open:
+                    raise
+                yield from annotate_failure(translator.finish(), error)
+                return
+            yield from gate.push(translator.finish())
+            yield from gate.close()
+
+    async def astream(
+        self,
+        messages: Sequence[Message],
+        model: str | None = None,
+        *,
+        tools: Sequence[ToolDefinition] | None = None,
+        options: AdapterOptions | None = None,
+        tool_ids: ToolIdMap | None = None,
+        session_id: str = "",
+        routing: RoutingDecisionRecord | None = None,
+        capabilities: AdapterCapabilities | None = None,
+    ) -> AsyncIterator[StreamEvent]:
+        """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response."""
+        call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
+        headers = self._headers(call)
+        attempt = 0
+        while True:
+            gate = FirstContentGate(call.adapter.provider)
+            try:
+                async for event in self._astream_once(call, headers, gate):
+                    yield event
+                return
+            except ProviderError as error:
+                if gate.open:
+                    raise
+                await self.retry.abackoff(error, attempt)
+                attempt += 1
+
+    async def _astream_once(
+        self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
+    ) -> AsyncIterator[StreamEvent]:
+        adapter = call.adapter
+        async with self._transport.astream(
+            call.request.method, call.url, call.body, headers, provider=adapter.provider
+        ) as wire:
+            if not 200 <= wire.status < 300:
+                raise adapter.classify_error(await wire.read())
+            decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
+            translator = adapter.stream_translator(call.context)
+            try:
+                async for raw in wire.aiter_raw():
+                    for chunk in decoder.feed(raw):
+                        for event in gate.push(translator.feed(chunk)):
+                            yield event
+                for chunk in decoder.finish():
+                    for event in gate.push(translator.feed(chunk)):
+                        yield event
+            except ProviderError as error:
+                if not gate.open:
+                    raise
+                for event in annotate_failure(translator.finish(), error):
+                    yield event
+                return
+            for event in [*gate.push(translator.finish()), *gate.close()]:
+                yield event
+
+    # --- lifecycle ---------------------------------------------------------------------------
+
+    def close(self) -> None:
+        self._transport.close()
+
+    async def aclose(self) -> None:
+        await self._transport.aclose()
+
+    def __enter__(self) -> ModelClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> ModelClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,64 @@
+"""An `Event` to an `events` row and back (event-bus-and-trace-catalog §7.1).
+
+The payload is stored as compact JSON; catalog events already carry JSON-mode payloads, and a
+hand-built payload holding datetimes or Decimals is written with their ISO / string forms.
+No SQL beyond the column list lives here; the trace store runs the statements.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import orjson
+
+from metis_core.events.envelope import Event, datetime_from_us
+
+EVENT_COLUMNS = "id, timestamp_us, session_id, turn_id, parent_event_id, type, actor, sensitivity, payload_json"
+INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+EventRow = tuple[str, int, str, str | None, str | None, str, str, str, str]
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return format(value, "f")
+    if isinstance(value, datetime):
+        return value.isoformat()
+    raise TypeError(f"{type(value).__name__} is not JSON serializable")
+
+
+def payload_json(payload: dict[str, Any]) -> str:
+    return orjson.dumps(payload, default=_json_default).decode()
+
+
+def event_row(event: Event) -> EventRow:
+    return (
+        event.id,
+        event.timestamp_us,
+        event.session_id,
+        event.turn_id,
+        event.parent_event_id,
+        event.type,
+        event.actor.value,
+        event.sensitivity.value,
+        payload_json(event.payload),
+    )
+
+
+def event_from_row(row: tuple[Any, ...]) -> Event:
+    eid, ts, sid, turn, parent, etype, actor, sensitivity, payload = row
+    return Event.model_validate(
+        {
+            "id": eid,
+            "timestamp": datetime_from_us(ts),
+            "session_id": sid,
+            "turn_id": turn,
+            "parent_event_id": parent,
+            "type": etype,
+            "actor": actor,
+            "sensitivity": sensitivity,
+            "payload": orjson.loads(payload),
+        }
+    )
