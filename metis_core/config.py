@@ -126,7 +126,7 @@ class MetisConfig(BaseModel):
     @classmethod
     def _chain_strings(cls, value: Any) -> Any:
         if isinstance(value, Mapping):
-            return {k: v.split(",") if isinstance(v, str) else v for k, v in value.items()}
+            return {k: [m.strip() for m in v.split(",")] if isinstance(v, str) else v for k, v in value.items()}
         return value
 
     @field_validator("aliases", "chains")

@@ -1,5 +1,6 @@
 """An `Event` to an `events` row and back (event-bus-and-trace-catalog §7.1).
 
+Inserts ignore an id already stored, so writing an event twice is harmless (spec §5.1 dedupe).
 The payload is stored as compact JSON; catalog events already carry JSON-mode payloads, and a
 hand-built payload holding datetimes or Decimals is written with their ISO / string forms.
 No SQL beyond the column list lives here; the trace store runs the statements.
@@ -16,7 +17,7 @@ import orjson
 from metis_core.events.envelope import Event, datetime_from_us
 
 EVENT_COLUMNS = "id, timestamp_us, session_id, turn_id, parent_event_id, type, actor, sensitivity, payload_json"
-INSERT_EVENT = f"INSERT INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+INSERT_EVENT = f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 EventRow = tuple[str, int, str, str | None, str | None, str, str, str, str]
 

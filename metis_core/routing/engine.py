@@ -1,0 +1,254 @@
+"""The routing chain for one turn: which model answers, and why (route.decided).
+
+Policies are tried in order — per-message `@model` override, sticky `/model` choice, rules,
+pattern, delegate request, workspace default, global default — and every candidate is validated
+against what the turn needs (images, tools, context size, system prompt, structured output,
+health, a configured key). A rejected candidate is recorded with its validation_failure and the
+next policy tried. The pattern and delegate slots report not_applicable: metis has no pattern
+store or planner delegation yet, but the record keeps their places so the chain shape is stable.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from metis_core.errors import AliasCycleError, MetisError, ModelIdError, UnknownModelError
+from metis_core.messages import RoutingDecisionRecord, RoutingMode
+from metis_core.models.registry import ModelRegistry
+from metis_core.routing.health import HealthTracker
+from metis_core.routing.policy_file import LoadedPolicy, MemberSettings, PolicyLoader, RuleMatch
+
+POLICY_MODES = {
+    "per_message_override": RoutingMode.OVERRIDE,
+    "manual_sticky": RoutingMode.MANUAL,
+    "rule": RoutingMode.RULE,
+    "pattern": RoutingMode.PATTERN,
+    "delegate_request": RoutingMode.DELEGATE,
+    "workspace_default": RoutingMode.DEFAULT,
+    "global_default": RoutingMode.DEFAULT,
+}
+
+
+class NoRoutableModelError(MetisError):
+    """No policy produced a model that can carry this turn; `chain` says why each was rejected."""
+
+    def __init__(self, chain: list[PolicyVerdict]) -> None:
+        self.chain = chain
+        reasons = "; ".join(f"{v.policy}: {v.reason}" for v in chain if v.verdict == "rejected")
+        hint = reasons or "no default model is configured (set defaults.model in config.yaml or use --model)"
+        super().__init__(f"no model can take this turn: {hint}")
+
+
+@dataclass(slots=True)
+class TurnNeeds:
+    has_images: bool = False
+    has_tools: bool = False
+    has_system_prompt: bool = False
+    needs_structured_output: bool = False
+    estimated_input_tokens: int = 0
+    user_text: str = ""
+    workspace: str = ""
+
+
+@dataclass(slots=True)
+class PolicyVerdict:
+    policy: str
+    verdict: str  # not_applicable | deferred | rejected | chose
+    candidate_model: str | None
+    reason: str
+    rule_name: str | None = None
+    confidence: float | None = None
+    pattern_alternatives: list[dict[str, Any]] | None = None
+    validation_failure: str | None = None
+
+    def to_payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(slots=True)
+class RouteDecision:
+    chosen_model: str
+    members: list[str]
+    """The chosen model first, then the fallbacks of its chain that also fit the turn."""
+    winner_index: int
+    chain: list[PolicyVerdict]
+    elapsed_ms: float
+    record: RoutingDecisionRecord
+    settings: dict[str, MemberSettings] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        """The route.decided payload."""
+        return {
+            "chosen_model": self.chosen_model,
+            "winner_index": self.winner_index,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "chain": [v.to_payload() for v in self.chain],
+        }
+
+
+class RoutingEngine:
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        *,
+        loader: PolicyLoader | None = None,
+        health: HealthTracker | None = None,
+        global_default: str | None = None,
+        is_configured: Callable[[str], bool] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.loader = loader
+        self.health = health
+        self.global_default = global_default
+        self.is_configured = is_configured
+
+    @property
+    def policy(self) -> LoadedPolicy:
+        return self.loader.policy if self.loader is not None else LoadedPolicy()
+
+    # --- expansion and validation -----------------------------------------------------------
+
+    def expand(self, spec: str, _stack: tuple[str, ...] = ()) -> list[str]:
+        """Model ids for an id, alias or chain (policy names first, then the registry's)."""
+        policy = self.policy
+        members: list[str] = []
+        for part in (p.strip() for p in spec.split(",")):
+            if not part:
+                continue
+            if part in _stack:
+                raise AliasCycleError([*_stack, part])
+            if part in policy.chains():
+                for member in policy.chains()[part]:
+                    members += self.expand(member, (*_stack, part))
+            elif part in policy.aliases():
+                members += self.expand(policy.aliases()[part], (*_stack, part))
+            else:
+                members += self.registry.parse(part)
+        return list(dict.fromkeys(members))
+
+    def validation_failure(self, model: str, needs: TurnNeeds) -> tuple[str, str] | None:
+        """(validation_failure, reason) if `model` cannot take the turn, else None."""
+        try:
+            caps = self.registry.capabilities(model)
+        except (UnknownModelError, ModelIdError) as exc:
+            return "not_configured", str(exc)
+        if needs.has_images and not caps.supports_images:
+            return "no_vision_support", f"{model} cannot read images and the turn has images"
+        if needs.has_tools and not caps.supports_tools:
+            return "no_tool_support", f"{model} cannot call tools and the turn offers tools"
+        if needs.has_system_prompt and not caps.supports_system_prompt:
+            return "no_system_prompt_support", f"{model} takes no system prompt"
+        if needs.needs_structured_output and not caps.supports_structured_output:
+            return "no_structured_output_support", f"{model} cannot return structured output"
+        if needs.estimated_input_tokens > caps.max_context_tokens:
+            return "exceeds_context_window", (
+                f"~{needs.estimated_input_tokens} tokens exceed {model}'s {caps.max_context_tokens}-token window"
+            )
+        if self.health is not None and not self.health.is_available(model):
+            return "provider_unavailable", f"{model} is benched after recent failures"
+        if self.is_configured is not None and not self.is_configured(model):
+            return "not_configured", f"no API key configured for {model.partition(':')[0]}"
+        return None
+
+    # --- the chain --------------------------------------------------------------------------
+
+    def decide(self, needs: TurnNeeds, *, override: str | None = None, sticky: str | None = None) -> RouteDecision:
+        started = time.perf_counter()
+        policy = self.policy
+        rule_hit = self._matching_rule(policy, needs)
+        rule_model, rule_why, rule_name = (None, "", None)
+        if rule_hit is not None:
+            scope, rule = rule_hit
+            rule_model, rule_why, rule_name = rule.model, f"{scope} rule {rule.name!r} matched", rule.name
+        candidates: list[tuple[str, str | None, str, str | None]] = [
+            ("per_message_override", override, "@model in the message", None),
+            ("manual_sticky", sticky, "chosen with /model", None),
+            ("rule", rule_model, rule_why, rule_name),
+            ("pattern", None, "", None),
+            ("delegate_request", None, "", None),
+            ("workspace_default", policy.workspace.default, "workspace default", None),
+            ("global_default", policy.global_.default or self.global_default, "global default", None),
+        ]
+        chain: list[PolicyVerdict] = []
+        decision: RouteDecision | None = None
+        for name, spec, why, slot_rule in candidates:
+            if decision is not None:
+                chain.append(PolicyVerdict(name, "not_applicable", spec, "an earlier policy chose", slot_rule))
+                continue
+            if spec is None:
+                chain.append(PolicyVerdict(name, "not_applicable", None, _not_applicable_reason(name), slot_rule))
+                continue
+            verdict, members = self._try(name, spec, why, slot_rule, needs)
+            chain.append(verdict)
+            if verdict.verdict == "chose":
+                decision = RouteDecision(
+                    chosen_model=members[0], members=members, winner_index=len(chain) - 1, chain=chain,
+                    elapsed_ms=0.0,
+                    record=RoutingDecisionRecord(
+                        mode=POLICY_MODES[name], chosen_model=members[0], reason=verdict.reason, rule_name=slot_rule,
+                        alternatives_considered=[v.candidate_model for v in chain[:-1] if v.candidate_model],
+                    ),
+                    settings={m: s for m in members if (s := policy.settings_for(m)) is not None},
+                )
+        if decision is None:
+            raise NoRoutableModelError(chain)
+        decision.elapsed_ms = (time.perf_counter() - started) * 1000
+        return decision
+
+    def _try(
+        self, name: str, spec: str, why: str, rule_name: str | None, needs: TurnNeeds
+    ) -> tuple[PolicyVerdict, list[str]]:
+        try:
+            members = self.expand(spec)
+        except (UnknownModelError, ModelIdError, AliasCycleError) as exc:
+            return PolicyVerdict(name, "rejected", spec, str(exc), rule_name, validation_failure="not_configured"), []
+        fitting: list[str] = []
+        first_failure: tuple[str, str] | None = None
+        for member in members:
+            failure = self.validation_failure(member, needs)
+            if failure is None:
+                fitting.append(member)
+            elif first_failure is None:
+                first_failure = failure
+        if not fitting:
+            code, reason = first_failure or ("not_configured", f"{spec} names no model")
+            return PolicyVerdict(name, "rejected", members[0] if members else spec, reason, rule_name,
+                                 validation_failure=code), []
+        return PolicyVerdict(name, "chose", fitting[0], why, rule_name), fitting
+
+    @staticmethod
+    def _matching_rule(policy: LoadedPolicy, needs: TurnNeeds) -> tuple[str, Any] | None:
+        for scope, rule in policy.rules():
+            if _matches(rule.when, needs):
+                return scope, rule
+        return None
+
+
+def _not_applicable_reason(policy: str) -> str:
+    return {
+        "per_message_override": "no @model in the message",
+        "manual_sticky": "no /model choice in this session",
+        "rule": "no rule matched",
+        "pattern": "no pattern store configured",
+        "delegate_request": "not a delegated worker session",
+        "workspace_default": "no workspace default",
+        "global_default": "no global default",
+    }[policy]
+
+
+def _matches(when: RuleMatch, needs: TurnNeeds) -> bool:
+    checks = [
+        when.has_images is None or when.has_images == needs.has_images,
+        when.has_tools is None or when.has_tools == needs.has_tools,
+        when.min_estimated_tokens is None or needs.estimated_input_tokens >= when.min_estimated_tokens,
+        when.max_estimated_tokens is None or needs.estimated_input_tokens <= when.max_estimated_tokens,
+        when.workspace is None or fnmatch.fnmatch(needs.workspace, when.workspace),
+        when.keyword is None or when.keyword.lower() in needs.user_text.lower(),
+        when.pattern is None or re.search(when.pattern, needs.user_text) is not None,
+    ]
+    return all(checks)

@@ -1,0 +1,330 @@
+"""A minimal valid payload for every catalog type (required fields only), and the opt-in
+variants whose populated fields change the recorded sensitivity (spec §4.4.1)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis_core.events.envelope import Sensitivity
+
+HASH = "a" * 64
+WHEN = "2026-05-14T10:00:00.000000Z"
+
+_CHAIN_ENTRY = {
+    "policy": "global_default",
+    "verdict": "chose",
+    "candidate_model": "anthropic:sonnet",
+    "reason": "default",
+}
+
+MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
+    "session.created": {
+        "workspace_path": "/home/u/proj",
+        "workspace_hash": HASH,
+        "initial_active_model": None,
+        "routing_policy_version": HASH,
+    },
+    "session.resumed": {"workspace_hash": HASH, "last_event_id_at_resume": None},
+    "session.ended": {"disposition": "completed", "turn_count": 3, "total_cost_usd": 0.02, "duration_seconds": 61.5},
+    "turn.started": {
+        "user_message_hash": HASH,
+        "estimated_input_tokens": 12,
+        "has_images": False,
+        "has_tool_calls_in_history": False,
+    },
+    "turn.completed": {
+        "stop_reason": "end_turn",
+        "llm_call_count": 2,
+        "tool_call_count": 1,
+        "total_input_tokens": 100,
+        "total_output_tokens": 20,
+        "total_cost_usd": 0.001,
+        "wall_time_seconds": 1.5,
+    },
+    "turn.cancelled": {"reason": "user_cancel", "partial_llm_calls": 1, "partial_tool_calls": 0},
+    "llm.call_started": {
+        "model": "anthropic:sonnet",
+        "provider": "anthropic",
+        "estimated_input_tokens": 12,
+        "request_id": "req_1",
+        "is_worker": False,
+    },
+    "llm.call_completed": {
+        "model": "anthropic:sonnet",
+        "provider": "anthropic",
+        "input_tokens": 12,
+        "output_tokens": 5,
+        "cached_input_tokens": 0,
+        "cache_creation_input_tokens": 0,
+        "cost_usd": 0.0001,
+        "pricing_version": "2026-05-01",
+        "latency_ms": 800,
+        "stop_reason": "tool_use",
+        "produced_tool_calls": 1,
+        "produced_thinking_blocks": 0,
+    },
+    "llm.call_failed": {
+        "model": "anthropic:sonnet",
+        "provider": "anthropic",
+        "error_class": "rate_limit",
+        "error_message_redacted": "slow down",
+        "retry_count": 2,
+        "latency_ms": 300,
+    },
+    "tool.called": {
+        "tool_use_id": "tu_01",
+        "tool_name": "current_time",
+        "input_hash": HASH,
+        "input_size_bytes": 2,
+        "side_effects": "none",
+    },
+    "tool.completed": {"tool_use_id": "tu_01", "success": True, "output_size_bytes": 25, "latency_ms": 1},
+    "tool.failed": {
+        "tool_use_id": "tu_01",
+        "error_class": "not_found",
+        "error_message": "no such file",
+        "latency_ms": 1,
+    },
+    "tool.input_invalid": {"tool_name": "read_file", "validation_errors": ["path: required"]},
+    "tool.confirmation_requested": {
+        "tool_use_id": "tu_01",
+        "tool_name": "bash",
+        "side_effects": "execute",
+        "confirmation_request_id": "01JCONFIRM",
+        "input_summary": "ls",
+        "expires_at": WHEN,
+    },
+    "tool.confirmation_resolved": {
+        "tool_use_id": "tu_01",
+        "confirmation_request_id": "01JCONFIRM",
+        "decision": "timeout",
+    },
+    "route.decided": {
+        "chosen_model": "anthropic:sonnet",
+        "winner_index": 0,
+        "elapsed_ms": 0.4,
+        "chain": [_CHAIN_ENTRY],
+    },
+    "routing.policy_invalid": {"policy_path": "/x/routing.yaml", "errors": ["bad"], "using_last_known_good": True},
+    "routing.provider_unavailable": {
+        "provider": "openai",
+        "scope": "provider_wide",
+        "models_affected": ["openai:gpt-4o"],
+        "trigger_reason": "auth_error",
+    },
+    "routing.provider_recovered": {
+        "provider": "openai",
+        "scope": "provider_wide",
+        "models_recovered": ["openai:gpt-4o"],
+        "downtime_seconds": 30.0,
+    },
+    "route.overridden": {
+        "original_chosen_model": "anthropic:haiku",
+        "new_chosen_model": "anthropic:sonnet",
+        "deferred_policy": "pattern",
+        "pattern_confidence": 0.87,
+    },
+    "pattern.override_dismissed": {
+        "chosen_model": "anthropic:haiku",
+        "dismissed_pattern_model": "anthropic:sonnet",
+        "pattern_confidence": 0.87,
+    },
+    "pattern.recorded": {
+        "fingerprint_id": "01JFP",
+        "fingerprint_kind": "structural",
+        "primary_model": "anthropic:sonnet",
+        "sample_size_before": 0,
+        "sample_size_after": 1,
+        "was_new_fingerprint": True,
+        "cost_usd_at_record": "0.0123",
+        "pricing_version": "2026-05-01",
+        "over_soft_cap": False,
+    },
+    "pattern.matched": {
+        "fingerprint_id": "01JFP",
+        "fingerprint_kind": "hybrid",
+        "chosen_model": "anthropic:sonnet",
+        "confidence": 0.9,
+        "sample_size": 8,
+        "k_cluster_size": 10,
+        "alternatives_count": 2,
+    },
+    "pattern.evicted": {
+        "trigger": "soft_cap_signal",
+        "fingerprints_before": 10,
+        "fingerprints_after": 10,
+        "outcomes_before": 50,
+        "outcomes_after": 50,
+        "entries_evicted": 0,
+    },
+    "skill.loaded": {
+        "skill_id": "git-commit",
+        "skill_version": "1",
+        "load_reason": "always",
+        "load_size_tokens": 200,
+        "source": "global",
+    },
+    "skill.created": {"skill_id": "git-commit", "source": "manual", "size_tokens": 200, "security_scan_findings": []},
+    "skill.modified": {
+        "skill_id": "git-commit",
+        "modification_type": "edit",
+        "before_hash": HASH,
+        "after_hash": HASH,
+        "diff_size_bytes": 40,
+        "reason": "typo",
+    },
+    "skill.search": {"query": "commit message", "results_count": 1, "result_skill_ids": ["git-commit"]},
+    "memory.updated": {
+        "file": "MEMORY.md",
+        "operation": "add",
+        "before_hash": HASH,
+        "after_hash": HASH,
+        "before_size_bytes": 10,
+        "after_size_bytes": 20,
+    },
+    "memory.eviction": {
+        "file": "USER.md",
+        "trigger": "size_cap_exceeded",
+        "entries_evicted": 2,
+        "size_before_bytes": 5000,
+        "size_after_bytes": 4000,
+    },
+    "delegate.started": {
+        "tool_use_id": "tu_02",
+        "worker_session_id": "sess_43",
+        "tier": "fast",
+        "resolved_model": "anthropic:haiku",
+        "context_mode": "minimal",
+        "context_reference_count": 0,
+        "task_size_tokens": 50,
+        "allowed_tool_count": 3,
+        "dropped_tools": [],
+    },
+    "delegate.completed": {
+        "tool_use_id": "tu_02",
+        "worker_session_id": "sess_43",
+        "success": True,
+        "output_size_bytes": 300,
+        "worker_total_cost_usd": "0.0004",
+        "pricing_version": "2026-05-01",
+        "turn_count": 1,
+        "llm_call_count": 1,
+        "tool_call_count": 0,
+        "wall_time_seconds": 2.0,
+        "model": "anthropic:haiku",
+    },
+    "delegate.failed": {
+        "tool_use_id": "tu_02",
+        "failure_mode": "no_model_available_for_tier",
+        "error_message": "no fast model configured",
+        "worker_total_cost_usd": "0",
+        "pricing_version": "2026-05-01",
+    },
+    "feedback.explicit": {"scope": "turn", "rating": "thumbs_up"},
+    "feedback.implicit": {"type": "retry", "confidence": 0.6, "context": {}},
+    "bus.subscriber_registered": {"subscription_name": "trace-store", "filter": {}, "fast_path": True},
+    "bus.subscriber_unregistered": {"subscription_name": "trace-store", "reason": "explicit"},
+    "bus.gap_detected": {
+        "session_id": "sess_1",
+        "gap_start_id": "01J00000000000000000000000",
+        "gap_end_id": "01J00000000000000000000009",
+        "estimated_missing_count": 8,
+        "detected_at": WHEN,
+    },
+    "provider.degraded": {"provider": "openai", "recent_failure_count": 3, "window_seconds": 60},
+    "eval.started": {
+        "eval_id": "01JEVAL",
+        "subject_kind": "turn",
+        "subject_id": "01JTURN",
+        "rubric_id": "default",
+        "rubric_version": "1",
+        "judge_kind_planned": "heuristic",
+        "trigger": "bus",
+    },
+    "eval.completed": {
+        "eval_id": "01JEVAL",
+        "subject_kind": "turn",
+        "subject_id": "01JTURN",
+        "score": 1.0,
+        "confidence": 0.5,
+        "judge_kind": "heuristic",
+        "judge_cost_usd": "0",
+        "judge_latency_ms": 2,
+        "rubric_id": "default",
+        "rubric_version": "1",
+        "signals": {"stop_reason": "end_turn"},
+    },
+    "eval.failed": {
+        "eval_id": "01JEVAL",
+        "subject_kind": "turn",
+        "subject_id": "01JTURN",
+        "failure_mode": "subject_not_found",
+        "error_message": "no events",
+        "judge_latency_ms": 1,
+    },
+    "gateway.key_issued": {
+        "gateway_key_id": "gk_1",
+        "name": "ci",
+        "workspace_path": "/srv/ws",
+        "issued_at": WHEN,
+    },
+    "gateway.key_revoked": {"gateway_key_id": "gk_1", "revoked_at": WHEN, "reason": "admin_revoke"},
+    "gateway.key_rotated": {
+        "old_gateway_key_id": "gk_1",
+        "new_gateway_key_id": "gk_2",
+        "grace_period_until": WHEN,
+        "workspace_path": "/srv/ws",
+    },
+    "gateway.auth_failed": {"reason": "missing_token", "inbound_shape": "openai"},
+    "gateway.quota_exceeded": {
+        "gateway_key_id": "gk_1",
+        "cap_type": "daily",
+        "cap_usd": "5.00",
+        "spent_usd": "5.0012",
+        "window_start": "2026-05-14T00:00:00.000000Z",
+        "window_end": "2026-05-15T00:00:00.000000Z",
+    },
+    "quota.alert": {
+        "scope": "gateway_key",
+        "subject_id": "gk_1",
+        "cap_type": "monthly",
+        "threshold_percent": 80,
+        "cap_usd": "100",
+        "spent_usd": "80.50",
+        "window_start": "2026-05-01T00:00:00.000000Z",
+        "window_end": "2026-06-01T00:00:00.000000Z",
+    },
+    "trace.swept": {
+        "rows_deleted": 10,
+        "rows_audit_exempt": 2,
+        "cutoff_timestamp": WHEN,
+        "dry_run": False,
+        "swept_at": WHEN,
+    },
+}
+
+DEFAULT_RECORDING: dict[str, Sensitivity] = {"eval.completed": Sensitivity.PSEUDONYMOUS}
+"""Types whose minimal payload is recorded at something other than the floor."""
+
+OPT_IN_PAYLOADS: dict[str, tuple[dict[str, Any], Sensitivity]] = {
+    "turn.started": (
+        {**MINIMAL_PAYLOADS["turn.started"], "user_message_text_redacted": "what time is it?"},
+        Sensitivity.USER_CONTROLLED,
+    ),
+    "eval.completed": (
+        {
+            **MINIMAL_PAYLOADS["eval.completed"],
+            "judge_kind": "llm",
+            "judge_model": "anthropic:haiku",
+            "judge_cost_usd": "0.0002",
+            "judge_pricing_version": "2026-05-01",
+            "signals": {"rationale_redacted": "answered the question directly"},
+        },
+        Sensitivity.USER_CONTROLLED,
+    ),
+}
+"""Payloads with their opt-in fields populated, and the sensitivity they must be recorded with."""
+
+
+def minimal(event_type: str, **changes: Any) -> dict[str, Any]:
+    return {**MINIMAL_PAYLOADS[event_type], **changes}

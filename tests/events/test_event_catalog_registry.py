@@ -1,0 +1,116 @@
+"""The catalog is closed and matches the spec: exactly its types, audit set, domains, prefixes."""
+
+from __future__ import annotations
+
+import re
+import typing
+
+import pytest
+from conftest import fixtures_root
+
+from metis_core.errors import ErrorClass, EventValidationError
+from metis_core.events.catalog import AUDIT_EVENT_TYPES, CATALOG, PAYLOAD_REGISTRY, build_catalog
+from metis_core.events.envelope import Actor, Sensitivity
+from metis_core.events.event_spec import CATALOG_DOMAINS, RESERVED_STREAMING_PREFIXES, EventSpec
+from metis_core.events.payloads.fields import PayloadModel
+from metis_core.events.payloads.llm import LlmCallFailedPayload
+from metis_core.events.payloads.turn import TurnStartedPayload
+
+SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
+DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert"}
+"""Named in the spec's §7.3 audit set without a catalog entry; payloads designed in this repo."""
+
+SPEC_AUDIT_SET = {
+    "gateway.key_issued",
+    "gateway.key_revoked",
+    "gateway.key_rotated",
+    "gateway.quota_exceeded",
+    "gateway.auth_failed",
+    "quota.alert",
+    "routing.policy_invalid",
+    "memory.eviction",
+    "pattern.evicted",
+    "tool.confirmation_resolved",
+}
+
+
+def _spec_catalog_entries() -> dict[str, str]:
+    """Type -> declared floor, from every `<domain>.<name>Sensitivity: <floor>` heading."""
+    text = SPEC_PATH.read_text(encoding="utf-8")
+    found = re.findall(r"^([a-z_]+\.[a-z_]+)Sensitivity:\s*\n?\s*([a-z_]+)", text, flags=re.MULTILINE)
+    return dict(found)
+
+
+def test_catalog_has_exactly_the_spec_types_plus_the_two_designed_audit_types() -> None:
+    spec_types = set(_spec_catalog_entries())
+    assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
+    assert set(CATALOG) == spec_types | DESIGNED_HERE
+
+
+def test_every_spec_sensitivity_floor_matches_the_catalog() -> None:
+    for event_type, floor in _spec_catalog_entries().items():
+        assert CATALOG[event_type].floor == Sensitivity(floor), event_type
+
+
+def test_analytics_types_are_not_in_the_catalog_because_their_domain_is_not_closed_in() -> None:
+    assert not any(t.startswith("analytics.") for t in CATALOG)
+    assert "analytics" not in CATALOG_DOMAINS
+
+
+def test_audit_set_is_the_ten_spec_types_plus_trace_swept() -> None:
+    assert AUDIT_EVENT_TYPES == frozenset(SPEC_AUDIT_SET | {"trace.swept"})
+    assert {t for t, spec in CATALOG.items() if spec.audit} == AUDIT_EVENT_TYPES
+
+
+def test_payload_registry_maps_every_type_to_its_strict_model() -> None:
+    assert set(PAYLOAD_REGISTRY) == set(CATALOG)
+    for event_type, model in PAYLOAD_REGISTRY.items():
+        assert issubclass(model, PayloadModel), event_type
+        assert model.model_config.get("extra") == "forbid", event_type
+
+
+def test_every_type_is_in_a_closed_domain_and_avoids_streaming_prefixes() -> None:
+    for event_type in CATALOG:
+        assert event_type.split(".")[0] in CATALOG_DOMAINS
+        assert not event_type.startswith(RESERVED_STREAMING_PREFIXES)
+
+
+def test_typical_parents_name_catalog_types() -> None:
+    for event_type, spec in CATALOG.items():
+        assert set(spec.typical_parents) <= set(CATALOG), event_type
+        assert spec.typical_actors, event_type
+
+
+def test_llm_call_failed_error_classes_match_the_adapter_error_class_enum() -> None:
+    annotation = LlmCallFailedPayload.model_fields["error_class"].annotation
+    assert set(typing.get_args(annotation)) == {c.value for c in ErrorClass}
+
+
+@pytest.mark.parametrize("name", ["message.delta", "text.delta", "thinking.delta", "tool.use_start"])
+def test_reserved_streaming_prefixes_are_refused_at_registration(name: str) -> None:
+    spec = EventSpec(name, TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))
+    with pytest.raises(EventValidationError, match="reserved streaming prefix"):
+        build_catalog([spec])
+
+
+def test_a_domain_outside_the_closed_list_is_refused() -> None:
+    spec = EventSpec("analytics.user_exported", TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))
+    with pytest.raises(EventValidationError, match="closed domain list"):
+        build_catalog([spec])
+
+
+@pytest.mark.parametrize("name", ["Turn.Started", "turn", "turn.started.extra", "turn.-x"])
+def test_malformed_type_names_are_refused(name: str) -> None:
+    with pytest.raises(EventValidationError):
+        build_catalog([EventSpec(name, TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))])
+
+
+def test_registering_a_type_twice_is_refused() -> None:
+    spec = EventSpec("turn.started", TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))
+    with pytest.raises(EventValidationError, match="twice"):
+        build_catalog([spec, spec])
+
+
+def test_the_catalog_is_read_only() -> None:
+    with pytest.raises(TypeError):
+        CATALOG["turn.started"] = CATALOG["turn.completed"]  # type: ignore[index]

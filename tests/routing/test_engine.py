@@ -1,0 +1,125 @@
+"""The routing chain: each policy's verdict recorded, candidates validated against the turn's needs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metis_core.errors import ServerError
+from metis_core.models.registry import default_registry
+from metis_core.routing.engine import NoRoutableModelError, RoutingEngine, TurnNeeds
+from metis_core.routing.health import HealthPolicy, HealthTracker
+from metis_core.routing.policy_file import PolicyLoader
+
+POLICIES = ["per_message_override", "manual_sticky", "rule", "pattern", "delegate_request",
+            "workspace_default", "global_default"]
+
+
+def engine(tmp_path: Path, workspace_yaml: str = "", global_yaml: str = "", **kwargs: object) -> RoutingEngine:
+    ws, home = tmp_path / "ws", tmp_path / "home"
+    ws.mkdir(exist_ok=True)
+    home.mkdir(exist_ok=True)
+    if workspace_yaml:
+        (ws / "routing.yaml").write_text(workspace_yaml)
+    if global_yaml:
+        (home / "routing.yaml").write_text(global_yaml)
+    return RoutingEngine(default_registry(), loader=PolicyLoader(ws, home), **kwargs)  # type: ignore[arg-type]
+
+
+def test_chain_records_every_policy_in_order(tmp_path: Path) -> None:
+    decision = engine(tmp_path, global_yaml="default: anthropic:claude-sonnet-4-6\n").decide(TurnNeeds())
+    assert [v.policy for v in decision.chain] == POLICIES
+    assert decision.chosen_model == "anthropic:claude-sonnet-4-6"
+    assert decision.chain[decision.winner_index].policy == "global_default"
+    assert decision.chain[decision.winner_index].verdict == "chose"
+    assert decision.record.mode.value == "default"
+    payload = decision.payload()
+    assert set(payload) == {"chosen_model", "winner_index", "elapsed_ms", "chain"}
+    assert set(payload["chain"][0]) == {"policy", "verdict", "candidate_model", "reason", "rule_name", "confidence",
+                                         "pattern_alternatives", "validation_failure"}
+
+
+def test_override_beats_sticky_beats_default(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="default: sonnet\n")
+    assert routing.decide(TurnNeeds(), sticky="openai:gpt-5").chosen_model == "openai:gpt-5"
+    decision = routing.decide(TurnNeeds(), override="gemini:gemini-2.5-flash", sticky="openai:gpt-5")
+    assert decision.chosen_model == "gemini:gemini-2.5-flash"
+    assert decision.record.mode.value == "override"
+    assert decision.chain[1].verdict == "not_applicable"
+
+
+def test_candidate_that_cannot_see_images_is_rejected_and_next_policy_tried(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="default: anthropic:claude-sonnet-4-6\n")
+    decision = routing.decide(TurnNeeds(has_images=True), sticky="ollama:llama3")
+    sticky = decision.chain[1]
+    assert sticky.verdict == "rejected" and sticky.validation_failure == "no_vision_support"
+    assert decision.chosen_model == "anthropic:claude-sonnet-4-6"
+
+
+def test_context_window_is_checked(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="default: gemini:gemini-2.5-pro\n")
+    decision = routing.decide(TurnNeeds(estimated_input_tokens=500_000), sticky="anthropic:claude-haiku-4-5")
+    assert decision.chain[1].validation_failure == "exceeds_context_window"
+    assert decision.chosen_model == "gemini:gemini-2.5-pro"
+
+
+def test_rules_match_on_keyword_pattern_and_needs(tmp_path: Path) -> None:
+    routing = engine(tmp_path, workspace_yaml="""
+default: sonnet
+rules:
+  - name: commits
+    when: {keyword: commit}
+    model: haiku
+  - name: tickets
+    when: {pattern: 'JIRA-\\d+'}
+    model: openai:gpt-5-mini
+""")
+    decision = routing.decide(TurnNeeds(user_text="write the Commit message"))
+    assert decision.chosen_model == "anthropic:claude-haiku-4-5"
+    rule = decision.chain[2]
+    assert rule.verdict == "chose" and rule.rule_name == "commits" and decision.record.rule_name == "commits"
+    assert routing.decide(TurnNeeds(user_text="fix JIRA-42")).chosen_model == "openai:gpt-5-mini"
+    assert routing.decide(TurnNeeds(user_text="hello")).record.mode.value == "default"
+
+
+def test_chain_spec_keeps_fitting_members_as_fallbacks(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="""
+chains:
+  resilient: [anthropic:claude-sonnet-4-6, ollama:llama3, openai:gpt-5, anthropic:claude-sonnet-4-6]
+default: resilient
+""")
+    decision = routing.decide(TurnNeeds(has_images=True))
+    assert decision.members == ["anthropic:claude-sonnet-4-6", "openai:gpt-5"]  # deduplicated, llama3 can't see
+
+
+def test_benched_model_is_rejected_as_provider_unavailable(tmp_path: Path) -> None:
+    health = HealthTracker(HealthPolicy(failure_threshold=1), clock=lambda: 0.0)
+    health.record_failure("openai:gpt-5", ServerError("down", provider="openai", status=503))
+    routing = engine(tmp_path, global_yaml="default: sonnet\n", health=health)
+    decision = routing.decide(TurnNeeds(), sticky="openai:gpt-5")
+    assert decision.chain[1].validation_failure == "provider_unavailable"
+    assert decision.chosen_model == "anthropic:claude-sonnet-4-6"
+
+
+def test_unconfigured_provider_is_rejected(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="default: sonnet\n", is_configured=lambda m: not m.startswith("openai"))
+    decision = routing.decide(TurnNeeds(), sticky="openai:gpt-5")
+    assert decision.chain[1].validation_failure == "not_configured"
+
+
+def test_no_model_at_all_is_a_named_error(tmp_path: Path) -> None:
+    with pytest.raises(NoRoutableModelError, match="no default model is configured"):
+        engine(tmp_path).decide(TurnNeeds())
+
+
+def test_per_member_settings_follow_the_member(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="""
+default: anthropic:claude-sonnet-4-6, openai:gpt-5
+settings:
+  openai:gpt-5: {reasoning_effort: low, max_tokens: 4000}
+  anthropic:claude-sonnet-4-6: {temperature: 0.2}
+""")
+    decision = routing.decide(TurnNeeds())
+    assert decision.settings["openai:gpt-5"].reasoning_effort == "low"
+    assert decision.settings["anthropic:claude-sonnet-4-6"].temperature == 0.2
