@@ -123,6 +123,13 @@ class UnsupportedProviderError(MetisError):
     """No adapter is registered under that provider name."""
 
 
+class UnreadableWireRequestError(MetisError):
+    """A provider-format request (gateway inbound, import) has a shape metis cannot read canonically.
+
+    The message names the field and what to send instead.
+    """
+
+
 # --- provider calls ------------------------------------------------------------------------
 
 

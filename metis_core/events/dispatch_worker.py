@@ -57,7 +57,6 @@ class DispatchWorker:
         self._queue: deque[Event | FlushBarrier | _Stop] = deque()
         self._pending = 0  # events accepted and not yet processed, including the one running
         self._stopping = False
-        self._abandon = False  # stop(drain=False): skip events the loop already took
         self._sleeping = False
         self._wake: asyncio.Future[None] | None = None
         self._loop = asyncio.new_event_loop()
@@ -108,7 +107,6 @@ class DispatchWorker:
             if drain:
                 self._queue.append(_Stop())
             else:
-                self._abandon = True
                 for item in self._queue:
                     if isinstance(item, FlushBarrier):
                         item.arrive()
@@ -143,31 +141,30 @@ class DispatchWorker:
 
     async def _drain_forever(self) -> None:
         queue = self._queue
+        finished_event = False
         while True:
-            with self._lock:
-                if not queue:
+            with self._lock:  # one lock round per item: account for the last one, take the next
+                if finished_event:
+                    self._pending -= 1
+                if queue:
+                    item: Event | FlushBarrier | _Stop | None = queue.popleft()
+                else:
                     self._sleeping = True
                     self._wake = wake = self._loop.create_future()
-                    batch = None
-                else:
-                    batch = list(queue)
-                    queue.clear()
-            if batch is None:
+                    item = None
+            finished_event = False
+            if item is None:
                 await wake
-                continue
-            for item in batch:
-                if isinstance(item, Event):
-                    if not self._abandon:
-                        try:
-                            await self._process(item)
-                        except Exception:  # process() isolates handlers; this guards the loop itself
-                            logger.exception("dispatch worker %s failed on event %s", self.name, item.id)
-                    with self._lock:
-                        self._pending -= 1
-                elif isinstance(item, FlushBarrier):
-                    item.arrive()
-                else:
-                    return
+            elif isinstance(item, Event):
+                try:
+                    await self._process(item)
+                except Exception:  # process() isolates handlers; this guards the loop itself
+                    logger.exception("dispatch worker %s failed on event %s", self.name, item.id)
+                finished_event = True
+            elif isinstance(item, FlushBarrier):
+                item.arrive()
+            else:
+                return
 
 
 def _release(wake: asyncio.Future[None]) -> None:

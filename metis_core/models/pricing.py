@@ -83,7 +83,7 @@ class ModelPrice:
         )
         if reasoning:
             cost += rates.reasoning * reasoning
-        return cost
+        return cost.normalize()  # exact value, no trailing zeros from the per-token scaling
 
 
 def _model_price(key: str, entry: PriceEntry, version: PriceVersion, suffix: str = "") -> ModelPrice:

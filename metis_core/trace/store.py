@@ -239,6 +239,13 @@ class TraceStore:
 
         return report_new_gaps(self, emitter(sink))
 
+    def known_gaps(self, session_id: str | None = None) -> list[Gap]:
+        """Gaps already reported by `check_gaps` (for replay to flag an incomplete session)."""
+        from metis_core.trace.gaps import known_gaps
+
+        with self.connection() as conn, sqlite_errors(self.path):
+            return known_gaps(conn, session_id)
+
     def prune(
         self,
         retention_days: float = 90,

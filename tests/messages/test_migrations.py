@@ -135,8 +135,11 @@ def test_unknown_metadata_fields_are_kept_through_a_round_trip() -> None:
     data["metadata"]["carbon_grams"] = 0.4
     data["metadata"]["review"] = {"by": "u_1", "ok": True}
     message = Message.from_json(orjson.dumps(data))
-    assert message.metadata.model_extra == {"finish_reason": "end_turn", "carbon_grams": 0.4,
-                                            "review": {"by": "u_1", "ok": True}}
+    assert message.metadata.model_extra == {
+        "finish_reason": "end_turn",
+        "carbon_grams": 0.4,
+        "review": {"by": "u_1", "ok": True},
+    }
     again = orjson.loads(message.to_json())
     assert again["metadata"]["carbon_grams"] == 0.4
     assert again["metadata"]["review"] == {"by": "u_1", "ok": True}

@@ -167,7 +167,10 @@ def test_defs_and_refs_are_rejected_at_the_root() -> None:
         ({"type": "array"}, "items"),
         ({"type": "array", "items": [{"type": "string"}]}, "items"),
         ({"type": "object"}, "properties"),
-        ({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True}, "additionalProperties"),
+        (
+            {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": True},
+            "additionalProperties",
+        ),
         ({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["b"]}, "required"),
         ({"type": "string", "format": "uri"}, "format"),
         ({"type": "string", "format": "regex"}, "format"),

@@ -195,9 +195,7 @@ class MessageAssembler:
                     ThinkingBlock(
                         text="".join(slot.parts),
                         signature=slot.signature,
-                        origin=self.origin
-                        if slot.signature is not None or self.unsigned_thinking_origin
-                        else None,
+                        origin=self.origin if slot.signature is not None or self.unsigned_thinking_origin else None,
                     )
                 )
             elif slot.kind == "redacted_thinking":

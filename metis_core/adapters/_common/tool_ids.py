@@ -84,6 +84,11 @@ class ToolIdMap:
     def lookup_canonical(self, namespace: str, provider_id: str) -> str | None:
         return self._to_canonical.get(namespace, {}).get(provider_id)
 
+    def known_provider_id(self, namespace: str, canonical_id: str) -> str | None:
+        """The provider id already paired with a canonical id, without minting one (Gemini sends
+        ids only for calls that arrived with one)."""
+        return self._to_provider.get(namespace, {}).get(canonical_id)
+
     def to_dict(self) -> dict[str, dict[str, str]]:
         return {ns: dict(pairs) for ns, pairs in self._to_provider.items()}
 

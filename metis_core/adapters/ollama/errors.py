@@ -113,9 +113,7 @@ def classify_ollama_error(response: WireResponse) -> ProviderError:
     if status == 429:
         return RateLimitError(message, **fields)
     if _CONTEXT_OVERFLOW.search(message) or status == 413:
-        return ContextOverflowError(
-            f"{message}; shorten the conversation or raise num_ctx (options.num_ctx)", **fields
-        )
+        return ContextOverflowError(f"{message}; shorten the conversation or raise num_ctx (options.num_ctx)", **fields)
     if missing is not None:
         # Not retryable: pulling a model takes minutes and is the user's decision.
         return InvalidRequestError(

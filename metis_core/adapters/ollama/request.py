@@ -51,9 +51,7 @@ def think_value(model_name: str, effort: str | None) -> bool | str:
 class _Projector:
     """Walks a repaired history once; remembers tool names so results can say which tool ran."""
 
-    def __init__(
-        self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities]
-    ) -> None:
+    def __init__(self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities]) -> None:
         self.model_name = model_name
         self.session_id = session_id
         self.dropped: list[DroppedBlock] = []
@@ -126,9 +124,7 @@ class _Projector:
                 texts.append(block.text)
             elif isinstance(block, ToolUseBlock):
                 self._tool_names[block.id] = block.name
-                calls.append(
-                    {"function": {"index": len(calls), "name": block.name, "arguments": block.input}}
-                )
+                calls.append({"function": {"index": len(calls), "name": block.name, "arguments": block.input}})
             elif isinstance(block, ThinkingBlock):
                 if replayable_to(block, PROVIDER, API, self.model_name):
                     if block.text:

@@ -22,9 +22,7 @@ from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
 from metis_core.messages import StreamEvent
 from metis_core.transport.wire import WireChunk
 
-TRUNCATED_MESSAGE = (
-    "the Ollama stream ended before its final done:true line (connection dropped or the server stopped)"
-)
+TRUNCATED_MESSAGE = "the Ollama stream ended before its final done:true line (connection dropped or the server stopped)"
 
 
 class OllamaStreamTranslator(StreamTranslator):

@@ -1,0 +1,110 @@
+"""Anthropic error bodies and statuses -> the ProviderError class a caller acts on.
+
+Bodies look like `{"type": "error", "error": {"type": "rate_limit_error", "message": ...},
+"request_id": ...}`; the same `error` object arrives as an `event: error` inside streams. The
+`error.type` decides the class, the HTTP status is the fallback (e.g. an HTML 502 from a proxy).
+Overloaded (529) is a retryable ServerError; "prompt is too long" is a ContextOverflowError.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import orjson
+
+from metis_core.errors import (
+    AuthenticationError,
+    ContextOverflowError,
+    ErrorClass,
+    InvalidRequestError,
+    OtherProviderError,
+    ProviderError,
+    RateLimitError,
+    ServerError,
+)
+from metis_core.transport.retry import parse_retry_after
+from metis_core.transport.wire import WireResponse, request_id_from_headers
+
+PROVIDER = "anthropic"
+
+ERROR_TYPE_CLASSES: dict[str, type[ProviderError]] = {
+    "invalid_request_error": InvalidRequestError,
+    "not_found_error": InvalidRequestError,
+    "request_too_large": InvalidRequestError,
+    "authentication_error": AuthenticationError,
+    "permission_error": AuthenticationError,
+    "billing_error": AuthenticationError,
+    "rate_limit_error": RateLimitError,
+    "api_error": ServerError,
+    "overloaded_error": ServerError,
+    "timeout_error": ServerError,
+}
+
+_CONTEXT_OVERFLOW = re.compile(
+    r"prompt is too long|context (window|length)|exceeds? (the )?(maximum )?context|input length .* exceed",
+    re.IGNORECASE,
+)
+
+_NEXT_STEP: dict[type[ProviderError], str] = {
+    AuthenticationError: "check ANTHROPIC_API_KEY (or providers.anthropic in config.yaml)",
+    RateLimitError: "wait and retry, or switch to another model",
+    ServerError: "Anthropic is overloaded or failing; retry shortly or fall back to another model",
+    ContextOverflowError: "compact the session or switch to a model with a larger context",
+}
+
+
+def class_for(error_type: str | None, status: int | None, message: str) -> type[ProviderError]:
+    found = ERROR_TYPE_CLASSES.get(error_type or "")
+    if found is None:
+        if status in (401, 403):
+            found = AuthenticationError
+        elif status == 429:
+            found = RateLimitError
+        elif status is not None and (status >= 500 or status == 408):
+            found = ServerError
+        elif status is not None and 400 <= status < 500:
+            found = InvalidRequestError
+        else:
+            found = OtherProviderError
+    if found is InvalidRequestError and _CONTEXT_OVERFLOW.search(message):
+        found = ContextOverflowError
+    return found
+
+
+def error_class_name(error: dict[str, Any] | None) -> tuple[ErrorClass, str]:
+    """For an `error` object inside a stream: the canonical class and the message."""
+    error = error or {}
+    message = str(error.get("message") or error.get("type") or "stream error")
+    return class_for(error.get("type"), None, message).error_class, message
+
+
+def classify_error(response: WireResponse) -> ProviderError:
+    error_type: str | None = None
+    message = ""
+    request_id = request_id_from_headers(response.headers)
+    try:
+        body = orjson.loads(response.body)
+    except orjson.JSONDecodeError:
+        body = None
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict):
+            error_type = error.get("type")
+            message = str(error.get("message") or "")
+        request_id = request_id or body.get("request_id")
+    if not message:
+        excerpt = response.body[:200].decode("utf-8", "replace").strip()
+        message = excerpt or f"HTTP {response.status} with an empty body"
+    cls = class_for(error_type, response.status, message)
+    hint = _NEXT_STEP.get(cls)
+    if hint:
+        message = f"{message} ({hint})"
+    return cls(
+        message,
+        provider=PROVIDER,
+        status=response.status,
+        request_id=request_id,
+        retry_after=parse_retry_after(response.headers),
+        provider_code=error_type,
+    )

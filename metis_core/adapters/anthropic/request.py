@@ -1,0 +1,289 @@
+"""Canonical messages, tools and options -> an Anthropic Messages request body.
+
+System messages are hoisted to the top-level `system`; TOOL messages become tool_result blocks of
+one user turn (user text that follows joins it); consecutive same-role turns are merged as the
+API requires. Thinking blocks are replayed only to the model that signed them; what Anthropic
+cannot take (foreign thinking, `file_ref` images, images to a text-only model) is dropped through
+the lossy log. Plain dicts are built straight from the model attributes: this is a hot path.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.repair import repair_history
+from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.errors import ModelIdError, UnknownModelError
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+if TYPE_CHECKING:
+    from metis_core.adapters.base import Adapter
+    from metis_core.models.capabilities import AdapterCapabilities
+
+PROVIDER = "anthropic"
+API = "messages"
+PATH = "/v1/messages"
+API_VERSION = "2023-06-01"
+ADAPTER_NAME = "anthropic.messages"
+
+DEFAULT_MAX_TOKENS_UNKNOWN_MODEL = 8_192
+DEFAULT_MAX_TOKENS_CAP = 16_384
+"""Default when the caller sets none: the model's limit, capped so a non-streaming call stays short."""
+
+EFFORT_BUDGETS: dict[str, int] = {"minimal": 1_024, "low": 2_048, "medium": 8_192, "high": 16_384}
+"""reasoning_effort -> thinking budget_tokens, for callers that speak in efforts."""
+
+CACHE_CONTROL_KEY = "cache_control"
+
+
+def cache_control_of(message: Message) -> dict[str, Any] | None:
+    """A cache breakpoint recorded on a message (metadata.provider_raw["anthropic"]["cache_control"])."""
+    raw = message.metadata.provider_raw
+    if not raw:
+        return None
+    anthropic = raw.get(PROVIDER)
+    if isinstance(anthropic, dict):
+        value = anthropic.get(CACHE_CONTROL_KEY)
+        return value if isinstance(value, dict) else None
+    return None
+
+
+class _Builder:
+    """State of one to_wire call: target, id map, drop list."""
+
+    __slots__ = ("caps", "dropped", "model_name", "session_id", "tool_ids")
+
+    def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
+        self.model_name = options.model_name
+        self.session_id = options.session_id
+        self.tool_ids = tool_ids
+        self.caps = caps
+        self.dropped: list[DroppedBlock] = []
+
+    def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
+        record_drop(
+            self.dropped,
+            session_id=self.session_id or message.session_id,
+            message_id=message.id,
+            block_index=index,
+            block_type=block_type,
+            adapter=ADAPTER_NAME,
+            reason=reason,
+        )
+
+    def image(self, message: Message, index: int, block: ImageBlock) -> dict[str, Any] | None:
+        if self.caps is not None and not self.caps.supports_images:
+            self.drop(message, index, "image", f"{self.model_name} takes no image input")
+            return None
+        source = block.source
+        if source.kind == "base64":
+            return {"type": "image", "source": {"type": "base64", "media_type": block.media_type, "data": source.data}}
+        if source.kind == "url":
+            return {"type": "image", "source": {"type": "url", "url": source.data}}
+        self.drop(message, index, "image", "file_ref images must be read and inlined by the caller before to_wire")
+        return None
+
+    def tool_result(self, message: Message, index: int, block: ToolResultBlock) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "type": "tool_result",
+            "tool_use_id": self.tool_ids.provider_for(PROVIDER, block.tool_use_id, "anthropic"),
+        }
+        parts: list[dict[str, Any]] = []
+        for item in block.content:
+            if isinstance(item, TextBlock):
+                if item.text:
+                    parts.append({"type": "text", "text": item.text})
+            else:
+                image = self.image(message, index, item)
+                if image is not None:
+                    parts.append(image)
+        if parts:
+            out["content"] = parts
+        if block.is_error:
+            out["is_error"] = True
+        return out
+
+    def blocks(self, message: Message) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        role = message.role
+        for index, block in enumerate(message.content):
+            if isinstance(block, TextBlock):
+                if block.text:
+                    out.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                if role is Role.ASSISTANT:
+                    out.append({
+                        "type": "tool_use",
+                        "id": self.tool_ids.provider_for(PROVIDER, block.id, "anthropic"),
+                        "name": block.name,
+                        "input": block.input,
+                    })
+            elif isinstance(block, ToolResultBlock):
+                out.append(self.tool_result(message, index, block))
+            elif isinstance(block, ImageBlock):
+                image = self.image(message, index, block)
+                if image is not None:
+                    out.append(image)
+            elif isinstance(block, ThinkingBlock):
+                if replayable_to(block, PROVIDER, API, self.model_name):
+                    out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
+                else:
+                    self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name))
+            elif isinstance(block, RedactedThinkingBlock):
+                if replayable_to(block, PROVIDER, API, self.model_name):
+                    out.append({"type": "redacted_thinking", "data": block.data})
+                else:
+                    self.drop(message, index, "redacted_thinking",
+                              origin_mismatch_reason(block, PROVIDER, API, self.model_name))
+        cache_control = cache_control_of(message)
+        if cache_control is not None and out:
+            out[-1] = {**out[-1], CACHE_CONTROL_KEY: cache_control}
+        return out
+
+
+def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, Any]] | None:
+    blocks: list[dict[str, Any]] = []
+    for message in messages:
+        texts = [b for b in message.content if isinstance(b, TextBlock) and b.text]
+        for index, block in enumerate(message.content):
+            if not isinstance(block, TextBlock):
+                builder.drop(message, index, block.type, "Anthropic's system prompt holds text only")
+        blocks.extend({"type": "text", "text": b.text} for b in texts)
+        cache_control = cache_control_of(message)
+        if cache_control is not None and texts:
+            blocks[-1][CACHE_CONTROL_KEY] = cache_control
+    if not blocks:
+        return None
+    if len(blocks) == 1 and CACHE_CONTROL_KEY not in blocks[0]:
+        text: str = blocks[0]["text"]
+        return text
+    return blocks
+
+
+def _turns(builder: _Builder, messages: list[Message]) -> list[dict[str, Any]]:
+    turns: list[dict[str, Any]] = []
+    last_role = ""
+    last_blocks: list[dict[str, Any]] = []
+    for message in messages:
+        blocks = builder.blocks(message)
+        if not blocks:
+            continue
+        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        if role == last_role:
+            last_blocks.extend(blocks)  # the API wants strictly alternating turns
+            continue
+        last_role, last_blocks = role, blocks
+        turns.append({"role": role, "content": blocks})
+    for turn in turns:
+        content = turn["content"]
+        if turn["role"] == "user" and len(content) == 1:
+            only = content[0]
+            if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control
+                turn["content"] = only["text"]
+    return turns
+
+
+def _tool_choice(options: AdapterOptions) -> dict[str, Any] | None:
+    choice = options.tool_choice
+    out: dict[str, Any] | None
+    if choice is None:
+        out = None
+    elif isinstance(choice, dict):
+        out = {"type": "tool", "name": choice["name"]}
+    elif choice == "required":
+        out = {"type": "any"}
+    else:
+        out = {"type": choice}  # "auto" | "none"
+    if options.parallel_tool_calls is False:
+        out = {**(out or {"type": "auto"}), "disable_parallel_tool_use": True}
+    return out
+
+
+def _max_tokens(options: AdapterOptions, caps: AdapterCapabilities | None, budget: int | None) -> int:
+    if options.max_tokens is not None:
+        return options.max_tokens
+    if caps is None:
+        chosen = DEFAULT_MAX_TOKENS_UNKNOWN_MODEL
+        limit = None
+    else:
+        limit = caps.max_output_tokens
+        chosen = min(limit, DEFAULT_MAX_TOKENS_CAP)
+    if budget is not None and chosen <= budget:
+        # budget_tokens must stay below max_tokens, with room left for the answer itself
+        chosen = budget + DEFAULT_MAX_TOKENS_UNKNOWN_MODEL
+        if limit is not None:
+            chosen = min(chosen, limit)
+    return chosen
+
+
+def capabilities_or_none(adapter: Adapter, model: str) -> AdapterCapabilities | None:
+    try:
+        return adapter.capabilities(model)
+    except (UnknownModelError, ModelIdError):
+        return None
+
+
+def build_request(
+    adapter: Adapter,
+    messages: list[Message],
+    tools: list[ToolDefinition],
+    options: AdapterOptions,
+    tool_ids: ToolIdMap | None,
+) -> WireRequest:
+    caps = capabilities_or_none(adapter, options.model)
+    builder = _Builder(options, tool_ids if tool_ids is not None else ToolIdMap(), caps)
+    history = repair_history(messages, session_id=options.session_id)
+    system_messages = [m for m in history if m.role is Role.SYSTEM]
+    budget = options.thinking_budget_tokens
+    if budget is None and options.reasoning_effort is not None and (caps is None or caps.supports_thinking):
+        budget = EFFORT_BUDGETS[options.reasoning_effort]
+
+    body: dict[str, Any] = {
+        "model": builder.model_name,
+        "max_tokens": _max_tokens(options, caps, budget),
+        "messages": _turns(builder, [m for m in history if m.role is not Role.SYSTEM]),
+    }
+    system = _system(builder, system_messages)
+    if system is not None:
+        body["system"] = system
+    if tools:
+        body["tools"] = [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
+        ]
+        choice = _tool_choice(options)
+        if choice is not None:
+            body["tool_choice"] = choice
+    if options.stop:
+        body["stop_sequences"] = list(options.stop)
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.top_p is not None:
+        body["top_p"] = options.top_p
+    if budget is not None:
+        body["thinking"] = {"type": "enabled", "budget_tokens": budget}
+    if options.response_format is not None:
+        body["output_config"] = {"format": {"type": "json_schema", "schema": options.response_format["schema"]}}
+    if options.stream:
+        body["stream"] = True
+    if options.extra:
+        body.update(options.extra)
+    return WireRequest(
+        path=PATH,
+        body=body,
+        stream=options.stream,
+        headers={"anthropic-version": API_VERSION},
+        dropped=builder.dropped,
+    )

@@ -1,0 +1,213 @@
+"""An Anthropic Messages request body -> canonical messages, tools and options.
+
+Used for inbound gateway requests, imports, and the fixture round trips that prove `to_wire`
+rebuilds what a real client sent. Tool ids are registered in the ToolIdMap so they map back to
+the same provider ids; thinking blocks get the request's model as their origin (that is who
+signed them, or the API would reject the request). Wire-only details with no canonical home
+(`caller` on tool_use, `citations`) are not kept; cache breakpoints are, on message metadata.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic.request import CACHE_CONTROL_KEY, PROVIDER
+from metis_core.adapters.base import AdapterOptions
+from metis_core.errors import InvalidRequestError
+from metis_core.messages import (
+    BlockOrigin,
+    ContentBlock,
+    ImageBlock,
+    ImageSource,
+    Message,
+    MessageMetadata,
+    RedactedThinkingBlock,
+    Role,
+    RoutingDecisionRecord,
+    RoutingMode,
+    TextBlock,
+    ThinkingBlock,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+    Usage,
+)
+
+_KNOWN_KEYS = frozenset({
+    "model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences", "temperature",
+    "top_p", "thinking", "output_config", "stream",
+})
+
+
+@dataclass(slots=True)
+class ReadRequest:
+    messages: list[Message]
+    tools: list[ToolDefinition]
+    options: AdapterOptions
+    skipped: list[str] = field(default_factory=list)
+    """Wire block types that have no canonical form and were left out."""
+
+
+def _bad(message: str) -> InvalidRequestError:
+    return InvalidRequestError(message, provider=PROVIDER, status=400)
+
+
+def _cache_metadata(block: dict[str, Any], **extra: Any) -> MessageMetadata:
+    control = block.get(CACHE_CONTROL_KEY)
+    raw = {PROVIDER: {CACHE_CONTROL_KEY: control}} if control is not None else None
+    return MessageMetadata(provider_raw=raw, **extra)
+
+
+class _Reader:
+    def __init__(self, body: dict[str, Any], tool_ids: ToolIdMap, session_id: str) -> None:
+        self.model_name = str(body["model"])
+        self.model = f"{PROVIDER}:{self.model_name}"
+        self.origin = BlockOrigin(provider=PROVIDER, api="messages", model=self.model_name)
+        self.tool_ids = tool_ids
+        self.session_id = session_id
+        self.skipped: list[str] = []
+
+    def message(self, role: Role, content: list[Any], metadata: MessageMetadata | None = None) -> Message:
+        if role is Role.ASSISTANT:
+            metadata = metadata or MessageMetadata()
+            metadata.model, metadata.provider = self.model, PROVIDER
+            metadata.routing = RoutingDecisionRecord(
+                mode=RoutingMode.DEFAULT, chosen_model=self.model, reason="read from an Anthropic request"
+            )
+            metadata.usage = Usage()
+        return Message(role=role, session_id=self.session_id, content=content,
+                       metadata=metadata or MessageMetadata())
+
+    def image(self, block: dict[str, Any]) -> ImageBlock:
+        source = block.get("source") or {}
+        if source.get("type") == "base64":
+            return ImageBlock(source=ImageSource(kind="base64", data=source["data"]), media_type=source["media_type"])
+        if source.get("type") == "url":
+            url = source["url"]
+            guess = "image/png" if url.lower().endswith(".png") else "image/jpeg"
+            return ImageBlock(source=ImageSource(kind="url", data=url), media_type=guess)
+        raise _bad(f"image source type {source.get('type')!r} is not supported; send base64 or url")
+
+    def tool_result(self, block: dict[str, Any]) -> Message:
+        canonical_id = self.tool_ids.canonical_for(PROVIDER, block["tool_use_id"])
+        raw = block.get("content")
+        parts: list[TextBlock | ImageBlock] = []
+        if isinstance(raw, str):
+            parts.append(TextBlock(text=raw))
+        elif isinstance(raw, list):
+            for item in raw:
+                if item.get("type") == "text":
+                    parts.append(TextBlock(text=item["text"]))
+                elif item.get("type") == "image":
+                    parts.append(self.image(item))
+                else:
+                    self.skipped.append(str(item.get("type")))
+        result = ToolResultBlock(tool_use_id=canonical_id, content=parts, is_error=bool(block.get("is_error")))
+        return self.message(Role.TOOL, [result], _cache_metadata(block, parent_tool_use_id=canonical_id))
+
+    def user_turn(self, content: Any) -> list[Message]:
+        if isinstance(content, str):
+            return [self.message(Role.USER, [TextBlock(text=content)])]
+        out: list[Message] = []
+        pending: list[ContentBlock] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "tool_result":
+                out.append(self.tool_result(block))
+            elif kind == "text":
+                pending.append(TextBlock(text=block["text"]))
+            elif kind == "image":
+                pending.append(self.image(block))
+            else:
+                self.skipped.append(str(kind))
+            if CACHE_CONTROL_KEY in block and kind != "tool_result" and pending:
+                out.append(self.message(Role.USER, pending, _cache_metadata(block)))
+                pending = []
+        if pending:
+            out.append(self.message(Role.USER, pending))
+        return out
+
+    def assistant_turn(self, content: Any) -> Message:
+        if isinstance(content, str):
+            return self.message(Role.ASSISTANT, [TextBlock(text=content)])
+        blocks: list[ContentBlock] = []
+        for block in content:
+            kind = block.get("type")
+            if kind == "text":
+                blocks.append(TextBlock(text=block["text"]))
+            elif kind == "tool_use":
+                canonical_id = self.tool_ids.canonical_for(PROVIDER, block["id"])
+                blocks.append(ToolUseBlock(id=canonical_id, name=block["name"], input=block.get("input") or {}))
+            elif kind == "thinking":
+                blocks.append(ThinkingBlock(text=block.get("thinking") or "", signature=block.get("signature"),
+                                            origin=self.origin))
+            elif kind == "redacted_thinking":
+                blocks.append(RedactedThinkingBlock(data=block["data"], origin=self.origin))
+            else:
+                self.skipped.append(str(kind))
+        return self.message(Role.ASSISTANT, blocks)
+
+    def system(self, system: Any) -> list[Message]:
+        if isinstance(system, str):
+            return [self.message(Role.SYSTEM, [TextBlock(text=system)])]
+        return [
+            self.message(Role.SYSTEM, [TextBlock(text=block["text"])], _cache_metadata(block))
+            for block in system
+            if block.get("type") == "text"
+        ]
+
+
+def _options(body: dict[str, Any], model: str, session_id: str) -> AdapterOptions:
+    options = AdapterOptions(
+        model=model,
+        max_tokens=body.get("max_tokens"),
+        temperature=body.get("temperature"),
+        top_p=body.get("top_p"),
+        stop=list(body["stop_sequences"]) if body.get("stop_sequences") else None,
+        stream=bool(body.get("stream")),
+        session_id=session_id,
+        extra={k: v for k, v in body.items() if k not in _KNOWN_KEYS},
+    )
+    thinking = body.get("thinking") or {}
+    if thinking.get("type") == "enabled":
+        options.thinking_budget_tokens = thinking.get("budget_tokens")
+    choice = body.get("tool_choice") or {}
+    kind = choice.get("type")
+    if kind == "tool":
+        options.tool_choice = {"name": choice["name"]}
+    elif kind == "any":
+        options.tool_choice = "required"
+    elif kind in ("auto", "none"):
+        options.tool_choice = kind
+    if choice.get("disable_parallel_tool_use"):
+        options.parallel_tool_calls = False
+    output_format = (body.get("output_config") or {}).get("format")
+    if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
+        options.response_format = {"name": "output", "schema": output_format["schema"]}
+    return options
+
+
+def read_request(body: dict[str, Any], *, tool_ids: ToolIdMap | None = None, session_id: str = "") -> ReadRequest:
+    """Canonical form of a Messages request body. Raises InvalidRequestError on a malformed one."""
+    if not isinstance(body, dict) or "model" not in body or not isinstance(body.get("messages"), list):
+        raise _bad("a Messages request needs `model` and a `messages` list")
+    reader = _Reader(body, tool_ids if tool_ids is not None else ToolIdMap(), session_id)
+    messages: list[Message] = []
+    if body.get("system"):
+        messages.extend(reader.system(body["system"]))
+    for turn in body["messages"]:
+        role = turn.get("role")
+        if role == "user":
+            messages.extend(reader.user_turn(turn.get("content")))
+        elif role == "assistant":
+            messages.append(reader.assistant_turn(turn.get("content")))
+        else:
+            raise _bad(f"message role {role!r} is not one of user, assistant")
+    tools = [
+        ToolDefinition(name=t["name"], description=t.get("description") or "", input_schema=t["input_schema"])
+        for t in body.get("tools") or []
+    ]
+    options = _options(body, reader.model, session_id)
+    return ReadRequest(messages, tools, options, reader.skipped)

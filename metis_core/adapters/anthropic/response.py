@@ -1,0 +1,92 @@
+"""A non-streaming Anthropic Messages response -> one canonical assistant Message.
+
+Builds through the same MessageAssembler as the stream translator, so a response and the
+stream of the same content give the same Message. Block types metis has no canonical form for
+(server tool calls, search results) are skipped and named in provider_raw, never turned into text.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.anthropic.usage import usage_from_wire
+from metis_core.errors import MalformedResponseError
+from metis_core.messages import Message, MessageComplete
+from metis_core.transport.wire import WireResponse, request_id_from_headers
+
+if TYPE_CHECKING:
+    from metis_core.adapters.base import RequestContext
+
+API = "messages"
+
+STOP_REASONS: dict[str, str] = {
+    "end_turn": "end_turn",
+    "max_tokens": "max_tokens",
+    "model_context_window_exceeded": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "tool_use": "tool_use",
+    "refusal": "refusal",
+    "pause_turn": "end_turn",
+}
+
+
+def canonical_stop_reason(raw: str | None) -> str | None:
+    if raw is None:
+        return None
+    return STOP_REASONS.get(raw, "end_turn")
+
+
+def raw_details(data: dict[str, Any]) -> dict[str, Any]:
+    """What we keep of the provider's own answer for round trips and diagnosis."""
+    raw: dict[str, Any] = {}
+    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details"):
+        value = data.get(key)
+        if value is not None:
+            raw[key] = value
+    return raw
+
+
+def add_block(assembler: MessageAssembler, index: int, block: dict[str, Any], skipped: list[str]) -> None:
+    kind = block.get("type")
+    if kind == "text":
+        assembler.text(index, block.get("text") or "")
+    elif kind == "tool_use":
+        assembler.tool_start(index, block.get("id"), block.get("name") or "")
+        tool_input = block.get("input")
+        assembler.tool_input_object(index, tool_input if isinstance(tool_input, dict) else {})
+        assembler.tool_end(index)
+    elif kind == "thinking":
+        assembler.thinking(index, block.get("thinking") or "")
+        if block.get("signature") is not None:
+            assembler.thinking_signature(index, block["signature"])
+    elif kind == "redacted_thinking":
+        assembler.redacted_thinking(index, block.get("data") or "")
+    else:
+        skipped.append(str(kind))
+
+
+def parse_response(response: WireResponse, context: RequestContext) -> Message:
+    data = response.json("anthropic")
+    content = data.get("content") if isinstance(data, dict) else None
+    if not isinstance(content, list):
+        raise MalformedResponseError(
+            "response has no `content` list; is the base URL an Anthropic Messages endpoint?",
+            provider="anthropic",
+            status=response.status,
+            request_id=request_id_from_headers(response.headers),
+        )
+    assembler = MessageAssembler(context, api=API)
+    skipped: list[str] = []
+    for index, block in enumerate(content):
+        if isinstance(block, dict):
+            add_block(assembler, index, block, skipped)
+    assembler.set_usage(usage_from_wire(data.get("usage")))
+    assembler.provider_raw.update(raw_details(data))
+    if skipped:
+        assembler.provider_raw["skipped_block_types"] = skipped
+    for event in assembler.complete(canonical_stop_reason(data.get("stop_reason"))):
+        if isinstance(event, MessageComplete):
+            message: Message = event.message
+            return message
+    raise AssertionError("the assembler always ends with a message")  # pragma: no cover

@@ -1,0 +1,132 @@
+"""Anthropic SSE events -> canonical stream events, through the shared MessageAssembler.
+
+Handles message_start, content_block_start/delta/stop (text, input_json, thinking, signature
+deltas), message_delta (stop reason, cumulative usage), message_stop, ping and `error` events,
+and the whitespace live servers pad inside `data` JSON. A stream without message_stop, or a tool
+call whose JSON was cut off (stop_reason max_tokens), ends PARTIAL with an `error` event.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.anthropic.errors import error_class_name
+from metis_core.adapters.anthropic.response import API, canonical_stop_reason, raw_details
+from metis_core.adapters.anthropic.usage import merge_usage, usage_from_wire
+from metis_core.adapters.base import StreamTranslator
+from metis_core.errors import RETRYABLE_CLASSES, MalformedResponseError
+from metis_core.messages import StreamEvent
+from metis_core.transport.wire import WireChunk
+
+if TYPE_CHECKING:
+    from metis_core.adapters.base import RequestContext
+
+
+class AnthropicStreamTranslator(StreamTranslator):
+    def __init__(self, context: RequestContext) -> None:
+        self._assembler = MessageAssembler(context, api=API)
+        self._usage: dict[str, Any] = {}
+        self._kinds: dict[int, str] = {}
+        self._stop_reason: str | None = None
+        self._message: dict[str, Any] = {}
+        self._skipped: list[str] = []
+        self._done = False
+
+    def feed(self, chunk: WireChunk) -> list[StreamEvent]:
+        if self._done or chunk.event == "ping":
+            return []
+        try:
+            data = orjson.loads(chunk.data)
+        except orjson.JSONDecodeError as exc:
+            raise MalformedResponseError(
+                f"stream event {chunk.event!r} is not JSON ({exc}): {chunk.data[:200]!r}", provider="anthropic"
+            ) from None
+        kind = data.get("type")
+        if kind == "content_block_delta":
+            return self._delta(data["index"], data.get("delta") or {})
+        if kind == "content_block_start":
+            return self._start(data["index"], data.get("content_block") or {})
+        if kind == "content_block_stop":
+            index = data["index"]
+            if self._kinds.get(index) == "tool_use":
+                return [self._assembler.tool_end(index)]
+            return []
+        if kind == "message_delta":
+            self._stop_reason = (data.get("delta") or {}).get("stop_reason") or self._stop_reason
+            self._message.update({k: v for k, v in (data.get("delta") or {}).items() if v is not None})
+            return [self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, data.get("usage"))))]
+        if kind == "message_start":
+            self._message = dict(data.get("message") or {})
+            return [self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, self._message.get("usage"))))]
+        if kind == "message_stop":
+            self._done = True
+            self._stamp_raw()
+            return self._assembler.complete(canonical_stop_reason(self._stop_reason))
+        if kind == "error":
+            self._done = True
+            self._stamp_raw()
+            error_class, message = error_class_name(data.get("error"))
+            return self._assembler.fail(error_class.value, message, retryable=error_class in RETRYABLE_CLASSES)
+        return []  # ping with another event name, or a type newer than this adapter
+
+    def _start(self, index: int, block: dict[str, Any]) -> list[StreamEvent]:
+        kind = str(block.get("type"))
+        self._kinds[index] = kind
+        asm = self._assembler
+        if kind == "text":
+            text = block.get("text") or ""
+            return [asm.text(index, text)] if text else []
+        if kind == "tool_use":
+            event = asm.tool_start(index, block.get("id"), block.get("name") or "")
+            initial = block.get("input")
+            if isinstance(initial, dict) and initial:
+                asm.tool_input_object(index, initial)
+            return [event]
+        if kind == "thinking":
+            out: list[StreamEvent] = []
+            if block.get("thinking"):
+                out.append(asm.thinking(index, block["thinking"]))
+            if block.get("signature"):
+                asm.thinking_signature(index, block["signature"])
+            return out
+        if kind == "redacted_thinking":
+            asm.redacted_thinking(index, block.get("data") or "")
+            return []
+        self._skipped.append(kind)
+        return []
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> list[StreamEvent]:
+        kind = delta.get("type")
+        asm = self._assembler
+        if kind == "text_delta":
+            return [asm.text(index, delta["text"])]
+        if kind == "input_json_delta":
+            fragment = delta.get("partial_json") or ""
+            return [asm.tool_input(index, fragment)] if fragment else []
+        if kind == "thinking_delta":
+            return [asm.thinking(index, delta["thinking"])]
+        if kind == "signature_delta":
+            asm.thinking_signature(index, delta["signature"])
+        return []  # citations_delta and newer kinds carry nothing canonical
+
+    def _stamp_raw(self) -> None:
+        self._assembler.provider_raw.update(raw_details(self._message))
+        if self._stop_reason is not None:
+            self._assembler.provider_raw["stop_reason"] = self._stop_reason
+        if self._skipped:
+            self._assembler.provider_raw["skipped_block_types"] = list(self._skipped)
+
+    def finish(self) -> list[StreamEvent]:
+        if self._done:
+            return []
+        self._done = True
+        self._stamp_raw()
+        return self._assembler.fail(
+            "network",
+            "the stream ended before message_stop (connection dropped or body cut off); "
+            "the partial answer is kept, retry the turn for a full one",
+            retryable=True,
+        )

@@ -1,0 +1,218 @@
+"""`streamGenerateContent?alt=sse` -> canonical StreamEvents, through the shared MessageAssembler.
+
+Each SSE event (CRLF-framed, no `event:` line) is a partial GenerateContentResponse. Consecutive
+text parts form one text block, consecutive `thought` parts one thinking block; each functionCall
+arrives whole and becomes start + one input delta + end. Thought signatures are kept with their
+part (see signatures.py). Usage is cumulative per chunk, so the last one wins. The non-streaming
+parser feeds a whole response through the same machine, so both paths build the same Message.
+It does not frame bytes (transport/framing.py) and does not classify HTTP errors (errors.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.base import RequestContext, StreamTranslator
+from metis_core.adapters.gemini.errors import error_class_for
+from metis_core.adapters.gemini.signatures import API, RAW_KEY, SignatureTable, to_standard_base64
+from metis_core.adapters.gemini.usage import FAILED_CALL_REASONS, stop_reason_for, usage_from_gemini
+from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
+from metis_core.messages import StreamEvent
+from metis_core.transport.wire import WireChunk
+
+log = logging.getLogger("metis_core.adapters.gemini")
+
+_UNSUPPORTED_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "functionResponse")
+
+
+class GeminiStreamTranslator(StreamTranslator):
+    def __init__(self, context: RequestContext) -> None:
+        self.assembler = MessageAssembler(context, api=API)
+        self._signatures = SignatureTable(model=context.model_name)
+        self._open: str | None = None  # kind of the block the next part may extend
+        self._open_signed = False
+        self._key = 0
+        self._text_ordinal = -1
+        self._has_calls = False
+        self._finish_reason: str | None = None
+        self._block_reason: str | None = None
+        self._usage: dict[str, Any] | None = None
+        self._skipped: list[str] = []
+
+    # --- input ---------------------------------------------------------------------------------
+
+    def feed(self, chunk: WireChunk) -> list[StreamEvent]:
+        if self.assembler.finished:
+            return []
+        data = chunk.data.strip()
+        if not data or data == "[DONE]":
+            return []
+        try:
+            body = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            return self.assembler.fail(ErrorClass.OTHER.value,
+                                       f"Gemini sent a stream chunk that is not JSON: {data[:200]!r}")
+        return self.consume(body)
+
+    def consume(self, body: Any) -> list[StreamEvent]:
+        """One GenerateContentResponse (a stream chunk, or a whole non-streaming body)."""
+        if isinstance(body, list) and len(body) == 1:
+            body = body[0]
+        if not isinstance(body, dict):
+            return self.assembler.fail(ErrorClass.OTHER.value,
+                                       f"Gemini sent a chunk that is not a JSON object: {str(body)[:200]!r}")
+        error = body.get("error")
+        if isinstance(error, dict):
+            return self._stream_error(error)
+        events: list[StreamEvent] = []
+        candidates = body.get("candidates")
+        if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
+            candidate = candidates[0]
+            content = candidate.get("content")
+            parts = content.get("parts") if isinstance(content, dict) else None
+            if isinstance(parts, list):
+                for part in parts:
+                    if isinstance(part, dict):
+                        events.extend(self._part(part))
+            finish = candidate.get("finishReason")
+            if isinstance(finish, str):
+                self._finish_reason = finish
+                raw = self.assembler.provider_raw
+                raw["finish_reason"] = finish
+                if isinstance(candidate.get("finishMessage"), str):
+                    raw["finish_message"] = candidate["finishMessage"]
+        feedback = body.get("promptFeedback")
+        if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
+            self._block_reason = feedback["blockReason"]
+            self.assembler.provider_raw["block_reason"] = self._block_reason
+        usage = body.get("usageMetadata")
+        if isinstance(usage, dict):
+            self._usage = usage
+        raw = self.assembler.provider_raw
+        if "response_id" not in raw and isinstance(body.get("responseId"), str):
+            raw["response_id"] = body["responseId"]
+        if "model_version" not in raw and isinstance(body.get("modelVersion"), str):
+            raw["model_version"] = body["modelVersion"]
+        return events
+
+    # --- parts ---------------------------------------------------------------------------------
+
+    def _new_block(self, kind: str, signed: bool) -> int:
+        self._key += 1
+        self._open = kind
+        self._open_signed = signed
+        return self._key
+
+    def _part(self, part: dict[str, Any]) -> list[StreamEvent]:
+        signature = part.get("thoughtSignature")
+        signature = to_standard_base64(signature) if isinstance(signature, str) and signature else None
+        call = part.get("functionCall")
+        if isinstance(call, dict):
+            return self._function_call(call, signature)
+        text = part.get("text")
+        if isinstance(text, str):
+            if part.get("thought") is True:
+                return self._thought(text, signature)
+            return self._text(text, signature)
+        kind = next((k for k in _UNSUPPORTED_PARTS if k in part), "unknown")
+        if kind not in self._skipped:
+            self._skipped.append(kind)
+            self.assembler.provider_raw["skipped_parts"] = list(self._skipped)
+            log.warning("Gemini response part %r has no canonical form and was skipped", kind,
+                        extra={"adapter": "gemini", "part": kind, "session_id": self.assembler.context.session_id})
+        return []
+
+    def _function_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
+        key = ("call", self._new_block("call", False))
+        self._open = None  # a call never extends
+        provider_id = call.get("id") if isinstance(call.get("id"), str) else None
+        name = call.get("name") if isinstance(call.get("name"), str) else ""
+        args = call.get("args")
+        start = self.assembler.tool_start(key, provider_id, name)
+        self._has_calls = True
+        if args is None:
+            args = {}
+        if not isinstance(args, dict):
+            delta = self.assembler.tool_input(key, orjson.dumps(args).decode())
+            return [start, delta, self.assembler.tool_end(key)]  # an error event: not an object
+        self.assembler.tool_input_object(key, args)
+        delta = self.assembler.tool_input(key, orjson.dumps(args).decode())
+        if signature is not None:
+            self._signatures.tool_use[start.id] = signature
+        return [start, delta, self.assembler.tool_end(key)]
+
+    def _thought(self, text: str, signature: str | None) -> list[StreamEvent]:
+        if self._open != "thinking" or (signature is not None and self._open_signed):
+            self._new_block("thinking", False)
+        key = ("thinking", self._key)
+        events: list[StreamEvent] = []
+        delta = self.assembler.thinking(key, text)
+        if text:
+            events.append(delta)
+        if signature is not None:
+            self.assembler.thinking_signature(key, signature)
+            self._open_signed = True
+        return events
+
+    def _text(self, text: str, signature: str | None) -> list[StreamEvent]:
+        if not text:
+            if signature is not None:
+                self._signatures.trailing = signature
+            return []
+        if self._open != "text" or (signature is not None and self._open_signed):
+            self._new_block("text", False)
+            self._text_ordinal += 1
+        if signature is not None:
+            self._signatures.text[self._text_ordinal] = signature
+            self._open_signed = True
+        return [self.assembler.text(("text", self._key), text)]
+
+    # --- endings -------------------------------------------------------------------------------
+
+    def _stream_error(self, error: dict[str, Any]) -> list[StreamEvent]:
+        message = str(error.get("message") or "error inside the stream")
+        code = error.get("code") if isinstance(error.get("code"), int) else None
+        status = error.get("status") if isinstance(error.get("status"), str) else None
+        klass = error_class_for(code, status, message)
+        self._store_signatures()
+        return self.assembler.fail(klass.value, f"Gemini: {message}", retryable=klass in RETRYABLE_CLASSES)
+
+    def _store_signatures(self) -> None:
+        if self._signatures:
+            self.assembler.provider_raw[RAW_KEY] = self._signatures.to_raw()
+
+    def finish(self) -> list[StreamEvent]:
+        return self.end(body_complete=False)
+
+    def end(self, *, body_complete: bool) -> list[StreamEvent]:
+        """Close the message. `body_complete` is True for a non-streaming body, where a missing
+        finishReason is tolerated; a stream without one was cut off."""
+        assembler = self.assembler
+        if assembler.finished:
+            return []
+        events: list[StreamEvent] = []
+        if self._usage is not None:
+            events.append(assembler.set_usage(usage_from_gemini(self._usage)))
+        self._store_signatures()
+        if self._finish_reason is None and self._block_reason is None and not body_complete:
+            events.extend(assembler.fail(
+                ErrorClass.NETWORK.value,
+                "Gemini stream ended before any chunk carried a finishReason (connection dropped or "
+                "body cut off); the partial answer is kept — retry to get a complete one",
+                retryable=True,
+            ))
+            return events
+        if self._finish_reason in FAILED_CALL_REASONS:
+            detail = assembler.provider_raw.get("finish_message") or self._finish_reason
+            events.extend(assembler.fail(ErrorClass.OTHER.value,
+                                         f"Gemini could not produce a valid tool call ({detail}); retry the turn",
+                                         retryable=False))
+            return events
+        stop = "refusal" if self._block_reason else stop_reason_for(self._finish_reason,
+                                                                     has_tool_calls=self._has_calls)
+        events.extend(assembler.complete(stop))
+        return events

@@ -1,0 +1,40 @@
+"""Chat Completions `usage` -> canonical Usage, normalized exactly once.
+
+OpenAI counts cached prompt tokens (and, in newer bodies, cache-write tokens) INSIDE
+`prompt_tokens`; canonical `input_tokens` excludes both, so they are subtracted here and nowhere
+else. Reasoning tokens stay inside `output_tokens` and are also reported on their own. Cost is not
+read from the body: the price table computes it (RequestContext.finish_usage).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from metis_core.messages import Usage
+
+
+def _count(mapping: dict[str, Any] | None, key: str) -> int:
+    if not mapping:
+        return 0
+    value = mapping.get(key)
+    return value if isinstance(value, int) and value > 0 else 0
+
+
+def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
+    """Canonical usage for one chat `usage` object (None or {} gives zeros)."""
+    if not raw:
+        return Usage()
+    prompt = _count(raw, "prompt_tokens")
+    prompt_details = raw.get("prompt_tokens_details") or None
+    cached = _count(prompt_details, "cached_tokens")
+    if not cached:
+        cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
+    cache_write = _count(prompt_details, "cache_write_tokens")
+    completion_details = raw.get("completion_tokens_details") or None
+    return Usage(
+        input_tokens=max(0, prompt - cached - cache_write),
+        output_tokens=_count(raw, "completion_tokens"),
+        cached_input_tokens=cached,
+        cache_creation_input_tokens=cache_write,
+        reasoning_tokens=_count(completion_details, "reasoning_tokens"),
+    )

@@ -1,0 +1,356 @@
+"""Canonical messages, tools and options -> a Responses API request body (`POST /responses`).
+
+Stateless by design, so every request works with `store: false`: the whole conversation is sent,
+never `previous_response_id`, item ids or item references; reasoning is replayed from its
+`encrypted_content`, only to the exact origin that issued it, and always followed by the item it
+produced. What the API cannot carry is dropped through the lossy-projection log. It does not parse
+responses (response.py) or read wire requests back (request_reader.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import orjson
+
+from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.repair import repair_history
+from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.adapters.openai_responses.raw import (
+    API,
+    PROVIDER,
+    SUMMARY_SEPARATOR,
+    responses_raw,
+    split_summary,
+)
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    RedactedThinkingBlock,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+from metis_core.models.capabilities import AdapterCapabilities
+
+log = logging.getLogger("metis_core.adapters.openai_responses")
+
+PATH = "/responses"
+ENCRYPTED_REASONING = "reasoning.encrypted_content"
+_NEVER_SENT = ("previous_response_id", "conversation")
+"""Server-side state references: metis holds the conversation itself and never sends these."""
+
+_warned_once: set[str] = set()
+
+
+def build_request(
+    messages: list[Message],
+    tools: list[ToolDefinition],
+    options: AdapterOptions,
+    tool_ids: ToolIdMap,
+    capabilities: AdapterCapabilities,
+) -> WireRequest:
+    history = repair_history(messages, session_id=options.session_id)
+    dropped: list[DroppedBlock] = []
+    writer = _InputWriter(tool_ids, options.model_name, options.session_id, capabilities, dropped)
+    instructions, items = writer.write(history)
+    body: dict[str, Any] = {"model": options.model_name}
+    if instructions is not None:
+        body["instructions"] = instructions
+    body["input"] = _compact_input(items)
+    if tools:
+        body["tools"] = [tool_param(tool) for tool in tools]
+    _add_options(body, options, capabilities)
+    return WireRequest(path=PATH, body=body, stream=options.stream, dropped=dropped)
+
+
+def _compact_input(items: list[dict[str, Any]]) -> str | list[dict[str, Any]]:
+    """A lone user text message goes as the bare-string form the SDKs send; anything else as items."""
+    if len(items) == 1:
+        only = items[0]
+        if only.get("role") == "user" and isinstance(only.get("content"), str):
+            text: str = only["content"]
+            return text
+    return items
+
+
+# --- tools and options ---------------------------------------------------------------------
+
+
+def tool_param(tool: ToolDefinition) -> dict[str, Any]:
+    """A function tool; `strict` is on exactly when the schema already meets strict mode's rules."""
+    param: dict[str, Any] = {
+        "type": "function",
+        "name": tool.name,
+        "parameters": tool.input_schema,
+        "strict": is_strict_compatible(tool.input_schema),
+    }
+    if tool.description:
+        param["description"] = tool.description
+    return param
+
+
+def is_strict_compatible(schema: Any) -> bool:
+    """Strict mode needs every object closed (`additionalProperties: false`) with all properties required."""
+    if not isinstance(schema, dict):
+        return True
+    if "anyOf" in schema:
+        return all(is_strict_compatible(branch) for branch in schema["anyOf"])
+    kind = schema.get("type")
+    kinds = kind if isinstance(kind, list) else [kind]
+    if "object" in kinds:
+        properties = schema.get("properties") or {}
+        if schema.get("additionalProperties") is not False:
+            return False
+        if set(schema.get("required") or ()) != set(properties):
+            return False
+        return all(is_strict_compatible(sub) for sub in properties.values())
+    if "array" in kinds:
+        return is_strict_compatible(schema.get("items"))
+    return True
+
+
+def _add_options(body: dict[str, Any], options: AdapterOptions, capabilities: AdapterCapabilities) -> None:
+    if options.tool_choice is not None:
+        body["tool_choice"] = tool_choice_param(options.tool_choice)
+    if options.parallel_tool_calls is not None:
+        body["parallel_tool_calls"] = options.parallel_tool_calls
+    if options.max_tokens is not None:
+        body["max_output_tokens"] = options.max_tokens
+    if options.temperature is not None:
+        body["temperature"] = options.temperature
+    if options.top_p is not None:
+        body["top_p"] = options.top_p
+    if options.stop:
+        _warn_once("stop", "the Responses API has no stop sequences; AdapterOptions.stop is ignored")
+    effort = options.reasoning_effort or effort_for_budget(options.thinking_budget_tokens)
+    if effort is not None:
+        body["reasoning"] = {"effort": effort}
+    if effort is not None or capabilities.supports_thinking:
+        body["include"] = [ENCRYPTED_REASONING]  # without it, reasoning cannot be replayed statelessly
+    if options.response_format is not None:
+        schema = options.response_format.get("schema", {})
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": options.response_format.get("name") or "response",
+                "schema": schema,
+                "strict": is_strict_compatible(schema),
+            }
+        }
+    if options.stream:
+        body["stream"] = True
+    for key, value in options.extra.items():
+        if key in _NEVER_SENT:
+            _warn_once(key, f"{key} points at server-side state; metis sends the whole conversation instead")
+        elif value is None:
+            body.pop(key, None)  # an explicit None switches a default off (e.g. include)
+        else:
+            body[key] = value
+
+
+def tool_choice_param(choice: str | dict[str, Any]) -> str | dict[str, Any]:
+    if isinstance(choice, dict) and set(choice) == {"name"}:
+        return {"type": "function", "name": choice["name"]}
+    return choice
+
+
+def effort_for_budget(budget: int | None) -> str | None:
+    """An Anthropic-style thinking budget expressed as the nearest Responses effort."""
+    if budget is None:
+        return None
+    if budget <= 2_048:
+        return "low"
+    return "medium" if budget <= 16_384 else "high"
+
+
+def _warn_once(key: str, message: str) -> None:
+    if key not in _warned_once:
+        _warned_once.add(key)
+        log.warning(message, extra={"adapter": PROVIDER})
+
+
+# --- input items ---------------------------------------------------------------------------
+
+
+class _InputWriter:
+    """Walks a repaired history once, emitting input items and recording every drop."""
+
+    def __init__(
+        self,
+        tool_ids: ToolIdMap,
+        model: str,
+        session_id: str,
+        capabilities: AdapterCapabilities,
+        dropped: list[DroppedBlock],
+    ) -> None:
+        self.tool_ids = tool_ids
+        self.model = model
+        self.session_id = session_id
+        self.capabilities = capabilities
+        self.dropped = dropped
+        self.custom_calls: set[str] = set()
+        """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
+
+    def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
+        record_drop(
+            self.dropped,
+            session_id=self.session_id,
+            message_id=message.id,
+            block_index=index,
+            block_type=block_type,
+            adapter=PROVIDER,
+            reason=reason,
+        )
+
+    def write(self, history: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+        items: list[dict[str, Any]] = []
+        instructions: list[str] | None = None
+        leading = True
+        for message in history:
+            role = message.role
+            if role is Role.SYSTEM:
+                input_role = responses_raw(message).get("input_role")
+                if leading and input_role is None:
+                    instructions = [*(instructions or []), message.text()]
+                else:
+                    items.append({"role": input_role or "system", "content": message.text()})
+                continue
+            leading = False
+            if role is Role.USER:
+                user = self._user(message)
+                if user is not None:
+                    items.append(user)
+            elif role is Role.ASSISTANT:
+                items.extend(self._assistant(message))
+            else:
+                items.extend(self._tool_outputs(message))
+        return (SUMMARY_SEPARATOR.join(instructions) if instructions is not None else None), items
+
+    def _user(self, message: Message) -> dict[str, Any] | None:
+        blocks = message.content
+        if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
+            return {"role": "user", "content": blocks[0].text}
+        parts = self._parts(message, blocks, 0)
+        return {"role": "user", "content": parts} if parts else None
+
+    def _parts(self, message: Message, blocks: list[Any], block_index: int) -> list[dict[str, Any]]:
+        parts: list[dict[str, Any]] = []
+        for block in blocks:
+            if isinstance(block, TextBlock):
+                parts.append({"type": "input_text", "text": block.text})
+            elif isinstance(block, ImageBlock):
+                image = self._image(message, block_index if message.role is Role.TOOL else blocks.index(block), block)
+                if image is not None:
+                    parts.append(image)
+        return parts
+
+    def _image(self, message: Message, index: int, block: ImageBlock) -> dict[str, Any] | None:
+        caps = self.capabilities
+        kind = block.source.kind
+        if kind == "file_ref":
+            self.drop(message, index, "image", "file_ref image reached the adapter unresolved; the caller "
+                      "must inline workspace images before to_wire")
+            return None
+        if not caps.supports_images:
+            self.drop(message, index, "image", f"{self.model} does not accept images")
+            return None
+        if kind == "base64" and caps.accepted_image_media_types and block.media_type not in caps.accepted_image_media_types:
+            self.drop(message, index, "image", f"{self.model} does not accept {block.media_type} images")
+            return None
+        url = block.source.data if kind == "url" else f"data:{block.media_type};base64,{block.source.data}"
+        return {"type": "input_image", "image_url": url, "detail": "auto"}
+
+    def _assistant(self, message: Message) -> list[dict[str, Any]]:
+        raw = responses_raw(message)
+        custom: list[str] = raw.get("custom_tool_calls") or []
+        arguments: dict[str, str] = raw.get("arguments") or {}
+        summary_parts = {
+            entry["block"]: entry.get("summary_parts")
+            for entry in raw.get("reasoning") or ()
+            if isinstance(entry, dict) and entry.get("block") is not None
+        }
+        out: list[dict[str, Any]] = []
+        reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
+        text_run: list[str] = []
+        thinking_seen = 0
+        for index, block in enumerate(message.content):
+            if isinstance(block, TextBlock):
+                text_run.append(block.text)
+                continue
+            if text_run:
+                out.append({"role": "assistant", "content": "".join(text_run)})
+                text_run = []
+            if isinstance(block, ToolUseBlock):
+                out.append(self._call(block, custom, arguments))
+            elif isinstance(block, ThinkingBlock):
+                item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
+                thinking_seen += 1
+                if item is not None:
+                    reasoning_at.append((len(out), index))
+                    out.append(item)
+            elif isinstance(block, RedactedThinkingBlock):
+                self.drop(message, index, "redacted_thinking", "redacted thinking is an Anthropic token the "
+                          "Responses API cannot carry")
+        if text_run:
+            out.append({"role": "assistant", "content": "".join(text_run)})
+        # The API rejects a reasoning item sent without the item that followed it
+        # (error__400_reasoning_item_without_following_item.json), so a trailing one is dropped.
+        for position, index in reversed(reasoning_at):
+            if position + 1 >= len(out):
+                del out[position]
+                self.drop(message, index, "thinking", "reasoning item would be sent without the output item "
+                          "that followed it, which the Responses API rejects")
+        return out
+
+    def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
+        call_id = self.tool_ids.provider_for(PROVIDER, block.id, "openai")
+        value = block.input
+        if block.id in custom and len(value) == 1 and isinstance(value.get("input"), str):
+            self.custom_calls.add(block.id)
+            return {"type": "custom_tool_call", "call_id": call_id, "name": block.name, "input": value["input"]}
+        original = arguments.get(block.id)
+        if original is None or not _same_json(original, value):
+            original = orjson.dumps(value).decode()
+        return {"type": "function_call", "call_id": call_id, "name": block.name, "arguments": original}
+
+    def _reasoning(
+        self, message: Message, index: int, block: ThinkingBlock, part_lengths: Any
+    ) -> dict[str, Any] | None:
+        if not replayable_to(block, PROVIDER, API, self.model):
+            self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))
+            return None
+        if block.signature is None:
+            self.drop(message, index, "thinking", "reasoning has no encrypted_content; without it the item "
+                      "could only be replayed by id, which store:false forbids")
+            return None
+        summary = [{"type": "summary_text", "text": part} for part in split_summary(block.text, part_lengths)]
+        return {"type": "reasoning", "summary": summary, "encrypted_content": block.signature}
+
+    def _tool_outputs(self, message: Message) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for index, block in enumerate(message.content):
+            if not isinstance(block, ToolResultBlock):
+                continue
+            call_id = self.tool_ids.provider_for(PROVIDER, block.tool_use_id, "openai")
+            output: str | list[dict[str, Any]]
+            if any(isinstance(part, ImageBlock) for part in block.content):
+                output = self._parts(message, list(block.content), index)
+            else:
+                output = block.text()
+            kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
+            out.append({"type": kind, "call_id": call_id, "output": output})
+        return out
+
+
+def _same_json(text: str, value: dict[str, Any]) -> bool:
+    try:
+        return bool(orjson.loads(text) == value)
+    except orjson.JSONDecodeError:
+        return False

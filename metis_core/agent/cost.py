@@ -1,0 +1,48 @@
+"""The cost accumulator: a fast-path subscriber keeping each session's running spend.
+
+It listens to llm.call_completed only and adds `cost_usd` as a Decimal (built from the payload's
+string form, so no binary float error accumulates across thousands of calls).
+"""
+
+from __future__ import annotations
+
+import threading
+from decimal import Decimal
+
+from metis_core.events.bus import EventBus
+from metis_core.events.envelope import Event
+from metis_core.events.filters import EventFilter
+from metis_core.events.subscription import Subscription, SubscriptionHandle
+
+
+class CostAccumulator:
+    def __init__(self) -> None:
+        self._totals: dict[str, Decimal] = {}
+        self._calls: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def handle(self, event: Event) -> None:
+        cost = Decimal(str(event.payload.get("cost_usd", 0)))
+        with self._lock:
+            self._totals[event.session_id] = self._totals.get(event.session_id, Decimal(0)) + cost
+            self._calls[event.session_id] = self._calls.get(event.session_id, 0) + 1
+
+    def total(self, session_id: str) -> Decimal:
+        with self._lock:
+            return self._totals.get(session_id, Decimal(0))
+
+    def calls(self, session_id: str) -> int:
+        with self._lock:
+            return self._calls.get(session_id, 0)
+
+    def seed(self, session_id: str, total: Decimal, calls: int = 0) -> None:
+        """Start a resumed session from what the store already knows."""
+        with self._lock:
+            self._totals[session_id] = total
+            self._calls[session_id] = calls
+
+    def attach(self, bus: EventBus) -> SubscriptionHandle:
+        return bus.subscribe(Subscription(
+            filter=EventFilter(event_types={"llm.call_completed"}), handler=self.handle,
+            name="cost-accumulator", fast_path=True,
+        ))

@@ -1,0 +1,182 @@
+"""Hot backup and guarded restore of metis.db (event-bus-and-trace-catalog §7.4).
+
+`backup` snapshots the live database with `VACUUM INTO` (consistent while other connections
+write) into a temporary file beside the destination, checks it and renames it into place.
+`restore` refuses anything that is not a clean, intact metis backup of the running schema
+version, and replaces the database atomically. Neither runs migrations on the files it copies.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+from metis_core.errors import BackupError, CorruptDatabaseError, SchemaVersionError
+from metis_core.events.envelope import datetime_from_us
+from metis_core.store.db import connect, default_db_path, integrity_check, sqlite_errors
+from metis_core.store.migrations import SCHEMA_VERSION, check_is_metis_database
+
+
+@dataclass(frozen=True)
+class BackupResult:
+    """What a backup file holds. Derived from the file alone, so it is deterministic."""
+
+    source: Path
+    dest: Path
+    bytes: int
+    schema_version: int
+    event_count: int
+    oldest_event: datetime | None
+    newest_event: datetime | None
+
+    def lines(self) -> list[str]:
+        """Stable `key: value` lines for the CLI (and a checksum-able paper trail)."""
+        return [
+            f"source: {self.source}",
+            f"dest: {self.dest}",
+            f"bytes: {self.bytes}",
+            f"schema_version: {self.schema_version}",
+            f"event_count: {self.event_count}",
+            f"oldest_event: {self.oldest_event.isoformat() if self.oldest_event else '-'}",
+            f"newest_event: {self.newest_event.isoformat() if self.newest_event else '-'}",
+        ]
+
+
+def _open_snapshot(path: Path) -> sqlite3.Connection:
+    """A read-only connection that never creates -wal/-shm files beside `path`."""
+    return sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True)
+
+
+def _inspect(file: Path, *, source: Path, dest: Path, what: str) -> BackupResult:
+    """Check `file` is an intact metis database and describe it."""
+    with sqlite_errors(file):
+        conn = _open_snapshot(file)
+        try:
+            verdict = integrity_check(conn)
+            if verdict != "ok":
+                raise CorruptDatabaseError(f"{what} {file} fails integrity_check ({verdict}); it cannot be used")
+            version = check_is_metis_database(conn, file)
+            if version == 0:
+                raise CorruptDatabaseError(f"{what} {file} is empty, not a metis database")
+            count, oldest, newest = conn.execute(
+                "SELECT COUNT(*), MIN(timestamp_us), MAX(timestamp_us) FROM events"
+            ).fetchone()
+        finally:
+            conn.close()
+    return BackupResult(
+        source=source,
+        dest=dest,
+        bytes=file.stat().st_size,
+        schema_version=version,
+        event_count=int(count),
+        oldest_event=datetime_from_us(oldest) if oldest is not None else None,
+        newest_event=datetime_from_us(newest) if newest is not None else None,
+    )
+
+
+def _temp_beside(target: Path) -> Path:
+    return target.with_name(f".{target.name}.tmp-{os.getpid()}")
+
+
+def _fsync(path: Path) -> None:
+    with open(path, "rb") as handle:
+        os.fsync(handle.fileno())
+
+
+def backup(db_path: Path | str | None, dest: Path | str, *, overwrite: bool = False) -> BackupResult:
+    """Snapshot `db_path` (default METIS_HOME/metis.db) into the single file `dest`."""
+    source = Path(db_path) if db_path is not None else default_db_path()
+    target = Path(dest)
+    if not source.is_file():
+        raise BackupError(f"nothing to back up: {source} does not exist")
+    if target.exists() and not overwrite:
+        raise BackupError(f"{target} already exists; choose another file or pass overwrite (--force)")
+    if target.resolve() == source.resolve():
+        raise BackupError(f"backup destination {target} is the database itself; choose another file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = _temp_beside(target)
+    temp.unlink(missing_ok=True)
+    conn = connect(source, read_only=True)
+    try:
+        with sqlite_errors(source):
+            if check_is_metis_database(conn, source) == 0:
+                raise CorruptDatabaseError(f"{source} is empty, not a metis database; nothing to back up")
+        with sqlite_errors(temp):
+            conn.execute("VACUUM INTO ?", (str(temp),))
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    finally:
+        conn.close()
+    try:
+        _fsync(temp)
+        _inspect(temp, source=source, dest=target, what="fresh backup")
+        os.replace(temp, target)
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return _inspect(target, source=source, dest=target, what="backup")
+
+
+def restore(
+    backup_path: Path | str, db_path: Path | str | None = None, *, allow_overwrite: bool = False
+) -> BackupResult:
+    """Replace `db_path` (default METIS_HOME/metis.db) with the backup, atomically.
+
+    Refused: a missing backup, `-wal`/`-shm` files beside it (not a clean `metis backup`), a
+    corrupt or foreign file, a schema version other than this code's, and an existing database
+    unless `allow_overwrite`. Stop other metis processes first.
+    """
+    source = Path(backup_path)
+    target = Path(db_path) if db_path is not None else default_db_path()
+    if not source.is_file():
+        raise BackupError(f"backup {source} does not exist")
+    for suffix in ("-wal", "-shm"):
+        companion = source.with_name(source.name + suffix)
+        if companion.exists():
+            raise BackupError(
+                f"{companion} sits beside the backup, so {source} is not a clean `metis backup` file "
+                "(it may be a live database with unflushed writes); make a backup with `metis backup`"
+            )
+    described = _inspect(source, source=source, dest=target, what="backup")
+    if described.schema_version != SCHEMA_VERSION:
+        raise SchemaVersionError(
+            f"backup {source} has schema version {described.schema_version} but this metis uses "
+            f"{SCHEMA_VERSION}; restore it with the metis version that made it, then open it with "
+            "this one to migrate"
+        )
+    if target.exists() and not allow_overwrite:
+        raise BackupError(f"{target} exists; pass allow_overwrite (`metis restore --force`) to replace it")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temp = _temp_beside(target)
+    try:
+        shutil.copyfile(source, temp)
+        _fsync(temp)
+        _inspect(temp, source=source, dest=target, what="copied backup")
+        if target.exists():
+            _retire_live_database(target)
+        os.replace(temp, target)
+    finally:
+        temp.unlink(missing_ok=True)
+    return _inspect(target, source=source, dest=target, what="restored database")
+
+
+def _retire_live_database(target: Path) -> None:
+    """Checkpoint the database being replaced and drop its -wal/-shm, so none of its pending
+    frames are replayed onto the restored file. Refuses while another process has it open."""
+    busy = 0
+    conn = sqlite3.connect(target, timeout=1.0)
+    try:
+        busy = conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+    except sqlite3.Error:
+        busy = 0  # a corrupt file (the "replace a damaged database" case) has no WAL worth keeping
+    finally:
+        conn.close()
+    if busy:
+        raise BackupError(f"{target} is in use by another metis process; stop it, then restore again")
+    for suffix in ("-wal", "-shm"):
+        target.with_name(target.name + suffix).unlink(missing_ok=True)
