@@ -9,6 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from enum import StrEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from metis_core.events.envelope import Event
 
 
 class MetisError(Exception):
@@ -276,7 +280,7 @@ class EventBusTimeoutError(MetisError, TimeoutError):
 class BrokenCausalChainError(MetisError):
     """A parent_event_id points at an event that cannot be found (or the chain loops)."""
 
-    def __init__(self, message: str, *, missing_event_id: str, walked: Sequence[object] = ()) -> None:
+    def __init__(self, message: str, *, missing_event_id: str, walked: Sequence[Event] = ()) -> None:
         self.missing_event_id = missing_event_id
         self.walked = list(walked)
         super().__init__(message)

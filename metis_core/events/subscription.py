@@ -7,15 +7,16 @@ about live subscriptions; the bus does.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
 from metis_core.events.envelope import Event
 from metis_core.events.filters import EventFilter
 
-EventHandler = Callable[[Event], Awaitable[None] | None]
-"""`def handle(event) -> None` or `async def handle(event) -> None`."""
+EventHandler = Callable[[Event], object]
+"""`def handle(event) -> None` or `async def handle(event) -> None`; a returned awaitable is
+awaited on the bus loop, any other return value is ignored."""
 
 _SLOW_MARK = "__metis_slow_handler__"
 HandlerT = TypeVar("HandlerT", bound=Callable[..., object])

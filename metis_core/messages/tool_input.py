@@ -16,8 +16,8 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator, FormatChecker  # type: ignore[import-untyped]
-from jsonschema.exceptions import ValidationError  # type: ignore[import-untyped]
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import ValidationError
 
 from metis_core.errors import ToolInputInvalidError
 from metis_core.messages.tool_schema import child_path

@@ -19,7 +19,7 @@ from decimal import Decimal
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from metis_core.errors import MetisError, PriceTableError
 from metis_core.messages.metadata import Usage
@@ -235,8 +235,3 @@ def default_price_table() -> PriceTable:
 def price_usage(usage: Usage, model_id: str, *, at: date | None = None, table: PriceTable | None = None) -> Usage:
     """A copy of `usage` priced with `table` (default: the built-in table)."""
     return (table or default_price_table()).price_usage(usage, model_id, at)
-
-
-def describe_price(price: ModelPrice) -> dict[str, Any]:
-    """Per-million figures as strings, for `metis models` style listings."""
-    return {kind: format(value, "f") for kind, value in price.per_million.items()}

@@ -81,6 +81,10 @@ class ToolIdMap:
         self._record(namespace, canonical_id, candidate)
         return candidate
 
+    def provider_id(self, namespace: str, canonical_id: str) -> str | None:
+        """The id a provider knows this call by, if it has seen it."""
+        return self._to_provider.get(namespace, {}).get(canonical_id)
+
     def lookup_canonical(self, namespace: str, provider_id: str) -> str | None:
         return self._to_canonical.get(namespace, {}).get(provider_id)
 

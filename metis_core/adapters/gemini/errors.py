@@ -114,9 +114,8 @@ def error_object(body: bytes) -> dict[str, Any] | None:
         return None
     if isinstance(parsed, list) and parsed:
         parsed = parsed[0]
-    if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
-        return parsed["error"]
-    return None
+    error = parsed.get("error") if isinstance(parsed, dict) else None
+    return error if isinstance(error, dict) else None
 
 
 def classify_gemini_error(response: WireResponse) -> ProviderError:

@@ -130,7 +130,7 @@ class GeminiStreamTranslator(StreamTranslator):
         key = ("call", self._new_block("call", False))
         self._open = None  # a call never extends
         provider_id = call.get("id") if isinstance(call.get("id"), str) else None
-        name = call.get("name") if isinstance(call.get("name"), str) else ""
+        name = str(call.get("name") or "")
         args = call.get("args")
         start = self.assembler.tool_start(key, provider_id, name)
         self._has_calls = True

@@ -121,12 +121,16 @@ def provider_error(
     if isinstance(raw_code, int) and status is None:
         status = raw_code  # OpenRouter stream errors carry the HTTP-like status as `code`
     code = raw_code if isinstance(raw_code, str) else ""
-    error_type = error.get("type") if isinstance(error.get("type"), str) else ""
     metadata = error.get("metadata")
-    if not error_type and isinstance(metadata, dict) and isinstance(metadata.get("error_type"), str):
-        error_type = metadata["error_type"]
-    if not error_type and isinstance(error.get("error_type"), str):
-        error_type = error["error_type"]
+    error_type = ""
+    for candidate in (
+        error.get("type"),
+        metadata.get("error_type") if isinstance(metadata, dict) else None,
+        error.get("error_type"),
+    ):
+        if isinstance(candidate, str) and candidate:
+            error_type = candidate
+            break
     message = redact(str(error.get("message") or "no error message in the response"))
     if isinstance(metadata, dict) and isinstance(metadata.get("raw"), str):
         message = f"{message}: {redact(metadata['raw'])}"
@@ -144,7 +148,7 @@ def provider_error(
         status=status,
         request_id=request_id_from_headers(headers),
         retry_after=retry_after,
-        provider_code=code or error_type or (str(raw_code) if raw_code is not None else None),
+        provider_code=code or error_type or None,
     )
 
 

@@ -73,6 +73,11 @@ class ChatRequestBuilder:
     """One request build: holds the target's rules and the list of lossy drops made on the way."""
 
     api = "chat_completions"
+    default_id_style: IdStyle = "openai"
+    """Tool-id rule when the model's capabilities do not ask for "alnum9"."""
+    thinking_drop_reason = (
+        "Chat Completions cannot carry thinking blocks (OpenAI reasoning is replayable only through the Responses API)"
+    )
 
     def __init__(
         self,
@@ -91,7 +96,7 @@ class ChatRequestBuilder:
         self.tool_ids = tool_ids
         self.adapter_name = adapter_name
         self.session_id = options.session_id
-        self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else "openai"
+        self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
 
     # --- the body ----------------------------------------------------------------------------
@@ -277,13 +282,7 @@ class ChatRequestBuilder:
     ) -> None:
         """Chat Completions has no field for thinking: every such block is dropped and logged."""
         for index, block in blocks:
-            self.drop(
-                message,
-                index,
-                block.type,
-                "Chat Completions cannot carry thinking blocks (OpenAI reasoning is replayable only "
-                "through the Responses API)",
-            )
+            self.drop(message, index, block.type, self.thinking_drop_reason)
 
     def wire_tool_call(self, block: ToolUseBlock, raw: dict[str, Any] | None) -> dict[str, Any]:
         call_id = self.tool_ids.provider_for(self.namespace, block.id, self.id_style)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import mimetypes
 from dataclasses import dataclass, field
-from typing import Any, cast, get_args
+from typing import Any, cast
 
 import orjson
 
@@ -38,12 +38,7 @@ from metis_core.messages import (
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
 
-_EFFORTS = get_args(AdapterOptions.__dataclass_fields__["reasoning_effort"].type) or (
-    "minimal",
-    "low",
-    "medium",
-    "high",
-)
+_EFFORTS = ("minimal", "low", "medium", "high")
 _MAPPED_KEYS = frozenset(
     {
         "model", "messages", "tools", "max_tokens", "max_completion_tokens", "temperature", "top_p", "stop",

@@ -51,7 +51,7 @@ def parse_chat_response(response: WireResponse, translator: ChatStreamTranslator
     translator.ignored_choices.update(
         c.get("index", i) for i, c in enumerate(body["choices"]) if c is not choice and isinstance(c, dict)
     )
-    translator.apply_delta(choice["message"])
+    translator.apply_message(choice["message"])
     translator.apply_finish_reason(choice.get("finish_reason") or "stop")
     if isinstance(body.get("usage"), dict):
         translator.apply_usage(body["usage"])

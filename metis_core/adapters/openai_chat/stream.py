@@ -55,9 +55,11 @@ class _Call:
 class ChatStreamTranslator(StreamTranslator):
     api = "chat_completions"
 
+    assembler_class: type[MessageAssembler] = MessageAssembler
+
     def __init__(self, context: RequestContext) -> None:
         self.context = context
-        self.asm = MessageAssembler(context, api=self.api)
+        self.asm = self.assembler_class(context, api=self.api)
         self.raw = self.asm.provider_raw
         self._calls: dict[int, _Call] = {}
         self._all_calls: list[_Call] = []
@@ -74,7 +76,7 @@ class ChatStreamTranslator(StreamTranslator):
             return []
         if data == "[DONE]":
             self._done = True
-            return self._complete()
+            return self.complete_events()
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
@@ -88,7 +90,7 @@ class ChatStreamTranslator(StreamTranslator):
             return []
         if self._finish_reason is not None:
             log.debug("stream ended after finish_reason without [DONE]; treating it as complete")
-            return self._complete()
+            return self.complete_events()
         return self.asm.fail(
             ErrorClass.NETWORK.value,
             "stream ended before a finish_reason or [DONE] arrived (connection dropped or body cut off)",
@@ -124,6 +126,10 @@ class ChatStreamTranslator(StreamTranslator):
         self.raw["response_id"] = payload["id"]
         if payload.get("model"):
             self.raw["served_model"] = payload["model"]
+
+    def apply_message(self, message: dict[str, Any]) -> None:
+        """A whole non-streaming `message`: applied as one delta."""
+        self.apply_delta(message)
 
     def apply_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
@@ -208,7 +214,7 @@ class ChatStreamTranslator(StreamTranslator):
             return "refusal"
         return FINISH_REASONS.get(self._finish_reason or "stop", "end_turn")
 
-    def _complete(self) -> list[StreamEvent]:
+    def complete_events(self) -> list[StreamEvent]:
         if self.ignored_choices:
             self.raw["ignored_choices"] = len(self.ignored_choices)
         events: list[StreamEvent] = []
@@ -219,7 +225,7 @@ class ChatStreamTranslator(StreamTranslator):
 
     def final_message(self) -> Message:
         """For the non-streaming parser: complete and return the assembled message."""
-        for event in self._complete():
+        for event in self.complete_events():
             if isinstance(event, MessageComplete):
                 message: Message = event.message
                 return message

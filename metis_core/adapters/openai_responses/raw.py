@@ -9,7 +9,10 @@ prompt caches warm). Only this adapter reads it; nothing here is needed to under
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
+
+import orjson
 
 from metis_core.messages import Message
 
@@ -51,8 +54,48 @@ def split_summary(text: str, lengths: Any) -> list[str]:
     return [text]
 
 
-def same_raw_arguments(arguments: str, parsed: dict[str, Any]) -> bool:
-    """True when the compact re-serialization of `parsed` is already byte-identical to `arguments`."""
-    import orjson
+@dataclass(slots=True)
+class RawRecord:
+    """Collects the round-trip data of one response while it is parsed or streamed."""
 
-    return orjson.dumps(parsed).decode() == arguments
+    reasoning: list[dict[str, Any]] = field(default_factory=list)
+    custom_tool_calls: list[str] = field(default_factory=list)
+    arguments: dict[str, str] = field(default_factory=dict)
+    unhandled_items: list[str] = field(default_factory=list)
+    refusal: bool = False
+    thinking_blocks: int = 0
+    response: dict[str, Any] = field(default_factory=dict)
+
+    def add_reasoning(self, item_id: Any, has_block: bool, part_lengths: list[int]) -> None:
+        entry: dict[str, Any] = {"id": item_id if isinstance(item_id, str) else None}
+        if has_block:
+            entry["block"] = self.thinking_blocks
+            self.thinking_blocks += 1
+        if len(part_lengths) > 1:
+            entry["summary_parts"] = part_lengths
+        self.reasoning.append(entry)
+
+    def add_arguments(self, canonical_id: str, arguments: str, parsed: dict[str, Any]) -> None:
+        """Keep the model's exact argument string only where compact JSON would differ from it."""
+        if orjson.dumps(parsed).decode() != arguments:
+            self.arguments[canonical_id] = arguments
+
+    def set_response(self, response: dict[str, Any]) -> None:
+        details = response.get("incomplete_details")
+        self.response = {
+            "response_id": response.get("id"),
+            "status": response.get("status"),
+            "served_model": response.get("model"),
+        }
+        if isinstance(details, dict) and details.get("reason"):
+            self.response["incomplete_reason"] = details["reason"]
+
+    def as_provider_raw(self) -> dict[str, Any]:
+        mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
+        for name in ("reasoning", "custom_tool_calls", "arguments", "unhandled_items"):
+            value = getattr(self, name)
+            if value:
+                mine[name] = value
+        if self.refusal:
+            mine["refusal"] = True
+        return {RAW_KEY: mine}

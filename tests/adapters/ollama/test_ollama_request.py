@@ -7,8 +7,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-
 from adapters.ollama.ollama_wire_schema import CHAT_REQUEST
+
 from metis_core.adapters._common import lossy
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.ollama.adapter import OllamaAdapter

@@ -15,9 +15,9 @@ from typing import Any
 
 import jsonschema
 import pytest
+from adapters.ollama.ollama_wire_schema import CHAT_REQUEST
 from fixture_files import fidelity_tier, read_json, wire_files
 
-from adapters.ollama.ollama_wire_schema import CHAT_REQUEST
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.ollama.adapter import OllamaAdapter
 from metis_core.adapters.ollama.request_reader import read_chat_request
@@ -63,7 +63,7 @@ def test_rebuilding_twice_from_the_same_reading_is_identical(name: str) -> None:
 
 def test_history_with_tool_result_pairs_the_result_with_its_call_and_names_the_tool() -> None:
     read = read_chat_request(read_json("ollama", "request__chat_history_tool_result.jsonc"))
-    user, assistant, tool = read.messages
+    _user, assistant, tool = read.messages
     call = assistant.tool_uses()[0]
     assert (call.name, call.input) == ("get_weather", {"city": "Toronto"})
     assert tool.role is Role.TOOL
@@ -130,7 +130,7 @@ def test_assistant_thinking_in_a_request_is_bound_to_that_model() -> None:
     read = read_chat_request(body)
     thinking = read.messages[1].content[0]
     assert isinstance(thinking, ThinkingBlock) and thinking.origin is not None
-    assert (thinking.origin.provider, thinking.origin.api, thinking.origin.model) == ("ollama", "ollama_chat", "qwen3:8b")
+    assert thinking.origin.matches("ollama", "ollama_chat", "qwen3:8b")
     assert OllamaAdapter().to_wire(read.messages, read.tools, read.options).body == body
 
 
@@ -161,7 +161,10 @@ def test_unknown_top_level_and_runtime_options_travel_through_extra() -> None:
             "has no function name",
         ),
         (
-            {"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": [1]}}]}]},
+            {
+                "model": "m",
+                "messages": [{"role": "assistant", "tool_calls": [{"function": {"name": "f", "arguments": 1}}]}],
+            },
             "must be a JSON object",
         ),
     ],

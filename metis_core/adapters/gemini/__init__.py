@@ -1,0 +1,1 @@
+"""Google Gemini API adapter (provider "gemini", api "generate_content")."""

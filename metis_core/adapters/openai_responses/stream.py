@@ -1,0 +1,328 @@
+"""Responses API semantic SSE events -> canonical StreamEvents, through the shared MessageAssembler.
+
+Blocks are keyed by `output_index` (text also by `content_index`), so parallel function calls
+never merge; `sequence_number` is not needed (2025-05 recordings lack it). Terminal events are
+`response.completed`, `response.incomplete` and `response.failed`; an `error` event ends the
+stream too. The terminal response carries the full output: it supplies the final encrypted
+reasoning (re-encrypted per serialization) and anything a stream delivered only whole, so the
+final Message equals the non-streaming one. No HTTP here; framing is transport/framing.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.base import RequestContext, StreamTranslator
+from metis_core.adapters.openai_responses.errors import error_class_for
+from metis_core.adapters.openai_responses.raw import API, SUMMARY_SEPARATOR, RawRecord
+from metis_core.adapters.openai_responses.response import (
+    add_output_item,
+    end_response,
+    part_text,
+    summary_texts,
+    text_key,
+)
+from metis_core.adapters.openai_responses.usage import usage_from_responses
+from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
+from metis_core.messages import StreamEvent, ToolUseEnd
+from metis_core.transport.wire import WireChunk
+
+TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+
+
+@dataclass(slots=True)
+class _Reasoning:
+    item_id: str | None = None
+    part_lengths: list[int] = field(default_factory=list)
+    summary_index: int | None = None
+    streamed: bool = False
+    signature: str | None = None
+
+
+class ResponsesStreamTranslator(StreamTranslator):
+    def __init__(self, context: RequestContext) -> None:
+        self.assembler = MessageAssembler(context, api=API)
+        self.record = RawRecord()
+        self._reasoning: dict[int, _Reasoning] = {}
+        self._streamed_text: set[tuple[str, int, int]] = set()
+        self._streamed_args: set[int] = set()
+        self._ended_tools: set[int] = set()
+        self._custom_input: dict[int, list[str]] = {}
+        self._kinds: dict[int, str] = {}
+        self._done = False
+        self._handlers = {
+            "response.output_item.added": self._item_added,
+            "response.output_item.done": self._item_done,
+            "response.output_text.delta": self._text_delta,
+            "response.refusal.delta": self._refusal_delta,
+            "response.output_text.done": self._text_done,
+            "response.refusal.done": self._text_done,
+            "response.function_call_arguments.delta": self._arguments_delta,
+            "response.function_call_arguments.done": self._arguments_done,
+            "response.custom_tool_call_input.delta": self._custom_delta,
+            "response.custom_tool_call_input.done": self._custom_done,
+            "response.reasoning_summary_text.delta": self._summary_delta,
+            "response.reasoning_summary_text.done": self._summary_done,
+            "error": self._error,
+        }
+
+    # --- feeding -------------------------------------------------------------------------------
+
+    def feed(self, chunk: WireChunk) -> list[StreamEvent]:
+        if self._done or not chunk.data or chunk.data == "[DONE]":
+            return []
+        try:
+            event = orjson.loads(chunk.data)
+        except orjson.JSONDecodeError:
+            return self._fail(ErrorClass.OTHER, f"stream event is not JSON: {chunk.data[:200]!r}")
+        if not isinstance(event, dict):
+            return self._fail(ErrorClass.OTHER, f"stream event is not an object: {chunk.data[:200]!r}")
+        kind = event.get("type") or chunk.event
+        if kind in TERMINAL_EVENTS:
+            return self._terminal(event)
+        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+        return handler(event) if handler is not None else []
+
+    def finish(self) -> list[StreamEvent]:
+        if self._done:
+            return []
+        self._flush_signatures()
+        return self._fail(
+            ErrorClass.NETWORK,
+            "the stream ended before response.completed; the answer may be cut off, retry the request",
+            retryable=True,
+        )
+
+    def _fail(self, error_class: ErrorClass, message: str, *, retryable: bool = False) -> list[StreamEvent]:
+        self._done = True
+        self.assembler.provider_raw.update(self.record.as_provider_raw())
+        return self.assembler.fail(error_class.value, message, retryable=retryable)
+
+    # --- items -----------------------------------------------------------------------------------
+
+    def _item_added(self, event: dict[str, Any]) -> list[StreamEvent]:
+        item = event.get("item")
+        position = event.get("output_index")
+        if not isinstance(item, dict) or not isinstance(position, int):
+            return []
+        kind = item.get("type")
+        self._kinds[position] = kind if isinstance(kind, str) else ""
+        if kind in ("function_call", "custom_tool_call"):
+            name = item.get("name")
+            call_id = item.get("call_id")
+            if not isinstance(name, str) or not name:
+                return []  # announced without a name: taken whole from output_item.done
+            start = self.assembler.tool_start(position, call_id if isinstance(call_id, str) else None, name)
+            if kind == "custom_tool_call":
+                self._custom_input[position] = []
+                self.record.custom_tool_calls.append(start.id)
+            return [start]
+        if kind == "reasoning":
+            item_id = item.get("id")
+            self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
+        return []
+
+    def _item_done(self, event: dict[str, Any]) -> list[StreamEvent]:
+        item = event.get("item")
+        position = event.get("output_index")
+        if not isinstance(item, dict) or not isinstance(position, int):
+            return []
+        kind = item.get("type")
+        if kind == "message":
+            return self._message_done(position, item)
+        if kind == "reasoning":
+            return self._reasoning_done(position, item)
+        if kind == "function_call":
+            if position in self._ended_tools:
+                return []
+            if not self.assembler.has_tool(position):
+                add_output_item(self.assembler, self.record, position, item)
+                self._ended_tools.add(position)
+                return []
+            arguments = item.get("arguments")
+            return self._end_call(position, arguments if isinstance(arguments, str) else "")
+        if kind == "custom_tool_call":
+            raw_input = item.get("input")
+            return self._custom_done({"output_index": position, "input": raw_input})
+        if isinstance(kind, str):
+            self.record.unhandled_items.append(kind)
+        return []
+
+    def _message_done(self, position: int, item: dict[str, Any]) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        for index, part in enumerate(item.get("content") or ()):
+            key = text_key(position, index)
+            if key not in self._streamed_text:
+                text = part_text(part, self.record)
+                if text:
+                    self._streamed_text.add(key)
+                    events.append(self.assembler.text(key, text))
+        return events
+
+    # --- text ------------------------------------------------------------------------------------
+
+    def _text_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
+        key = self._text_key(event)
+        delta = event.get("delta")
+        if key is None or not isinstance(delta, str) or not delta:
+            return []
+        self._streamed_text.add(key)
+        return [self.assembler.text(key, delta)]
+
+    def _refusal_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
+        self.record.refusal = True
+        return self._text_delta(event)
+
+    def _text_done(self, event: dict[str, Any]) -> list[StreamEvent]:
+        key = self._text_key(event)
+        text = event.get("text", event.get("refusal"))
+        if key is None or key in self._streamed_text or not isinstance(text, str) or not text:
+            return []
+        if event.get("type") == "response.refusal.done":
+            self.record.refusal = True
+        self._streamed_text.add(key)
+        return [self.assembler.text(key, text)]
+
+    @staticmethod
+    def _text_key(event: dict[str, Any]) -> tuple[str, int, int] | None:
+        position, index = event.get("output_index"), event.get("content_index", 0)
+        if not isinstance(position, int) or not isinstance(index, int):
+            return None
+        return text_key(position, index)
+
+    # --- tool calls ------------------------------------------------------------------------------
+
+    def _arguments_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position = event.get("output_index")
+        delta = event.get("delta")
+        if not isinstance(position, int) or not isinstance(delta, str) or not self.assembler.has_tool(position):
+            return []
+        self._streamed_args.add(position)
+        return [self.assembler.tool_input(position, delta)]
+
+    def _arguments_done(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position = event.get("output_index")
+        arguments = event.get("arguments")
+        if not isinstance(position, int) or not self.assembler.has_tool(position) or position in self._ended_tools:
+            return []
+        return self._end_call(position, arguments if isinstance(arguments, str) else "")
+
+    def _end_call(self, position: int, arguments: str) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if position not in self._streamed_args and arguments:
+            events.append(self.assembler.tool_input(position, arguments))
+            self._streamed_args.add(position)
+        end = self.assembler.tool_end(position)
+        self._ended_tools.add(position)
+        if isinstance(end, ToolUseEnd):
+            self.record.add_arguments(end.id, arguments, end.input)
+        events.append(end)
+        return events
+
+    def _custom_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position = event.get("output_index")
+        delta = event.get("delta")
+        if isinstance(position, int) and isinstance(delta, str) and position in self._custom_input:
+            self._custom_input[position].append(delta)
+        return []  # a custom call's input is free text, not JSON: it surfaces whole at tool_use_end
+
+    def _custom_done(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position = event.get("output_index")
+        if not isinstance(position, int) or position in self._ended_tools or not self.assembler.has_tool(position):
+            return []
+        raw_input = event.get("input")
+        if not isinstance(raw_input, str):
+            raw_input = "".join(self._custom_input.get(position, ()))
+        self.assembler.tool_input_object(position, {"input": raw_input})
+        self._ended_tools.add(position)
+        return [self.assembler.tool_end(position)]
+
+    # --- reasoning -------------------------------------------------------------------------------
+
+    def _summary_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position, delta = event.get("output_index"), event.get("delta")
+        if not isinstance(position, int) or not isinstance(delta, str):
+            return []
+        state = self._reasoning.setdefault(position, _Reasoning())
+        state.streamed = True
+        return self._summary_text(position, state, event.get("summary_index", 0), delta)
+
+    def _summary_done(self, event: dict[str, Any]) -> list[StreamEvent]:
+        position, text = event.get("output_index"), event.get("text")
+        if not isinstance(position, int) or not isinstance(text, str):
+            return []
+        state = self._reasoning.setdefault(position, _Reasoning())
+        summary_index = event.get("summary_index", 0)
+        if state.summary_index == summary_index or not text:
+            return []  # already streamed as deltas
+        state.streamed = True
+        return self._summary_text(position, state, summary_index, text)
+
+    def _summary_text(self, position: int, state: _Reasoning, summary_index: Any, text: str) -> list[StreamEvent]:
+        events: list[StreamEvent] = []
+        if state.summary_index != summary_index:
+            if state.part_lengths:
+                events.append(self.assembler.thinking(position, SUMMARY_SEPARATOR))
+            state.part_lengths.append(0)
+            state.summary_index = summary_index
+        state.part_lengths[-1] += len(text)
+        events.append(self.assembler.thinking(position, text))
+        return events
+
+    def _reasoning_done(self, position: int, item: dict[str, Any]) -> list[StreamEvent]:
+        state = self._reasoning.setdefault(position, _Reasoning())
+        if state.item_id is None and isinstance(item.get("id"), str):
+            state.item_id = item["id"]
+        events: list[StreamEvent] = []
+        if not state.streamed:
+            for index, text in enumerate(summary_texts(item)):
+                events.extend(self._summary_text(position, state, index, text))
+        signature = item.get("encrypted_content")
+        if isinstance(signature, str):
+            state.signature = signature
+        has_block = state.streamed or bool(state.part_lengths) or state.signature is not None
+        if has_block and not state.part_lengths:
+            self.assembler.thinking(position, "")  # an empty but signed block keeps its place in order
+        self.record.add_reasoning(state.item_id, has_block, list(state.part_lengths))
+        state.streamed = True
+        return events
+
+    def _flush_signatures(self) -> None:
+        for position, state in self._reasoning.items():
+            if state.signature is not None:
+                self.assembler.thinking_signature(position, state.signature)
+                state.signature = None
+
+    # --- endings ---------------------------------------------------------------------------------
+
+    def _terminal(self, event: dict[str, Any]) -> list[StreamEvent]:
+        response = event.get("response")
+        if not isinstance(response, dict):
+            return self._fail(ErrorClass.OTHER, f"{event.get('type')} event carries no response object")
+        for position, item in enumerate(response.get("output") or ()):
+            if not isinstance(item, dict):
+                continue
+            if item.get("type") == "reasoning":
+                signature = item.get("encrypted_content")
+                state = self._reasoning.get(position)
+                if isinstance(signature, str) and state is not None:
+                    state.signature = signature  # the terminal copy is what the non-streaming body holds
+            elif position not in self._kinds:
+                add_output_item(self.assembler, self.record, position, item)  # never streamed at all
+        self._flush_signatures()
+        self._done = True
+        usage = self.assembler.set_usage(usage_from_responses(response.get("usage")))
+        return [usage, *end_response(self.assembler, self.record, response)]
+
+    def _error(self, event: dict[str, Any]) -> list[StreamEvent]:
+        error = event.get("error") if isinstance(event.get("error"), dict) else event
+        code = error.get("code")
+        message = error.get("message")
+        text = message if isinstance(message, str) and message else f"the stream reported an error ({code})"
+        error_class = error_class_for(code if isinstance(code, str) else None, text)
+        self._flush_signatures()
+        return self._fail(error_class, text, retryable=error_class in RETRYABLE_CLASSES)

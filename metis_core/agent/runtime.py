@@ -1,0 +1,120 @@
+"""The assembled stack one process runs: config, registry, prices, bus, stores, client, tools.
+
+`Runtime` wires the bus subscribers the spec lists (trace store writer and cost accumulator on the
+fast path), checks the trace for gaps at startup, and builds a routing engine per workspace. It is
+the one object the CLI, the demo and the tests create; closing it drains the bus and commits.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from pathlib import Path
+from typing import Any
+
+from metis_core.adapters.client import ModelClient
+from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
+from metis_core.agent.cost import CostAccumulator
+from metis_core.agent.session import SessionManager
+from metis_core.agent.tools.registry import ToolRegistry
+from metis_core.agent.turn import TurnRunner
+from metis_core.config import MetisConfig, load_config, metis_home
+from metis_core.events.bus import EventBus
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+from metis_core.models.model_id import parse_model_id
+from metis_core.models.pricing import PriceTable
+from metis_core.models.registry import ModelRegistry
+from metis_core.routing.engine import RoutingEngine
+from metis_core.routing.health import HealthTracker
+from metis_core.routing.policy_file import PolicyLoader
+from metis_core.store.sessions import SessionStore
+from metis_core.trace.store import TraceStore
+
+KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
+
+
+class Runtime:
+    def __init__(
+        self,
+        *,
+        home: Path | None = None,
+        config: MetisConfig | None = None,
+        client: ModelClient | None = None,
+        bus: EventBus | None = None,
+        db_path: Path | None = None,
+        confirmer: Confirmer = deny_all,
+        approve_everything: bool = False,
+        health: HealthTracker | None = None,
+        configured_providers: set[str] | None = None,
+    ) -> None:
+        """`configured_providers` overrides the key lookup (for a client built with explicit keys)."""
+        self.home = home or metis_home()
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.config = config or load_config(self.home)
+        self.registry = ModelRegistry.load(self.config)
+        self.prices = PriceTable.load(self.config)
+        self.bus = bus or EventBus()
+        self.db_path = db_path or self.home / "metis.db"
+        self.store = SessionStore(self.db_path)
+        self.trace = TraceStore(self.db_path)
+        self.trace.attach(self.bus)
+        self.costs = CostAccumulator()
+        self.costs.attach(self.bus)
+        self.current_session: contextvars.ContextVar[str] = contextvars.ContextVar(
+            "metis_session", default=SYSTEM_SESSION_ID)
+        self.health = health or HealthTracker(on_event=self._health_event)
+        self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
+        self.tools = ToolRegistry.with_builtins()
+        self.confirmer = confirmer
+        self.approve_everything = approve_everything
+        self.configured_providers = configured_providers
+        self.sessions = SessionManager(self)
+        self.turns = TurnRunner(self)
+        self.trace.check_gaps(self.bus)
+
+    # --- wiring -----------------------------------------------------------------------------
+
+    def _health_event(self, event_type: str, payload: dict[str, Any], parent: str | None) -> None:
+        self.bus.emit_new(event_type, payload, session_id=self.current_session.get(), parent=parent,
+                          actor=Actor.SYSTEM)
+
+    def _policy_invalid(self, path: str, errors: list[str], using_last_known_good: bool) -> None:
+        self.bus.emit_new("routing.policy_invalid", {
+            "policy_path": path, "errors": errors, "using_last_known_good": using_last_known_good,
+        }, session_id=self.current_session.get(), actor=Actor.SYSTEM)
+
+    def is_configured(self, model: str) -> bool:
+        provider = parse_model_id(model).provider
+        if provider in KEYLESS_PROVIDERS:
+            return True
+        if self.configured_providers is not None:
+            return provider in self.configured_providers
+        return self.config.api_key(provider) is not None
+
+    def engine_for(self, workspace: Path) -> RoutingEngine:
+        return RoutingEngine(
+            self.registry,
+            loader=PolicyLoader(workspace, self.home, on_invalid=self._policy_invalid),
+            health=self.health,
+            global_default=self.config.default_model,
+            is_configured=self.is_configured,
+        )
+
+    def confirmation_policy(self) -> ConfirmationPolicy:
+        pre_approved = set(getattr(self.config, "pre_approved_tools", []) or [])
+        return ConfirmationPolicy(confirmer=self.confirmer, pre_approved=pre_approved,
+                                  approve_everything=self.approve_everything)
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def close(self) -> None:
+        if not self.bus.closed:
+            self.bus.shutdown(drain=True)
+        self.trace.close()
+        self.store.close()
+        self.client.close()
+
+    def __enter__(self) -> Runtime:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,116 @@
+"""Sessions: create, resume, swap models, end — with session.* events and everything persisted.
+
+A Session is the in-memory view of one stored conversation: its history, its canonical ⇄
+provider tool-id map, its sticky `/model` choice and its confirmation approvals. Resuming in a new
+process rebuilds all of that from the store, so a conversation continues on any provider.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.agent.confirmation import ConfirmationPolicy
+from metis_core.agent.context import estimate_tokens
+from metis_core.agent.tools.base import ToolContext
+from metis_core.events.envelope import Actor
+from metis_core.hashing import sha256_hex
+from metis_core.messages import Message, Role
+from metis_core.models.fit import check_fits
+
+if TYPE_CHECKING:
+    from metis_core.routing.engine import RoutingEngine
+    from metis_core.store.sessions import SessionStore
+
+
+@dataclass
+class Session:
+    id: str
+    workspace: Path
+    engine: RoutingEngine
+    history: list[Message] = field(default_factory=list)
+    tool_ids: ToolIdMap = field(default_factory=ToolIdMap)
+    sticky_model: str | None = None
+    confirmation: ConfirmationPolicy = field(default_factory=ConfirmationPolicy)
+    turn_count: int = 0
+    opened_at: float = field(default_factory=time.monotonic)
+    command_timeout_seconds: float = 30.0
+
+    def append(self, message: Message, store: SessionStore, *, provider: str | None = None) -> None:
+        """Persist one message (with its tool_call rows) and add it to the history."""
+        provider_ids = {}
+        if provider:
+            for use in message.tool_uses():
+                known = self.tool_ids.provider_id(provider, use.id)
+                if known is not None:
+                    provider_ids[use.id] = known
+        store.append_message(message, provider_ids=provider_ids or None)
+        self.history.append(message)
+
+    def tool_context(self) -> ToolContext:
+        return ToolContext(workspace=self.workspace, session_id=self.id,
+                           command_timeout_seconds=self.command_timeout_seconds)
+
+
+class SessionManager:
+    def __init__(self, runtime: Any) -> None:
+        self.rt = runtime
+
+    def create(self, workspace: Path, *, model: str | None = None, title: str | None = None) -> Session:
+        rt = self.rt
+        workspace = workspace.resolve()
+        engine = rt.engine_for(workspace)
+        record = rt.store.create_session(workspace, active_model=model, title=title)
+        session = Session(id=record.id, workspace=workspace, engine=engine, sticky_model=model,
+                          confirmation=rt.confirmation_policy())
+        rt.bus.emit_new("session.created", {
+            "workspace_path": str(workspace), "workspace_hash": sha256_hex(str(workspace)),
+            "initial_active_model": model, "routing_policy_version": engine.policy.version,
+        }, session_id=session.id, actor=Actor.SYSTEM)
+        return session
+
+    def resume(self, session_id: str, *, workspace: Path | None = None) -> Session:
+        rt = self.rt
+        record = rt.store.get_session(session_id)
+        root = Path(record.workspace_path) if workspace is None else workspace.resolve()
+        history = rt.store.load_messages(session_id)
+        session = Session(
+            id=session_id, workspace=root, engine=rt.engine_for(root), history=history,
+            tool_ids=record.tool_id_map,
+            sticky_model=record.active_model, confirmation=rt.confirmation_policy(),
+            turn_count=sum(1 for m in history if m.role is Role.USER),
+        )
+        rt.bus.flush()
+        last = rt.trace.replay(session_id)
+        rt.bus.emit_new("session.resumed", {
+            "workspace_hash": sha256_hex(str(root)), "last_event_id_at_resume": last[-1].id if last else None,
+        }, session_id=session_id, actor=Actor.SYSTEM)
+        totals = rt.store.session_totals(session_id)
+        rt.costs.seed(session_id, totals.cost_usd)
+        return session
+
+    def swap_model(self, session: Session, model: str) -> None:
+        """`/model`: refuse with CapabilityMismatchError when the model cannot carry this history.
+
+        The active model stays as it was on refusal (canonical format §8.4).
+        """
+        rt = self.rt
+        members = session.engine.expand(model)
+        capabilities = rt.registry.capabilities(members[0])
+        tools = rt.tools.definitions()
+        check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        session.sticky_model = model
+        rt.store.update_session(session.id, active_model=model)
+
+    def end(self, session: Session, disposition: str = "completed") -> None:
+        rt = self.rt
+        rt.bus.flush()
+        total = rt.costs.total(session.id)
+        rt.bus.emit_new("session.ended", {
+            "disposition": disposition, "turn_count": session.turn_count, "total_cost_usd": float(total),
+            "duration_seconds": round(time.monotonic() - session.opened_at, 3),
+        }, session_id=session.id, actor=Actor.SYSTEM)
+        rt.store.end_session(session.id, disposition)

@@ -1,0 +1,259 @@
+"""One turn of the agent loop, with every step on the record (bus spec §8.1).
+
+turn.started → route.decided → llm.call_started → (stream) → llm.call_completed → tool.called →
+tool.completed/failed → llm.call_started … → turn.completed, each event naming its parent. Every
+message is persisted as it completes. Ctrl-C (task cancellation) keeps the partial assistant
+message as CANCELLED, emits turn.cancelled, and leaves the session usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from metis_core.adapters.base import AdapterOptions
+from metis_core.agent.context import resolve_file_refs, turn_needs
+from metis_core.agent.dispatch import ToolDispatcher
+from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.redaction import redact
+from metis_core.agent.session import Session
+from metis_core.agent.stream_tracker import StreamTracker
+from metis_core.errors import ProviderError
+from metis_core.events.envelope import Actor, Event
+from metis_core.hashing import sha256_hex
+from metis_core.ids import new_ulid
+from metis_core.messages import (
+    ContentBlock,
+    Message,
+    MessageStatus,
+    Role,
+    StreamError,
+    StreamEvent,
+    TextBlock,
+    ThinkingBlock,
+)
+from metis_core.routing.fallback import FallbackChain
+
+StreamSink = Callable[[StreamEvent], None]
+EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+MAX_LLM_CALLS_PER_TURN = 25
+
+
+@dataclass
+class TurnResult:
+    turn_id: str
+    produced: list[Message] = field(default_factory=list)
+    final: Message | None = None
+    stop_reason: str = "end_turn"
+    cancelled: bool = False
+    error: str | None = None
+    model: str | None = None
+    llm_calls: int = 0
+    tool_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Decimal = Decimal(0)
+
+    @property
+    def answer(self) -> str:
+        return self.final.text() if self.final is not None else ""
+
+
+class _CallObserver:
+    """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
+
+    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int) -> None:
+        self.recorder = recorder
+        self.parent = parent
+        self.estimated_tokens = estimated_tokens
+        self.started: Event | None = None
+        self.started_at = time.perf_counter()
+        self.model = ""
+        self.attempts = 0
+
+    def attempt_started(self, model: str, attempt: int) -> None:
+        self.model = model
+        self.attempts += 1
+        self.started_at = time.perf_counter()
+        self.started = self.recorder.emit("llm.call_started", {
+            "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
+            "request_id": new_ulid(), "is_worker": False,
+        }, self.parent, actor=Actor.AGENT)
+
+    def attempt_failed(self, model: str, error: BaseException) -> str | None:
+        failed = self.failed(model, getattr(error, "error_class", "other"), str(error),
+                             getattr(error, "retry_count", 0))
+        self.parent = failed  # a fallback attempt is caused by the failure before it
+        return failed.id if failed is not None else None
+
+    def failed(self, model: str, error_class: Any, message: str, retry_count: int = 0) -> Event | None:
+        return self.recorder.emit("llm.call_failed", {
+            "model": model, "provider": model.partition(":")[0], "error_class": str(error_class),
+            "error_message_redacted": redact(message), "retry_count": retry_count,
+            "latency_ms": int((time.perf_counter() - self.started_at) * 1000),
+        }, self.started, actor=Actor.AGENT)
+
+
+def completed_payload(message: Message) -> dict[str, Any]:
+    meta = message.metadata
+    usage = meta.usage
+    assert usage is not None and meta.model is not None and meta.provider is not None
+    stop = meta.stop_reason if meta.stop_reason in EVENT_STOP_REASONS else "end_turn"
+    return {
+        "model": meta.model, "provider": meta.provider,
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "cached_input_tokens": usage.cached_input_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        # The catalog types cost as a float; an unpriced model is 0.0 with pricing_version
+        # "unpriced" here, while the message itself keeps cost_usd None (never a silent zero).
+        "cost_usd": float(usage.cost_usd or 0), "pricing_version": usage.pricing_version or "unpriced",
+        "latency_ms": usage.latency_ms, "stop_reason": stop,
+        "produced_tool_calls": len(message.tool_uses()),
+        "produced_thinking_blocks": sum(1 for b in message.content if b.type in ("thinking", "redacted_thinking")),
+    }
+
+
+class TurnRunner:
+    """Runs turns for sessions of one Runtime (bus, store, routing, client, tools)."""
+
+    def __init__(self, runtime: Any) -> None:
+        self.rt = runtime
+
+    async def run(
+        self,
+        session: Session,
+        user_text: str,
+        *,
+        attachments: list[ContentBlock] | None = None,
+        override: str | None = None,
+        on_stream: StreamSink | None = None,
+        options: AdapterOptions | None = None,
+    ) -> TurnResult:
+        rt = self.rt
+        turn_id = new_ulid()
+        result = TurnResult(turn_id=turn_id)
+        recorder = TurnRecorder(rt.bus, session.id, turn_id)
+        rt.current_session.set(session.id)
+        started_clock = time.perf_counter()
+
+        user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
+        session.append(user, rt.store)
+        tools = rt.tools.definitions()
+        needs = turn_needs(session.history, tools, session.workspace, user_text)
+        started = recorder.emit("turn.started", {
+            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+            "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
+            "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
+        }, None, actor=Actor.USER)
+
+        decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+        routed = recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
+        del routed  # llm.call_started descends from turn.started (spec §8.1), not route.decided
+        result.model = decision.chosen_model
+        chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
+        dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
+        base = options or AdapterOptions(model=decision.chosen_model)
+        parent: Event | None = started
+        tracker = StreamTracker()
+        observer: _CallObserver | None = None
+        try:
+            while True:
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+                tracker = StreamTracker()
+                final: Message | None = None
+                stream_error: StreamError | None = None
+                history = resolve_file_refs(session.history, session.workspace)
+                async for event in chain.astream(
+                    history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
+                    routing=decision.record, observer=observer,
+                ):
+                    tracker.observe(event)
+                    if isinstance(event, StreamError):
+                        stream_error = event
+                    elif event.type == "message_complete":
+                        final = event.message
+                    if on_stream is not None:
+                        on_stream(event)
+                result.llm_calls += observer.attempts
+                assert final is not None
+                session.append(final, rt.store, provider=final.metadata.provider)
+                result.produced.append(final)
+                result.final = final
+                result.model = final.metadata.model
+                self._count_usage(result, final)
+                if final.status is not MessageStatus.COMPLETE or stream_error is not None:
+                    message = stream_error.message if stream_error else "the response ended incomplete"
+                    observer.failed(observer.model, stream_error.error_class if stream_error else "other", message)
+                    result.error = message
+                    result.stop_reason = "max_tokens" if final.metadata.stop_reason == "max_tokens" else "end_turn"
+                    break
+                completed = recorder.emit("llm.call_completed", completed_payload(final), observer.started,
+                                          actor=Actor.AGENT)
+                uses = final.tool_uses()
+                result.stop_reason = final.metadata.stop_reason or "end_turn"
+                if not uses:
+                    break
+                if result.llm_calls >= MAX_LLM_CALLS_PER_TURN:
+                    result.error = f"stopped after {MAX_LLM_CALLS_PER_TURN} model calls in one turn"
+                    break
+                outcomes = await dispatcher.run_all(uses, recorder, completed)
+                for outcome in outcomes:
+                    session.append(outcome.message, rt.store)
+                    result.produced.append(outcome.message)
+                result.tool_calls += len(uses)
+                finished = [o.last_event for o in outcomes if o.last_event is not None]
+                parent = max(finished, key=lambda e: e.id) if finished else completed
+        except asyncio.CancelledError:
+            self._cancelled(session, recorder, started, tracker, observer, result)
+            return result
+        except ProviderError as error:
+            result.error = str(error)
+        finally:
+            rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
+        session.turn_count += 1
+        stop = result.stop_reason if result.stop_reason in EVENT_STOP_REASONS else "end_turn"
+        wall_time = round(time.perf_counter() - started_clock, 3)
+        recorder.emit("turn.completed", {
+            "stop_reason": stop, "llm_call_count": result.llm_calls, "tool_call_count": result.tool_calls,
+            "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
+            "total_cost_usd": float(result.cost_usd), "wall_time_seconds": wall_time,
+            "signals_extra": {"error": redact(result.error)} if result.error else None,
+        }, started, actor=Actor.AGENT)
+        return result
+
+    @staticmethod
+    def _count_usage(result: TurnResult, message: Message) -> None:
+        usage = message.metadata.usage
+        if usage is not None:
+            result.input_tokens += usage.total_input_tokens
+            result.output_tokens += usage.output_tokens
+            result.cost_usd += usage.cost_usd or Decimal(0)
+
+    def _cancelled(
+        self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
+        observer: _CallObserver | None, result: TurnResult,
+    ) -> None:
+        rt = self.rt
+        result.cancelled = True
+        result.stop_reason = "cancelled"
+        partial_calls = 0
+        if tracker.has_content() and observer is not None:
+            partial = tracker.cancelled_message(session.id, observer.model)
+            session.append(partial, rt.store, provider=partial.metadata.provider)
+            result.produced.append(partial)
+            result.final = partial
+            partial_calls = 1
+        rt.store.cancel_pending_tool_calls(session.id)
+        session.turn_count += 1
+        recorder.emit("turn.cancelled", {
+            "reason": "user_cancel", "partial_llm_calls": partial_calls,
+            "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
+        }, started, actor=Actor.USER)
+
+
+def thinking_text(message: Message) -> str:
+    return "".join(b.text for b in message.content if isinstance(b, ThinkingBlock))

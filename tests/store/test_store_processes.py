@@ -1,0 +1,178 @@
+"""Several processes on one database: continuation, concurrent writers, and SIGKILL at random."""
+
+from __future__ import annotations
+
+import random
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from metis_core.messages import user_message
+from metis_core.store import SessionStore
+from metis_core.trace import TraceStore
+
+_CHILD_PRELUDE = """
+import sys
+from metis_core.store import SessionStore
+from metis_core.messages import user_message
+db = sys.argv[1]
+"""
+
+
+def _run_child(code: str, *args: str) -> str:
+    done = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + code, *args],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_a_session_written_by_one_process_is_continued_by_others(tmp_path: Path) -> None:
+    db = tmp_path / "metis.db"
+    session_id = _run_child(
+        "s = SessionStore(db)\n"
+        "r = s.create_session('/w', active_model='anthropic:x')\n"
+        "for t in ('one', 'two', 'three'): s.append_message(user_message(t, session_id=r.id))\n"
+        "print(r.id)",
+        str(db),
+    )
+    with SessionStore(db) as store:
+        assert [m.text() for m in store.load_messages(session_id)] == ["one", "two", "three"]
+        store.append_message(user_message("four", session_id=session_id))
+    seen = _run_child(
+        "s = SessionStore(db)\n"
+        "sid = sys.argv[2]\n"
+        "n = len(s.load_messages(sid))\n"
+        "for t in ('five', 'six'): s.append_message(user_message(t, session_id=sid))\n"
+        "print(n)",
+        str(db), session_id,
+    )
+    assert seen == "4"
+    with SessionStore(db) as store:
+        texts = [m.text() for m in store.load_messages(session_id)]
+        assert texts == ["one", "two", "three", "four", "five", "six"]
+        assert store.get_session(session_id).active_model == "anthropic:x"
+
+
+def test_two_processes_appending_at_once_both_succeed(tmp_path: Path) -> None:
+    db = tmp_path / "metis.db"
+    with SessionStore(db) as store:
+        sessions = [store.create_session(tmp_path).id for _ in range(2)]
+    code = (
+        "s = SessionStore(db)\n"
+        "for i in range(150): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))\n"
+    )
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD_PRELUDE + code, str(db), sid],
+                                 stderr=subprocess.PIPE, text=True) for sid in sessions]
+    for child in children:
+        _, err = child.communicate(timeout=60)
+        assert child.returncode == 0, err
+    with SessionStore(db) as store:
+        for sid in sessions:
+            assert [m.text() for m in store.load_messages(sid)] == [f"m{i}" for i in range(150)]
+        assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+_CRASH_CHILD = """
+import sys
+from metis_core.events.envelope import Actor, Event
+from metis_core.ids import new_tool_use_id
+from metis_core.messages import Message, MessageMetadata, Role, ToolUseBlock, TextBlock, user_message
+from metis_core.store import SessionStore
+from metis_core.trace import TraceStore
+sys.path.insert(0, sys.argv[3])
+from session_samples import assistant, tool_result
+db, sid = sys.argv[1], sys.argv[2]
+store, trace = SessionStore(db), TraceStore(db)
+print("ready", flush=True)
+i = 0
+while True:
+    if i % 3 == 2:
+        tu = new_tool_use_id()
+        batch = [assistant(sid, [TextBlock(text=f"call {i}"), ToolUseBlock(id=tu, name="t", input={"i": i})]),
+                 tool_result(sid, tu, "r" * (i % 700))]
+        for m in batch:
+            store.append_message(m)
+            print("M", m.id, flush=True)
+    else:
+        m = user_message(f"msg {i} " + "y" * (i * 37 % 3000), session_id=sid)
+        store.append_message(m)
+        print("M", m.id, flush=True)
+    e = Event(session_id=sid, type="turn.started", actor=Actor.USER, payload={"i": i})
+    trace.append(e)
+    print("E", e.id, flush=True)
+    i += 1
+"""
+
+
+def test_sigkill_at_random_points_never_loses_a_reported_commit(tmp_path: Path) -> None:
+    db = tmp_path / "metis.db"
+    tests_dir = str(Path(__file__).resolve().parent.parent)
+    with SessionStore(db) as store:
+        sid = store.create_session(tmp_path).id
+    rng = random.Random(6)
+    reported_messages: list[str] = []
+    reported_events: list[str] = []
+    kills = 0
+    started = time.monotonic()
+    while kills < 25 and (kills < 15 or time.monotonic() - started < 12):
+        child = subprocess.Popen([sys.executable, "-c", _CRASH_CHILD, str(db), sid, tests_dir],
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
+        time.sleep(rng.uniform(0.0, 0.25))
+        child.send_signal(signal.SIGKILL)
+        out, _ = child.communicate(timeout=30)
+        assert child.returncode == -signal.SIGKILL
+        kills += 1
+        for line in out.splitlines():  # a torn last line was never fully reported
+            kind, _, ident = line.partition(" ")
+            if len(ident) != 26:
+                continue
+            (reported_messages if kind == "M" else reported_events).append(ident)
+
+        with SessionStore(db) as store:
+            assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            stored = [m.id for m in store.load_messages(sid)]
+            # everything reported is there, in order; at most the unreported last one extra
+            assert stored[: len(reported_messages)] == reported_messages
+            assert len(stored) - len(reported_messages) <= 1
+            reported_messages = stored  # an unreported commit is still a commit
+            stored_set = set(stored)  # tool_call rows never point at a message that is not there
+            for call in store.tool_calls(sid):
+                assert call.message_id in stored_set
+                assert call.result_message_id is None or call.result_message_id in stored_set
+        with TraceStore(db) as trace:
+            missing = [e for e in reported_events if trace.get(e) is None]
+            assert missing == []
+    assert kills >= 15
+    assert len(reported_messages) > kills  # the children did real work between kills
+    print(f"\n{kills} SIGKILLs, {len(reported_messages)} messages and {len(reported_events)} events verified "
+          f"in {time.monotonic() - started:.1f}s")
+    conn = sqlite3.connect(db)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> None:
+    db = tmp_path / "metis.db"
+    with SessionStore(db) as store:
+        sid = store.create_session(tmp_path).id
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _CHILD_PRELUDE
+         + "s = SessionStore(db)\nfor i in range(300): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))",
+         str(db), sid], stderr=subprocess.PIPE, text=True)
+    seen_counts = []
+    with SessionStore(db) as reader:
+        while writer.poll() is None:
+            texts = [m.text() for m in reader.load_messages(sid)]
+            assert texts == [f"m{i}" for i in range(len(texts))]
+            seen_counts.append(len(texts))
+        assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
+        assert reader.message_count(sid) == 300
+    with TraceStore(db):
+        pass
+    assert seen_counts == sorted(seen_counts)
+    _ = user_message  # imported for symmetry with the child prelude
