@@ -27,8 +27,15 @@ from metis_core.messages import (
 MODEL = "anthropic:claude-sonnet-4-6"
 
 
-def assistant(session_id: str, blocks: list, *, cost: str | None = "0.0123", provider: str = "anthropic",
-              tokens: tuple[int, int] = (100, 20), **meta: object) -> Message:
+def assistant(
+    session_id: str,
+    blocks: list,
+    *,
+    cost: str | None = "0.0123",
+    provider: str = "anthropic",
+    tokens: tuple[int, int] = (100, 20),
+    **meta: object,
+) -> Message:
     model = MODEL if provider == "anthropic" else f"{provider}:gpt-5"
     return Message(
         role=Role.ASSISTANT,
@@ -37,19 +44,32 @@ def assistant(session_id: str, blocks: list, *, cost: str | None = "0.0123", pro
         metadata=MessageMetadata(
             model=model,
             provider=provider,
-            routing=RoutingDecisionRecord(mode=RoutingMode.RULE, chosen_model=model, reason="rule x",
-                                          rule_name="x", confidence=0.5, alternatives_considered=["a:b"]),
-            usage=Usage(input_tokens=tokens[0], output_tokens=tokens[1], cached_input_tokens=7,
-                        reasoning_tokens=3, cost_usd=None if cost is None else Decimal(cost),
-                        pricing_version="2026-05" if cost else None, latency_ms=42),
+            routing=RoutingDecisionRecord(
+                mode=RoutingMode.RULE,
+                chosen_model=model,
+                reason="rule x",
+                rule_name="x",
+                confidence=0.5,
+                alternatives_considered=["a:b"],
+            ),
+            usage=Usage(
+                input_tokens=tokens[0],
+                output_tokens=tokens[1],
+                cached_input_tokens=7,
+                reasoning_tokens=3,
+                cost_usd=None if cost is None else Decimal(cost),
+                pricing_version="2026-05" if cost else None,
+                latency_ms=42,
+            ),
             stop_reason="tool_use" if any(isinstance(b, ToolUseBlock) for b in blocks) else "end_turn",
             **meta,
         ),
     )
 
 
-def tool_result(session_id: str, tool_use_id: str, text: str, *, is_error: bool = False,
-                with_image: bool = False) -> Message:
+def tool_result(
+    session_id: str, tool_use_id: str, text: str, *, is_error: bool = False, with_image: bool = False
+) -> Message:
     content: list = [TextBlock(text=text)]
     if with_image:
         content.append(ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgo="), media_type="image/png"))
@@ -68,18 +88,29 @@ def full_conversation(session_id: str) -> tuple[list[Message], list[str]]:
     tu_ok, tu_err = new_tool_use_id(), new_tool_use_id()
     messages = [
         system_message("You are terse.", session_id=session_id),
-        Message(role=Role.USER, session_id=session_id, content=[
-            TextBlock(text="What is in this picture? Ünïcödé ✓"),
-            ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgoAAAANSUhEUg=="), media_type="image/png"),
-            ImageBlock(source=ImageSource(kind="url", data="https://example.invalid/a.jpg"), media_type="image/jpeg"),
-        ]),
-        assistant(session_id, [
-            ThinkingBlock(text="Let me look.", signature="sig-abc", origin=origin),
-            RedactedThinkingBlock(data="opaque==", origin=origin),
-            TextBlock(text="Checking two files."),
-            ToolUseBlock(id=tu_ok, name="read_file", input={"path": "a.txt", "nested": {"n": [1, 2.5, None]}}),
-            ToolUseBlock(id=tu_err, name="read_file", input={"path": "missing.txt"}),
-        ], provider_raw={"anthropic": {"id": "msg_1"}}, custom_future_field={"x": 1}),
+        Message(
+            role=Role.USER,
+            session_id=session_id,
+            content=[
+                TextBlock(text="What is in this picture? Ünïcödé ✓"),
+                ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgoAAAANSUhEUg=="), media_type="image/png"),
+                ImageBlock(
+                    source=ImageSource(kind="url", data="https://example.invalid/a.jpg"), media_type="image/jpeg"
+                ),
+            ],
+        ),
+        assistant(
+            session_id,
+            [
+                ThinkingBlock(text="Let me look.", signature="sig-abc", origin=origin),
+                RedactedThinkingBlock(data="opaque==", origin=origin),
+                TextBlock(text="Checking two files."),
+                ToolUseBlock(id=tu_ok, name="read_file", input={"path": "a.txt", "nested": {"n": [1, 2.5, None]}}),
+                ToolUseBlock(id=tu_err, name="read_file", input={"path": "missing.txt"}),
+            ],
+            provider_raw={"anthropic": {"id": "msg_1"}},
+            custom_future_field={"x": 1},
+        ),
         tool_result(session_id, tu_ok, "contents of a", with_image=True),
         tool_result(session_id, tu_err, "no such file", is_error=True),
         assistant(session_id, [TextBlock(text="Done: a has contents.")], cost=None, tokens=(50, 10)),

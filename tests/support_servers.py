@@ -1,7 +1,8 @@
-"""Test doubles that speak real recorded wire traffic over httpx, failing on cue.
+"""Several providers at once over httpx.MockTransport, answering from recorded traffic, failing on cue.
 
-`ScriptedTransport` answers each provider (by host) from a queue of recorded responses, so tests
-drive the real HTTP, SSE and NDJSON paths of ModelClient without any network.
+`ScriptedTransport` answers each provider (by host) from its own queue of recorded replies, so
+multi-provider tests (fallback chains, cross-provider sessions, the agent loop) drive the real
+HTTP, SSE and NDJSON paths of ModelClient without any network. Single-provider tests use mock_http.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import httpx
 from fixture_files import read_bytes
+from mock_http import ChunkedBody, split
 
 BASE_URLS = {
     "anthropic": "http://anthropic.test",
@@ -62,7 +64,8 @@ class ScriptedTransport:
         if not queue:
             return httpx.Response(599, json={"error": {"message": f"no scripted reply for {request.url}"}})
         reply = queue.popleft()
-        return httpx.Response(reply.status, content=reply.body, headers=reply.headers)
+        # Delivered in network-sized pieces through a real (unread) byte stream.
+        return httpx.Response(reply.status, headers=reply.headers, stream=ChunkedBody(split(reply.body, 512)))
 
     def hosts(self) -> list[str]:
         return [host for host, *_ in self.requests]

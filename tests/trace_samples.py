@@ -8,19 +8,37 @@ from typing import Any
 from metis_core.events.catalog import make_event
 from metis_core.events.envelope import Actor, Event, Sensitivity
 
-TURN_STARTED = {"user_message_hash": "h", "estimated_input_tokens": 1, "has_images": False,
-                "has_tool_calls_in_history": False}
+TURN_STARTED = {
+    "user_message_hash": "h",
+    "estimated_input_tokens": 1,
+    "has_images": False,
+    "has_tool_calls_in_history": False,
+}
 
 
-def event(session_id: str = "sess_1", type: str = "turn.started", *, parent: Event | None = None,
-          turn_id: str | None = None, at: datetime | None = None, payload: dict[str, Any] | None = None) -> Event:
+def event(
+    session_id: str = "sess_1",
+    type: str = "turn.started",
+    *,
+    parent: Event | None = None,
+    turn_id: str | None = None,
+    at: datetime | None = None,
+    payload: dict[str, Any] | None = None,
+) -> Event:
     """A hand-built envelope (the store does not validate payloads)."""
     fields: dict[str, Any] = {}
     if at is not None:
         fields["timestamp"] = at
-    return Event(session_id=session_id, type=type, actor=Actor.SYSTEM, turn_id=turn_id,
-                 parent_event_id=parent.id if parent else None, payload=payload or {"n": 1},
-                 sensitivity=Sensitivity.PSEUDONYMOUS, **fields)
+    return Event(
+        session_id=session_id,
+        type=type,
+        actor=Actor.SYSTEM,
+        turn_id=turn_id,
+        parent_event_id=parent.id if parent else None,
+        payload=payload or {"n": 1},
+        sensitivity=Sensitivity.PSEUDONYMOUS,
+        **fields,
+    )
 
 
 def chain(session_id: str, length: int) -> list[Event]:

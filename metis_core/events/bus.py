@@ -30,7 +30,7 @@ from metis_core.errors import (
     FastPathHandlerError,
 )
 from metis_core.events.catalog import make_event, validate_event
-from metis_core.events.dispatch_worker import DispatchWorker, FlushBarrier
+from metis_core.events.dispatch_worker import DispatchWorker, FlushBarrier, ProcessEvent
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event, Sensitivity
 from metis_core.events.filters import EventFilter
 from metis_core.events.subscription import EventHandler, Subscription, SubscriptionHandle, is_slow
@@ -238,7 +238,7 @@ class EventBus:
         return handle
 
     @staticmethod
-    def _batch_process(subscription: Subscription) -> Any:
+    def _batch_process(subscription: Subscription) -> ProcessEvent:
         async def process(event: Event) -> None:
             await _call_isolated(subscription.name, subscription.handler, event)
 

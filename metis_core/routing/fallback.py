@@ -30,6 +30,7 @@ from metis_core.messages import (
     Message,
     MessageComplete,
     RoutingDecisionRecord,
+    RoutingMode,
     StreamError,
     StreamEvent,
     ToolDefinition,
@@ -103,8 +104,10 @@ class FallbackChain:
         model: str, routing: RoutingDecisionRecord | None, tried: list[str], errors: list[BaseException]
     ) -> RoutingDecisionRecord | None:
         failures = [f"{m} ({e})" for m, e in zip(tried, errors, strict=True)]
-        if routing is None or not failures:
+        if not failures:
             return routing
+        if routing is None:
+            routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=model, reason="fallback chain")
         return routing.model_copy(update={
             "chosen_model": model,
             "reason": f"{routing.reason}; fallback after {', '.join(failures)}",

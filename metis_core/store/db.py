@@ -43,9 +43,14 @@ def translate_sqlite_error(error: sqlite3.Error, path: Path | str) -> StoreError
             f"another metis process holds {path} (waited {BUSY_TIMEOUT_SECONDS:g}s); "
             "let it finish or stop it, then try again"
         )
-    if "not a database" in text or "malformed" in text or code in (
-        sqlite3.SQLITE_NOTADB,
-        sqlite3.SQLITE_CORRUPT,
+    if (
+        "not a database" in text
+        or "malformed" in text
+        or code
+        in (
+            sqlite3.SQLITE_NOTADB,
+            sqlite3.SQLITE_CORRUPT,
+        )
     ):
         return CorruptDatabaseError(
             f"{path} is damaged or is not a SQLite database ({error}); restore it from a backup "
@@ -64,8 +69,7 @@ def translate_sqlite_error(error: sqlite3.Error, path: Path | str) -> StoreError
         parent = Path(path).parent
         if not os.access(parent, os.W_OK):
             return StorageFullError(
-                f"cannot create {path}: {parent} is not writable; point METIS_HOME at a "
-                "writable directory"
+                f"cannot create {path}: {parent} is not writable; point METIS_HOME at a writable directory"
             )
         return StoreError(f"cannot open {path} ({error}); check the path and its permissions")
     return StoreError(f"database error on {path}: {error}")
@@ -108,9 +112,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
                 check_same_thread=False,
             )
         else:
-            conn = sqlite3.connect(
-                db_path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False
-            )
+            conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             if not read_only:

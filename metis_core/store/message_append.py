@@ -47,9 +47,7 @@ def insert_message(
         raise SessionNotFoundError(
             f"no session {session_id} in {path}; create it with SessionStore.create_session first"
         )
-    (last_id,) = conn.execute(
-        "SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)
-    ).fetchone()
+    (last_id,) = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
     if last_id is not None and message.id <= last_id:
         raise StoreError(
             f"message {message.id} does not sort after the session's last message {last_id}; "
@@ -91,9 +89,7 @@ def _record_tool_uses(
     """One tool_calls row per tool_use block; returns whether `tool_map` gained an entry."""
     provider = message.metadata.provider
     if provider_ids and not provider:
-        raise StoreError(
-            f"message {message.id} gives provider tool ids but no metadata.provider to file them under"
-        )
+        raise StoreError(f"message {message.id} gives provider tool ids but no metadata.provider to file them under")
     status = (
         ToolCallStatus.CANCELLED
         if message.status in (MessageStatus.CANCELLED, MessageStatus.ERROR)
@@ -114,8 +110,16 @@ def _record_tool_uses(
         try:
             conn.execute(
                 _INSERT_TOOL_CALL,
-                (block.id, message.session_id, message.id, block.name, status.value, provider_id,
-                 provider, to_us(message.created_at)),
+                (
+                    block.id,
+                    message.session_id,
+                    message.id,
+                    block.name,
+                    status.value,
+                    provider_id,
+                    provider,
+                    to_us(message.created_at),
+                ),
             )
         except sqlite3.IntegrityError as error:
             raise SessionInvariantError(

@@ -45,13 +45,21 @@ def _current_row_json(row: tuple[Any, ...]) -> bytes:
     mid, sid, role, content, metadata, created, version = row
     return b"".join(
         (
-            b'{"id":', orjson.dumps(mid),
-            b',"session_id":', orjson.dumps(sid),
-            b',"role":', orjson.dumps(role),
-            b',"content":', content.encode(),
-            b',"metadata":', metadata.encode(),
-            b',"created_at":"', created.encode(),
-            b'","schema_version":', str(version).encode(), b"}",
+            b'{"id":',
+            orjson.dumps(mid),
+            b',"session_id":',
+            orjson.dumps(sid),
+            b',"role":',
+            orjson.dumps(role),
+            b',"content":',
+            content.encode(),
+            b',"metadata":',
+            metadata.encode(),
+            b',"created_at":"',
+            created.encode(),
+            b'","schema_version":',
+            str(version).encode(),
+            b"}",
         )
     )
 

@@ -138,8 +138,7 @@ def _backfill_totals(conn: sqlite3.Connection) -> None:
             cost,
             unpriced + (1 if raw_cost is None else 0),
             tokens_in
-            + sum(int(usage.get(k, 0)) for k in ("input_tokens", "cached_input_tokens",
-                                                  "cache_creation_input_tokens")),
+            + sum(int(usage.get(k, 0)) for k in ("input_tokens", "cached_input_tokens", "cache_creation_input_tokens")),
             tokens_out + int(usage.get("output_tokens", 0)),
         )
     for session_id, (cost, unpriced, tokens_in, tokens_out) in totals.items():
@@ -180,16 +179,12 @@ def user_version(conn: sqlite3.Connection) -> int:
 
 
 def _our_tables_missing(conn: sqlite3.Connection) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'"
-    ).fetchone()
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations'").fetchone()
     return row is None
 
 
 def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
-    rows = conn.execute(
-        "SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
-    ).fetchall()
+    rows = conn.execute("SELECT name FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name").fetchall()
     return [str(name) for (name,) in rows]
 
 

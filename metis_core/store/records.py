@@ -91,8 +91,23 @@ SESSION_COLUMNS = (
 
 
 def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
-    (sid, workspace, model, policy, tool_map, title, version, created, updated, ended, disposition,
-     cost, unpriced, tokens_in, tokens_out) = tuple(row)
+    (
+        sid,
+        workspace,
+        model,
+        policy,
+        tool_map,
+        title,
+        version,
+        created,
+        updated,
+        ended,
+        disposition,
+        cost,
+        unpriced,
+        tokens_in,
+        tokens_out,
+    ) = tuple(row)
     return SessionRecord(
         id=sid,
         workspace_path=workspace,
@@ -127,8 +142,7 @@ class ToolCallRecord:
 
 
 TOOL_CALL_COLUMNS = (
-    "id, session_id, message_id, result_message_id, name, status, provider_id, provider, "
-    "created_at, completed_at"
+    "id, session_id, message_id, result_message_id, name, status, provider_id, provider, created_at, completed_at"
 )
 
 

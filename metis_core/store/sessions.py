@@ -86,9 +86,7 @@ class SessionStore:
     def __enter__(self) -> SessionStore:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     # --- sessions --------------------------------------------------------------------------
@@ -105,8 +103,9 @@ class SessionStore:
         sid = session_id or new_session_id()
         stamp = now_us()
         with self._lock, write_transaction(self._conn, self.path):
-            self._insert_session_row(sid, normalize_workspace(workspace_path), active_model,
-                                     routing_policy, {}, title, stamp, stamp)
+            self._insert_session_row(
+                sid, normalize_workspace(workspace_path), active_model, routing_policy, {}, title, stamp, stamp
+            )
         return self.get_session(sid)
 
     def _insert_session_row(
@@ -126,9 +125,17 @@ class SessionStore:
                 "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, "
                 "tool_id_map_json, title, schema_version, created_at, updated_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (sid, workspace, active_model,
-                 _json_text(routing_policy) if routing_policy is not None else None,
-                 _json_text(tool_id_map), title, SCHEMA_VERSION, created_at_us, updated_at_us),
+                (
+                    sid,
+                    workspace,
+                    active_model,
+                    _json_text(routing_policy) if routing_policy is not None else None,
+                    _json_text(tool_id_map),
+                    title,
+                    SCHEMA_VERSION,
+                    created_at_us,
+                    updated_at_us,
+                ),
             )
         except sqlite3.IntegrityError as error:
             raise SessionExistsError(
@@ -137,9 +144,7 @@ class SessionStore:
 
     def get_session(self, session_id: str) -> SessionRecord:
         with self._lock, sqlite_errors(self.path):
-            row = self._conn.execute(
-                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
+            row = self._conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(
                 f"no session {session_id} in {self.path}; `metis sessions` lists the stored ones"
@@ -148,9 +153,7 @@ class SessionStore:
 
     def has_session(self, session_id: str) -> bool:
         with self._lock, sqlite_errors(self.path):
-            return self._conn.execute(
-                "SELECT 1 FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone() is not None
+            return self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
     def list_sessions(self, limit: int = 50, workspace: str | Path | None = None) -> list[SessionRecord]:
         """Most recently updated first, optionally only those of one workspace."""
@@ -213,8 +216,7 @@ class SessionStore:
     ) -> SessionRecord:
         """Mark the session ended (completed, abandoned, error ...); it can still be resumed."""
         stamp = now_us() if ended_at is None else to_us(ended_at)
-        self._update(session_id, ["updated_at = ?", "ended_at = ?", "disposition = ?"],
-                     [now_us(), stamp, disposition])
+        self._update(session_id, ["updated_at = ?", "ended_at = ?", "disposition = ?"], [now_us(), stamp, disposition])
         return self.get_session(session_id)
 
     def _update(self, session_id: str, assignments: list[str], values: list[Any]) -> None:
@@ -247,9 +249,7 @@ class SessionStore:
         with self._lock, sqlite_errors(self.path), gc_paused():
             if not self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                 raise SessionNotFoundError(f"no session {session_id} in {self.path}")
-            rows = self._conn.execute(
-                f"{MESSAGE_SELECT} WHERE session_id = ? ORDER BY id", (session_id,)
-            ).fetchall()
+            rows = self._conn.execute(f"{MESSAGE_SELECT} WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
             return messages_from_rows(rows)
 
     def message_count(self, session_id: str) -> int:
@@ -292,8 +292,9 @@ class SessionStore:
                 (session_id, Role.ASSISTANT.value),
             ).fetchall()
         sums = dict.fromkeys(
-            ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens",
-             "reasoning_tokens"), 0)
+            ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"),
+            0,
+        )
         cost, unpriced, models = Decimal(0), 0, []
         for usage_json, model in rows:
             if model and model not in models:
@@ -333,8 +334,14 @@ class SessionStore:
         session = parsed.session
         with self._lock, write_transaction(self._conn, self.path):
             self._insert_session_row(
-                session.id, session.workspace_path, session.active_model, session.routing_policy,
-                session.tool_id_map, session.title, to_us(session.created_at), now_us(),
+                session.id,
+                session.workspace_path,
+                session.active_model,
+                session.routing_policy,
+                session.tool_id_map,
+                session.title,
+                to_us(session.created_at),
+                now_us(),
             )
             for message in parsed.messages:
                 insert_message(self._conn, self.path, message)

@@ -95,9 +95,7 @@ def _session_from_json(raw: Mapping[str, Any]) -> SessionRecord:
         raise _fail(f"the session object is incomplete or malformed ({error!r})") from error
 
 
-def _renumbered(
-    session: SessionRecord, messages: list[dict[str, Any]]
-) -> tuple[SessionRecord, list[dict[str, Any]]]:
+def _renumbered(session: SessionRecord, messages: list[dict[str, Any]]) -> tuple[SessionRecord, list[dict[str, Any]]]:
     """Fresh ids in the original order; tool_use ids and every reference to them rewritten."""
     new_sid = new_session_id()
     tool_ids: dict[str, str] = {}

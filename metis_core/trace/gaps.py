@@ -129,15 +129,22 @@ def report_new_gaps(store: TraceStore, emit: Callable[[Event], object]) -> list[
         }
         fresh = [g for g in detect_gaps(conn) if (g.session_id, g.gap_start_id, g.gap_end_id) not in known]
     for gap in fresh:
-        emit(make_event("bus.gap_detected", gap.payload(detected_at), session_id=gap.session_id,
-                        actor=Actor.SYSTEM))
+        emit(make_event("bus.gap_detected", gap.payload(detected_at), session_id=gap.session_id, actor=Actor.SYSTEM))
     if fresh:
         with store.connection() as conn, write_transaction(conn, store.path):
             conn.executemany(
                 "INSERT OR IGNORE INTO trace_gaps (session_id, gap_start_id, gap_end_id, missing_ids_json, "
                 "detected_at) VALUES (?, ?, ?, ?, ?)",
-                [(g.session_id, g.gap_start_id, g.gap_end_id, orjson.dumps(g.missing_ids).decode(),
-                  to_us(detected_at)) for g in fresh],
+                [
+                    (
+                        g.session_id,
+                        g.gap_start_id,
+                        g.gap_end_id,
+                        orjson.dumps(g.missing_ids).decode(),
+                        to_us(detected_at),
+                    )
+                    for g in fresh
+                ],
             )
     return fresh
 
@@ -160,8 +167,6 @@ def record_prune_floor(conn: sqlite3.Connection, cutoff_us: int) -> None:
     """Inside a held transaction: events older than `cutoff_us` may be missing on purpose."""
     floor = max(cutoff_us, pruned_before_us(conn))
     conn.execute(
-        "INSERT INTO trace_state (key, value) VALUES (?, ?) "
-        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        "INSERT INTO trace_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
         (PRUNED_BEFORE_KEY, str(floor)),
     )
-

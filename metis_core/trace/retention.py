@@ -76,13 +76,16 @@ def prune_trace(
     is_audit, audit_types = _audit_clause()
     expired = f"timestamp_us < ? AND NOT {is_audit}"
     with store.connection() as conn, sqlite_errors(store.path):
-        (to_delete,) = conn.execute(f"SELECT COUNT(*) FROM events WHERE {expired}",
-                                    [cutoff_us, *audit_types]).fetchone()
-        (exempt,) = conn.execute(f"SELECT COUNT(*) FROM events WHERE timestamp_us < ? AND {is_audit}",
-                                 [cutoff_us, *audit_types]).fetchone()
+        (to_delete,) = conn.execute(
+            f"SELECT COUNT(*) FROM events WHERE {expired}", [cutoff_us, *audit_types]
+        ).fetchone()
+        (exempt,) = conn.execute(
+            f"SELECT COUNT(*) FROM events WHERE timestamp_us < ? AND {is_audit}", [cutoff_us, *audit_types]
+        ).fetchone()
         if dry_run:
-            (oldest,) = conn.execute(f"SELECT MIN(timestamp_us) FROM events WHERE NOT ({expired})",
-                                     [cutoff_us, *audit_types]).fetchone()
+            (oldest,) = conn.execute(
+                f"SELECT MIN(timestamp_us) FROM events WHERE NOT ({expired})", [cutoff_us, *audit_types]
+            ).fetchone()
     deleted = 0
     if not dry_run:
         while True:

@@ -91,9 +91,7 @@ class TraceStore:
     def __enter__(self) -> TraceStore:
         return self
 
-    def __exit__(
-        self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None
-    ) -> None:
+    def __exit__(self, kind: type[BaseException] | None, value: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
 
     @contextmanager
@@ -208,8 +206,7 @@ class TraceStore:
         limit: int | None = None,
     ) -> list[Event]:
         """Events matching every given filter, in id order. `until` is exclusive."""
-        clauses, params = event_filters(session_id=session_id, types=types, since=since, until=until,
-                                        turn_id=turn_id)
+        clauses, params = event_filters(session_id=session_id, types=types, since=since, until=until, turn_id=turn_id)
         where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         return self._select(f"{where}ORDER BY id", params, limit)
 
@@ -258,8 +255,14 @@ class TraceStore:
         """Delete non-audit events older than the cutoff; see `retention.prune_trace`."""
         from metis_core.trace.retention import prune_trace
 
-        return prune_trace(self, retention_days, dry_run=dry_run, now=now,
-                           emit=emitter(sink) if sink is not None else None, progress=progress)
+        return prune_trace(
+            self,
+            retention_days,
+            dry_run=dry_run,
+            now=now,
+            emit=emitter(sink) if sink is not None else None,
+            progress=progress,
+        )
 
 
 def event_filters(

@@ -57,14 +57,16 @@ def _insert_v1_rows(path: Path, session_id: str, messages: list, provider_ids: d
 def test_a_file_from_every_earlier_version_upgrades_with_data_intact(tmp_path: Path, start_version: int) -> None:
     db = tmp_path / "metis.db"
     _build_file_at(db, start_version)
-    messages, (tu_ok, tu_err) = full_conversation("sess_old")
+    messages, (tu_ok, _tu_err) = full_conversation("sess_old")
     _insert_v1_rows(db, "sess_old", messages, {tu_ok: "toolu_A"})
     if start_version >= 2:  # a v2 writer also kept the running totals and the map
         conn = sqlite3.connect(db)
-        conn.execute("UPDATE sessions SET total_cost_usd = '0.0123', unpriced_message_count = 1, "
-                     "total_input_tokens = 164, total_output_tokens = 30, "
-                     "tool_id_map_json = ? WHERE id = 'sess_old'",
-                     (orjson.dumps({tu_ok: {"anthropic": "toolu_A"}}).decode(),))
+        conn.execute(
+            "UPDATE sessions SET total_cost_usd = '0.0123', unpriced_message_count = 1, "
+            "total_input_tokens = 164, total_output_tokens = 30, "
+            "tool_id_map_json = ? WHERE id = 'sess_old'",
+            (orjson.dumps({tu_ok: {"anthropic": "toolu_A"}}).decode(),),
+        )
         conn.commit()
         conn.close()
 
@@ -94,8 +96,13 @@ def test_a_fresh_file_is_stamped_with_every_step(tmp_path: Path) -> None:
         sync = store._conn.execute("PRAGMA synchronous").fetchone()[0]
         assert (mode, sync) == ("wal", 1)  # 1 = NORMAL
         indexes = {n for (n,) in store._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
-        assert {"idx_events_session_id", "idx_events_type_timestamp", "idx_events_turn", "idx_events_parent",
-                "idx_events_timestamp_us"} <= indexes
+        assert {
+            "idx_events_session_id",
+            "idx_events_type_timestamp",
+            "idx_events_turn",
+            "idx_events_parent",
+            "idx_events_timestamp_us",
+        } <= indexes
 
 
 def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
@@ -175,8 +182,9 @@ def test_a_full_disk_is_storage_full_and_leaves_nothing_half_written(tmp_path: P
         assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
-def test_a_held_write_lock_becomes_database_locked_naming_the_file(tmp_path: Path,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_held_write_lock_becomes_database_locked_naming_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = tmp_path / "metis.db"
     monkeypatch.setattr(db_module, "BUSY_TIMEOUT_SECONDS", 0.2)
     with SessionStore(db) as store:

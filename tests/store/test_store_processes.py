@@ -23,8 +23,9 @@ db = sys.argv[1]
 
 
 def _run_child(code: str, *args: str) -> str:
-    done = subprocess.run([sys.executable, "-c", _CHILD_PRELUDE + code, *args],
-                          capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD_PRELUDE + code, *args], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
 
@@ -47,7 +48,8 @@ def test_a_session_written_by_one_process_is_continued_by_others(tmp_path: Path)
         "n = len(s.load_messages(sid))\n"
         "for t in ('five', 'six'): s.append_message(user_message(t, session_id=sid))\n"
         "print(n)",
-        str(db), session_id,
+        str(db),
+        session_id,
     )
     assert seen == "4"
     with SessionStore(db) as store:
@@ -61,11 +63,12 @@ def test_two_processes_appending_at_once_both_succeed(tmp_path: Path) -> None:
     with SessionStore(db) as store:
         sessions = [store.create_session(tmp_path).id for _ in range(2)]
     code = (
-        "s = SessionStore(db)\n"
-        "for i in range(150): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))\n"
+        "s = SessionStore(db)\nfor i in range(150): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))\n"
     )
-    children = [subprocess.Popen([sys.executable, "-c", _CHILD_PRELUDE + code, str(db), sid],
-                                 stderr=subprocess.PIPE, text=True) for sid in sessions]
+    children = [
+        subprocess.Popen([sys.executable, "-c", _CHILD_PRELUDE + code, str(db), sid], stderr=subprocess.PIPE, text=True)
+        for sid in sessions
+    ]
     for child in children:
         _, err = child.communicate(timeout=60)
         assert child.returncode == 0, err
@@ -118,8 +121,12 @@ def test_sigkill_at_random_points_never_loses_a_reported_commit(tmp_path: Path) 
     kills = 0
     started = time.monotonic()
     while kills < 25 and (kills < 15 or time.monotonic() - started < 12):
-        child = subprocess.Popen([sys.executable, "-c", _CRASH_CHILD, str(db), sid, tests_dir],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = subprocess.Popen(
+            [sys.executable, "-c", _CRASH_CHILD, str(db), sid, tests_dir],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert child.stdout is not None
         assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
         time.sleep(rng.uniform(0.0, 0.25))
@@ -149,8 +156,10 @@ def test_sigkill_at_random_points_never_loses_a_reported_commit(tmp_path: Path) 
             assert missing == []
     assert kills >= 15
     assert len(reported_messages) > kills  # the children did real work between kills
-    print(f"\n{kills} SIGKILLs, {len(reported_messages)} messages and {len(reported_events)} events verified "
-          f"in {time.monotonic() - started:.1f}s")
+    print(
+        f"\n{kills} SIGKILLs, {len(reported_messages)} messages and {len(reported_events)} events verified "
+        f"in {time.monotonic() - started:.1f}s"
+    )
     conn = sqlite3.connect(db)
     assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
     conn.close()
@@ -161,9 +170,17 @@ def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> No
     with SessionStore(db) as store:
         sid = store.create_session(tmp_path).id
     writer = subprocess.Popen(
-        [sys.executable, "-c", _CHILD_PRELUDE
-         + "s = SessionStore(db)\nfor i in range(300): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))",
-         str(db), sid], stderr=subprocess.PIPE, text=True)
+        [
+            sys.executable,
+            "-c",
+            _CHILD_PRELUDE + "s = SessionStore(db)\n"
+            "for i in range(300): s.append_message(user_message(f'm{i}', session_id=sys.argv[2]))",
+            str(db),
+            sid,
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     seen_counts = []
     with SessionStore(db) as reader:
         while writer.poll() is None:
@@ -175,4 +192,3 @@ def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> No
     with TraceStore(db):
         pass
     assert seen_counts == sorted(seen_counts)
-    _ = user_message  # imported for symmetry with the child prelude

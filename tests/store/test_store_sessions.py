@@ -59,8 +59,10 @@ def test_tool_calls_go_pending_then_succeeded_or_failed(store: SessionStore, tmp
     assert {c.status for c in calls.values()} == {ToolCallStatus.PENDING}
     assert calls[tu_ok].provider == "anthropic" and calls[tu_ok].provider_id == "toolu_A"
     assert calls[tu_ok].message_id == messages[2].id and calls[tu_ok].completed_at is None
-    assert store.get_session(session.id).tool_id_map == {tu_ok: {"anthropic": "toolu_A"},
-                                                         tu_err: {"anthropic": "toolu_B"}}
+    assert store.get_session(session.id).tool_id_map == {
+        tu_ok: {"anthropic": "toolu_A"},
+        tu_err: {"anthropic": "toolu_B"},
+    }
     store.append_message(messages[3])
     store.append_message(messages[4])
     calls = {c.id: c for c in store.tool_calls(session.id)}
@@ -74,9 +76,12 @@ def test_tool_calls_go_pending_then_succeeded_or_failed(store: SessionStore, tmp
 def test_cancelled_assistant_message_records_cancelled_calls(store: SessionStore, tmp_path: Path) -> None:
     session = store.create_session(tmp_path)
     tu = new_tool_use_id()
-    cancelled = Message(role="assistant", session_id=session.id,
-                        content=[ToolUseBlock(id=tu, name="run", input={})],
-                        metadata=MessageMetadata(status=MessageStatus.CANCELLED))
+    cancelled = Message(
+        role="assistant",
+        session_id=session.id,
+        content=[ToolUseBlock(id=tu, name="run", input={})],
+        metadata=MessageMetadata(status=MessageStatus.CANCELLED),
+    )
     store.append_message(cancelled)
     assert [c.status for c in store.tool_calls(session.id)] == [ToolCallStatus.CANCELLED]
     store.append_message(tool_result(session.id, tu, "cancelled by user", is_error=True))
@@ -94,8 +99,7 @@ def test_cancel_pending_tool_calls_marks_only_pending(store: SessionStore, tmp_p
     assert statuses == {tu_ok: ToolCallStatus.SUCCEEDED, tu_err: ToolCallStatus.CANCELLED}
 
 
-def test_tool_result_without_matching_tool_use_is_rejected_and_not_stored(store: SessionStore,
-                                                                        tmp_path: Path) -> None:
+def test_tool_result_without_matching_tool_use_is_rejected_and_not_stored(store: SessionStore, tmp_path: Path) -> None:
     session = store.create_session(tmp_path)
     with pytest.raises(SessionInvariantError, match="no tool_use in this session"):
         store.append_message(tool_result(session.id, new_tool_use_id(), "orphan"))
@@ -117,8 +121,9 @@ def test_reused_tool_use_id_rolls_back_the_whole_message(store: SessionStore, tm
     tu = new_tool_use_id()
     store.append_message(assistant(session.id, [ToolUseBlock(id=tu, name="a", input={})]))
     before = store.get_session(session.id)
-    second = assistant(session.id, [ToolUseBlock(id=new_tool_use_id(), name="b", input={}),
-                                    ToolUseBlock(id=tu, name="a", input={})])
+    second = assistant(
+        session.id, [ToolUseBlock(id=new_tool_use_id(), name="b", input={}), ToolUseBlock(id=tu, name="a", input={})]
+    )
     with pytest.raises(SessionInvariantError, match="already used"):
         store.append_message(second)
     assert store.message_count(session.id) == 1
@@ -176,8 +181,9 @@ def test_append_messages_is_all_or_nothing(store: SessionStore, tmp_path: Path) 
 def test_update_session_changes_only_the_given_fields(store: SessionStore, tmp_path: Path) -> None:
     session = store.create_session(tmp_path, active_model="anthropic:a", title="t")
     tu = new_tool_use_id()
-    updated = store.update_session(session.id, active_model="openai:gpt-5",
-                                   tool_id_map={tu: {"openai": "call_1"}}, routing_policy={"chain": ["x"]})
+    updated = store.update_session(
+        session.id, active_model="openai:gpt-5", tool_id_map={tu: {"openai": "call_1"}}, routing_policy={"chain": ["x"]}
+    )
     assert updated.active_model == "openai:gpt-5" and updated.title == "t"
     assert updated.tool_id_map == {tu: {"openai": "call_1"}}
     assert updated.routing_policy == {"chain": ["x"]}
@@ -251,8 +257,7 @@ def test_export_is_json_and_imports_equal_into_another_database(tmp_path: Path) 
         imported = target.import_session(exported)
         assert target.load_messages(session.id) == messages
         assert imported.tool_id_map == original.tool_id_map
-        assert (imported.title, imported.active_model, imported.created_at) == ("T", "anthropic:x",
-                                                                                original.created_at)
+        assert (imported.title, imported.active_model, imported.created_at) == ("T", "anthropic:x", original.created_at)
         assert imported.total_cost_usd == original.total_cost_usd
         calls = {c.id: c for c in target.tool_calls(session.id)}
         assert calls[tu_ok].provider_id == "toolu_1" and calls[tu_ok].status is ToolCallStatus.SUCCEEDED
@@ -299,15 +304,17 @@ def test_malformed_export_is_refused_without_writing(store: SessionStore, tmp_pa
         assert fresh.list_sessions() == []
 
 
-def test_messages_from_an_older_message_schema_are_migrated_on_load(store: SessionStore, tmp_path: Path,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_messages_from_an_older_message_schema_are_migrated_on_load(
+    store: SessionStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     session = store.create_session(tmp_path)
     store.append_message(user_message("hello", session_id=session.id))
     with store._lock:
         store._conn.execute("UPDATE messages SET schema_version = 0")
     monkeypatch.setitem(
         __import__("metis_core.messages.migrations", fromlist=["x"]).MESSAGE_MIGRATIONS,
-        0, lambda d: {**d, "content": [TextBlock(text="migrated").model_dump()]},
+        0,
+        lambda d: {**d, "content": [TextBlock(text="migrated").model_dump()]},
     )
     (loaded,) = store.load_messages(session.id)
     assert loaded.text() == "migrated" and loaded.schema_version == 1

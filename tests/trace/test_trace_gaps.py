@@ -33,8 +33,9 @@ def test_events_lost_from_the_middle_of_a_session_are_announced_on_startup(tmp_p
 
     announced: list[Event] = []
     with TraceStore(db) as store, EventBus(mode="strict") as bus:  # the next start
-        bus.subscribe(Subscription(EventFilter(event_types={"bus.gap_detected"}), announced.append,
-                                   "recorder", fast_path=True))
+        bus.subscribe(
+            Subscription(EventFilter(event_types={"bus.gap_detected"}), announced.append, "recorder", fast_path=True)
+        )
         gaps = store.check_gaps(bus)
         bus.flush(10)
     assert len(announced) == 1 and len(gaps) == 1
@@ -77,8 +78,10 @@ def test_separate_losses_in_one_session_are_separate_gaps(tmp_path: Path) -> Non
     _drop(db, [emitted[2], emitted[6]])
     with TraceStore(db) as store:
         gaps = sorted(store.detect_gaps(), key=lambda g: g.gap_start_id)
-    assert [(g.gap_start_id, g.gap_end_id) for g in gaps] == [(emitted[1].id, emitted[3].id),
-                                                            (emitted[5].id, emitted[7].id)]
+    assert [(g.gap_start_id, g.gap_end_id) for g in gaps] == [
+        (emitted[1].id, emitted[3].id),
+        (emitted[5].id, emitted[7].id),
+    ]
 
 
 def test_parents_removed_by_retention_are_not_gaps(tmp_path: Path) -> None:

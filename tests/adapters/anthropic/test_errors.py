@@ -25,17 +25,40 @@ HISTORY = [user_message("hello")]
 # name -> (status, class, provider_code, request_id expected (header or body), text in message)
 EXPECTED: dict[str, tuple[int, type[ProviderError], str, str, str]] = {
     "error__400_invalid_request_error_bad_shape.json": (
-        400, InvalidRequestError, "invalid_request_error", "req_01N7iW6qh7wHr9je4z3FDn2n",
-        "Input does not match the expected shape"),
+        400,
+        InvalidRequestError,
+        "invalid_request_error",
+        "req_01N7iW6qh7wHr9je4z3FDn2n",
+        "Input does not match the expected shape",
+    ),
     "error__400_invalid_request_error_tool_result_mismatch.json": (
-        400, InvalidRequestError, "invalid_request_error", "req_011CYHyk9NPsBYeGbC9LuDNK",
-        "unexpected `tool_use_id` found"),
+        400,
+        InvalidRequestError,
+        "invalid_request_error",
+        "req_011CYHyk9NPsBYeGbC9LuDNK",
+        "unexpected `tool_use_id` found",
+    ),
     "error__401_authentication_error.json": (
-        401, AuthenticationError, "authentication_error", "req_013JyjhVcnhy8mfJkvBTqMNB", "invalid x-api-key"),
+        401,
+        AuthenticationError,
+        "authentication_error",
+        "req_013JyjhVcnhy8mfJkvBTqMNB",
+        "invalid x-api-key",
+    ),
     "error__404_not_found_error.json": (
-        404, InvalidRequestError, "not_found_error", "req_011CdufXo8Y2LVfY2veyuQWG", "model: claude-sonet-4-5"),
+        404,
+        InvalidRequestError,
+        "not_found_error",
+        "req_011CdufXo8Y2LVfY2veyuQWG",
+        "model: claude-sonet-4-5",
+    ),
     "error__429_rate_limit_error.json": (
-        429, RateLimitError, "rate_limit_error", "req_011CYK5mje9HkutJtmfPzzNC", "exceed your organization's rate limit"),
+        429,
+        RateLimitError,
+        "rate_limit_error",
+        "req_011CYK5mje9HkutJtmfPzzNC",
+        "exceed your organization's rate limit",
+    ),
     "error__529_overloaded_error.json": (529, ServerError, "overloaded_error", "req_hdr_529", "Overloaded"),
 }
 # request ids the recordings carried as a response header rather than in the body
@@ -68,7 +91,12 @@ def test_error_body_maps_to_class_status_code_and_request_id(name: str) -> None:
         client.complete(HISTORY, model=MODEL)
     error = raised.value
     assert type(error) is cls
-    assert (error.status, error.provider, error.provider_code, error.request_id) == (status, "anthropic", code, request_id)
+    assert (error.status, error.provider, error.provider_code, error.request_id) == (
+        status,
+        "anthropic",
+        code,
+        request_id,
+    )
     assert text in str(error)
     assert API_KEY not in str(error) and API_KEY not in repr(error)
     assert error.retry_count == 0
@@ -78,8 +106,9 @@ def test_error_body_maps_to_class_status_code_and_request_id(name: str) -> None:
 def test_rate_limit_carries_retry_after_from_the_header_and_is_retried_after_it() -> None:
     sleeps: list[float] = []
     ok = httpx.Response(200, content=read_bytes("anthropic", "response__text.json"))
-    client, server = serve(_response("error__429_rate_limit_error.json"), ok,
-                           retry=RetryPolicy(max_retries=2, sleep=sleeps.append))
+    client, server = serve(
+        _response("error__429_rate_limit_error.json"), ok, retry=RetryPolicy(max_retries=2, sleep=sleeps.append)
+    )
     message = client.complete(HISTORY, model=MODEL)
     assert message.text().startswith("The weather in SF")
     assert sleeps == [17.0] and len(server.requests) == 2
@@ -87,8 +116,10 @@ def test_rate_limit_carries_retry_after_from_the_header_and_is_retried_after_it(
 
 def test_overloaded_529_is_retried_until_the_limit_and_reports_retry_count() -> None:
     sleeps: list[float] = []
-    client, server = serve(_response("error__529_overloaded_error.json"),
-                           retry=RetryPolicy(max_retries=2, sleep=sleeps.append, random=lambda: 0.5))
+    client, server = serve(
+        _response("error__529_overloaded_error.json"),
+        retry=RetryPolicy(max_retries=2, sleep=sleeps.append, random=lambda: 0.5),
+    )
     with pytest.raises(ServerError) as raised:
         client.complete(HISTORY, model=MODEL)
     assert raised.value.retry_count == 2 and raised.value.retryable
@@ -97,8 +128,9 @@ def test_overloaded_529_is_retried_until_the_limit_and_reports_retry_count() -> 
 
 def test_authentication_error_is_never_retried() -> None:
     sleeps: list[float] = []
-    client, server = serve(_response("error__401_authentication_error.json"),
-                           retry=RetryPolicy(max_retries=3, sleep=sleeps.append))
+    client, server = serve(
+        _response("error__401_authentication_error.json"), retry=RetryPolicy(max_retries=3, sleep=sleeps.append)
+    )
     with pytest.raises(AuthenticationError, match="ANTHROPIC_API_KEY"):
         client.complete(HISTORY, model=MODEL)
     assert len(server.requests) == 1 and sleeps == []

@@ -27,7 +27,13 @@ HISTORY = [user_message("hello")]
 
 # name -> (stop_reason, [block types], input_tokens, output_tokens, cached_input_tokens)
 EXPECTED: dict[str, tuple[str, list[str], int, int, int]] = {
-    "response__parallel_tool_use.json": ("tool_use", ["text", "tool_use", "tool_use", "tool_use", "tool_use"], 423, 202, 0),
+    "response__parallel_tool_use.json": (
+        "tool_use",
+        ["text", "tool_use", "tool_use", "tool_use", "tool_use"],
+        423,
+        202,
+        0,
+    ),
     "response__redacted_thinking.json": ("end_turn", ["redacted_thinking", "text"], 92, 196, 0),
     "response__stop_reason_max_tokens.json": ("max_tokens", ["text"], 43, 15, 0),
     "response__text.json": ("end_turn", ["text"], 705, 25, 0),
@@ -92,7 +98,9 @@ def test_thinking_keeps_signature_and_origin_for_replay() -> None:
     assert thinking.text.startswith('The user is asking about the largest city in "the user country"')
     assert thinking.origin is not None
     assert (thinking.origin.provider, thinking.origin.api, thinking.origin.model) == (
-        "anthropic", "messages", "claude-sonnet-4-5"
+        "anthropic",
+        "messages",
+        "claude-sonnet-4-5",
     )
     tool = message.content[2]
     assert isinstance(tool, ToolUseBlock) and tool.name == "get_user_country" and tool.input == {}
@@ -108,7 +116,9 @@ def test_redacted_thinking_is_kept_opaque() -> None:
 
 def test_text_and_tool_input_values_are_exact() -> None:
     client, _ = serve(_ok("response__text.json"))
-    assert client.complete(HISTORY, model=MODEL).text() == "The weather in SF is currently **20°C** (68°F) and **Sunny**!"
+    assert (
+        client.complete(HISTORY, model=MODEL).text() == "The weather in SF is currently **20°C** (68°F) and **Sunny**!"
+    )
     client, _ = serve(_ok("response__tool_use_caller_stop_details.json"))
     (use,) = client.complete(HISTORY, model=MODEL).tool_uses()
     assert (use.name, use.input) == ("add", {"a": 1, "b": 2})
@@ -138,12 +148,16 @@ def test_malformed_success_bodies_raise_malformed_response_error(body: bytes, pr
 
 def test_unknown_block_types_are_skipped_and_named_not_turned_into_text() -> None:
     body: dict[str, Any] = {
-        "id": "msg_x", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
         "content": [
             {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
             {"type": "text", "text": "answer"},
         ],
-        "stop_reason": "end_turn", "usage": {"input_tokens": 3, "output_tokens": 2},
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 3, "output_tokens": 2},
     }
     client, _ = serve(httpx.Response(200, json=body))
     message: Message = client.complete(HISTORY, model=MODEL)

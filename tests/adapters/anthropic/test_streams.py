@@ -35,20 +35,56 @@ HISTORY = [user_message("hello")]
 # name -> (status, stop_reason, text, input_tokens, output_tokens, cached_input_tokens)
 EXPECTED: dict[str, tuple[MessageStatus, str, str, int, int, int]] = {
     "stream__cache_read_usage.sse": (
-        MessageStatus.COMPLETE, "max_tokens", "A **system** is an organized collection", 11, 100, 1031),
+        MessageStatus.COMPLETE,
+        "max_tokens",
+        "A **system** is an organized collection",
+        11,
+        100,
+        1031,
+    ),
     "stream__recorded_structured_output.sse": (MessageStatus.COMPLETE, "end_turn", "[12345,67890]", 135, 10, 0),
     "stream__redacted_thinking.sse": (
-        MessageStatus.COMPLETE, "end_turn", "I notice that you've sent what appears", 92, 189, 0),
+        MessageStatus.COMPLETE,
+        "end_turn",
+        "I notice that you've sent what appears",
+        92,
+        189,
+        0,
+    ),
     "stream__refusal_stop_details.sse": (MessageStatus.COMPLETE, "refusal", "", 20, 0, 0),
     "stream__text_basic.sse": (MessageStatus.COMPLETE, "end_turn", "Hello there!", 11, 6, 0),
     "stream__thinking_delta_signature_delta.sse": (
-        MessageStatus.COMPLETE, "end_turn", "Here are the basic steps for safely crossing", 43, 282, 0),
+        MessageStatus.COMPLETE,
+        "end_turn",
+        "Here are the basic steps for safely crossing",
+        43,
+        282,
+        0,
+    ),
     "stream__tool_use_input_json_delta.sse": (
-        MessageStatus.COMPLETE, "tool_use", "I'll check the current weather in Paris for you.", 377, 65, 0),
+        MessageStatus.COMPLETE,
+        "tool_use",
+        "I'll check the current weather in Paris for you.",
+        377,
+        65,
+        0,
+    ),
     "stream__tool_use_truncated_max_tokens.sse": (
-        MessageStatus.PARTIAL, "max_tokens", "I'll create a comprehensive tax guide", 450, 124, 0),
+        MessageStatus.PARTIAL,
+        "max_tokens",
+        "I'll create a comprehensive tax guide",
+        450,
+        124,
+        0,
+    ),
     "stream__tool_use_with_whitespace_padding.sse": (
-        MessageStatus.COMPLETE, "tool_use", "<thinking>\nThe get_weather tool is relevant", 599, 135, 0),
+        MessageStatus.COMPLETE,
+        "tool_use",
+        "<thinking>\nThe get_weather tool is relevant",
+        599,
+        135,
+        0,
+    ),
 }
 ERROR_STREAMS = {"stream__error_event_overloaded.sse"}
 
@@ -179,14 +215,22 @@ def test_stream_and_response_of_the_same_content_give_the_same_message() -> None
     client, _ = serve(sse_response(stream_body))
     streamed = final(list(client.stream(HISTORY, model=MODEL, tool_ids=ids)))
     response: dict[str, Any] = {
-        "id": "msg_019Q1hrJbZG26Fb9BQhrkHEr", "type": "message", "role": "assistant",
+        "id": "msg_019Q1hrJbZG26Fb9BQhrkHEr",
+        "type": "message",
+        "role": "assistant",
         "model": "claude-sonnet-4-20250514",
         "content": [
             {"type": "text", "text": "I'll check the current weather in Paris for you."},
-            {"type": "tool_use", "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn", "name": "get_weather",
-             "input": {"location": "Paris"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_01NRLabsLyVHZPKxbKvkfSMn",
+                "name": "get_weather",
+                "input": {"location": "Paris"},
+            },
         ],
-        "stop_reason": "tool_use", "stop_sequence": None, "usage": {"input_tokens": 377, "output_tokens": 65},
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
+        "usage": {"input_tokens": 377, "output_tokens": 65},
     }
     client, _ = serve(httpx.Response(200, content=json.dumps(response).encode()))
     parsed = client.complete(HISTORY, model=MODEL, tool_ids=ids)

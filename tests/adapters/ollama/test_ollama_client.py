@@ -1,11 +1,13 @@
 """Every Ollama sample through the real path: ModelClient -> httpx (MockTransport) -> NDJSON framing -> adapter.
 
 Nothing reaches the network: the mock transport serves the recorded bytes and records what was sent.
+Streaming bodies are served as iterators of small pieces, so lines arrive split across reads (and
+because the transport's `iter_raw` refuses a MockTransport body given as one `bytes` object).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import httpx
@@ -53,6 +55,10 @@ def history() -> list[Message]:
     return [user_message("why is the sky blue?", session_id="sess_c")]
 
 
+TEXT_CHUNKS = ("docs_example__chat_stream_chunk.json", "docs_example__chat_stream_final_chunk.json")
+TOOL_CHUNKS = ("docs_example__chat_stream_tool_call_chunk.json", "docs_example__chat_stream_tools_final_chunk.json")
+
+
 def in_pieces(body: bytes, size: int = 7) -> Iterator[bytes]:
     return (body[i : i + size] for i in range(0, len(body), size))
 
@@ -92,13 +98,8 @@ def test_a_configured_key_for_hosted_ollama_goes_as_a_bearer_token() -> None:
 @pytest.mark.parametrize(
     ("chunks", "text", "tools", "stop"),
     [
-        (("docs_example__chat_stream_chunk.json", "docs_example__chat_stream_final_chunk.json"), "The", [], "end_turn"),
-        (
-            ("docs_example__chat_stream_tool_call_chunk.json", "docs_example__chat_stream_tools_final_chunk.json"),
-            "",
-            [("get_weather", {"city": "Tokyo"})],
-            "tool_use",
-        ),
+        (TEXT_CHUNKS, "The", [], "end_turn"),
+        (TOOL_CHUNKS, "", [("get_weather", {"city": "Tokyo"})], "tool_use"),
     ],
 )
 def test_docs_chat_chunks_stream_through_model_client(
@@ -131,7 +132,7 @@ def test_midstream_error_recording_through_model_client_keeps_the_partial_answer
 
 
 def test_an_error_line_before_any_content_is_raised_so_the_caller_can_retry() -> None:
-    server = Server(200, b'{"error":"the model failed to generate a response"}\n', NDJSON)
+    server = Server(200, in_pieces(b'{"error":"the model failed to generate a response"}\n'), NDJSON)
     with pytest.raises(ServerError, match="failed to generate"):
         streamed(server, "ollama:llama3.2")
 
@@ -142,11 +143,11 @@ def test_the_error_sample_as_an_http_500_raises_server_error() -> None:
         client(server).complete(history(), model="ollama:llama3.2")
     assert caught.value.status == 500
     with pytest.raises(ServerError):
-        streamed(Server(500, read_bytes("ollama", "error__body.json")), "ollama:llama3.2")
+        streamed(Server(500, in_pieces(read_bytes("ollama", "error__body.json"))), "ollama:llama3.2")
 
 
 def test_a_truncated_stream_through_model_client_ends_partial() -> None:
-    body = orjson.dumps(read_json("ollama", "docs_example__chat_stream_chunk.json")) + b"\n"
+    body = orjson.dumps(read_json("ollama", TEXT_CHUNKS[0])) + b"\n"
     events = streamed(Server(200, in_pieces(body), NDJSON), "ollama:llama3.2")
     assert any(isinstance(e, StreamError) and e.error_class == "network" for e in events)
     assert events[-1].message.status is MessageStatus.PARTIAL  # type: ignore[union-attr]
@@ -161,16 +162,14 @@ def test_nothing_listening_is_a_network_error() -> None:
 
 
 async def test_async_stream_gives_the_same_message() -> None:
-    body = b"".join(
-        orjson.dumps(read_json("ollama", name)) + b"\n"
-        for name in (
-            "docs_example__chat_stream_tool_call_chunk.json",
-            "docs_example__chat_stream_tools_final_chunk.json",
-        )
-    )
+    body = b"".join(orjson.dumps(read_json("ollama", name)) + b"\n" for name in TOOL_CHUNKS)
+
+    async def pieces() -> AsyncIterator[bytes]:
+        for piece in in_pieces(body):
+            yield piece
 
     def handler(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, content=body, headers=NDJSON)
+        return httpx.Response(200, content=pieces(), headers=NDJSON)
 
     async_client = ModelClient(
         async_http_client=httpx.AsyncClient(transport=httpx.MockTransport(handler)),
