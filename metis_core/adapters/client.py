@@ -19,10 +19,10 @@ import orjson
 from pydantic import SecretStr
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
+from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.registry import adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
-from metis_core.errors import ProviderError
+from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import check_fits
@@ -30,7 +30,7 @@ from metis_core.models.model_id import parse_model_id
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
-from metis_core.transport.wire import WireResponse
+from metis_core.transport.wire import WireChunk, WireResponse
 
 if TYPE_CHECKING:
     import httpx
@@ -47,6 +47,18 @@ class _PreparedCall:
     url: str
     body: bytes
     context: RequestContext
+
+
+def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
+    """Feed an event the body ended without terminating: if it does not parse, the body was cut off."""
+    try:
+        return translator.feed(chunk)
+    except MalformedResponseError:
+        raise TruncatedStreamError(
+            "the stream ended in the middle of an event (body cut off); "
+            "the partial answer is kept, retry the turn for a full one",
+            provider=provider,
+        ) from None
 
 
 class ModelClient:
@@ -278,7 +290,7 @@ class ModelClient:
                     for chunk in decoder.feed(raw):
                         yield from gate.push(translator.feed(chunk))
                 for chunk in decoder.finish():
-                    yield from gate.push(translator.feed(chunk))
+                    yield from gate.push(_feed_last(translator, chunk, adapter.provider))
             except ProviderError as error:
                 if not gate.open:
                     raise
@@ -332,7 +344,7 @@ class ModelClient:
                         for event in gate.push(translator.feed(chunk)):
                             yield event
                 for chunk in decoder.finish():
-                    for event in gate.push(translator.feed(chunk)):
+                    for event in gate.push(_feed_last(translator, chunk, adapter.provider)):
                         yield event
             except ProviderError as error:
                 if not gate.open:

@@ -79,7 +79,7 @@ class SessionManager:
         history = rt.store.load_messages(session_id)
         session = Session(
             id=session_id, workspace=root, engine=rt.engine_for(root), history=history,
-            tool_ids=record.tool_id_map,
+            tool_ids=ToolIdMap.from_dict(dict(record.tool_id_map)),
             sticky_model=record.active_model, confirmation=rt.confirmation_policy(),
             turn_count=sum(1 for m in history if m.role is Role.USER),
         )

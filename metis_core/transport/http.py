@@ -1,10 +1,9 @@
 """The HTTP transport: a thin wrapper over one pooled httpx Client / AsyncClient, sync and async.
 
-It sends prebuilt bytes and hands back `WireResponse`s or raw byte streams, mapping httpx's
-failures to our `NetworkError` (a drop while a stream body is being read becomes
-`TruncatedStreamError`). Errors never carry the request or its headers, so an API key sent here
-cannot leak through them. It knows nothing of providers, canonical messages or retries; asyncio
-cancellation is not caught — it propagates to the caller.
+Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps httpx failures to
+`NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block so nothing
+reachable from the error holds the request and its auth headers. It knows nothing of providers,
+canonical messages or retries; asyncio cancellation is not caught but propagates to the caller.
 """
 
 from __future__ import annotations
@@ -63,17 +62,23 @@ class ByteStream:
     _provider: str
 
     def iter_raw(self) -> Iterator[bytes]:
+        failure: NetworkError | None = None
         try:
             yield from self._response.iter_raw()
         except httpx.TransportError as exc:
-            raise network_error(exc, self._provider, mid_stream=True) from None
+            failure = network_error(exc, self._provider, mid_stream=True)
+        if failure is not None:
+            raise failure
 
     def read(self) -> WireResponse:
         """The whole body, for error responses that arrive on a streaming request."""
+        failure: NetworkError | None = None
         try:
             body = self._response.read()
         except httpx.TransportError as exc:
-            raise network_error(exc, self._provider) from None
+            failure = network_error(exc, self._provider)
+        if failure is not None:
+            raise failure
         return WireResponse(self.status, body, self.headers)
 
 
@@ -87,17 +92,23 @@ class AsyncByteStream:
     _provider: str
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
+        failure: NetworkError | None = None
         try:
             async for chunk in self._response.aiter_raw():
                 yield chunk
         except httpx.TransportError as exc:
-            raise network_error(exc, self._provider, mid_stream=True) from None
+            failure = network_error(exc, self._provider, mid_stream=True)
+        if failure is not None:
+            raise failure
 
     async def read(self) -> WireResponse:
+        failure: NetworkError | None = None
         try:
             body = await self._response.aread()
         except httpx.TransportError as exc:
-            raise network_error(exc, self._provider) from None
+            failure = network_error(exc, self._provider)
+        if failure is not None:
+            raise failure
         return WireResponse(self.status, body, self.headers)
 
 
@@ -156,10 +167,13 @@ class HttpTransport:
     ) -> WireResponse:
         client = self.client
         request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        failure: NetworkError | None = None
         try:
             response = client.send(request)
         except httpx.TransportError as exc:
-            raise network_error(exc, provider) from None
+            failure = network_error(exc, provider)
+        if failure is not None:
+            raise failure  # raised outside the handler: no __context__ pointing at the request
         return WireResponse(response.status_code, response.content, response.headers)
 
     @contextmanager
@@ -175,10 +189,13 @@ class HttpTransport:
     ) -> Iterator[ByteStream]:
         client = self.client
         request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        failure: NetworkError | None = None
         try:
             response = client.send(request, stream=True)
         except httpx.TransportError as exc:
-            raise network_error(exc, provider) from None
+            failure = network_error(exc, provider)
+        if failure is not None:
+            raise failure
         try:
             yield ByteStream(response.status_code, response.headers, response, provider)
         finally:
@@ -203,10 +220,13 @@ class HttpTransport:
     ) -> WireResponse:
         client = self.async_client
         request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        failure: NetworkError | None = None
         try:
             response = await client.send(request)
         except httpx.TransportError as exc:
-            raise network_error(exc, provider) from None
+            failure = network_error(exc, provider)
+        if failure is not None:
+            raise failure
         return WireResponse(response.status_code, response.content, response.headers)
 
     @asynccontextmanager
@@ -222,10 +242,13 @@ class HttpTransport:
     ) -> AsyncIterator[AsyncByteStream]:
         client = self.async_client
         request = client.build_request(method, url, content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        failure: NetworkError | None = None
         try:
             response = await client.send(request, stream=True)
         except httpx.TransportError as exc:
-            raise network_error(exc, provider) from None
+            failure = network_error(exc, provider)
+        if failure is not None:
+            raise failure
         try:
             yield AsyncByteStream(response.status_code, response.headers, response, provider)
         finally:

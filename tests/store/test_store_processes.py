@@ -189,6 +189,4 @@ def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> No
             seen_counts.append(len(texts))
         assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
         assert reader.message_count(sid) == 300
-    with TraceStore(db):
-        pass
     assert seen_counts == sorted(seen_counts)

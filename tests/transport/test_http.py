@@ -42,7 +42,7 @@ def test_transport_failures_become_network_errors_without_the_key(failure: httpx
     assert error.retryable and error.provider == "anthropic"
     assert type(failure).__name__ in str(error)
     assert SECRET not in str(error) and SECRET not in repr(error)
-    assert error.__cause__ is None and error.__suppress_context__  # the httpx request (with headers) is not kept
+    assert error.__cause__ is None and error.__context__ is None  # the httpx request (with headers) is not kept
 
 
 def test_stream_yields_raw_chunks_and_a_drop_mid_body_is_a_truncated_stream_error() -> None:

@@ -95,7 +95,7 @@ class MessageAssembler:
 
     def tool_start(self, key: Hashable, provider_id: str | None, name: str) -> ToolUseStart:
         index, slot = self._slot(key, "tool_use")
-        slot.tool_id = self.context.tool_ids.canonical_for(self.context.provider, provider_id)
+        slot.tool_id = self.context.tool_ids.issue(self.context.provider, provider_id)
         slot.tool_name = name
         return ToolUseStart(index=index, id=slot.tool_id, name=name)
 

@@ -10,11 +10,14 @@ id its own provider issued when it goes back to that provider. The map is plain 
 from __future__ import annotations
 
 import hashlib
+import logging
 from typing import Any, Literal
 
 from metis_core.ids import new_tool_use_id
 
 IdStyle = Literal["anthropic", "openai", "alnum9", "gemini", "opaque"]
+
+log = logging.getLogger("metis_core.adapters.tool_ids")
 
 _ALNUM = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
@@ -65,6 +68,18 @@ class ToolIdMap:
         if provider_id:
             self._record(namespace, canonical_id, provider_id)
         return canonical_id
+
+    def issue(self, namespace: str, provider_id: str | None) -> str:
+        """A new canonical id for a call a provider just made in a response.
+
+        Unlike `canonical_for` (which reads ids back from a request), a response's call is always
+        new: if a misbehaving server reuses an id it issued before, the new call still gets its own
+        canonical id, and the old binding keeps the provider id, so two calls never merge.
+        """
+        if provider_id and provider_id in self._to_canonical.get(namespace, {}):
+            log.warning("%s reused tool call id %s; issuing a new canonical id", namespace, provider_id)
+            return new_tool_use_id()
+        return self.canonical_for(namespace, provider_id)
 
     def provider_for(self, namespace: str, canonical_id: str, style: IdStyle) -> str:
         """The id to send to a target: the one it issued, else a deterministic valid one."""

@@ -66,6 +66,7 @@ class ChatStreamTranslator(StreamTranslator):
         self._finish_reason: str | None = None
         self._refused = False
         self._done = False
+        self._unparsed: str | None = None
         self.ignored_choices: set[int] = set()
 
     # --- stream entry points -------------------------------------------------------------------
@@ -74,13 +75,17 @@ class ChatStreamTranslator(StreamTranslator):
         data = chunk.data
         if not data or self.asm.finished:
             return []
+        if self._unparsed is not None:  # a broken chunk with more after it: the server sent garbage
+            return self.asm.fail(ErrorClass.OTHER.value, f"stream chunk is not JSON: {self._unparsed[:200]!r}")
         if data == "[DONE]":
             self._done = True
             return self.complete_events()
         try:
             payload = orjson.loads(data)
         except orjson.JSONDecodeError:
-            return self.asm.fail(ErrorClass.OTHER.value, f"stream chunk is not JSON: {data[:200]!r}")
+            # Judged by what follows: another chunk means garbage, the end of the body a cut-off.
+            self._unparsed = data
+            return []
         if not isinstance(payload, dict):
             return self.asm.fail(ErrorClass.OTHER.value, f"stream chunk is not a JSON object: {data[:200]!r}")
         return self.apply_chunk(payload)
@@ -88,6 +93,12 @@ class ChatStreamTranslator(StreamTranslator):
     def finish(self) -> list[StreamEvent]:
         if self.asm.finished:
             return []
+        if self._unparsed is not None:
+            return self.asm.fail(
+                ErrorClass.NETWORK.value,
+                f"stream was cut off inside an event: {self._unparsed[-120:]!r}",
+                retryable=True,
+            )
         if self._finish_reason is not None:
             log.debug("stream ended after finish_reason without [DONE]; treating it as complete")
             return self.complete_events()

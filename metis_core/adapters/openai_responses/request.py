@@ -323,12 +323,12 @@ class _InputWriter:
     def _reasoning(
         self, message: Message, index: int, block: ThinkingBlock, part_lengths: Any
     ) -> dict[str, Any] | None:
-        if not replayable_to(block, PROVIDER, API, self.model):
-            self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))
-            return None
         if block.signature is None:
             self.drop(message, index, "thinking", "reasoning has no encrypted_content; without it the item "
                       "could only be replayed by id, which store:false forbids")
+            return None
+        if not replayable_to(block, PROVIDER, API, self.model):
+            self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))
             return None
         summary = [{"type": "summary_text", "text": part} for part in split_summary(block.text, part_lengths)]
         return {"type": "reasoning", "summary": summary, "encrypted_content": block.signature}

@@ -49,3 +49,13 @@ def test_map_is_plain_data_that_survives_a_round_trip() -> None:
     assert restored.to_dict() == ids.to_dict()
     assert restored.canonical_for("anthropic", "toolu_1") == canonical
     assert len(restored) == 2
+
+
+def test_a_reused_provider_id_in_a_new_response_never_merges_two_calls() -> None:
+    ids = ToolIdMap()
+    first = ids.issue("anthropic", "toolu_same")
+    second = ids.issue("anthropic", "toolu_same")
+    assert first != second
+    assert ids.provider_for("anthropic", first, "anthropic") == "toolu_same"
+    replacement = ids.provider_for("anthropic", second, "anthropic")
+    assert replacement != "toolu_same" and ids.lookup_canonical("anthropic", replacement) == second

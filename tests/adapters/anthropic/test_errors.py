@@ -137,7 +137,10 @@ def test_authentication_error_is_never_retried() -> None:
 
 
 def test_prompt_too_long_is_a_context_overflow_not_a_plain_invalid_request() -> None:
-    body = b'{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 215000 tokens > 200000 maximum"}}'
+    body = (
+        b'{"type":"error","error":{"type":"invalid_request_error",'
+        b'"message":"prompt is too long: 215000 tokens > 200000 maximum"}}'
+    )
     error = classify_error(WireResponse(400, body, {"request-id": "req_1"}))
     assert isinstance(error, ContextOverflowError) and not error.retryable
     assert "compact the session" in str(error)

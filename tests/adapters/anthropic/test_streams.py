@@ -263,7 +263,8 @@ def test_stream_without_message_start_still_parses_tool_use() -> None:
         b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
         b'"delta":{"type":"input_json_delta","partial_json":"{\\"a\\": 1}"}}\n\n'
         b'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
-        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":3}}\n\n'
+        b'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"tool_use"},'
+        b'"usage":{"output_tokens":3}}\n\n'
         b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
     )
     client, _ = serve(sse_response(body))

@@ -50,13 +50,15 @@ def test_recorded_error_maps_to_its_class_through_model_client(name: str) -> Non
 
 
 def test_quota_error_prefers_the_retry_info_delay_over_the_message_hint() -> None:
-    error = GeminiAdapter().classify_error(WireResponse(429, read_bytes("gemini", "error__429_resource_exhausted_quota.json")))
+    body = read_bytes("gemini", "error__429_resource_exhausted_quota.json")
+    error = GeminiAdapter().classify_error(WireResponse(429, body))
     assert error.retry_after == 58.0  # RetryInfo says 58s; the message says 58.217843437s
     assert error.retryable
 
 
 def test_missing_model_error_says_what_to_do_next() -> None:
-    error = GeminiAdapter().classify_error(WireResponse(404, read_bytes("gemini", "error__404_not_found_model.json")))
+    body = read_bytes("gemini", "error__404_not_found_model.json")
+    error = GeminiAdapter().classify_error(WireResponse(404, body))
     assert "gemini-3.6-flahs is not found" in str(error)
     assert "fix the request" in str(error)
     assert not error.retryable

@@ -169,7 +169,8 @@ def test_streaming_and_non_streaming_build_the_same_message(name: str) -> None:
             dump, raw = dump.replace(real, label), raw.replace(real, label)
         usage = message.metadata.usage
         assert usage is not None
-        return dump, orjson.loads(raw), message.metadata.stop_reason, message.status, usage.model_dump(exclude={"latency_ms"})
+        meta = message.metadata
+        return dump, orjson.loads(raw), meta.stop_reason, message.status, usage.model_dump(exclude={"latency_ms"})
 
     assert comparable(streamed) == comparable(whole)
 

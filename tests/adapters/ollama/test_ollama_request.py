@@ -6,12 +6,16 @@ import logging
 from typing import Any
 
 import jsonschema
+import orjson
 import pytest
 from adapters.ollama.ollama_wire_schema import CHAT_REQUEST
+from fixture_files import read_bytes
 
 from metis_core.adapters._common import lossy
-from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.base import AdapterOptions, RequestContext
 from metis_core.adapters.ollama.adapter import OllamaAdapter
+from metis_core.adapters.ollama.request_reader import read_chat_request
 from metis_core.messages import (
     BlockOrigin,
     ImageBlock,
@@ -31,6 +35,7 @@ from metis_core.messages import (
     tool_result_message,
     user_message,
 )
+from metis_core.transport.wire import WireResponse
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgYGD4DwABBAEAwS2OUAAAAABJRU5ErkJggg=="
 QWEN = BlockOrigin(provider="ollama", api="ollama_chat", model="qwen3:8b")
@@ -286,3 +291,32 @@ def test_auth_header_only_when_a_key_is_configured() -> None:
     assert adapter.auth_headers("ok-key") == {"Authorization": "Bearer ok-key"}
     assert (adapter.provider, adapter.api, adapter.framing) == ("ollama", "ollama_chat", "ndjson")
     assert adapter.default_base_url == "http://127.0.0.1:11434"
+
+
+def test_tool_ids_never_reach_the_wire_and_the_id_map_is_left_alone() -> None:
+    ids = ToolIdMap()
+    request = OllamaAdapter().to_wire(tool_conversation(), [WEATHER], AdapterOptions(model="ollama:qwen3:8b"), ids)
+    assert len(ids) == 0
+    assert "tu_" not in orjson.dumps(request.body).decode()
+
+
+def test_a_parsed_answer_replays_to_the_same_request_every_time() -> None:
+    context = RequestContext(model="ollama:llama3.2", session_id="sess_q")
+    answer = OllamaAdapter().from_wire_response(
+        WireResponse(200, read_bytes("ollama", "response__chat_tool_calls.json")), context
+    )
+    call = answer.tool_uses()[0]
+    history = [user_message("what is the weather in tokyo?"), answer, tool_result_message(call.id, "11 degrees")]
+    first = wire(history, model="ollama:llama3.2", tools=[WEATHER])
+    assert first == wire(history, model="ollama:llama3.2", tools=[WEATHER])
+    assert first["messages"][1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"function": {"index": 0, "name": "get_weather", "arguments": {"city": "Tokyo"}}}],
+    }
+    ids = ToolIdMap()
+    read_once = read_chat_request(first, tool_ids=ids)
+    read_twice = read_chat_request(first, tool_ids=ids)
+    assert read_once.messages[1].tool_uses()[0].id == read_twice.messages[1].tool_uses()[0].id
+    rebuilt = OllamaAdapter().to_wire(read_once.messages, read_once.tools, read_once.options).body
+    assert rebuilt == first

@@ -77,12 +77,13 @@ def test_tool_calls_without_ids_get_fresh_canonical_ids_each_time() -> None:
     assert first != second and len(ids) == 0  # no provider id, nothing to remember
 
 
-def test_a_provider_id_when_a_server_sends_one_is_mapped_once() -> None:
+def test_a_provider_id_when_a_server_sends_one_is_recorded_but_never_merges_two_calls() -> None:
     call = {"id": "call_x1", "function": {"name": "f", "arguments": {}}}
     body = orjson.dumps({"message": {"role": "assistant", "content": "", "tool_calls": [call]}, "done": True})
     ids = ToolIdMap()
     first = parse(body, tool_ids=ids).tool_uses()[0].id
-    assert parse(body, tool_ids=ids).tool_uses()[0].id == first
+    assert ids.lookup_canonical("ollama", "call_x1") == first
+    assert parse(body, tool_ids=ids).tool_uses()[0].id != first  # a reused id is still a new call
 
 
 def test_local_models_are_priced_at_zero_by_the_price_table() -> None:

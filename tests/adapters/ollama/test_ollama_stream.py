@@ -101,11 +101,7 @@ def test_docs_tool_call_chunk_surfaces_the_whole_call_at_once() -> None:
 
 def test_stream_and_non_stream_give_the_same_message_for_the_same_content() -> None:
     body = orjson.loads(read_bytes("ollama", "response__chat_tool_calls.json"))
-    first = {**body, "done": False, "message": body["message"]}
-    for key in ("done_reason", "total_duration", "load_duration", "prompt_eval_count", "prompt_eval_duration"):
-        first.pop(key)
-    for key in ("eval_count", "eval_duration"):
-        first.pop(key)
+    first = {"model": body["model"], "created_at": body["created_at"], "message": body["message"], "done": False}
     last = {**body, "message": {"role": "assistant", "content": ""}}
     streamed = final(translate(lines(first, last)))
     context = RequestContext(model="ollama:llama3.2", session_id="sess_s")

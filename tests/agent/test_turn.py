@@ -1,0 +1,199 @@
+"""The agent loop end to end over recorded provider traffic: events, parents, persistence."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from conftest import fixtures_root
+from support_servers import Reply
+
+from metis_core.agent.confirmation import ConfirmationAnswer
+from metis_core.errors import CapabilityMismatchError
+from metis_core.events.envelope import Event
+from metis_core.messages import ImageBlock, ImageSource, MessageStatus, Role, TextDelta
+
+from .conftest import Harness
+
+TOOL_TURN = ["turn.started", "route.decided", "llm.call_started", "llm.call_completed", "tool.called",
+             "tool.confirmation_requested", "tool.confirmation_resolved", "tool.completed", "llm.call_started",
+             "llm.call_completed", "turn.completed"]
+
+
+def by_type(events: list[Event]) -> dict[str, list[Event]]:
+    out: dict[str, list[Event]] = {}
+    for event in events:
+        out.setdefault(event.type, []).append(event)
+    return out
+
+
+def script_weather_turn(h: Harness) -> None:
+    h.script.script("anthropic", [Reply.fixture("anthropic", "stream__tool_use_input_json_delta.sse"),
+                                  Reply.fixture("anthropic", "stream__text_basic.sse")])
+
+
+async def test_tool_turn_with_confirmation_records_the_exact_event_chain(harness: Harness) -> None:
+    h = harness
+    script_weather_turn(h)
+    h.confirmer.answers = [ConfirmationAnswer("allow", "once")]
+    session = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(session, "What's the weather in SF?")
+
+    assert result.answer == "Hello there!"
+    assert h.weather.calls == [{"location": "Paris"}]
+    events = h.events(session.id)
+    assert [e.type for e in events] == ["session.created", *TOOL_TURN]
+    e = {ev.type + (f"#{i}" if ev.type == "llm.call_started" else ""): ev
+         for i, ev in enumerate(events)}
+    kinds = by_type(events)
+    started, decided = kinds["turn.started"][0], kinds["route.decided"][0]
+    call1, call2 = kinds["llm.call_started"]
+    done1, done2 = kinds["llm.call_completed"]
+    called, completed = kinds["tool.called"][0], kinds["tool.completed"][0]
+    requested, resolved = kinds["tool.confirmation_requested"][0], kinds["tool.confirmation_resolved"][0]
+    assert started.parent_event_id is None and decided.parent_event_id == started.id
+    assert call1.parent_event_id == started.id and done1.parent_event_id == call1.id
+    assert called.parent_event_id == done1.id and requested.parent_event_id == called.id
+    assert resolved.parent_event_id == requested.id and completed.parent_event_id == called.id
+    assert call2.parent_event_id == completed.id and done2.parent_event_id == call2.id
+    assert kinds["turn.completed"][0].parent_event_id == started.id
+    assert resolved.payload["decision"] == "allow" and resolved.payload["scope"] == "once"
+    assert done1.payload["produced_tool_calls"] == 1 and done1.payload["input_tokens"] == 377
+    assert kinds["turn.completed"][0].payload["tool_call_count"] == 1
+    assert all(ev.turn_id == started.turn_id for ev in events[1:])
+    del e
+
+    stored = h.runtime.store.load_messages(session.id)
+    assert [m.role for m in stored] == [Role.USER, Role.ASSISTANT, Role.TOOL, Role.ASSISTANT]
+    assert stored == session.history
+    # The second request replays Anthropic's own tool id for the call it made.
+    second = h.requests_to("anthropic.test")[1]
+    tool_result = second["messages"][-1]["content"][0]
+    assert tool_result["type"] == "tool_result" and tool_result["tool_use_id"] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+
+
+async def test_denied_confirmation_returns_an_error_result_and_tool_failed(harness: Harness) -> None:
+    h = harness
+    script_weather_turn(h)
+    h.confirmer.answers = [ConfirmationAnswer("deny")]
+    session = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(session, "weather?")
+    assert h.weather.calls == []
+    kinds = by_type(h.events(session.id))
+    failed = kinds["tool.failed"][0]
+    assert failed.payload["error_class"] == "user_denied"
+    assert failed.parent_event_id == kinds["tool.called"][0].id
+    assert kinds["tool.confirmation_resolved"][0].payload["scope"] is None
+    tool_message = next(m for m in session.history if m.role is Role.TOOL)
+    assert tool_message.tool_results()[0].is_error
+
+
+async def test_allow_for_session_is_not_asked_again(harness: Harness) -> None:
+    h = harness
+    script_weather_turn(h)
+    script_weather_turn(h)
+    h.confirmer.answers = [ConfirmationAnswer("allow", "session")]
+    session = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(session, "weather?")
+    await h.runtime.turns.run(session, "and again?")
+    assert len(h.confirmer.asked) == 1 and len(h.weather.calls) == 2
+
+
+async def test_mid_session_swap_continues_on_openai_with_valid_ids(harness: Harness) -> None:
+    h = harness
+    script_weather_turn(h)
+    h.confirmer.answers = [ConfirmationAnswer("allow", "once")]
+    session = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(session, "weather in SF?")
+    h.runtime.sessions.swap_model(session, "openai:gpt-4o")
+    h.script.script("openai", [Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
+    result = await h.runtime.turns.run(session, "thanks, and summarize")
+    assert result.final is not None and result.final.metadata.provider == "openai"
+    assert result.final.metadata.routing is not None and result.final.metadata.routing.mode.value == "manual"
+    body = h.requests_to("openai.test")[0]
+    assistant = next(m for m in body["messages"] if m.get("tool_calls"))
+    call_id = assistant["tool_calls"][0]["id"]
+    index = body["messages"].index(assistant)
+    assert body["messages"][index + 1] == {"role": "tool", "tool_call_id": call_id,
+                                           "content": "Paris: 73°F, clear"}
+    assert len(call_id) <= 40
+    assert h.runtime.store.get_session(session.id).active_model == "openai:gpt-4o"
+
+
+async def test_swap_to_a_model_that_cannot_carry_the_history_is_refused(harness: Harness) -> None:
+    h = harness
+    h.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")])
+    session = h.runtime.sessions.create(h.workspace)
+    image = ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgo="), media_type="image/png")
+    await h.runtime.turns.run(session, "what is in this picture?", attachments=[image])
+    requests_before = len(h.script.requests)
+    with pytest.raises(CapabilityMismatchError, match="image") as caught:
+        h.runtime.sessions.swap_model(session, "ollama:llama3")
+    assert caught.value.capability == "supports_images"
+    assert session.sticky_model is None
+    assert len(h.script.requests) == requests_before
+
+
+class HangingBody(httpx.AsyncByteStream):
+    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        await asyncio.Event().wait()
+
+
+async def test_cancellation_keeps_the_partial_answer_and_the_session_goes_on(harness: Harness) -> None:
+    h = harness
+    body = (fixtures_root() / "wire" / "anthropic" / "stream__text_basic.sse").read_bytes()
+    head = body[: body.index(b"content_block_stop")]
+    original = h.script.handler
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        if not h.script.requests:
+            original(request)
+            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=HangingBody(head))
+        return original(request)
+
+    h.runtime.client._transport._async_client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[attr-defined]
+    session = h.runtime.sessions.create(h.workspace)
+    first_text = asyncio.Event()
+    task = asyncio.create_task(h.runtime.turns.run(
+        session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
+    await asyncio.wait_for(first_text.wait(), 5)
+    task.cancel()
+    result = await task
+    assert result.cancelled
+    stored = h.runtime.store.load_messages(session.id)
+    assert stored[-1].status is MessageStatus.CANCELLED and stored[-1].text()
+    kinds = by_type(h.events(session.id))
+    cancelled = kinds["turn.cancelled"][0]
+    assert cancelled.parent_event_id == kinds["turn.started"][0].id
+    assert cancelled.payload["reason"] == "user_cancel" and "turn.completed" not in kinds
+
+    h.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")])
+    after = await h.runtime.turns.run(session, "ok, shorter please")
+    assert after.final is not None and after.final.status is MessageStatus.COMPLETE
+
+
+async def test_session_resumes_in_a_new_runtime_and_continues(harness: Harness) -> None:
+    h = harness
+    script_weather_turn(h)
+    h.confirmer.answers = [ConfirmationAnswer("allow", "once")]
+    session = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(session, "weather?")
+    h.runtime.close()
+
+    h.runtime = h.open_runtime()
+    resumed = h.runtime.sessions.resume(session.id)
+    assert resumed.history == session.history
+    assert resumed.tool_ids.to_dict() == session.tool_ids.to_dict()
+    h.script.script("openai", [Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
+    result = await h.runtime.turns.run(resumed, "more?", override="openai:gpt-4o")
+    assert result.final is not None and result.final.metadata.routing.mode.value == "override"  # type: ignore[union-attr]
+    kinds = by_type(h.events(session.id))
+    assert kinds["session.resumed"][0].payload["last_event_id_at_resume"] is not None
