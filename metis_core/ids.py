@@ -2,11 +2,13 @@
 
 ULIDs from `new_ulid()` are strictly increasing within this process even when many are made
 inside one millisecond (the random part is incremented, as the ULID spec's monotonic mode says),
-so sorting ids sorts by creation. Encoding is done by python-ulid; only the monotonic step is ours.
+so sorting ids sorts by creation. python-ulid parses and validates; generation is ours because it
+is on the hot path of every event (monotonic step plus a C-speed base32 encoding).
 """
 
 from __future__ import annotations
 
+import base64
 import os
 import threading
 import time
@@ -17,8 +19,21 @@ from ulid import ULID
 _RANDOM_BITS = 80
 _RANDOM_MAX = (1 << _RANDOM_BITS) - 1
 
+# Standard base32 (RFC 4648) letters mapped onto Crockford's alphabet, so encoding runs in C.
+_TO_CROCKFORD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", b"0123456789ABCDEFGHJKMNPQRSTVWXYZ")
+
 TOOL_USE_PREFIX = "tu_"
 SESSION_PREFIX = "sess_"
+
+
+def encode_ulid(value: int) -> str:
+    """Crockford base32 of a 128-bit value, 26 characters (the hot path of every id we make).
+
+    The 26 characters carry 130 bits with two leading zeros; shifted left by 30 they fill 20
+    bytes, whose base32 form starts with exactly those 26 characters.
+    """
+    encoded = base64.b32encode((value << 30).to_bytes(20, "big"))
+    return encoded[:26].translate(_TO_CROCKFORD).decode("ascii")
 
 
 class UlidGenerator:
@@ -55,7 +70,7 @@ class UlidGenerator:
             return (self._last_ms << _RANDOM_BITS) | self._last_random
 
     def new(self) -> str:
-        return str(ULID.from_int(self.new_int()))
+        return encode_ulid(self.new_int())
 
 
 _default = UlidGenerator()

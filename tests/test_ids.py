@@ -51,3 +51,13 @@ def test_prefixed_ids() -> None:
     assert tool_id.startswith("tu_") and is_ulid(tool_id[3:])
     assert session_id.startswith("sess_") and is_ulid(session_id[5:])
     assert not is_ulid("not-a-ulid")
+
+
+def test_our_encoding_matches_python_ulid_across_the_range() -> None:
+    import random
+
+    from metis_core.ids import encode_ulid
+
+    values = [0, 1, (1 << 128) - 1, 1 << 80, *(random.getrandbits(128) for _ in range(5_000))]
+    assert all(encode_ulid(v) == str(ULID.from_int(v)) for v in values)
+    assert encode_ulid((1 << 128) - 1) == "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"  # largest valid ULID (spec)

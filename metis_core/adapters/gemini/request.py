@@ -59,7 +59,9 @@ def model_path(model_name: str, *, stream: bool) -> str:
 
 def tool_result_response(block: ToolResultBlock) -> dict[str, Any]:
     """Gemini's `response` object: a JSON-object result as is, else {"output": text} / {"error": text}."""
-    text = block.text()
+    content = block.content
+    only = content[0] if len(content) == 1 else None
+    text = only.text if isinstance(only, TextBlock) else block.text()
     if block.is_error:
         return {"error": text}
     if text.startswith("{"):
@@ -86,6 +88,7 @@ class _Builder:
         self._tool_names: dict[str, str] = {}
         self._capabilities = capabilities
         self._images_ok: bool | None = None
+        self._skip_signature = needs_skip_signature(self.model_name)
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_drop(self.dropped, session_id=self.session_id or message.session_id, message_id=message.id,
@@ -144,10 +147,11 @@ class _Builder:
         for index, block in enumerate(message.content):
             if not isinstance(block, ToolResultBlock):
                 continue
-            for inner in block.content:
-                if isinstance(inner, ImageBlock):
-                    self.drop(message, index, "image", "Gemini function responses carry JSON only; "
-                              "the image returned by the tool was not sent")
+            if len(block.content) > 1 or (block.content and isinstance(block.content[0], ImageBlock)):
+                for inner in block.content:
+                    if isinstance(inner, ImageBlock):
+                        self.drop(message, index, "image", "Gemini function responses carry JSON only; "
+                                  "the image returned by the tool was not sent")
             response: dict[str, Any] = {"name": self._tool_names.get(block.tool_use_id, "unknown_tool"),
                                         "response": tool_result_response(block)}
             provider_id = self.tool_ids.known_provider_id(PROVIDER, block.tool_use_id)
@@ -206,7 +210,7 @@ class _Builder:
             else:
                 self.drop(message, len(message.content), "thought_signature",
                           f"signed by {table.origin_label()}; not valid at {PROVIDER}/{API}/{self.model_name}")
-        if first_call is not None and "thoughtSignature" not in first_call and needs_skip_signature(self.model_name):
+        if first_call is not None and self._skip_signature and "thoughtSignature" not in first_call:
             first_call["thoughtSignature"] = GEMINI_3_SKIP_SIGNATURE
         return parts
 

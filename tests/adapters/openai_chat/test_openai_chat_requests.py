@@ -99,7 +99,7 @@ def test_live_verbatim_request_reaches_the_server_unchanged(name: str) -> None:
 def test_reader_maps_every_role_including_developer() -> None:
     body = read_json("openai_chat", "request__multiple_system_and_user_messages.json")
     read = OpenAIChatAdapter().read_request(body)
-    assert [m.role.value for m in read.messages] == ["system"] * 4 and False or [m.role.value for m in read.messages] == [
+    assert [m.role.value for m in read.messages] == [
         "system", "system", "system", "user", "user", "user", "assistant", "assistant", "assistant", "system",
     ]  # fmt: skip
     assert (read.messages[-1].metadata.provider_raw or {})["wire_role"] == "developer"

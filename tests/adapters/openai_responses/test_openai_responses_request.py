@@ -57,7 +57,7 @@ def assistant(*blocks: Any, status: MessageStatus = MessageStatus.COMPLETE, raw:
 def build(messages: list[Message], *, model: str = MODEL, tools: list[ToolDefinition] | None = None,
           ids: ToolIdMap | None = None, **options: Any) -> Any:
     return OpenAIResponsesAdapter().to_wire(
-        messages, tools or [], AdapterOptions(model=model, session_id="sess_r", **options), ids or ToolIdMap()
+        messages, tools or [], AdapterOptions(model=model, session_id="sess_r", **options), ids if ids is not None else ToolIdMap()
     )
 
 

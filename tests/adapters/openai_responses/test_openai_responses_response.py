@@ -55,7 +55,7 @@ EXPECTED: dict[str, tuple[list[str], str, tuple[str, dict[str, Any]] | None, tup
 
 
 def context(model: str = "openai_responses:gpt-5", ids: ToolIdMap | None = None) -> RequestContext:
-    return RequestContext(model=model, session_id="sess_p", tool_ids=ids or ToolIdMap())
+    return RequestContext(model=model, session_id="sess_p", tool_ids=ids if ids is not None else ToolIdMap())
 
 
 def parse(body: bytes, ctx: RequestContext | None = None, status: int = 200) -> Message:
