@@ -1,3 +1,4 @@
+# ruff: noqa: F401, I001
 """metis-core: one canonical conversation across every model, with every action on the record.
 
 The public names are importable from here. They are loaded on first use, so `import metis_core`
@@ -13,47 +14,146 @@ __version__ = "0.1.0"
 
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
-    # canonical format
-    **{
-        name: "metis_core.messages"
-        for name in (
-            "BlockOrigin", "ContentBlock", "ImageBlock", "ImageSource", "Message", "MessageComplete",
-            "MessageMetadata", "MessageStatus", "RedactedThinkingBlock", "Role", "RoutingDecisionRecord",
-            "RoutingMode", "SideEffects", "StreamError", "StreamEvent", "TextBlock", "TextDelta",
-            "ThinkingBlock", "ThinkingDelta", "ToolDefinition", "ToolResultBlock", "ToolUseBlock",
-            "ToolUseEnd", "ToolUseInputDelta", "ToolUseStart", "Usage", "UsageUpdate", "check_message",
-            "check_session", "user_message", "system_message", "tool_result_message",
-        )
-    },
-    "AdapterCapabilities": "metis_core.models.capabilities",
-    "ModelId": "metis_core.models.model_id",
-    "parse_model_id": "metis_core.models.model_id",
+    "BlockOrigin": "metis_core.messages",
+    "ContentBlock": "metis_core.messages",
+    "ImageBlock": "metis_core.messages",
+    "ImageSource": "metis_core.messages",
+    "Message": "metis_core.messages",
+    "MessageComplete": "metis_core.messages",
+    "MessageMetadata": "metis_core.messages",
+    "MessageStatus": "metis_core.messages",
+    "RedactedThinkingBlock": "metis_core.messages",
+    "Role": "metis_core.messages",
+    "RoutingDecisionRecord": "metis_core.messages",
+    "RoutingMode": "metis_core.messages",
+    "SideEffects": "metis_core.messages",
+    "StreamError": "metis_core.messages",
+    "StreamEvent": "metis_core.messages",
+    "TextBlock": "metis_core.messages",
+    "TextDelta": "metis_core.messages",
+    "ThinkingBlock": "metis_core.messages",
+    "ThinkingDelta": "metis_core.messages",
+    "ToolDefinition": "metis_core.messages",
+    "ToolResultBlock": "metis_core.messages",
+    "ToolUseBlock": "metis_core.messages",
+    "ToolUseEnd": "metis_core.messages",
+    "ToolUseInputDelta": "metis_core.messages",
+    "ToolUseStart": "metis_core.messages",
+    "Usage": "metis_core.messages",
+    "UsageUpdate": "metis_core.messages",
+    "check_message": "metis_core.messages",
+    "check_session": "metis_core.messages",
+    "user_message": "metis_core.messages",
+    "system_message": "metis_core.messages",
+    "tool_result_message": "metis_core.messages",
+    "check_tool_schema": "metis_core.messages.tool_schema",
+    "validate_tool_input": "metis_core.messages.tool_input",
+    "tool_input_violations": "metis_core.messages.tool_input",
     "new_ulid": "metis_core.ids",
     "new_tool_use_id": "metis_core.ids",
     "new_session_id": "metis_core.ids",
     "json_hash": "metis_core.hashing",
     "canonical_json": "metis_core.hashing",
-    # events
+    "AdapterCapabilities": "metis_core.models.capabilities",
+    "ModelId": "metis_core.models.model_id",
+    "parse_model_id": "metis_core.models.model_id",
+    "ModelRegistry": "metis_core.models.registry",
+    "ModelInfo": "metis_core.models.registry",
+    "default_registry": "metis_core.models.registry",
+    "PriceTable": "metis_core.models.pricing",
+    "ModelPrice": "metis_core.models.pricing",
+    "price_usage": "metis_core.models.pricing",
+    "default_price_table": "metis_core.models.pricing",
+    "MetisConfig": "metis_core.config",
+    "load_config": "metis_core.config",
+    "metis_home": "metis_core.config",
+    "get_adapter": "metis_core.adapters.registry",
+    "Adapter": "metis_core.adapters.base",
+    "AdapterOptions": "metis_core.adapters.base",
+    "RequestContext": "metis_core.adapters.base",
+    "WireRequest": "metis_core.adapters.base",
+    "StreamTranslator": "metis_core.adapters.base",
+    "ToolIdMap": "metis_core.adapters._common.tool_ids",
+    "ModelClient": "metis_core.adapters.client",
+    "RetryPolicy": "metis_core.transport.retry",
     "Event": "metis_core.events.envelope",
     "Actor": "metis_core.events.envelope",
     "Sensitivity": "metis_core.events.envelope",
-    # errors
-    **{
-        name: "metis_core.errors"
-        for name in (
-            "MetisError", "ConfigError", "MissingAPIKeyError", "InsecureKeyFileError",
-            "MessageInvariantError", "SessionInvariantError", "SchemaMigrationError", "ToolSchemaError",
-            "ToolInputInvalidError", "ModelIdError", "UnknownModelError", "AliasCycleError",
-            "CapabilityMismatchError", "UnsupportedProviderError", "ErrorClass", "ProviderError",
-            "RateLimitError", "AuthenticationError", "ServerError", "NetworkError",
-            "ContextOverflowError", "InvalidRequestError", "RequestCancelledError",
-            "OtherProviderError", "MalformedResponseError", "TruncatedStreamError",
-            "AllModelsFailedError", "EventValidationError", "EventBusOverflowError",
-            "FastPathHandlerError", "EventBusClosedError", "StoreError", "DatabaseLockedError",
-            "CorruptDatabaseError", "SchemaVersionError", "StorageFullError", "BackupError",
-            "SessionNotFoundError", "ToolError", "PathEscapeError", "RoutingPolicyError",
-        )
-    },
+    "EventBus": "metis_core.events.bus",
+    "BusMode": "metis_core.events.bus",
+    "EventFilter": "metis_core.events.filters",
+    "Subscription": "metis_core.events.subscription",
+    "SubscriptionHandle": "metis_core.events.subscription",
+    "slow": "metis_core.events.subscription",
+    "CATALOG": "metis_core.events.catalog",
+    "PAYLOAD_REGISTRY": "metis_core.events.catalog",
+    "AUDIT_EVENT_TYPES": "metis_core.events.catalog",
+    "make_event": "metis_core.events.catalog",
+    "catalog_json_schema": "metis_core.events.catalog",
+    "walk_to_root": "metis_core.events.causality",
+    "build_tree": "metis_core.events.causality",
+    "CausalTree": "metis_core.events.causality",
+    "EventRecorder": "metis_core.events.recorder",
+    "SessionStore": "metis_core.store.sessions",
+    "TraceStore": "metis_core.trace.store",
+    "BackupResult": "metis_core.trace.backup",
+    "backup": "metis_core.trace.backup",
+    "restore": "metis_core.trace.backup",
+    "PurgeResult": "metis_core.trace.retention",
+    "export_audit": "metis_core.trace.audit",
+    "HealthTracker": "metis_core.routing.health",
+    "HealthPolicy": "metis_core.routing.health",
+    "FallbackChain": "metis_core.routing.fallback",
+    "RoutingEngine": "metis_core.routing.engine",
+    "NoRoutableModelError": "metis_core.routing.engine",
+    "Runtime": "metis_core.agent.runtime",
+    "MetisError": "metis_core.errors",
+    "ConfigError": "metis_core.errors",
+    "MissingAPIKeyError": "metis_core.errors",
+    "InsecureKeyFileError": "metis_core.errors",
+    "PriceTableError": "metis_core.errors",
+    "ViolationsError": "metis_core.errors",
+    "MessageInvariantError": "metis_core.errors",
+    "SessionInvariantError": "metis_core.errors",
+    "SchemaMigrationError": "metis_core.errors",
+    "ToolSchemaError": "metis_core.errors",
+    "ToolInputInvalidError": "metis_core.errors",
+    "ModelIdError": "metis_core.errors",
+    "UnknownModelError": "metis_core.errors",
+    "AliasCycleError": "metis_core.errors",
+    "CapabilityMismatchError": "metis_core.errors",
+    "UnsupportedProviderError": "metis_core.errors",
+    "UnreadableWireRequestError": "metis_core.errors",
+    "ErrorClass": "metis_core.errors",
+    "ProviderError": "metis_core.errors",
+    "RateLimitError": "metis_core.errors",
+    "AuthenticationError": "metis_core.errors",
+    "ServerError": "metis_core.errors",
+    "NetworkError": "metis_core.errors",
+    "ContextOverflowError": "metis_core.errors",
+    "InvalidRequestError": "metis_core.errors",
+    "RequestCancelledError": "metis_core.errors",
+    "OtherProviderError": "metis_core.errors",
+    "MalformedResponseError": "metis_core.errors",
+    "TruncatedStreamError": "metis_core.errors",
+    "AllModelsFailedError": "metis_core.errors",
+    "EventValidationError": "metis_core.errors",
+    "EventBusOverflowError": "metis_core.errors",
+    "FastPathHandlerError": "metis_core.errors",
+    "EventBusClosedError": "metis_core.errors",
+    "EventBusTimeoutError": "metis_core.errors",
+    "BrokenCausalChainError": "metis_core.errors",
+    "StoreError": "metis_core.errors",
+    "DatabaseLockedError": "metis_core.errors",
+    "CorruptDatabaseError": "metis_core.errors",
+    "SchemaVersionError": "metis_core.errors",
+    "StorageFullError": "metis_core.errors",
+    "BackupError": "metis_core.errors",
+    "SessionNotFoundError": "metis_core.errors",
+    "SessionExistsError": "metis_core.errors",
+    "ToolError": "metis_core.errors",
+    "PathEscapeError": "metis_core.errors",
+    "RoutingPolicyError": "metis_core.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -73,7 +173,116 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from metis_core.errors import *  # noqa: F403
-    from metis_core.events.envelope import Actor, Event, Sensitivity  # noqa: F401
-    from metis_core.messages import *  # noqa: F403
-    from metis_core.models.capabilities import AdapterCapabilities  # noqa: F401
+    from metis_core.messages import (
+        BlockOrigin,
+        ContentBlock,
+        ImageBlock,
+        ImageSource,
+        Message,
+        MessageComplete,
+        MessageMetadata,
+        MessageStatus,
+        RedactedThinkingBlock,
+        Role,
+        RoutingDecisionRecord,
+        RoutingMode,
+        SideEffects,
+        StreamError,
+        StreamEvent,
+        TextBlock,
+        TextDelta,
+        ThinkingBlock,
+        ThinkingDelta,
+        ToolDefinition,
+        ToolResultBlock,
+        ToolUseBlock,
+        ToolUseEnd,
+        ToolUseInputDelta,
+        ToolUseStart,
+        Usage,
+        UsageUpdate,
+        check_message,
+        check_session,
+        user_message,
+        system_message,
+        tool_result_message,
+    )
+    from metis_core.messages.tool_schema import check_tool_schema
+    from metis_core.messages.tool_input import validate_tool_input, tool_input_violations
+    from metis_core.ids import new_ulid, new_tool_use_id, new_session_id
+    from metis_core.hashing import json_hash, canonical_json
+    from metis_core.models.capabilities import AdapterCapabilities
+    from metis_core.models.model_id import ModelId, parse_model_id
+    from metis_core.models.registry import ModelRegistry, ModelInfo, default_registry
+    from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
+    from metis_core.config import MetisConfig, load_config, metis_home
+    from metis_core.adapters.registry import get_adapter
+    from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
+    from metis_core.adapters._common.tool_ids import ToolIdMap
+    from metis_core.adapters.client import ModelClient
+    from metis_core.transport.retry import RetryPolicy
+    from metis_core.events.envelope import Event, Actor, Sensitivity
+    from metis_core.events.bus import EventBus, BusMode
+    from metis_core.events.filters import EventFilter
+    from metis_core.events.subscription import Subscription, SubscriptionHandle, slow
+    from metis_core.events.catalog import CATALOG, PAYLOAD_REGISTRY, AUDIT_EVENT_TYPES, make_event, catalog_json_schema
+    from metis_core.events.causality import walk_to_root, build_tree, CausalTree
+    from metis_core.events.recorder import EventRecorder
+    from metis_core.store.sessions import SessionStore
+    from metis_core.trace.store import TraceStore
+    from metis_core.trace.backup import BackupResult, backup, restore
+    from metis_core.trace.retention import PurgeResult
+    from metis_core.trace.audit import export_audit
+    from metis_core.routing.health import HealthTracker, HealthPolicy
+    from metis_core.routing.fallback import FallbackChain
+    from metis_core.routing.engine import RoutingEngine, NoRoutableModelError
+    from metis_core.agent.runtime import Runtime
+    from metis_core.errors import (
+        MetisError,
+        ConfigError,
+        MissingAPIKeyError,
+        InsecureKeyFileError,
+        PriceTableError,
+        ViolationsError,
+        MessageInvariantError,
+        SessionInvariantError,
+        SchemaMigrationError,
+        ToolSchemaError,
+        ToolInputInvalidError,
+        ModelIdError,
+        UnknownModelError,
+        AliasCycleError,
+        CapabilityMismatchError,
+        UnsupportedProviderError,
+        UnreadableWireRequestError,
+        ErrorClass,
+        ProviderError,
+        RateLimitError,
+        AuthenticationError,
+        ServerError,
+        NetworkError,
+        ContextOverflowError,
+        InvalidRequestError,
+        RequestCancelledError,
+        OtherProviderError,
+        MalformedResponseError,
+        TruncatedStreamError,
+        AllModelsFailedError,
+        EventValidationError,
+        EventBusOverflowError,
+        FastPathHandlerError,
+        EventBusClosedError,
+        EventBusTimeoutError,
+        BrokenCausalChainError,
+        StoreError,
+        DatabaseLockedError,
+        CorruptDatabaseError,
+        SchemaVersionError,
+        StorageFullError,
+        BackupError,
+        SessionNotFoundError,
+        SessionExistsError,
+        ToolError,
+        PathEscapeError,
+        RoutingPolicyError,
+    )

@@ -121,17 +121,21 @@ def test_sigkill_at_random_points_never_loses_a_reported_commit(tmp_path: Path) 
     kills = 0
     started = time.monotonic()
     while kills < 25 and (kills < 15 or time.monotonic() - started < 12):
-        child = subprocess.Popen(
-            [sys.executable, "-c", _CRASH_CHILD, str(db), sid, tests_dir],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        errors = tmp_path / "child.err"
+        with errors.open("w") as err_file:
+            child = subprocess.Popen(
+                [sys.executable, "-c", _CRASH_CHILD, str(db), sid, tests_dir],
+                stdout=subprocess.PIPE,
+                stderr=err_file,
+                text=True,
+            )
         assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready", child.stderr.read() if child.stderr else ""
+        assert child.stdout.readline().strip() == "ready", errors.read_text()
         time.sleep(rng.uniform(0.0, 0.25))
         child.send_signal(signal.SIGKILL)
-        out, _ = child.communicate(timeout=30)
+        out = child.stdout.read()  # the same buffered reader as readline(): no line is skipped
+        child.stdout.close()
+        child.wait(timeout=30)
         assert child.returncode == -signal.SIGKILL
         kills += 1
         for line in out.splitlines():  # a torn last line was never fully reported

@@ -49,8 +49,51 @@ def _without_empty_text(message: Message, session_id: str) -> Message | None:
     return message.model_copy(update={"content": kept})
 
 
+def _needs_no_repair(messages: list[Message]) -> bool:
+    """One cheap pass: True when the history is already in the shape `repair_history` produces.
+
+    That is the common case (the agent loop writes well-formed histories), and it lets every
+    request skip the rebuilding pass, which is most of the cost of `to_wire`.
+    """
+    expected: list[str] = []
+    seen_uses: set[str] = set()
+    for message in messages:
+        role = message.role
+        content = message.content
+        if role is Role.TOOL:
+            if not expected or len(content) != 1:
+                return False
+            block = content[0]
+            if not isinstance(block, ToolResultBlock) or block.tool_use_id != expected[0]:
+                return False
+            del expected[0]
+            continue
+        if expected:
+            return False  # a call is still unanswered
+        if not content and role is not Role.SYSTEM:
+            return False
+        for block in content:
+            kind = block.type
+            if kind == "text":
+                if not block.text:  # type: ignore[union-attr]
+                    return False
+            elif kind == "tool_use":
+                if message.metadata.status is not MessageStatus.COMPLETE:
+                    return False
+                use_id = block.id  # type: ignore[union-attr]
+                if use_id in seen_uses:
+                    return False
+                seen_uses.add(use_id)
+                expected.append(use_id)
+            elif kind == "tool_result":
+                return False
+    return not expected
+
+
 def repair_history(messages: list[Message], *, session_id: str = "") -> list[Message]:
     """A copy of `messages` in which every tool_use is answered right after its assistant turn."""
+    if _needs_no_repair(messages):
+        return list(messages)
     all_uses = {b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)}
     results: dict[str, Message] = {}
     for message in messages:

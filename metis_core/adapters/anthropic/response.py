@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.anthropic.usage import usage_from_wire
 from metis_core.errors import MalformedResponseError
-from metis_core.messages import Message, MessageComplete
+from metis_core.messages import Message, MessageStatus
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 if TYPE_CHECKING:
@@ -55,7 +55,6 @@ def add_block(assembler: MessageAssembler, index: int, block: dict[str, Any], sk
         assembler.tool_start(index, block.get("id"), block.get("name") or "")
         tool_input = block.get("input")
         assembler.tool_input_object(index, tool_input if isinstance(tool_input, dict) else {})
-        assembler.tool_end(index)
     elif kind == "thinking":
         assembler.thinking(index, block.get("thinking") or "")
         if block.get("signature") is not None:
@@ -85,8 +84,5 @@ def parse_response(response: WireResponse, context: RequestContext) -> Message:
     assembler.provider_raw.update(raw_details(data))
     if skipped:
         assembler.provider_raw["skipped_block_types"] = skipped
-    for event in assembler.complete(canonical_stop_reason(data.get("stop_reason"))):
-        if isinstance(event, MessageComplete):
-            message: Message = event.message
-            return message
-    raise AssertionError("the assembler always ends with a message")  # pragma: no cover
+    # Arguments arrive parsed here, so nothing can be half-built: the message is COMPLETE.
+    return assembler.build(MessageStatus.COMPLETE, canonical_stop_reason(data.get("stop_reason")))

@@ -211,9 +211,9 @@ def test_error_event_after_content_ends_the_stream_partial_with_the_error_class(
 
 def test_stream_and_response_of_the_same_content_give_the_same_message() -> None:
     stream_body = read_bytes("anthropic", "stream__tool_use_input_json_delta.sse")
-    ids = ToolIdMap()
+    stream_ids, response_ids = ToolIdMap(), ToolIdMap()
     client, _ = serve(sse_response(stream_body))
-    streamed = final(list(client.stream(HISTORY, model=MODEL, tool_ids=ids)))
+    streamed = final(list(client.stream(HISTORY, model=MODEL, tool_ids=stream_ids)))
     response: dict[str, Any] = {
         "id": "msg_019Q1hrJbZG26Fb9BQhrkHEr",
         "type": "message",
@@ -233,8 +233,13 @@ def test_stream_and_response_of_the_same_content_give_the_same_message() -> None
         "usage": {"input_tokens": 377, "output_tokens": 65},
     }
     client, _ = serve(httpx.Response(200, content=json.dumps(response).encode()))
-    parsed = client.complete(HISTORY, model=MODEL, tool_ids=ids)
-    assert parsed.content == streamed.content  # same canonical tool id too: the map knows toolu_01NRL...
+    parsed = client.complete(HISTORY, model=MODEL, tool_ids=response_ids)
+    # canonical ids are fresh per call; each map binds its own to the same provider id
+    (streamed_use,), (parsed_use,) = streamed.tool_uses(), parsed.tool_uses()
+    assert stream_ids.to_dict()["anthropic"][streamed_use.id] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+    assert response_ids.to_dict()["anthropic"][parsed_use.id] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+    parsed_use.id = streamed_use.id
+    assert parsed.content == streamed.content
     assert parsed.metadata.stop_reason == streamed.metadata.stop_reason
     assert parsed.metadata.provider_raw == streamed.metadata.provider_raw
     assert parsed.metadata.usage is not None and streamed.metadata.usage is not None
