@@ -52,6 +52,7 @@ _BY_CODE: dict[str, type[ProviderError]] = {
     "invalid_prompt": InvalidRequestError,
 }
 
+
 def redact(message: str) -> str:
     """Remove any API-key fragment a provider echoed back."""
     return _KEY_SHAPED.sub("[redacted key]", _ECHOED_KEY.sub(r"\1[redacted key]\2", message))

@@ -255,13 +255,21 @@ class _InputWriter:
         caps = self.capabilities
         kind = block.source.kind
         if kind == "file_ref":
-            self.drop(message, index, "image", "file_ref image reached the adapter unresolved; the caller "
-                      "must inline workspace images before to_wire")
+            self.drop(
+                message,
+                index,
+                "image",
+                "file_ref image reached the adapter unresolved; the caller must inline workspace images before to_wire",
+            )
             return None
         if not caps.supports_images:
             self.drop(message, index, "image", f"{self.model} does not accept images")
             return None
-        if kind == "base64" and caps.accepted_image_media_types and block.media_type not in caps.accepted_image_media_types:
+        if (
+            kind == "base64"
+            and caps.accepted_image_media_types
+            and block.media_type not in caps.accepted_image_media_types
+        ):
             self.drop(message, index, "image", f"{self.model} does not accept {block.media_type} images")
             return None
         url = block.source.data if kind == "url" else f"data:{block.media_type};base64,{block.source.data}"
@@ -296,8 +304,12 @@ class _InputWriter:
                     reasoning_at.append((len(out), index))
                     out.append(item)
             elif isinstance(block, RedactedThinkingBlock):
-                self.drop(message, index, "redacted_thinking", "redacted thinking is an Anthropic token the "
-                          "Responses API cannot carry")
+                self.drop(
+                    message,
+                    index,
+                    "redacted_thinking",
+                    "redacted thinking is an Anthropic token the Responses API cannot carry",
+                )
         if text_run:
             out.append({"role": "assistant", "content": "".join(text_run)})
         # The API rejects a reasoning item sent without the item that followed it
@@ -305,8 +317,13 @@ class _InputWriter:
         for position, index in reversed(reasoning_at):
             if position + 1 >= len(out):
                 del out[position]
-                self.drop(message, index, "thinking", "reasoning item would be sent without the output item "
-                          "that followed it, which the Responses API rejects")
+                self.drop(
+                    message,
+                    index,
+                    "thinking",
+                    "reasoning item would be sent without the output item "
+                    "that followed it, which the Responses API rejects",
+                )
         return out
 
     def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
@@ -324,8 +341,13 @@ class _InputWriter:
         self, message: Message, index: int, block: ThinkingBlock, part_lengths: Any
     ) -> dict[str, Any] | None:
         if block.signature is None:
-            self.drop(message, index, "thinking", "reasoning has no encrypted_content; without it the item "
-                      "could only be replayed by id, which store:false forbids")
+            self.drop(
+                message,
+                index,
+                "thinking",
+                "reasoning has no encrypted_content; without it the item "
+                "could only be replayed by id, which store:false forbids",
+            )
             return None
         if not replayable_to(block, PROVIDER, API, self.model):
             self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))

@@ -40,13 +40,31 @@ from metis_core.messages import (
 log = logging.getLogger("metis_core.adapters.openai_responses")
 
 EFFORTS = frozenset({"minimal", "low", "medium", "high"})
-_MAPPED = frozenset({
-    "model", "instructions", "input", "tools", "tool_choice", "temperature", "top_p", "max_output_tokens",
-    "parallel_tool_calls", "reasoning", "text", "stream", "include",
-})
+_MAPPED = frozenset(
+    {
+        "model",
+        "instructions",
+        "input",
+        "tools",
+        "tool_choice",
+        "temperature",
+        "top_p",
+        "max_output_tokens",
+        "parallel_tool_calls",
+        "reasoning",
+        "text",
+        "stream",
+        "include",
+    }
+)
 _STATEFUL = ("previous_response_id", "conversation")
-_MEDIA_BY_EXTENSION = {".png": "image/png", ".gif": "image/gif", ".webp": "image/webp", ".jpg": "image/jpeg",
-                       ".jpeg": "image/jpeg"}
+_MEDIA_BY_EXTENSION = {
+    ".png": "image/png",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+}
 
 
 @dataclass(slots=True)
@@ -73,8 +91,7 @@ def read_request(body: Any, *, tool_ids: ToolIdMap | None = None, session_id: st
     reader = _InputReader(tool_ids if tool_ids is not None else ToolIdMap(), options, session_id)
     instructions = body.get("instructions")
     if isinstance(instructions, str):
-        reader.messages.append(Message(role=Role.SYSTEM, session_id=session_id,
-                                       content=[TextBlock(text=instructions)]))
+        reader.messages.append(Message(role=Role.SYSTEM, session_id=session_id, content=[TextBlock(text=instructions)]))
     raw_input = body.get("input")
     if isinstance(raw_input, str):
         reader.messages.append(Message(role=Role.USER, session_id=session_id, content=[TextBlock(text=raw_input)]))
@@ -116,8 +133,12 @@ def _options(body: dict[str, Any], model: str) -> AdapterOptions:
         form = text.get("format") if isinstance(text, dict) else None
         if isinstance(form, dict) and form.get("type") == "json_schema" and isinstance(form.get("schema"), dict):
             options.response_format = {"name": form.get("name") or "response", "schema": form["schema"]}
-        if not (isinstance(form, dict) and set(text) == {"format"} and form.get("type") == "json_schema"
-                and set(form) <= {"type", "name", "schema", "strict"}):
+        if not (
+            isinstance(form, dict)
+            and set(text) == {"format"}
+            and form.get("type") == "json_schema"
+            and set(form) <= {"type", "name", "schema", "strict"}
+        ):
             options.extra["text"] = text
     stream = body.get("stream")
     if stream is True:
@@ -138,8 +159,7 @@ def _tool(position: int, tool: Any) -> ToolDefinition:
             f"tools[{position}] is a {kind!r} tool; metis carries only function tools (type: function)"
         )
     parameters = tool.get("parameters") or {"type": "object", "properties": {}}
-    return ToolDefinition(name=tool.get("name", ""), description=tool.get("description") or "",
-                          input_schema=parameters)
+    return ToolDefinition(name=tool.get("name", ""), description=tool.get("description") or "", input_schema=parameters)
 
 
 # --- input items ---------------------------------------------------------------------------
@@ -180,8 +200,12 @@ class _InputReader:
         else:
             raise UnreadableWireRequestError(
                 f"input[{position}] is a {kind!r} item; metis reads messages, function/custom tool calls, "
-                "their outputs and reasoning items" + (" (item references point at state stored by OpenAI; "
-                                                       "inline the item instead)" if kind == "item_reference" else "")
+                "their outputs and reasoning items"
+                + (
+                    " (item references point at state stored by OpenAI; inline the item instead)"
+                    if kind == "item_reference"
+                    else ""
+                )
             )
 
     def _message(self, position: int, role: str, content: Any) -> None:
@@ -190,10 +214,14 @@ class _InputReader:
             self.messages.append(Message(role=Role.USER, session_id=self.session_id, content=blocks))
             return
         text = "".join(b.text for b in self._parts(position, content) if isinstance(b, TextBlock))
-        self.messages.append(Message(
-            role=Role.SYSTEM, session_id=self.session_id, content=[TextBlock(text=text)],
-            metadata=MessageMetadata(provider_raw={RAW_KEY: {"input_role": role}}),
-        ))
+        self.messages.append(
+            Message(
+                role=Role.SYSTEM,
+                session_id=self.session_id,
+                content=[TextBlock(text=text)],
+                metadata=MessageMetadata(provider_raw={RAW_KEY: {"input_role": role}}),
+            )
+        )
 
     def _parts(self, position: int, content: Any) -> list[Any]:
         if isinstance(content, str):
@@ -252,8 +280,12 @@ class _InputReader:
             origin = self.origin if signature is not None else None
             self.pending.blocks.append(ThinkingBlock(text=text, signature=signature, origin=origin))
         else:
-            log.warning("reasoning item %s has neither summary nor encrypted_content; it only refers to state "
-                        "stored by OpenAI and is not kept", item.get("id"), extra={"session_id": self.session_id})
+            log.warning(
+                "reasoning item %s has neither summary nor encrypted_content; it only refers to state "
+                "stored by OpenAI and is not kept",
+                item.get("id"),
+                extra={"session_id": self.session_id},
+            )
         self.pending.record.add_reasoning(item.get("id"), has_block, [len(p) for p in parts])
 
     def _output(self, position: int, item: dict[str, Any]) -> None:
@@ -263,26 +295,36 @@ class _InputReader:
         canonical = self.tool_ids.lookup_canonical(PROVIDER, call_id) or self.tool_ids.canonical_for(PROVIDER, call_id)
         output = item.get("output")
         content = [TextBlock(text=output)] if isinstance(output, str) else self._parts(position, output)
-        self.messages.append(Message(
-            role=Role.TOOL, session_id=self.session_id,
-            content=[ToolResultBlock(tool_use_id=canonical, content=content)],
-            metadata=MessageMetadata(parent_tool_use_id=canonical),
-        ))
+        self.messages.append(
+            Message(
+                role=Role.TOOL,
+                session_id=self.session_id,
+                content=[ToolResultBlock(tool_use_id=canonical, content=content)],
+                metadata=MessageMetadata(parent_tool_use_id=canonical),
+            )
+        )
 
     def flush_assistant(self) -> None:
         pending = self.pending
         if not pending.blocks:
             return
         model = self.options.model
-        self.messages.append(Message(
-            role=Role.ASSISTANT, session_id=self.session_id, content=pending.blocks,
-            metadata=MessageMetadata(
-                model=model, provider=PROVIDER, usage=Usage(),
-                routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=model,
-                                              reason="read from a Responses API request"),
-                provider_raw=pending.record.as_provider_raw() if _has_raw(pending.record) else None,
-            ),
-        ))
+        self.messages.append(
+            Message(
+                role=Role.ASSISTANT,
+                session_id=self.session_id,
+                content=pending.blocks,
+                metadata=MessageMetadata(
+                    model=model,
+                    provider=PROVIDER,
+                    usage=Usage(),
+                    routing=RoutingDecisionRecord(
+                        mode=RoutingMode.DEFAULT, chosen_model=model, reason="read from a Responses API request"
+                    ),
+                    provider_raw=pending.record.as_provider_raw() if _has_raw(pending.record) else None,
+                ),
+            )
+        )
         self.pending = _PendingAssistant()
 
 

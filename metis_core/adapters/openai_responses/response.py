@@ -150,8 +150,9 @@ def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[
 def failure_error(error: Any, *, status: int | None = None, request_id: str | None = None) -> ProviderError:
     """The exception for a `failed` response (its `error` object holds a code and a message)."""
     code, message = _error_code_message(error)
-    return error_type_for(code, message)(message, provider=PROVIDER, status=status, request_id=request_id,
-                                         provider_code=code)
+    return error_type_for(code, message)(
+        message, provider=PROVIDER, status=status, request_id=request_id, provider_code=code
+    )
 
 
 def _error_code_message(error: Any) -> tuple[str | None, str]:
@@ -159,8 +160,10 @@ def _error_code_message(error: Any) -> tuple[str | None, str]:
         return None, "the response failed without an error object"
     code = error.get("code")
     message = error.get("message")
-    return (code if isinstance(code, str) else None,
-            message if isinstance(message, str) and message else f"the response failed ({code})")
+    return (
+        code if isinstance(code, str) else None,
+        message if isinstance(message, str) and message else f"the response failed ({code})",
+    )
 
 
 def _malformed(problem: str, response: WireResponse) -> MalformedResponseError:

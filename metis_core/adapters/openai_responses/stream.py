@@ -319,7 +319,8 @@ class ResponsesStreamTranslator(StreamTranslator):
         return [usage, *end_response(self.assembler, self.record, response)]
 
     def _error(self, event: dict[str, Any]) -> list[StreamEvent]:
-        error = event.get("error") if isinstance(event.get("error"), dict) else event
+        nested = event.get("error")
+        error: dict[str, Any] = nested if isinstance(nested, dict) else event
         code = error.get("code")
         message = error.get("message")
         text = message if isinstance(message, str) and message else f"the stream reported an error ({code})"

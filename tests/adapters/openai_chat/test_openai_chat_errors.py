@@ -51,7 +51,9 @@ def test_recorded_error_maps_to_its_class(name: str) -> None:
 
 
 def test_echoed_key_fragment_is_redacted() -> None:
-    error = OpenAIChatAdapter().classify_error(WireResponse(401, read_bytes("openai_chat", "error__401_invalid_api_key.json")))
+    error = OpenAIChatAdapter().classify_error(
+        WireResponse(401, read_bytes("openai_chat", "error__401_invalid_api_key.json"))
+    )
     assert "bad-key" not in str(error) and "[redacted]" in str(error)
 
 
@@ -62,7 +64,7 @@ def classify(status: int, body: bytes, headers: dict[str, str] | None = None) ->
 def test_context_length_exceeded_is_context_overflow() -> None:
     body = b"""{
   "error": {
-    "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000 tokens.",
+    "message": "This model's maximum context length is 128000 tokens. However, your messages resulted in 130000.",
     "type": "invalid_request_error",
     "param": "messages",
     "code": "context_length_exceeded"
@@ -73,14 +75,16 @@ def test_context_length_exceeded_is_context_overflow() -> None:
 
 
 def test_insufficient_quota_is_not_retryable_even_though_it_is_a_429() -> None:
-    body = b'{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", "code": "insufficient_quota"}}'
+    body = b'{"error": {"message": "Out of quota.", "type": "insufficient_quota", "code": "insufficient_quota"}}'
     error = classify(429, body)
     assert isinstance(error, AuthenticationError) and not error.retryable
     assert error.provider_code == "insufficient_quota" and "billing" in str(error)
 
 
 def test_server_errors_are_retryable_and_honour_retry_after_headers() -> None:
-    error = classify(503, b'{"error": {"message": "The server is overloaded", "type": "server_error"}}', {"retry-after": "7"})
+    error = classify(
+        503, b'{"error": {"message": "The server is overloaded", "type": "server_error"}}', {"retry-after": "7"}
+    )
     assert isinstance(error, ServerError) and error.retryable and error.retry_after == 7.0
     assert isinstance(classify(500, b"upstream connect error"), ServerError)
     assert classify(429, b'{"error": {"message": "slow down"}}', {"retry-after-ms": "1500"}).retry_after == 1.5

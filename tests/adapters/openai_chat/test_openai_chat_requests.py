@@ -100,8 +100,17 @@ def test_reader_maps_every_role_including_developer() -> None:
     body = read_json("openai_chat", "request__multiple_system_and_user_messages.json")
     read = OpenAIChatAdapter().read_request(body)
     assert [m.role.value for m in read.messages] == [
-        "system", "system", "system", "user", "user", "user", "assistant", "assistant", "assistant", "system",
-    ]  # fmt: skip
+        "system",
+        "system",
+        "system",
+        "user",
+        "user",
+        "user",
+        "assistant",
+        "assistant",
+        "assistant",
+        "system",
+    ]
     assert (read.messages[-1].metadata.provider_raw or {})["wire_role"] == "developer"
     assert read.options.temperature == 0.7 and read.options.extra == {"n": 1, "stream": False}
 
@@ -245,7 +254,9 @@ def test_images_become_image_url_parts_and_file_refs_are_dropped(caplog: pytest.
     assert request.body["messages"][0]["content"][1] == {"type": "image_url", "image_url": {"url": url.source.data}}
     assert len(request.body["messages"][0]["content"]) == 2
     assert [(d.block_type, d.block_index) for d in request.dropped] == [("image", 2)]
-    no_images = adapter_for(AdapterCapabilities(supports_images=False)).to_wire([message], [], AdapterOptions(model=MODEL))
+    no_images = adapter_for(AdapterCapabilities(supports_images=False)).to_wire(
+        [message], [], AdapterOptions(model=MODEL)
+    )
     assert no_images.body["messages"][0]["content"] == "what is it?"
 
 
@@ -282,9 +293,7 @@ def test_thinking_is_dropped_with_a_warn_log_and_no_bus_event(
 def test_replay_to_openai_uses_the_issued_arguments_string_and_custom_calls() -> None:
     adapter = OpenAIChatAdapter()
     context = RequestContext(model=MODEL, session_id="sess_w")
-    parsed = adapter.from_wire_response(
-        WireResponse(200, _sample_bytes("response__parallel_tool_calls.json")), context
-    )
+    parsed = adapter.from_wire_response(WireResponse(200, _sample_bytes("response__parallel_tool_calls.json")), context)
     custom = adapter.from_wire_response(
         WireResponse(200, _sample_bytes("response__reasoning_tokens_custom_tool_call.json")), context
     )

@@ -35,13 +35,32 @@ MODEL = "openai:gpt-4o"
 
 # name -> (stop_reason, text, [(tool, input)], input_tokens, output_tokens, cached)
 EXPECTED: dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]], int, int, int]] = {
-    "stream__cached_tokens_usage_chunk.sse": ("max_tokens", "Structuring a database schema effectively", [], 140, 100, 1280),
+    "stream__cached_tokens_usage_chunk.sse": (
+        "max_tokens",
+        "Structuring a database schema effectively",
+        [],
+        140,
+        100,
+        1280,
+    ),
     "stream__content_logprobs.sse": ("end_turn", "Foo!", [], 9, 2, 0),
     "stream__finish_reason_length.sse": ("max_tokens", '{"', [], 79, 1, 0),
     "stream__n2_choices_tool_calls.sse": (
-        "tool_use", "", [("get_current_weather", {"location": "San Francisco, CA"})], 85, 43, 0,
+        "tool_use",
+        "",
+        [("get_current_weather", {"location": "San Francisco, CA"})],
+        85,
+        43,
+        0,
     ),
-    "stream__n3_multiple_choices.sse": ("end_turn", '{"city":"San Francisco","temperature":65,"units":"f"}', [], 79, 42, 0),
+    "stream__n3_multiple_choices.sse": (
+        "end_turn",
+        '{"city":"San Francisco","temperature":65,"units":"f"}',
+        [],
+        79,
+        42,
+        0,
+    ),
     "stream__parallel_tool_calls_with_usage.sse": (
         "tool_use",
         "",
@@ -49,15 +68,29 @@ EXPECTED: dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]], int, int, 
             ("GetWeatherArgs", {"city": "Edinburgh", "country": "GB", "units": "c"}),
             ("get_stock_price", {"ticker": "AAPL", "exchange": "NASDAQ"}),
         ],
-        149, 60, 0,
+        149,
+        60,
+        0,
     ),
     "stream__refusal_deltas.sse": ("refusal", "I'm sorry, I can't assist with that request.", [], 79, 11, 0),
-    "stream__text_with_usage_chunk.sse": ("end_turn", "I'm unable to provide real-time weather updates.", [], 14, 30, 0),
+    "stream__text_with_usage_chunk.sse": (
+        "end_turn",
+        "I'm unable to provide real-time weather updates.",
+        [],
+        14,
+        30,
+        0,
+    ),
     "stream__tool_call_fragments_usage_null_per_chunk.sse": (
-        "tool_use", "", [("get_current_weather", {"location": "San Francisco, CA", "unit": "celsius"})], 85, 24, 0,
+        "tool_use",
+        "",
+        [("get_current_weather", {"location": "San Francisco, CA", "unit": "celsius"})],
+        85,
+        24,
+        0,
     ),
     "stream__tool_call_single.sse": ("tool_use", "", [("get_weather", {"city": "New York City"})], 44, 16, 0),
-}  # fmt: skip
+}
 
 
 def stream(name: str) -> list[StreamEvent]:

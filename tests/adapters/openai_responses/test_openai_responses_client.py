@@ -12,10 +12,10 @@ from typing import Any
 import httpx
 import orjson
 import pytest
+from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk
 from fixture_files import read_bytes, wire_files
 from mock_http import BASE_URL, serve, sse_response
 
-from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk
 from metis_core.adapters.base import AdapterOptions, RequestContext
 from metis_core.adapters.openai_responses.adapter import OpenAIResponsesAdapter
 from metis_core.errors import AuthenticationError, InvalidRequestError, ProviderError
@@ -34,8 +34,11 @@ from metis_core.transport.wire import WireResponse
 
 API_KEY = "sk-test-responses-SECRET-4242"
 MODEL = "openai_responses:gpt-4.1"
-WEATHER = ToolDefinition(name="get_current_weather", description="Get the current weather", input_schema={
-    "type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]})
+WEATHER = ToolDefinition(
+    name="get_current_weather",
+    description="Get the current weather",
+    input_schema={"type": "object", "properties": {"location": {"type": "string"}}, "required": ["location"]},
+)
 
 
 def history() -> list[Message]:
@@ -43,8 +46,9 @@ def history() -> list[Message]:
 
 
 def json_response(status: int, body: bytes) -> httpx.Response:
-    return httpx.Response(status, content=body, headers={"content-type": "application/json",
-                                                         "x-request-id": "req_client_1"})
+    return httpx.Response(
+        status, content=body, headers={"content-type": "application/json", "x-request-id": "req_client_1"}
+    )
 
 
 def sent(server: Any) -> dict[str, Any]:
@@ -110,10 +114,12 @@ async def test_every_stream_sample_through_model_client_astream(name: str) -> No
 
 @pytest.mark.parametrize(
     ("name", "status", "cls"),
-    [("error__400_decimal_below_min_value.json", 400, InvalidRequestError),
-     ("error__400_model_not_found.json", 400, InvalidRequestError),
-     ("error__400_reasoning_item_without_following_item.json", 400, InvalidRequestError),
-     ("error__401_invalid_api_key.json", 401, AuthenticationError)],
+    [
+        ("error__400_decimal_below_min_value.json", 400, InvalidRequestError),
+        ("error__400_model_not_found.json", 400, InvalidRequestError),
+        ("error__400_reasoning_item_without_following_item.json", 400, InvalidRequestError),
+        ("error__401_invalid_api_key.json", 401, AuthenticationError),
+    ],
 )
 def test_every_error_sample_through_model_client_raises_its_class(name: str, status: int, cls: type) -> None:
     client, _ = serve(json_response(status, read_bytes(PROVIDER, name)), provider=PROVIDER, api_key=API_KEY)
@@ -127,8 +133,9 @@ def test_every_error_sample_through_model_client_raises_its_class(name: str, sta
 def test_a_connection_dropped_mid_stream_ends_with_an_error_event_and_a_partial_message() -> None:
     body = read_bytes(PROVIDER, "stream__text.sse")
     cut = body[: body.index(b"event: response.output_text.done")]
-    client, _ = serve(sse_response(cut, chunk_size=50, fail=httpx.ReadError("connection reset")),
-                      provider=PROVIDER, api_key=API_KEY)
+    client, _ = serve(
+        sse_response(cut, chunk_size=50, fail=httpx.ReadError("connection reset")), provider=PROVIDER, api_key=API_KEY
+    )
     events = list(client.stream(history(), MODEL))
     assert any(isinstance(e, StreamError) and e.retryable for e in events)
     last = events[-1]

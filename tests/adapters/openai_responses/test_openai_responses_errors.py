@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from adapters.openai_responses.responses_oracle import PROVIDER
 from fixture_files import read_bytes, wire_files
 
-from adapters.openai_responses.responses_oracle import PROVIDER
 from metis_core.adapters.openai_responses.adapter import OpenAIResponsesAdapter
 from metis_core.errors import (
     AuthenticationError,
@@ -23,13 +23,25 @@ ADAPTER = OpenAIResponsesAdapter()
 # name -> (status, class, provider_code, words the message keeps)
 EXPECTED: dict[str, tuple[int, type[ProviderError], str, str]] = {
     "error__400_decimal_below_min_value.json": (
-        400, InvalidRequestError, "decimal_below_min_value", "Invalid 'temperature': decimal below minimum value"),
+        400,
+        InvalidRequestError,
+        "decimal_below_min_value",
+        "Invalid 'temperature': decimal below minimum value",
+    ),
     # model_not_found is a 400 here: the request names a model this key cannot use. Not retryable; a
     # fallback chain moves on to its next model.
     "error__400_model_not_found.json": (
-        400, InvalidRequestError, "model_not_found", "The requested model 'gpt-5.2-proo' does not exist."),
+        400,
+        InvalidRequestError,
+        "model_not_found",
+        "The requested model 'gpt-5.2-proo' does not exist.",
+    ),
     "error__400_reasoning_item_without_following_item.json": (
-        400, InvalidRequestError, "invalid_request_error", "was provided without its required following item"),
+        400,
+        InvalidRequestError,
+        "invalid_request_error",
+        "was provided without its required following item",
+    ),
     "error__401_invalid_api_key.json": (401, AuthenticationError, "invalid_api_key", "Incorrect API key provided"),
 }
 
@@ -59,14 +71,19 @@ def test_the_401_body_is_2_space_pretty_printed_without_a_trailing_newline_and_t
     error = classify(401, body)
     assert "<not-a-r****key>" not in str(error) and "[redacted key]" in str(error)
     assert "OPENAI_API_KEY" in str(error)  # says what to do next
-    leaked = classify(401, b'{"error": {"message": "Incorrect API key provided: sk-proj-abcdef123456. See docs.", '
-                           b'"code": "invalid_api_key"}}')
+    leaked = classify(
+        401,
+        b'{"error": {"message": "Incorrect API key provided: sk-proj-abcdef123456. See docs.", '
+        b'"code": "invalid_api_key"}}',
+    )
     assert "sk-proj-abcdef123456" not in str(leaked) and "abcdef" not in repr(leaked.detail)
 
 
 def test_rate_limits_are_retryable_and_carry_the_wait_from_headers_or_the_message() -> None:
-    body = (b'{"error": {"message": "Rate limit reached for gpt-5 on tokens per min. Please try again in 6.5s.", '
-            b'"type": "tokens", "code": "rate_limit_exceeded"}}')
+    body = (
+        b'{"error": {"message": "Rate limit reached for gpt-5 on tokens per min. Please try again in 6.5s.", '
+        b'"type": "tokens", "code": "rate_limit_exceeded"}}'
+    )
     from_message = classify(429, body)
     assert isinstance(from_message, RateLimitError) and from_message.retryable
     assert from_message.retry_after == pytest.approx(6.5)
@@ -77,8 +94,11 @@ def test_rate_limits_are_retryable_and_carry_the_wait_from_headers_or_the_messag
 
 
 def test_an_exhausted_quota_is_not_a_rate_limit_and_is_not_retried() -> None:
-    error = classify(429, b'{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", '
-                          b'"code": "insufficient_quota"}}')
+    error = classify(
+        429,
+        b'{"error": {"message": "You exceeded your current quota.", "type": "insufficient_quota", '
+        b'"code": "insufficient_quota"}}',
+    )
     assert type(error) is OtherProviderError and not error.retryable and "Add credits" in str(error)
 
 
@@ -89,11 +109,17 @@ def test_server_errors_are_retryable_even_with_an_html_body(status: int) -> None
 
 
 def test_context_overflow_is_recognized_from_the_code_or_the_message() -> None:
-    by_code = classify(400, b'{"error": {"message": "Your input exceeds the context window of this model. Please '
-                            b'adjust your input and try again.", "type": "invalid_request_error", '
-                            b'"code": "context_length_exceeded"}}')
-    by_text = classify(400, b'{"error": {"message": "This model\'s maximum context length is 128000 tokens.", '
-                            b'"type": "invalid_request_error", "code": null}}')
+    by_code = classify(
+        400,
+        b'{"error": {"message": "Your input exceeds the context window of this model. Please '
+        b'adjust your input and try again.", "type": "invalid_request_error", '
+        b'"code": "context_length_exceeded"}}',
+    )
+    by_text = classify(
+        400,
+        b'{"error": {"message": "This model\'s maximum context length is 128000 tokens.", '
+        b'"type": "invalid_request_error", "code": null}}',
+    )
     assert isinstance(by_code, ContextOverflowError) and isinstance(by_text, ContextOverflowError)
     assert "larger context window" in str(by_code)
 

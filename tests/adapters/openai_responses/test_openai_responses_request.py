@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk, without_item_state
 from fixture_files import fidelity_tier, read_json, wire_files
 
-from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk, without_item_state
 from metis_core.adapters._common import lossy
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -44,20 +44,37 @@ ORIGIN = BlockOrigin(provider=PROVIDER, api="responses", model="gpt-5")
 REQUESTS = [p for p in wire_files(PROVIDER) if p.name.startswith(("request__", "docs_example__request"))]
 
 
-def assistant(*blocks: Any, status: MessageStatus = MessageStatus.COMPLETE, raw: dict[str, Any] | None = None,
-              message_id: str | None = None) -> Message:
+def assistant(
+    *blocks: Any,
+    status: MessageStatus = MessageStatus.COMPLETE,
+    raw: dict[str, Any] | None = None,
+    message_id: str | None = None,
+) -> Message:
     metadata = MessageMetadata(
-        model=MODEL, provider=PROVIDER, usage=Usage(), status=status, provider_raw=raw,
+        model=MODEL,
+        provider=PROVIDER,
+        usage=Usage(),
+        status=status,
+        provider_raw=raw,
         routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=MODEL, reason="test"),
     )
     extra = {"id": message_id} if message_id else {}
     return Message(role=Role.ASSISTANT, session_id="sess_r", content=list(blocks), metadata=metadata, **extra)
 
 
-def build(messages: list[Message], *, model: str = MODEL, tools: list[ToolDefinition] | None = None,
-          ids: ToolIdMap | None = None, **options: Any) -> Any:
+def build(
+    messages: list[Message],
+    *,
+    model: str = MODEL,
+    tools: list[ToolDefinition] | None = None,
+    ids: ToolIdMap | None = None,
+    **options: Any,
+) -> Any:
     return OpenAIResponsesAdapter().to_wire(
-        messages, tools or [], AdapterOptions(model=model, session_id="sess_r", **options), ids if ids is not None else ToolIdMap()
+        messages,
+        tools or [],
+        AdapterOptions(model=model, session_id="sess_r", **options),
+        ids if ids is not None else ToolIdMap(),
     )
 
 
@@ -130,7 +147,11 @@ def test_reasoning_replay_request_reads_summary_parts_and_encrypted_content_and_
     assert len(source["summary"]) == 5 and thinking.text.count("\n\n**") == 4  # parts joined by a blank line
     built = OpenAIResponsesAdapter().to_wire(parsed.messages, parsed.tools, parsed.options).body
     replayed = built["input"][1]
-    assert replayed == {"type": "reasoning", "summary": source["summary"], "encrypted_content": source["encrypted_content"]}
+    assert replayed == {
+        "type": "reasoning",
+        "summary": source["summary"],
+        "encrypted_content": source["encrypted_content"],
+    }
     assert built["input"][2]["type"] == "function_call"  # still followed by the item it produced
 
 
@@ -152,8 +173,9 @@ def test_leading_system_messages_are_hoisted_into_instructions_in_order() -> Non
 
 
 def test_a_system_message_after_the_conversation_started_stays_in_place_as_a_system_item() -> None:
-    body = build([user_message("hi"), assistant(TextBlock(text="hello")), system_message("Now be terse."),
-                  user_message("again")]).body
+    body = build(
+        [user_message("hi"), assistant(TextBlock(text="hello")), system_message("Now be terse."), user_message("again")]
+    ).body
     assert "instructions" not in body
     assert [item.get("role") for item in body["input"]] == ["user", "assistant", "system", "user"]
     assert body["input"][2] == {"role": "system", "content": "Now be terse."}
@@ -166,8 +188,11 @@ def conversation_with_reasoning(origin: BlockOrigin | None, signature: str | Non
     use = ToolUseBlock(id="tu_01JREASONCALL000000000000", name="lookup", input={"q": "x"})
     return [
         user_message("find x", session_id="sess_r"),
-        assistant(ThinkingBlock(text="I should look it up", signature=signature, origin=origin), use,
-                  message_id="msg_reasoning"),
+        assistant(
+            ThinkingBlock(text="I should look it up", signature=signature, origin=origin),
+            use,
+            message_id="msg_reasoning",
+        ),
         tool_result_message(use.id, "found", session_id="sess_r"),
     ]
 
@@ -175,8 +200,11 @@ def conversation_with_reasoning(origin: BlockOrigin | None, signature: str | Non
 def test_reasoning_replays_verbatim_to_the_same_origin_without_any_id() -> None:
     request = build(conversation_with_reasoning(ORIGIN))
     item = request.body["input"][1]
-    assert item == {"type": "reasoning", "summary": [{"type": "summary_text", "text": "I should look it up"}],
-                    "encrypted_content": "gAAAA-enc"}
+    assert item == {
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": "I should look it up"}],
+        "encrypted_content": "gAAAA-enc",
+    }
     assert request.body["input"][2]["type"] == "function_call"
     assert request.body["include"] == ["reasoning.encrypted_content"]
     assert request.dropped == []
@@ -200,11 +228,19 @@ def test_reasoning_from_another_model_is_dropped_and_logged_with_the_lossy_field
     assert [item.get("type") for item in request.body["input"]] == [None, "function_call", "function_call_output"]
     [drop] = request.dropped
     assert (drop.message_id, drop.block_index, drop.block_type, drop.adapter) == (
-        "msg_reasoning", 0, "thinking", PROVIDER)
+        "msg_reasoning",
+        0,
+        "thinking",
+        PROVIDER,
+    )
     [record] = [r for r in caplog.records if r.name == "metis_core.adapters.lossy"]
     assert record.levelno == logging.WARNING
     assert (record.session_id, record.message_id, record.block_type, record.adapter) == (  # type: ignore[attr-defined]
-        "sess_r", "msg_reasoning", "thinking", PROVIDER)
+        "sess_r",
+        "msg_reasoning",
+        "thinking",
+        PROVIDER,
+    )
     assert "gpt-5-mini" in record.reason and "gpt-5" in record.reason  # type: ignore[attr-defined]
 
 
@@ -230,8 +266,12 @@ def test_a_reasoning_item_never_goes_out_without_the_item_that_followed_it() -> 
     lossy.forget_logged_drops()
     # A cancelled turn: repair removes the unexecuted call, which leaves the reasoning trailing.
     use = ToolUseBlock(id="tu_01JDANGLING0000000000000", name="lookup", input={})
-    cut = assistant(ThinkingBlock(text="plan", signature="gAAAA-x", origin=ORIGIN), use,
-                    status=MessageStatus.CANCELLED, message_id="msg_cut")
+    cut = assistant(
+        ThinkingBlock(text="plan", signature="gAAAA-x", origin=ORIGIN),
+        use,
+        status=MessageStatus.CANCELLED,
+        message_id="msg_cut",
+    )
     request = build([user_message("go"), cut, user_message("never mind")])
     assert all(item.get("type") != "reasoning" for item in request.body["input"])
     [drop] = request.dropped
@@ -243,8 +283,11 @@ def test_a_reasoning_item_never_goes_out_without_the_item_that_followed_it() -> 
 
 def test_store_false_requests_carry_no_previous_response_id_and_no_item_references() -> None:
     messages = conversation_with_reasoning(ORIGIN)
-    messages.append(assistant(TextBlock(text="x is found"),
-                              raw={PROVIDER: {"response_id": "resp_123", "reasoning": [{"id": "rs_1"}]}}))
+    messages.append(
+        assistant(
+            TextBlock(text="x is found"), raw={PROVIDER: {"response_id": "resp_123", "reasoning": [{"id": "rs_1"}]}}
+        )
+    )
     messages.append(user_message("thanks"))
     body = build(messages, extra={"store": False, "previous_response_id": "resp_123"}).body
     assert body["store"] is False
@@ -278,31 +321,51 @@ def test_canonical_tool_ids_become_stable_openai_call_ids_and_issued_ids_come_ba
 
 def test_custom_grammar_tool_calls_go_back_as_custom_calls_with_custom_outputs() -> None:
     use = ToolUseBlock(id="tu_01JCUSTOM000000000000000", name="math_exp", input={"input": "4 + 4"})
-    messages = [user_message("add"), assistant(use, raw={PROVIDER: {"custom_tool_calls": [use.id]}}),
-                tool_result_message(use.id, "8")]
+    messages = [
+        user_message("add"),
+        assistant(use, raw={PROVIDER: {"custom_tool_calls": [use.id]}}),
+        tool_result_message(use.id, "8"),
+    ]
     items = build(messages).body["input"]
-    assert items[1] == {"type": "custom_tool_call", "call_id": "call_01JCUSTOM000000000000000", "name": "math_exp",
-                        "input": "4 + 4"}
+    assert items[1] == {
+        "type": "custom_tool_call",
+        "call_id": "call_01JCUSTOM000000000000000",
+        "name": "math_exp",
+        "input": "4 + 4",
+    }
     assert items[2] == {"type": "custom_tool_call_output", "call_id": items[1]["call_id"], "output": "8"}
     validate_with_sdk(build(messages).body)
 
 
 def test_tool_results_with_images_become_output_part_lists() -> None:
     use = ToolUseBlock(id="tu_01JSHOT0000000000000000", name="screenshot", input={})
-    result = tool_result_message(use.id, [TextBlock(text="here"), ImageBlock(
-        source=ImageSource(kind="base64", data="iVBORw0KGgo="), media_type="image/png")])
+    result = tool_result_message(
+        use.id,
+        [
+            TextBlock(text="here"),
+            ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgo="), media_type="image/png"),
+        ],
+    )
     items = build([user_message("shot"), assistant(use), result]).body["input"]
-    assert items[2]["output"] == [{"type": "input_text", "text": "here"},
-                                  {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=",
-                                   "detail": "auto"}]
+    assert items[2]["output"] == [
+        {"type": "input_text", "text": "here"},
+        {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo=", "detail": "auto"},
+    ]
 
 
 # --- images ------------------------------------------------------------------------------------
 
 
 def image_message(kind: str, data: str) -> Message:
-    return Message(role=Role.USER, session_id="sess_r", id="msg_img", content=[
-        TextBlock(text="what is this?"), ImageBlock(source=ImageSource(kind=kind, data=data), media_type="image/png")])  # type: ignore[arg-type]
+    return Message(
+        role=Role.USER,
+        session_id="sess_r",
+        id="msg_img",
+        content=[
+            TextBlock(text="what is this?"),
+            ImageBlock(source=ImageSource(kind=kind, data=data), media_type="image/png"),
+        ],
+    )  # type: ignore[arg-type]
 
 
 def test_images_are_sent_as_urls_or_data_urls() -> None:
@@ -334,25 +397,58 @@ def test_file_ref_images_and_images_to_a_text_only_model_are_dropped_and_logged(
 
 
 def test_strict_is_on_exactly_for_schemas_that_already_meet_strict_mode() -> None:
-    closed = ToolDefinition(name="add", description="Add", input_schema={
-        "type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"], "additionalProperties": False})
-    open_ = ToolDefinition(name="find", description="", input_schema={
-        "type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}}, "required": ["q"]})
+    closed = ToolDefinition(
+        name="add",
+        description="Add",
+        input_schema={
+            "type": "object",
+            "properties": {"a": {"type": "integer"}},
+            "required": ["a"],
+            "additionalProperties": False,
+        },
+    )
+    open_ = ToolDefinition(
+        name="find",
+        description="",
+        input_schema={
+            "type": "object",
+            "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
+            "required": ["q"],
+        },
+    )
     tools = build([user_message("x")], tools=[closed, open_]).body["tools"]
-    assert tools[0] == {"type": "function", "name": "add", "description": "Add", "parameters": closed.input_schema,
-                        "strict": True}
+    assert tools[0] == {
+        "type": "function",
+        "name": "add",
+        "description": "Add",
+        "parameters": closed.input_schema,
+        "strict": True,
+    }
     assert tools[1]["strict"] is False and "description" not in tools[1]
 
 
 def test_options_map_to_responses_fields_and_extra_none_switches_a_default_off(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
-              "additionalProperties": False}
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+        "additionalProperties": False,
+    }
     with caplog.at_level(logging.WARNING):
-        body = build([user_message("x")], max_tokens=300, temperature=0.2, top_p=0.9, tool_choice={"name": "add"},
-                     parallel_tool_calls=False, reasoning_effort="high", stream=True, stop=["END"],
-                     response_format={"name": "city", "schema": schema}).body
+        body = build(
+            [user_message("x")],
+            max_tokens=300,
+            temperature=0.2,
+            top_p=0.9,
+            tool_choice={"name": "add"},
+            parallel_tool_calls=False,
+            reasoning_effort="high",
+            stream=True,
+            stop=["END"],
+            response_format={"name": "city", "schema": schema},
+        ).body
     assert body["max_output_tokens"] == 300 and body["temperature"] == 0.2 and body["top_p"] == 0.9
     assert body["tool_choice"] == {"type": "function", "name": "add"}
     assert body["parallel_tool_calls"] is False
@@ -378,10 +474,14 @@ def test_a_thinking_budget_becomes_the_nearest_effort_and_non_reasoning_models_g
         ({"model": "gpt-5", "input": "x", "previous_response_id": "resp_1"}, "previous_response_id"),
         ({"model": "gpt-5", "input": [{"type": "item_reference", "id": "msg_1"}]}, "item_reference"),
         ({"model": "gpt-5", "input": "x", "tools": [{"type": "web_search"}]}, "web_search"),
-        ({"model": "gpt-5", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
-         "input_file"),
-        ({"model": "gpt-5", "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]},
-         "arguments"),
+        (
+            {"model": "gpt-5", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
+            "input_file",
+        ),
+        (
+            {"model": "gpt-5", "input": [{"type": "function_call", "call_id": "c", "name": "f", "arguments": "[1]"}]},
+            "arguments",
+        ),
         ({"input": "x"}, "model"),
         (["not", "an", "object"], "JSON object"),
     ],
@@ -392,11 +492,18 @@ def test_requests_metis_cannot_hold_are_refused_with_the_field_named(body: Any, 
 
 
 def test_reader_maps_options_and_keeps_unknown_fields_verbatim_in_extra() -> None:
-    parsed = read_request({
-        "model": "gpt-5", "input": "x", "max_output_tokens": 10, "tool_choice": {"type": "function", "name": "f"},
-        "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}}},
-        "reasoning": {"effort": "minimal"}, "truncation": "auto", "metadata": {"k": "v"},
-    })
+    parsed = read_request(
+        {
+            "model": "gpt-5",
+            "input": "x",
+            "max_output_tokens": 10,
+            "tool_choice": {"type": "function", "name": "f"},
+            "text": {"format": {"type": "json_schema", "name": "out", "schema": {"type": "object"}}},
+            "reasoning": {"effort": "minimal"},
+            "truncation": "auto",
+            "metadata": {"k": "v"},
+        }
+    )
     options = parsed.options
     assert options.model == MODEL and options.max_tokens == 10 and options.tool_choice == {"name": "f"}
     assert options.response_format == {"name": "out", "schema": {"type": "object"}}

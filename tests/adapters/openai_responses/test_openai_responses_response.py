@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 import pytest
+from adapters.openai_responses.responses_oracle import PROVIDER
 from fixture_files import read_bytes, read_json, wire_files
 
-from adapters.openai_responses.responses_oracle import PROVIDER
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, RequestContext
 from metis_core.adapters.openai_responses.adapter import OpenAIResponsesAdapter
@@ -30,27 +30,63 @@ ADAPTER = OpenAIResponsesAdapter()
 #          usage (input, output, cached, cache write, reasoning), stop reason)
 EXPECTED: dict[str, tuple[list[str], str, tuple[str, dict[str, Any]] | None, tuple[int, ...], str]] = {
     "response__after_function_call_output.json": (
-        ["text"], "The weather in San Francisco is currently sunny with a temperature of 72°F", None,
-        (60, 36, 0, 0, 0), "end_turn"),
+        ["text"],
+        "The weather in San Francisco is currently sunny with a temperature of 72°F",
+        None,
+        (60, 36, 0, 0, 0),
+        "end_turn",
+    ),
     "response__cached_tokens.json": (["text"], "2, 3, 4", None, (125, 8, 1390, 0, 0), "end_turn"),
     "response__custom_tool_call_with_reasoning.json": (
-        ["tool_use"], "", ("math_exp", {"input": "4 + 4"}), (159, 275, 0, 0, 256), "tool_use"),
+        ["tool_use"],
+        "",
+        ("math_exp", {"input": "4 + 4"}),
+        (159, 275, 0, 0, 256),
+        "tool_use",
+    ),
     "response__function_call.json": (
-        ["tool_use"], "", ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}),
-        (75, 23, 0, 0, 0), "tool_use"),
+        ["tool_use"],
+        "",
+        ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}),
+        (75, 23, 0, 0, 0),
+        "tool_use",
+    ),
     "response__function_call_agents_sdk.json": (
-        ["tool_use"], "", ("add", {"a": 1, "b": 2}), (289, 18, 0, 0, 0), "tool_use"),
+        ["tool_use"],
+        "",
+        ("add", {"a": 1, "b": 2}),
+        (289, 18, 0, 0, 0),
+        "tool_use",
+    ),
     "response__reasoning_encrypted_content_summary.json": (
-        ["thinking", "text"], "```python\ndef factorial(n: int) -> int:", None, (34, 226, 0, 0, 59), "end_turn"),
+        ["thinking", "text"],
+        "```python\ndef factorial(n: int) -> int:",
+        None,
+        (34, 226, 0, 0, 59),
+        "end_turn",
+    ),
     "response__reasoning_item_and_tokens.json": (
-        ["text"], "The 2020 World Series was played entirely at Globe Life Field in Arlington, Texas", None,
-        (54, 164, 0, 0, 128), "end_turn"),
+        ["text"],
+        "The 2020 World Series was played entirely at Globe Life Field in Arlington, Texas",
+        None,
+        (54, 164, 0, 0, 128),
+        "end_turn",
+    ),
     "response__text.json": (["text"], "I can't provide real-time updates", None, (14, 50, 0, 0, 0), "end_turn"),
     "docs_example__response_function_call.json": (
-        ["tool_use"], "", ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}),
-        (291, 23, 0, 0, 0), "tool_use"),
+        ["tool_use"],
+        "",
+        ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}),
+        (291, 23, 0, 0, 0),
+        "tool_use",
+    ),
     "docs_example__response_reasoning_tokens.json": (
-        ["text"], "The classic tongue twister...", None, (81, 1035, 0, 0, 832), "end_turn"),
+        ["text"],
+        "The classic tongue twister...",
+        None,
+        (81, 1035, 0, 0, 832),
+        "end_turn",
+    ),
 }
 
 
@@ -83,8 +119,13 @@ def test_every_recorded_response_parses_into_its_real_content(name: str) -> None
         assert ids.lookup_canonical(PROVIDER, call["call_id"]) == use.id and use.id.startswith("tu_")
     got = message.metadata.usage
     assert got is not None
-    assert (got.input_tokens, got.output_tokens, got.cached_input_tokens, got.cache_creation_input_tokens,
-            got.reasoning_tokens) == usage
+    assert (
+        got.input_tokens,
+        got.output_tokens,
+        got.cached_input_tokens,
+        got.cache_creation_input_tokens,
+        got.reasoning_tokens,
+    ) == usage
     assert got.total_input_tokens == body["usage"]["input_tokens"]  # normalized exactly once
     assert message.metadata.stop_reason == stop
     assert message.metadata.model == "openai_responses:gpt-5" and message.metadata.provider == PROVIDER
@@ -111,10 +152,16 @@ def test_a_parsed_reasoning_turn_replays_to_the_same_model_verbatim() -> None:
     reply = parse(read_bytes(PROVIDER, name), context("openai_responses:gpt-5.2"))
     from metis_core.messages import user_message
 
-    wire = ADAPTER.to_wire([user_message("factorial?"), reply, user_message("thanks")], [],
-                           AdapterOptions(model="openai_responses:gpt-5.2")).body
-    assert wire["input"][1] == {"type": "reasoning", "summary": body["output"][0]["summary"],
-                                "encrypted_content": body["output"][0]["encrypted_content"]}
+    wire = ADAPTER.to_wire(
+        [user_message("factorial?"), reply, user_message("thanks")],
+        [],
+        AdapterOptions(model="openai_responses:gpt-5.2"),
+    ).body
+    assert wire["input"][1] == {
+        "type": "reasoning",
+        "summary": body["output"][0]["summary"],
+        "encrypted_content": body["output"][0]["encrypted_content"],
+    }
     assert wire["input"][2] == {"role": "assistant", "content": body["output"][1]["content"][0]["text"]}
 
 
@@ -127,9 +174,14 @@ def test_reasoning_item_without_summary_or_encrypted_content_leaves_no_block_but
 
 
 def test_cache_write_tokens_are_taken_out_of_input_tokens_too() -> None:
-    usage = usage_from_responses({"input_tokens": 100, "output_tokens": 7,
-                                  "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 20},
-                                  "output_tokens_details": {"reasoning_tokens": 5}})
+    usage = usage_from_responses(
+        {
+            "input_tokens": 100,
+            "output_tokens": 7,
+            "input_tokens_details": {"cached_tokens": 30, "cache_write_tokens": 20},
+            "output_tokens_details": {"reasoning_tokens": 5},
+        }
+    )
     assert (usage.input_tokens, usage.cached_input_tokens, usage.cache_creation_input_tokens) == (50, 30, 20)
     assert (usage.output_tokens, usage.reasoning_tokens) == (7, 5)
     assert usage_from_responses(None).input_tokens == 0
@@ -153,16 +205,27 @@ def test_incomplete_at_max_output_tokens_is_a_complete_message_stopped_at_max_to
 def test_incomplete_for_content_filter_and_refusal_parts_stop_as_refusal() -> None:
     filtered = parse(body_with(status="incomplete", incomplete_details={"reason": "content_filter"}))
     assert filtered.metadata.stop_reason == "refusal"
-    refused = parse(body_with(output=[{"type": "message", "role": "assistant", "content": [
-        {"type": "refusal", "refusal": "I can't help with that."}]}]))
+    refused = parse(
+        body_with(
+            output=[
+                {
+                    "type": "message",
+                    "role": "assistant",
+                    "content": [{"type": "refusal", "refusal": "I can't help with that."}],
+                }
+            ]
+        )
+    )
     assert refused.metadata.stop_reason == "refusal" and refused.text() == "I can't help with that."
 
 
 @pytest.mark.parametrize(
     ("error", "expected"),
-    [({"code": "server_error", "message": "The model failed."}, ServerError),
-     ({"code": "rate_limit_exceeded", "message": "Slow down."}, RateLimitError),
-     ({"code": "invalid_prompt", "message": "Prompt flagged."}, InvalidRequestError)],
+    [
+        ({"code": "server_error", "message": "The model failed."}, ServerError),
+        ({"code": "rate_limit_exceeded", "message": "Slow down."}, RateLimitError),
+        ({"code": "invalid_prompt", "message": "Prompt flagged."}, InvalidRequestError),
+    ],
 )
 def test_a_failed_response_raises_the_class_its_error_code_names(error: dict[str, str], expected: type) -> None:
     with pytest.raises(expected) as caught:
@@ -187,9 +250,12 @@ def test_tool_arguments_that_are_not_json_give_a_partial_message_without_the_cal
 
 @pytest.mark.parametrize(
     ("body", "problem"),
-    [(b"<html>Bad gateway</html>", "not JSON"), (b'{"id": "resp_1", "status": "completed"}', "output"),
-     (b'{"output": ["oops"], "status": "completed"}', r"output\[0\]"),
-     (b'{"output": [{"type": "function_call", "call_id": "c"}], "status": "completed"}', "no name")],
+    [
+        (b"<html>Bad gateway</html>", "not JSON"),
+        (b'{"id": "resp_1", "status": "completed"}', "output"),
+        (b'{"output": ["oops"], "status": "completed"}', r"output\[0\]"),
+        (b'{"output": [{"type": "function_call", "call_id": "c"}], "status": "completed"}', "no name"),
+    ],
 )
 def test_malformed_bodies_raise_malformed_response_naming_the_problem(body: bytes, problem: str) -> None:
     with pytest.raises(MalformedResponseError, match=problem):
@@ -197,9 +263,14 @@ def test_malformed_bodies_raise_malformed_response_naming_the_problem(body: byte
 
 
 def test_unknown_output_items_are_recorded_not_invented() -> None:
-    message = parse(body_with(output=[
-        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
-        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it."}]}]))
+    message = parse(
+        body_with(
+            output=[
+                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it."}]},
+            ]
+        )
+    )
     assert message.content == [TextBlock(text="Found it.")]
     assert message.metadata.provider_raw[PROVIDER]["unhandled_items"] == ["web_search_call"]  # type: ignore[index]
 
@@ -213,7 +284,11 @@ def test_exact_argument_strings_are_kept_so_replays_are_byte_identical() -> None
     assert isinstance(use, ToolUseBlock)
     from metis_core.messages import tool_result_message, user_message
 
-    wire = ADAPTER.to_wire([user_message("weather"), reply, tool_result_message(use.id, "20C")], [],
-                           AdapterOptions(model="openai_responses:gpt-5"), ids).body
+    wire = ADAPTER.to_wire(
+        [user_message("weather"), reply, tool_result_message(use.id, "20C")],
+        [],
+        AdapterOptions(model="openai_responses:gpt-5"),
+        ids,
+    ).body
     assert wire["input"][1]["arguments"] == '{"location": "Boston, MA", "unit": "celsius"}'
     assert wire["input"][1]["call_id"] == "call_tjEzTywkXuBUO42ugPFnQYqi"

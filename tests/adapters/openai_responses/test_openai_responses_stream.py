@@ -6,9 +6,9 @@ from typing import Any
 
 import orjson
 import pytest
+from adapters.openai_responses.responses_oracle import PROVIDER
 from fixture_files import read_bytes, wire_files
 
-from adapters.openai_responses.responses_oracle import PROVIDER
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, RequestContext
 from metis_core.adapters.openai_responses.adapter import OpenAIResponsesAdapter
@@ -36,23 +36,41 @@ STREAMS = [p.name for p in wire_files(PROVIDER, "stream")]
 EXPECTED: dict[str, tuple[list[str], str, tuple[str, dict[str, Any]] | None, tuple[int, ...], str]] = {
     "stream__cached_tokens_usage.sse": (["text"], "2, 3, 4", None, (125, 8, 1390, 0), "end_turn"),
     "stream__function_call_arguments_delta.sse": (
-        ["tool_use"], "", ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}), (75, 23, 0, 0),
-        "tool_use"),
+        ["tool_use"],
+        "",
+        ("get_current_weather", {"location": "Boston, MA", "unit": "celsius"}),
+        (75, 23, 0, 0),
+        "tool_use",
+    ),
     "stream__function_call_reasoning_usage.sse": (
-        ["thinking", "tool_use"], "", ("final_result", {"result": 6666}), (53, 469, 0, 448), "tool_use"),
+        ["thinking", "tool_use"],
+        "",
+        ("final_result", {"result": 6666}),
+        (53, 469, 0, 448),
+        "tool_use",
+    ),
     "stream__incomplete_max_output_tokens.sse": (
-        ["text"], "In the bustling city of Detroit, a sleek, metallic blue sedan rolled off the", None, (0, 0, 0, 0),
-        "max_tokens"),
+        ["text"],
+        "In the bustling city of Detroit, a sleek, metallic blue sedan rolled off the",
+        None,
+        (0, 0, 0, 0),
+        "max_tokens",
+    ),
     "stream__reasoning_summary_text_delta.sse": (
-        ["thinking", "text"], "The number is 9, since 1 + x = 10 ⇒ x = 10 − 1 = 9.", None, (20, 166, 0, 128),
-        "end_turn"),
+        ["thinking", "text"],
+        "The number is 9, since 1 + x = 10 ⇒ x = 10 − 1 = 9.",
+        None,
+        (20, 166, 0, 128),
+        "end_turn",
+    ),
     "stream__text.sse": (["text"], "Hello! 🌍 How can I assist you today?", None, (9, 12, 0, 0), "end_turn"),
 }
 
 
 def context(ids: ToolIdMap | None = None, model: str = "openai_responses:gpt-5") -> RequestContext:
-    return RequestContext(model=model, session_id="sess_s", tool_ids=ids if ids is not None else ToolIdMap(),
-                          message_id="msg_stream")
+    return RequestContext(
+        model=model, session_id="sess_s", tool_ids=ids if ids is not None else ToolIdMap(), message_id="msg_stream"
+    )
 
 
 def run(body: bytes, ctx: RequestContext | None = None) -> list[StreamEvent]:
@@ -112,7 +130,8 @@ def test_the_streamed_message_equals_the_non_streaming_parse_of_the_terminal_res
     assert by_call_ids(streamed, stream_ids) == by_call_ids(whole, whole_ids)
     assert streamed.metadata.stop_reason == whole.metadata.stop_reason
     assert streamed.metadata.usage.model_dump(exclude={"latency_ms"}) == whole.metadata.usage.model_dump(  # type: ignore[union-attr]
-        exclude={"latency_ms"})
+        exclude={"latency_ms"}
+    )
 
 
 def by_call_ids(message: Message, ids: ToolIdMap) -> str:
@@ -168,10 +187,16 @@ def sse(*events: dict[str, Any]) -> bytes:
 
 
 def completed(output: list[dict[str, Any]], status: str = "completed", **extra: Any) -> dict[str, Any]:
-    usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 5,
-             "output_tokens_details": {"reasoning_tokens": 0}}
-    return {"type": f"response.{status}", "response": {
-        "id": "resp_x", "status": status, "model": "gpt-5", "output": output, "usage": usage, **extra}}
+    usage = {
+        "input_tokens": 10,
+        "input_tokens_details": {"cached_tokens": 0},
+        "output_tokens": 5,
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
+    return {
+        "type": f"response.{status}",
+        "response": {"id": "resp_x", "status": status, "model": "gpt-5", "output": output, "usage": usage, **extra},
+    }
 
 
 def call(index: int, call_id: str, name: str, arguments: str = "") -> dict[str, Any]:
@@ -179,15 +204,22 @@ def call(index: int, call_id: str, name: str, arguments: str = "") -> dict[str, 
 
 
 def delta(index: int, text: str) -> dict[str, Any]:
-    return {"type": "response.function_call_arguments.delta", "item_id": f"fc_{index}", "output_index": index,
-            "delta": text}
+    return {
+        "type": "response.function_call_arguments.delta",
+        "item_id": f"fc_{index}",
+        "output_index": index,
+        "delta": text,
+    }
 
 
 def test_parallel_function_calls_with_interleaved_deltas_never_merge() -> None:
     body = sse(
         {"type": "response.output_item.added", "output_index": 0, "item": call(0, "call_a", "read")},
         {"type": "response.output_item.added", "output_index": 1, "item": call(1, "call_b", "read")},
-        delta(0, '{"path":'), delta(1, '{"path":'), delta(1, '"b.txt"}'), delta(0, '"a.txt"}'),
+        delta(0, '{"path":'),
+        delta(1, '{"path":'),
+        delta(1, '"b.txt"}'),
+        delta(0, '"a.txt"}'),
         {"type": "response.output_item.done", "output_index": 0, "item": call(0, "call_a", "read", '{"path":"a.txt"}')},
         {"type": "response.output_item.done", "output_index": 1, "item": call(1, "call_b", "read", '{"path":"b.txt"}')},
         completed([call(0, "call_a", "read", '{"path":"a.txt"}'), call(1, "call_b", "read", '{"path":"b.txt"}')]),
@@ -221,26 +253,46 @@ def test_streamed_summary_parts_replay_as_the_same_parts() -> None:
     parts = ["**Plan**\n\nFirst step.", "**Check**\n\nSecond step."]
     reasoning = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "gAAAA-final"}
     summary_events = [
-        {"type": "response.reasoning_summary_text.delta", "output_index": 0, "item_id": "rs_1", "summary_index": i,
-         "delta": text} for i, text in enumerate(parts)
+        {
+            "type": "response.reasoning_summary_text.delta",
+            "output_index": 0,
+            "item_id": "rs_1",
+            "summary_index": i,
+            "delta": text,
+        }
+        for i, text in enumerate(parts)
     ]
     done_item = {**reasoning, "summary": [{"type": "summary_text", "text": t} for t in parts]}
-    message_item = {"id": "msg_1", "type": "message", "role": "assistant",
-                    "content": [{"type": "output_text", "text": "Done."}]}
+    message_item = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": "Done."}],
+    }
     body = sse(
-        {"type": "response.output_item.added", "output_index": 0, "item": reasoning}, *summary_events,
+        {"type": "response.output_item.added", "output_index": 0, "item": reasoning},
+        *summary_events,
         {"type": "response.output_item.done", "output_index": 0, "item": done_item},
         {"type": "response.output_item.added", "output_index": 1, "item": {**message_item, "content": []}},
-        {"type": "response.output_text.delta", "output_index": 1, "content_index": 0, "item_id": "msg_1",
-         "delta": "Done."},
+        {
+            "type": "response.output_text.delta",
+            "output_index": 1,
+            "content_index": 0,
+            "item_id": "msg_1",
+            "delta": "Done.",
+        },
         completed([done_item, message_item]),
     )
     reply = final(run(body))
     assert reply.thinking()[0].text == "\n\n".join(parts)
-    wire = ADAPTER.to_wire([user_message("go"), reply, user_message("next")], [],
-                           AdapterOptions(model="openai_responses:gpt-5")).body
-    assert wire["input"][1] == {"type": "reasoning", "summary": done_item["summary"],
-                                "encrypted_content": "gAAAA-final"}
+    wire = ADAPTER.to_wire(
+        [user_message("go"), reply, user_message("next")], [], AdapterOptions(model="openai_responses:gpt-5")
+    ).body
+    assert wire["input"][1] == {
+        "type": "reasoning",
+        "summary": done_item["summary"],
+        "encrypted_content": "gAAAA-final",
+    }
 
 
 # --- broken streams ------------------------------------------------------------------------------
@@ -272,8 +324,14 @@ def test_a_stream_cut_inside_function_arguments_keeps_no_half_call() -> None:
 
 def test_an_error_event_maps_to_its_class_and_keeps_what_arrived() -> None:
     body = cut_before_terminal("stream__text.sse") + sse(
-        {"type": "error", "code": "rate_limit_exceeded", "message": "Rate limit reached. Try again in 2s.",
-         "param": None, "sequence_number": 40})
+        {
+            "type": "error",
+            "code": "rate_limit_exceeded",
+            "message": "Rate limit reached. Try again in 2s.",
+            "param": None,
+            "sequence_number": 40,
+        }
+    )
     events = run(body)
     error = events[-2]
     assert isinstance(error, StreamError) and error.error_class == "rate_limit" and error.retryable
@@ -290,14 +348,16 @@ def test_a_failed_response_event_is_terminal_with_its_error_class() -> None:
 
 
 def test_a_chunk_that_is_not_json_fails_the_stream_cleanly() -> None:
-    events = list(ADAPTER.stream_response_sync([WireChunk(data='{"type": "response.output_text.delta", "del')],
-                                               context()))
+    events = list(
+        ADAPTER.stream_response_sync([WireChunk(data='{"type": "response.output_text.delta", "del')], context())
+    )
     assert isinstance(events[0], StreamError) and events[0].error_class == "other"
     assert final(events).status is MessageStatus.ERROR
 
 
 def test_nothing_after_the_terminal_event_changes_the_message() -> None:
     body = read_bytes(PROVIDER, "stream__text.sse") + sse(
-        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "extra"})
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": 0, "delta": "extra"}
+    )
     events = run(body)
     assert final(events).text() == "Hello! 🌍 How can I assist you today?"

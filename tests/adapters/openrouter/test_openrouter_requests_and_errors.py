@@ -67,7 +67,7 @@ def test_long_upstream_tool_ids_go_back_unchanged() -> None:
 
 def test_reasoning_options_and_provider_routing_and_headers_are_sent() -> None:
     client, server = chat_client("openrouter", json_response(read_bytes("openrouter", "response__tool_calls.json")))
-    client._adapters["openrouter"] = adapter(referer="https://metis.example", title="metis")  # noqa: SLF001
+    client._adapters["openrouter"] = adapter(referer="https://metis.example", title="metis")
     options = AdapterOptions(
         model=MODEL, reasoning_effort="high", extra={"provider": {"order": ["anthropic"], "allow_fallbacks": False}}
     )
@@ -125,7 +125,9 @@ def test_reasoning_from_a_stream_replays_the_merged_details() -> None:
         )
     )
     reply = events[-1].message
-    wire = adapter().to_wire([user_message("What is 2+2?"), reply, user_message("and 3+3?")], [], AdapterOptions(model=MODEL))
+    wire = adapter().to_wire(
+        [user_message("What is 2+2?"), reply, user_message("and 3+3?")], [], AdapterOptions(model=MODEL)
+    )
     [detail] = wire.body["messages"][1]["reasoning_details"]
     assert detail["signature"].startswith("Et0BCkgI") and detail["text"].endswith("2+2 equals 4.")
 
@@ -151,7 +153,9 @@ ERRORS: dict[str, tuple[int, type[ProviderError], float | None]] = {
 
 
 def test_every_error_sample_has_expectations() -> None:
-    assert sorted(p.name for p in wire_files("openrouter") if "error_" in p.name and p.suffix == ".json") == sorted(ERRORS)
+    assert sorted(p.name for p in wire_files("openrouter") if "error_" in p.name and p.suffix == ".json") == sorted(
+        ERRORS
+    )
 
 
 @pytest.mark.parametrize("name", sorted(ERRORS))
@@ -165,7 +169,9 @@ def test_recorded_error_maps_to_its_class(name: str) -> None:
 
 
 def test_upstream_raw_message_is_included() -> None:
-    error = adapter().classify_error(WireResponse(429, read_bytes("openrouter", "error__429_provider_rate_limited.json")))
+    error = adapter().classify_error(
+        WireResponse(429, read_bytes("openrouter", "error__429_provider_rate_limited.json"))
+    )
     assert "temporarily rate-limited upstream" in str(error) and error.retryable
 
 

@@ -37,23 +37,71 @@ ORIGIN = BlockOrigin(provider="openrouter", api="chat_completions", model="anthr
 # name -> (blocks, text starts with, signature prefix, input, output, reasoning tokens, reported cost)
 EXPECTED: dict[str, tuple[list[str], str, str | None, int, int, int, Any]] = {
     "response__no_reasoning_leading_whitespace.json": (["text"], "The capital of France is Paris.", None, 14, 7, 0, 0),
-    "response__reasoning_details_anthropic_signature.json": (["thinking", "text"], "ok", "EugCCkgIDRAB", 43, 53, 48, 0.000924),
+    "response__reasoning_details_anthropic_signature.json": (
+        ["thinking", "text"],
+        "ok",
+        "EugCCkgIDRAB",
+        43,
+        53,
+        48,
+        0.000924,
+    ),
     "response__reasoning_details_claude_thinking_variant.json": (
-        ["thinking", "text"], "I am Claude", "ErcBCkgICBAC", 43, 402, 0, None,
+        ["thinking", "text"],
+        "I am Claude",
+        "ErcBCkgICBAC",
+        43,
+        402,
+        0,
+        None,
     ),
     "response__reasoning_details_encrypted_summary_openai.json": (
-        ["thinking", "redacted_thinking", "text"], "Short answer: Very large.", None, 41, 1457, 704, None,
+        ["thinking", "redacted_thinking", "text"],
+        "Short answer: Very large.",
+        None,
+        41,
+        1457,
+        704,
+        None,
     ),
     "response__reasoning_details_leading_whitespace.json": (
-        ["thinking", "text"], "The capital of France is **Paris**.", None, 74, 21, 2, 5.37e-06,
+        ["thinking", "text"],
+        "The capital of France is **Paris**.",
+        None,
+        74,
+        21,
+        2,
+        5.37e-06,
     ),
     "response__reasoning_details_signature_anthropic_byok.json": (
-        ["thinking", "text"], "The capital of France is **Paris**.", "CAIS6AIKhwEI", 14, 164, 46, 0,
+        ["thinking", "text"],
+        "The capital of France is **Paris**.",
+        "CAIS6AIKhwEI",
+        14,
+        164,
+        46,
+        0,
     ),
     "response__tool_calls.json": (["tool_use"], "", None, 134, 43, 0, None),
-    "response__usage_details.json": (["thinking", "redacted_thinking", "text"], "Here’s a concise", None, 17, 2177, 960, 0.00435825),
-    "docs_example__response_reasoning_details.json": (["thinking", "thinking", "text"], "Based on my analysis", None, 0, 0, 0, None),
-}  # fmt: skip
+    "response__usage_details.json": (
+        ["thinking", "redacted_thinking", "text"],
+        "Here’s a concise",
+        None,
+        17,
+        2177,
+        960,
+        0.00435825,
+    ),
+    "docs_example__response_reasoning_details.json": (
+        ["thinking", "thinking", "text"],
+        "Based on my analysis",
+        None,
+        0,
+        0,
+        0,
+        None,
+    ),
+}
 
 
 def fetch(name: str) -> Message:
@@ -108,9 +156,13 @@ def test_short_mistral_tool_ids_and_spaced_arguments() -> None:
     [
         ("docs_example__reasoning_detail_text.json", "thinking", "Let me think through this step by step"),
         ("docs_example__reasoning_detail_summary.json", "thinking", "The model analyzed the problem"),
-        ("docs_example__reasoning_detail_encrypted.json", "redacted_thinking", "eyJlbmNyeXB0ZWQiOiJ0cnVlIiwiY29udGVudCI6IltSRURBQ1RFRF0ifQ=="),
+        (
+            "docs_example__reasoning_detail_encrypted.json",
+            "redacted_thinking",
+            "eyJlbmNyeXB0ZWQiOiJ0cnVlIiwiY29udGVudCI6IltSRURBQ1RFRF0ifQ==",
+        ),
     ],
-)  # fmt: skip
+)
 def test_each_reasoning_detail_type_becomes_a_block(name: str, kind: str, text: str) -> None:
     detail = read_json("openrouter", name)
     [block] = blocks_from_details([detail], ORIGIN)
@@ -131,10 +183,12 @@ def stream(name: str) -> list[Any]:
 
 def test_every_stream_sample_is_covered() -> None:
     covered = {
-        "stream__reasoning_details_deltas.sse", "stream__midstream_error_chunk.sse",
-        "docs_example__stream_comment_processing.sse", "docs_example__stream_midstream_error_chunk.sse",
+        "stream__reasoning_details_deltas.sse",
+        "stream__midstream_error_chunk.sse",
+        "docs_example__stream_comment_processing.sse",
+        "docs_example__stream_midstream_error_chunk.sse",
         "docs_example__stream_midstream_error_server_error.sse",
-    }  # fmt: skip
+    }
     assert {p.name for p in wire_files("openrouter") if p.name.endswith(".sse")} == covered
 
 
@@ -201,4 +255,3 @@ def test_docs_stream_chunk_with_reasoning_details() -> None:
     events = translator.feed(WireChunk(data=chunk)) + translator.finish()
     assert [e.text for e in events if isinstance(e, ThinkingDelta)] == ["Let me think about this step by step..."]
     assert final_message(events).status is MessageStatus.PARTIAL  # cut off: no finish_reason followed
-
