@@ -11,6 +11,7 @@ output must equal ours. Prints and returns a dict of the figures.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 import time
 from typing import Any
@@ -58,38 +59,86 @@ def sse_body() -> tuple[bytes, str, dict[str, Any]]:
     call_input = {"path": "src/main.py", "content": "".join(f"line {i}\\n" for i in range(300))}
     arguments = orjson.dumps(call_input).decode()
     cuts = [len(arguments) * i // ARGUMENT_DELTAS for i in range(ARGUMENT_DELTAS + 1)]
-    fragments = [arguments[a:b] for a, b in zip(cuts, cuts[1:], strict=False)]
+    fragments = [arguments[a:b] for a, b in itertools.pairwise(cuts)]
     assert len(fragments) == ARGUMENT_DELTAS
-    message = {"id": "msg_1", "type": "message", "status": "completed", "role": "assistant",
-               "content": [{"type": "output_text", "annotations": [], "text": text}]}
-    call = {"id": "fc_1", "type": "function_call", "status": "completed", "call_id": "call_bench", "name": "write_file",
-            "arguments": arguments}
-    usage = {"input_tokens": 1500, "input_tokens_details": {"cached_tokens": 1200}, "output_tokens": 2100,
-             "output_tokens_details": {"reasoning_tokens": 64}, "total_tokens": 3600}
-    shell = {"id": "resp_bench", "object": "response", "status": "in_progress", "model": "gpt-5-2025-08-07",
-             "output": []}
+    message = {
+        "id": "msg_1",
+        "type": "message",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "annotations": [], "text": text}],
+    }
+    call = {
+        "id": "fc_1",
+        "type": "function_call",
+        "status": "completed",
+        "call_id": "call_bench",
+        "name": "write_file",
+        "arguments": arguments,
+    }
+    usage = {
+        "input_tokens": 1500,
+        "input_tokens_details": {"cached_tokens": 1200},
+        "output_tokens": 2100,
+        "output_tokens_details": {"reasoning_tokens": 64},
+        "total_tokens": 3600,
+    }
+    shell = {
+        "id": "resp_bench",
+        "object": "response",
+        "status": "in_progress",
+        "model": "gpt-5-2025-08-07",
+        "output": [],
+    }
     events: list[dict[str, Any]] = [
         {"type": "response.created", "response": shell},
         {"type": "response.in_progress", "response": shell},
-        {"type": "response.output_item.added", "output_index": 0, "item": {**message, "content": [],
-                                                                           "status": "in_progress"}},
-        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-         "part": {"type": "output_text", "annotations": [], "text": ""}},
-        *({"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-           "delta": d} for d in deltas),
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {**message, "content": [], "status": "in_progress"},
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        },
+        *(
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": d,
+            }
+            for d in deltas
+        ),
         {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": text},
-        {"type": "response.content_part.done", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-         "part": message["content"][0]},  # type: ignore[index]
+        {
+            "type": "response.content_part.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": message["content"][0],
+        },  # type: ignore[index]
         {"type": "response.output_item.done", "output_index": 0, "item": message},
-        {"type": "response.output_item.added", "output_index": 1, "item": {**call, "arguments": "",
-                                                                           "status": "in_progress"}},
-        *({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": f}
-          for f in fragments),
-        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1,
-         "arguments": arguments},
+        {
+            "type": "response.output_item.added",
+            "output_index": 1,
+            "item": {**call, "arguments": "", "status": "in_progress"},
+        },
+        *(
+            {"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 1, "delta": f}
+            for f in fragments
+        ),
+        {"type": "response.function_call_arguments.done", "item_id": "fc_1", "output_index": 1, "arguments": arguments},
         {"type": "response.output_item.done", "output_index": 1, "item": call},
-        {"type": "response.completed", "response": {**shell, "status": "completed", "output": [message, call],
-                                                     "usage": usage}},
+        {
+            "type": "response.completed",
+            "response": {**shell, "status": "completed", "output": [message, call], "usage": usage},
+        },
     ]
     assert len(events) == EVENTS
     body = b"".join(
@@ -101,7 +150,7 @@ def sse_body() -> tuple[bytes, str, dict[str, Any]]:
 
 def bench_stream(adapter: OpenAIResponsesAdapter) -> dict[str, float]:
     body, expected_text, expected_input = sse_body()
-    events, message = translate_stream_verified(adapter, body, expected_text, expected_input)
+    events, _message = translate_stream_verified(adapter, body, expected_text, expected_input)
     times = []
     for _ in range(STREAM_RUNS):
         started = time.perf_counter()
@@ -148,7 +197,11 @@ def translate_stream_verified(
     usage = message.metadata.usage
     assert usage is not None
     assert (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens, usage.reasoning_tokens) == (
-        300, 1200, 2100, 64)
+        300,
+        1200,
+        2100,
+        64,
+    )
     assert message.metadata.stop_reason == "tool_use"
     return events, message
 
@@ -158,7 +211,9 @@ def translate_stream_verified(
 
 def assistant(*blocks: Any) -> Message:
     metadata = MessageMetadata(
-        model=MODEL, provider="openai_responses", usage=Usage(),
+        model=MODEL,
+        provider="openai_responses",
+        usage=Usage(),
         routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=MODEL, reason="bench"),
     )
     return Message(role=Role.ASSISTANT, content=list(blocks), metadata=metadata)
@@ -168,10 +223,12 @@ def conversation() -> list[Message]:
     """40 messages: system, user, then 19 rounds of (reasoning + text + tool call, tool result)."""
     history = [system_message("You are a careful coding agent."), user_message("Refactor the parser module.")]
     for turn in range(19):
-        call = ToolUseBlock(id=f"tu_01J{turn:023d}", name="read_file",
-                            input={"path": f"src/mod{turn}.py", "start": turn})
-        thinking = ThinkingBlock(text=f"**Reading module {turn}**", signature=f"gAAAAB{turn:04d}" + "x" * 400,
-                                 origin=ORIGIN)
+        call = ToolUseBlock(
+            id=f"tu_01J{turn:023d}", name="read_file", input={"path": f"src/mod{turn}.py", "start": turn}
+        )
+        thinking = ThinkingBlock(
+            text=f"**Reading module {turn}**", signature=f"gAAAAB{turn:04d}" + "x" * 400, origin=ORIGIN
+        )
         history.append(assistant(thinking, TextBlock(text=f"Reading file {turn} to see what it does."), call))
         history.append(tool_result_message(call.id, f"def f{turn}():\n    return {turn}\n" * 5))
     assert len(history) == 40
@@ -190,20 +247,36 @@ def hand_written(messages: list[Message]) -> dict[str, Any]:
         elif m.role is Role.TOOL:
             block = m.content[0]
             assert isinstance(block, ToolResultBlock)
-            items.append({"type": "function_call_output", "call_id": "call_" + block.tool_use_id[3:],
-                          "output": block.text()})
+            items.append(
+                {"type": "function_call_output", "call_id": "call_" + block.tool_use_id[3:], "output": block.text()}
+            )
         else:
             for b in m.content:
                 if isinstance(b, ThinkingBlock):
-                    items.append({"type": "reasoning", "summary": [{"type": "summary_text", "text": b.text}],
-                                  "encrypted_content": b.signature})
+                    items.append(
+                        {
+                            "type": "reasoning",
+                            "summary": [{"type": "summary_text", "text": b.text}],
+                            "encrypted_content": b.signature,
+                        }
+                    )
                 elif isinstance(b, TextBlock):
                     items.append({"role": "assistant", "content": b.text})
                 elif isinstance(b, ToolUseBlock):
-                    items.append({"type": "function_call", "call_id": "call_" + b.id[3:], "name": b.name,
-                                  "arguments": orjson.dumps(b.input).decode()})
-    return {"model": "gpt-5", "instructions": "\n\n".join(instructions), "input": items,
-            "include": ["reasoning.encrypted_content"]}
+                    items.append(
+                        {
+                            "type": "function_call",
+                            "call_id": "call_" + b.id[3:],
+                            "name": b.name,
+                            "arguments": orjson.dumps(b.input).decode(),
+                        }
+                    )
+    return {
+        "model": "gpt-5",
+        "instructions": "\n\n".join(instructions),
+        "input": items,
+        "include": ["reasoning.encrypted_content"],
+    }
 
 
 class _Gpt5Registry:

@@ -1,12 +1,9 @@
 """Finding events that were emitted but never persisted: causal gaps in the trace.
 
-ULIDs are not contiguous, so a missing id cannot be seen in the id sequence itself. What can be
-seen is a stored event whose `parent_event_id` names an event that is not stored: the parent was
-emitted (its id was handed to a child) yet never written. Each such missing parent is placed
-between the last stored event of its session before it and the first one after it; missing
-parents sharing those neighbours form one `Gap`. Parents older than the retention floor were
-pruned on purpose and are not gaps. Lost events that no stored event points at (e.g. the tail
-lost in a crash) cannot be seen this way; see docs/persistence.md.
+ULIDs are not contiguous, so a lost id cannot be seen in the id sequence. A stored event whose
+`parent_event_id` is not stored can: that parent was emitted but never written. Missing parents
+are grouped by their stored neighbours into `Gap`s; parents older than the retention floor are
+not gaps. Lost events nothing stored points at stay invisible (see docs/persistence.md).
 """
 
 from __future__ import annotations

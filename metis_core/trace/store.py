@@ -1,10 +1,9 @@
 """`TraceStore`: the events table of metis.db, written by a fast-path bus subscriber.
 
-The subscriber inserts each event inside an open transaction and commits when the bus queue is
-momentarily empty, after `commit_every` events, or after `commit_interval` seconds (a small
-background flusher covers the idle case), so a burst costs one commit and a trickle commits at
-once. `append` is the direct, always-committed path. Replay and queries read the same table.
-Retention, gap detection, backup and audit export live in their own modules.
+The subscriber inserts into an open transaction and commits when the bus queue is momentarily
+empty, after `commit_every` events or after `commit_interval` seconds (an idle flusher covers a
+stopped burst); `append` always commits. Replay and queries read the same table. Retention,
+gap detection, backup and audit export live in their own modules.
 """
 
 from __future__ import annotations

@@ -237,16 +237,18 @@ class _InputWriter:
         blocks = message.content
         if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
             return {"role": "user", "content": blocks[0].text}
-        parts = self._parts(message, blocks, 0)
+        parts = self._parts(message, blocks, None)
         return {"role": "user", "content": parts} if parts else None
 
-    def _parts(self, message: Message, blocks: list[Any], block_index: int) -> list[dict[str, Any]]:
+    def _parts(self, message: Message, blocks: list[Any], result_index: int | None) -> list[dict[str, Any]]:
+        """input_text / input_image parts. Drops are logged against the block's own index in a user
+        message, or against the tool_result block (`result_index`) for images inside a result."""
         parts: list[dict[str, Any]] = []
-        for block in blocks:
+        for index, block in enumerate(blocks):
             if isinstance(block, TextBlock):
                 parts.append({"type": "input_text", "text": block.text})
             elif isinstance(block, ImageBlock):
-                image = self._image(message, block_index if message.role is Role.TOOL else blocks.index(block), block)
+                image = self._image(message, index if result_index is None else result_index, block)
                 if image is not None:
                     parts.append(image)
         return parts
@@ -277,13 +279,9 @@ class _InputWriter:
 
     def _assistant(self, message: Message) -> list[dict[str, Any]]:
         raw = responses_raw(message)
-        custom: list[str] = raw.get("custom_tool_calls") or []
-        arguments: dict[str, str] = raw.get("arguments") or {}
-        summary_parts = {
-            entry["block"]: entry.get("summary_parts")
-            for entry in raw.get("reasoning") or ()
-            if isinstance(entry, dict) and entry.get("block") is not None
-        }
+        custom: list[str] = raw.get("custom_tool_calls") or [] if raw else []
+        arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
+        summary_parts = _summary_parts_by_block(raw) if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
         text_run: list[str] = []
@@ -361,14 +359,26 @@ class _InputWriter:
             if not isinstance(block, ToolResultBlock):
                 continue
             call_id = self.tool_ids.provider_for(PROVIDER, block.tool_use_id, "openai")
+            parts = block.content
             output: str | list[dict[str, Any]]
-            if any(isinstance(part, ImageBlock) for part in block.content):
-                output = self._parts(message, list(block.content), index)
+            if len(parts) == 1 and isinstance(parts[0], TextBlock):
+                output = parts[0].text
+            elif any(isinstance(part, ImageBlock) for part in parts):
+                output = self._parts(message, list(parts), index)
             else:
                 output = block.text()
             kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
             out.append({"type": kind, "call_id": call_id, "output": output})
         return out
+
+
+def _summary_parts_by_block(raw: dict[str, Any]) -> dict[int, Any]:
+    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal."""
+    return {
+        entry["block"]: entry.get("summary_parts")
+        for entry in raw.get("reasoning") or ()
+        if isinstance(entry, dict) and entry.get("block") is not None
+    }
 
 
 def _same_json(text: str, value: dict[str, Any]) -> bool:
