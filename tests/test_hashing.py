@@ -25,7 +25,9 @@ def test_canonical_bytes_match_cyberphone_vectors(fixtures: Path, name: str) -> 
     assert canonical_json(value) == hex_bytes
 
 
-@pytest.mark.parametrize("csv_path", ["trailofbits/es6_float_vectors.csv", "cyberphone/es6_number_discrete_vectors.csv"])
+@pytest.mark.parametrize(
+    "csv_path", ["trailofbits/es6_float_vectors.csv", "cyberphone/es6_number_discrete_vectors.csv"]
+)
 def test_es6_number_serialization(fixtures: Path, csv_path: str) -> None:
     with (fixtures / "jcs" / csv_path).open() as handle:
         rows = list(csv.DictReader(handle))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from itertools import pairwise
+
 from ulid import ULID
 
 from metis_core.ids import (
@@ -16,7 +18,7 @@ from metis_core.ids import (
 
 def test_100k_ulids_in_a_tight_loop_sort_strictly() -> None:
     ids = [new_ulid() for _ in range(100_000)]
-    assert all(a < b for a, b in zip(ids, ids[1:], strict=False))
+    assert all(a < b for a, b in pairwise(ids))
     assert len(set(ids)) == len(ids)
 
 

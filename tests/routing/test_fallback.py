@@ -84,7 +84,8 @@ def test_auth_failure_falls_through_to_another_provider(script: ScriptedTranspor
     script.script("openai", [Reply.fixture("openai_chat", "response__text.json")])
     message = FallbackChain(client_for(script), CHAIN).complete([user_message("hi")])
     assert message.metadata.provider == "openai"
-    assert "fallback after anthropic:claude-sonnet-4-6" in (message.metadata.routing.reason if message.metadata.routing else "")
+    routing = message.metadata.routing
+    assert routing is not None and "fallback after anthropic:claude-sonnet-4-6" in routing.reason
 
 
 def test_every_member_failing_raises_with_each_error(script: ScriptedTransport) -> None:

@@ -65,7 +65,6 @@ class ChatStreamTranslator(StreamTranslator):
         self._all_calls: list[_Call] = []
         self._finish_reason: str | None = None
         self._refused = False
-        self._done = False
         self._unparsed: str | None = None
         self.ignored_choices: set[int] = set()
 
@@ -78,7 +77,6 @@ class ChatStreamTranslator(StreamTranslator):
         if self._unparsed is not None:  # a broken chunk with more after it: the server sent garbage
             return self.asm.fail(ErrorClass.OTHER.value, f"stream chunk is not JSON: {self._unparsed[:200]!r}")
         if data == "[DONE]":
-            self._done = True
             return self.complete_events()
         try:
             payload = orjson.loads(data)

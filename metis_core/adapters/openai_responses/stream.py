@@ -55,6 +55,7 @@ class ResponsesStreamTranslator(StreamTranslator):
         self._kinds: dict[int, str] = {}
         self._done = False
         self._handlers = {
+            "response.created": self._created,
             "response.output_item.added": self._item_added,
             "response.output_item.done": self._item_done,
             "response.output_text.delta": self._text_delta,
@@ -102,6 +103,12 @@ class ResponsesStreamTranslator(StreamTranslator):
         self.assembler.provider_raw.update(self.record.as_provider_raw())
         return self.assembler.fail(error_class.value, message, retryable=retryable)
 
+    def _created(self, event: dict[str, Any]) -> list[StreamEvent]:
+        response = event.get("response")
+        if isinstance(response, dict):
+            self.record.set_response(response)  # so even a cut-off stream names its response id
+        return []
+
     # --- items -----------------------------------------------------------------------------------
 
     def _item_added(self, event: dict[str, Any]) -> list[StreamEvent]:
@@ -146,8 +153,11 @@ class ResponsesStreamTranslator(StreamTranslator):
             arguments = item.get("arguments")
             return self._end_call(position, arguments if isinstance(arguments, str) else "")
         if kind == "custom_tool_call":
-            raw_input = item.get("input")
-            return self._custom_done({"output_index": position, "input": raw_input})
+            if not self.assembler.has_tool(position):
+                add_output_item(self.assembler, self.record, position, item)
+                self._ended_tools.add(position)
+                return []
+            return self._custom_done({"output_index": position, "input": item.get("input")})
         if isinstance(kind, str):
             self.record.unhandled_items.append(kind)
         return []

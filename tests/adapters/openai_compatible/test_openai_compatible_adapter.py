@@ -139,3 +139,27 @@ def test_reasoning_content_becomes_thinking_and_is_never_sent_back() -> None:
     assert message.metadata.usage is not None and message.metadata.usage.cached_input_tokens == 8
     wire = build(AdapterCapabilities(), [user_message("2+2?"), message, user_message("3+3?")])
     assert wire["messages"][1] == {"role": "assistant", "content": "4"}
+
+
+def test_the_documented_config_declares_a_named_server(tmp_path: Any) -> None:
+    from metis_core.config import load_config
+    from metis_core.models.registry import ModelRegistry
+
+    (tmp_path / "config.yaml").write_text(
+        "providers:\n"
+        "  openai_compatible:\n"
+        "    base_url: https://api.mistral.ai/v1\n"
+        "models:\n"
+        "  openai_compatible:mistral-large-latest:\n"
+        "    tool_id_style: alnum9\n"
+        "    supports_stream_usage: false\n"
+        "aliases:\n"
+        "  mistral-large: openai_compatible:mistral-large-latest\n"
+    )
+    config = load_config(tmp_path, environ={})
+    registry = ModelRegistry.load(config)
+    assert config.base_url("openai_compatible") == "https://api.mistral.ai/v1"
+    assert registry.parse("mistral-large") == [MODEL]
+    caps = registry.capabilities(MODEL)
+    assert (caps.tool_id_style, caps.supports_stream_usage, caps.supports_developer_role) == ("alnum9", False, False)
+    assert config.require_api_key("openai_compatible") is None  # keyless is allowed

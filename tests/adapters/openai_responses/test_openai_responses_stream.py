@@ -310,6 +310,8 @@ def test_a_stream_cut_before_its_terminal_event_ends_with_an_error_and_a_partial
     message = final(events)
     assert message.status is MessageStatus.PARTIAL and message.metadata.stop_reason == "error"
     assert message.text() == "Hello! 🌍 How can I assist you today?"
+    raw = message.metadata.provider_raw[PROVIDER]  # type: ignore[index]
+    assert raw["response_id"] == "resp_681e3e15125c8191afb05fabbf3b86d6047f076151f76bcc"
 
 
 def test_a_stream_cut_inside_function_arguments_keeps_no_half_call() -> None:

@@ -1,0 +1,56 @@
+"""The exit codes a script can rely on, and which failure maps to which (docs/cli.md).
+
+One place decides the number for every kind of failure; commands raise MetisError subclasses
+and never pick numbers themselves. It does not print anything (failures.py does).
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from metis_core.errors import (
+    AliasCycleError,
+    AllModelsFailedError,
+    CapabilityMismatchError,
+    ConfigError,
+    MetisError,
+    ModelIdError,
+    ProviderError,
+    RoutingPolicyError,
+    StoreError,
+    UnknownModelError,
+)
+from metis_core.routing.engine import NoRoutableModelError
+
+
+class ExitCode(IntEnum):
+    OK = 0
+    UNEXPECTED = 1
+    USAGE = 2
+    CONFIGURATION = 3
+    """Configuration is invalid, or a provider's API key is missing."""
+    PROVIDER = 4
+    """A provider answered with an error, or could not be reached."""
+    REFUSED = 5
+    """A capability check or the router refused (e.g. a swap to a model that cannot read images)."""
+    STORAGE = 6
+    CANCELLED = 130
+    """Ctrl-C (128 + SIGINT), as shells report it."""
+
+
+def exit_code_for(error: BaseException) -> ExitCode:
+    if isinstance(error, KeyboardInterrupt):
+        return ExitCode.CANCELLED
+    if isinstance(error, UnknownModelError | ModelIdError | AliasCycleError):
+        return ExitCode.USAGE
+    if isinstance(error, ConfigError | RoutingPolicyError):
+        return ExitCode.CONFIGURATION
+    if isinstance(error, ProviderError | AllModelsFailedError):
+        return ExitCode.PROVIDER
+    if isinstance(error, CapabilityMismatchError | NoRoutableModelError):
+        return ExitCode.REFUSED
+    if isinstance(error, StoreError):
+        return ExitCode.STORAGE
+    if isinstance(error, MetisError):
+        return ExitCode.UNEXPECTED
+    return ExitCode.UNEXPECTED

@@ -1,0 +1,106 @@
+"""Where the CLI writes: rich consoles on stdout and stderr, scrubbed of every known API key.
+
+Keys are SecretStr inside the library and never printed on purpose; the scrubbing here is the
+last safety net for text that comes from outside (a provider error body that echoes a header,
+a tool output). It replaces the exact values of configured keys, nothing else: pattern-based
+redaction of event fields lives in the agent layer.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TextIO
+
+from rich.console import Console
+
+from metis_core.config import STANDARD_KEY_ENV, MetisConfig
+
+REDACTED = "[redacted key]"
+MIN_SECRET_LENGTH = 6
+"""Shorter values are not scrubbed: replacing them would mangle ordinary text."""
+
+
+def known_secret_values(config: MetisConfig | None = None) -> list[str]:
+    """Values of every key variable in the environment and every key or header in the config."""
+    names = {name for group in STANDARD_KEY_ENV.values() for name in group}
+    values: set[str] = set()
+    if config is not None:
+        for provider, settings in config.providers.items():
+            names.update(config.api_key_env_vars(provider))
+            if settings.api_key is not None:
+                values.add(settings.api_key.get_secret_value())
+            values.update(v.get_secret_value() for v in settings.headers.values())
+    values.update(os.environ.get(name, "").strip() for name in names)
+    return sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
+
+
+class ScrubbingStream:
+    """A text stream that replaces secret values before writing to the real one."""
+
+    def __init__(self, target: TextIO, secrets: Iterable[str]) -> None:
+        self.target = target
+        self.secrets = list(secrets)
+
+    def scrub(self, text: str) -> str:
+        for secret in self.secrets:
+            if secret in text:
+                text = text.replace(secret, REDACTED)
+        return text
+
+    def write(self, text: str) -> int:
+        self.target.write(self.scrub(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return self.target.isatty()
+
+    def fileno(self) -> int:
+        return self.target.fileno()
+
+    @property
+    def encoding(self) -> str:
+        return getattr(self.target, "encoding", "utf-8") or "utf-8"
+
+
+@dataclass
+class Terminal:
+    """The two consoles of one command invocation (built per call: tests swap sys.stdout)."""
+
+    out: Console
+    err: Console
+    scrubber: ScrubbingStream
+
+    @classmethod
+    def open(cls, config: MetisConfig | None = None) -> Terminal:
+        secrets = known_secret_values(config)
+        stdout = ScrubbingStream(sys.stdout, secrets)
+        stderr = ScrubbingStream(sys.stderr, secrets)
+        return cls(
+            out=Console(file=stdout, soft_wrap=True, highlight=False),  # type: ignore[arg-type]
+            err=Console(file=stderr, soft_wrap=True, highlight=False),  # type: ignore[arg-type]
+            scrubber=stdout,
+        )
+
+    @property
+    def interactive(self) -> bool:
+        """stdin and stdout are both terminals: prompting is possible."""
+        return sys.stdin.isatty() and self.out.is_terminal
+
+    def fail(self, message: str) -> None:
+        """One red line on stderr, whatever the message's own line breaks."""
+        line = " ".join(part.strip() for part in message.splitlines() if part.strip())
+        self.err.print(f"error: {line}", style="bold red", markup=False, highlight=False)
+
+    def warn(self, message: str) -> None:
+        self.err.print(message, style="yellow", markup=False, highlight=False)
+
+    def raw(self, text: str) -> None:
+        """Exactly `text` on stdout (JSON for scripts), scrubbed, without rich's rendering."""
+        self.out.file.write(text)
+        self.out.file.flush()
