@@ -95,8 +95,8 @@ class Responses:
             request = json.loads(body)
         except ValueError:
             return _json_response(b'{"error":{"type":"invalid_request","message":"body is not JSON"}}', "400 Bad Request")
-        turns = request.get("messages") or request.get("contents") or request.get("input")
-        if not isinstance(request, dict) or not turns:
+        turns = request.get("messages") or request.get("contents") or request.get("input") if isinstance(request, dict) else None
+        if not turns:
             return _json_response(b'{"error":{"type":"invalid_request","message":"no messages"}}', "400 Bad Request")
         if streaming is None:
             streaming = request.get("stream", api == "ollama") is True

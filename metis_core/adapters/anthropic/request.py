@@ -37,7 +37,7 @@ PROVIDER = "anthropic"
 API = "messages"
 PATH = "/v1/messages"
 API_VERSION = "2023-06-01"
-ADAPTER_NAME = "anthropic.messages"
+ADAPTER_NAME = "anthropic/messages"
 
 DEFAULT_MAX_TOKENS_UNKNOWN_MODEL = 8_192
 DEFAULT_MAX_TOKENS_CAP = 16_384

@@ -43,7 +43,7 @@ from metis_core.messages import (
 )
 from metis_core.models.capabilities import AdapterCapabilities
 
-ADAPTER_NAME = "gemini"
+ADAPTER_NAME = "gemini/generate_content"
 
 _EFFORT_BUDGET = {"minimal": 512, "low": 2048, "medium": 8192, "high": 24576}
 """Thinking budgets for models without thinkingLevel (Gemini 2.5), by reasoning effort."""

@@ -34,7 +34,7 @@ log = logging.getLogger("metis_core.adapters.ollama")
 PROVIDER = "ollama"
 API = "ollama_chat"
 CHAT_PATH = "/api/chat"
-ADAPTER_NAME = "ollama"
+ADAPTER_NAME = "ollama/ollama_chat"
 
 _LEVEL_MODELS = ("gpt-oss",)
 """Model families whose `think` takes "low" | "medium" | "high"; all others take a boolean."""

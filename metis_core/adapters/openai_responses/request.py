@@ -205,7 +205,7 @@ class _InputWriter:
             message_id=message.id,
             block_index=index,
             block_type=block_type,
-            adapter=PROVIDER,
+            adapter=f"{PROVIDER}/responses",
             reason=reason,
         )
 

@@ -220,7 +220,7 @@ def test_thinking_from_another_origin_is_dropped_with_a_warn_log_and_no_bus_even
         "sess_t",
         reply.id,
         "thinking",
-        "anthropic.messages",
+        "anthropic/messages",
     )
     assert "openai/responses/o3" in record.reason  # type: ignore[attr-defined]
     assert [(d.block_type, d.block_index) for d in wire.dropped] == [("thinking", 0)]

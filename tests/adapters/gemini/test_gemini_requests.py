@@ -174,11 +174,11 @@ def test_signature_is_dropped_with_a_warning_for_another_model(caplog: pytest.Lo
     assert "thoughtSignature" not in call_part and call_part["functionCall"]["name"] == "multiply"
     [drop] = built.dropped
     assert (drop.block_type, drop.block_index, drop.adapter, drop.message_id) == (
-        "thought_signature", 0, "gemini", answer.id)
+        "thought_signature", 0, "gemini/generate_content", answer.id)
     [record] = [r for r in caplog.records if r.name == "metis_core.adapters.lossy"]
     assert record.levelno == logging.WARNING
     assert (record.session_id, record.message_id, record.block_type, record.adapter) == (  # type: ignore[attr-defined]
-        "sess_g", answer.id, "thought_signature", "gemini")
+        "sess_g", answer.id, "thought_signature", "gemini/generate_content")
     assert "gemini/generate_content/gemini-2.5-pro" in record.reason  # type: ignore[attr-defined]
 
 

@@ -196,14 +196,15 @@ def test_thinking_from_any_other_origin_is_dropped_and_logged(
     assert request.body["messages"][1] == {"role": "assistant", "content": "4"}
     assert "secret plan" not in str(request.body)
     [drop] = request.dropped
-    assert (drop.block_type, drop.adapter, drop.message_id, drop.block_index) == ("thinking", "ollama", message.id, 0)
+    expected = ("thinking", "ollama/ollama_chat", message.id, 0)
+    assert (drop.block_type, drop.adapter, drop.message_id, drop.block_index) == expected
     [record] = [r for r in caplog.records if r.name == "metis_core.adapters.lossy"]
     assert record.levelno == logging.WARNING
     assert (record.session_id, record.message_id, record.block_type, record.adapter) == (  # type: ignore[attr-defined]
         "sess_t",
         message.id,
         "thinking",
-        "ollama",
+        "ollama/ollama_chat",
     )
     assert record.reason  # type: ignore[attr-defined]
 

@@ -231,7 +231,7 @@ def test_reasoning_from_another_model_is_dropped_and_logged_with_the_lossy_field
         "msg_reasoning",
         0,
         "thinking",
-        PROVIDER,
+        f"{PROVIDER}/responses",
     )
     [record] = [r for r in caplog.records if r.name == "metis_core.adapters.lossy"]
     assert record.levelno == logging.WARNING
@@ -239,7 +239,7 @@ def test_reasoning_from_another_model_is_dropped_and_logged_with_the_lossy_field
         "sess_r",
         "msg_reasoning",
         "thinking",
-        PROVIDER,
+        f"{PROVIDER}/responses",
     )
     assert "gpt-5-mini" in record.reason and "gpt-5" in record.reason  # type: ignore[attr-defined]
 
