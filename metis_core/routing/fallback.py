@@ -87,42 +87,14 @@ class FallbackChain:
 
     # --- planning ---------------------------------------------------------------------------
 
-    def _candidates(self) -> list[str]:
+    def candidates(self) -> list[str]:
         if self.health is None:
             return list(self.members)
         healthy = [m for m in self.members if self.health.is_available(m)]
         return healthy or list(self.members)  # all benched: try anyway rather than refuse
 
-    def _next_allowed(self, failed: str, error: BaseException, remaining: list[str]) -> list[str]:
-        if isinstance(error, ContextOverflowError):
-            window = self.client.registry.capabilities(failed).max_context_tokens
-            return [m for m in remaining if self.client.registry.capabilities(m).max_context_tokens > window]
-        return remaining
-
-    @staticmethod
-    def _routing_for(
-        model: str, routing: RoutingDecisionRecord | None, tried: list[str], errors: list[BaseException]
-    ) -> RoutingDecisionRecord | None:
-        failures = [f"{m} ({e})" for m, e in zip(tried, errors, strict=True)]
-        if not failures:
-            return routing
-        if routing is None:
-            routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=model, reason="fallback chain")
-        return routing.model_copy(update={
-            "chosen_model": model,
-            "reason": f"{routing.reason}; fallback after {', '.join(failures)}",
-            "alternatives_considered": [*routing.alternatives_considered, *tried],
-        })
-
-    def _fails_over(self, model: str, error: BaseException, observer: ChainObserver) -> bool:
-        parent = observer.attempt_failed(model, error)
-        if isinstance(error, ProviderError) and self.health is not None:
-            self.health.record_failure(model, error, parent_event_id=parent)
-        if isinstance(error, CapabilityMismatchError):
-            return True
-        if isinstance(error, ProviderError):
-            return error.retryable or isinstance(error, AuthenticationError | ContextOverflowError)
-        return False
+    def _attempts(self, routing: RoutingDecisionRecord | None, observer: ChainObserver | None) -> _Attempts:
+        return _Attempts(self, routing, observer or _NoObserver())
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -137,31 +109,20 @@ class FallbackChain:
         routing: RoutingDecisionRecord | None = None,
         observer: ChainObserver | None = None,
     ) -> Message:
-        watcher = observer or _NoObserver()
         base = options or AdapterOptions(model=self.members[0])
-        remaining = self._candidates()
-        errors: list[BaseException] = []
-        tried: list[str] = []
-        while remaining:
-            model = remaining.pop(0)
-            watcher.attempt_started(model, len(tried))
+        attempts = self._attempts(routing, observer)
+        while (model := attempts.next()) is not None:
             try:
                 message = self.client.complete(
                     messages, model, tools=tools, options=member_options(base, model, self.settings.get(model)),
-                    tool_ids=tool_ids, session_id=session_id,
-                    routing=self._routing_for(model, routing, tried, errors),
+                    tool_ids=tool_ids, session_id=session_id, routing=attempts.routing(model),
                 )
             except (ProviderError, CapabilityMismatchError) as error:
-                errors.append(error)
-                tried.append(model)
-                if not self._fails_over(model, error, watcher):
-                    raise
-                remaining = self._next_allowed(model, error, remaining)
+                attempts.failed(model, error)
                 continue
-            if self.health is not None:
-                self.health.record_success(model)
+            attempts.succeeded(model)
             return message
-        raise AllModelsFailedError(tried, errors)
+        raise attempts.exhausted()
 
     async def acomplete(
         self,
@@ -195,41 +156,91 @@ class FallbackChain:
         stream: bool = True,
     ) -> AsyncIterator[StreamEvent]:
         """Stream from the first member that starts answering; fall back only before the first token."""
-        watcher = observer or _NoObserver()
         base = options or AdapterOptions(model=self.members[0])
-        remaining = self._candidates()
-        errors: list[BaseException] = []
-        tried: list[str] = []
-        while remaining:
-            model = remaining.pop(0)
-            watcher.attempt_started(model, len(tried))
-            call_routing = self._routing_for(model, routing, tried, errors)
+        attempts = self._attempts(routing, observer)
+        while (model := attempts.next()) is not None:
             opts = member_options(base, model, self.settings.get(model))
             try:
                 if stream:
-                    events = self.client.astream(messages, model, tools=tools, options=opts, tool_ids=tool_ids,
-                                                 session_id=session_id, routing=call_routing)
                     failed_mid_stream = False
-                    async for event in events:
-                        if isinstance(event, StreamError) and self.health is not None:
+                    async for event in self.client.astream(messages, model, tools=tools, options=opts,
+                                                           tool_ids=tool_ids, session_id=session_id,
+                                                           routing=attempts.routing(model)):
+                        if isinstance(event, StreamError):
                             failed_mid_stream = True
-                            self.health.record_failure(model, error_from_event(event, model.partition(":")[0]))
+                            attempts.note_mid_stream_failure(model, event)
                         yield event
                     if failed_mid_stream:
                         return  # the partial message was surfaced; a mid-stream failure never falls back
                 else:
                     message = await self.client.acomplete(messages, model, tools=tools, options=opts,
                                                           tool_ids=tool_ids, session_id=session_id,
-                                                          routing=call_routing)
+                                                          routing=attempts.routing(model))
                     yield MessageComplete(message=message, stop_reason=message.metadata.stop_reason)
             except (ProviderError, CapabilityMismatchError) as error:
-                errors.append(error)
-                tried.append(model)
-                if not self._fails_over(model, error, watcher):
-                    raise
-                remaining = self._next_allowed(model, error, remaining)
+                attempts.failed(model, error)
                 continue
-            if self.health is not None:
-                self.health.record_success(model)
+            attempts.succeeded(model)
             return
-        raise AllModelsFailedError(tried, errors)
+        raise attempts.exhausted()
+
+
+class _Attempts:
+    """The bookkeeping of one call through a chain: which member next, what failed, and why."""
+
+    def __init__(self, chain: FallbackChain, routing: RoutingDecisionRecord | None, observer: ChainObserver) -> None:
+        self.chain = chain
+        self.base_routing = routing
+        self.observer = observer
+        self.remaining = chain.candidates()
+        self.tried: list[str] = []
+        self.errors: list[BaseException] = []
+
+    def next(self) -> str | None:
+        if not self.remaining:
+            return None
+        model = self.remaining.pop(0)
+        self.observer.attempt_started(model, len(self.tried))
+        return model
+
+    def routing(self, model: str) -> RoutingDecisionRecord | None:
+        """The routing record for this attempt: it names the failures that led here."""
+        routing = self.base_routing
+        if not self.tried:
+            return routing
+        if routing is None:
+            routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=model, reason="fallback chain")
+        failures = ", ".join(f"{m} ({e})" for m, e in zip(self.tried, self.errors, strict=True))
+        return routing.model_copy(update={
+            "chosen_model": model,
+            "reason": f"{routing.reason}; fallback after {failures}",
+            "alternatives_considered": [*routing.alternatives_considered, *self.tried],
+        })
+
+    def failed(self, model: str, error: ProviderError | CapabilityMismatchError) -> None:
+        """Record the failure; re-raise it unless moving to another member makes sense."""
+        self.tried.append(model)
+        self.errors.append(error)
+        parent = self.observer.attempt_failed(model, error)
+        health = self.chain.health
+        if isinstance(error, ProviderError) and health is not None:
+            health.record_failure(model, error, parent_event_id=parent)
+        if isinstance(error, ProviderError) and not (
+            error.retryable or isinstance(error, AuthenticationError | ContextOverflowError)
+        ):
+            raise error
+        if isinstance(error, ContextOverflowError):  # only a larger window can help
+            capabilities = self.chain.client.registry.capabilities
+            window = capabilities(model).max_context_tokens
+            self.remaining = [m for m in self.remaining if capabilities(m).max_context_tokens > window]
+
+    def note_mid_stream_failure(self, model: str, event: StreamError) -> None:
+        if self.chain.health is not None:
+            self.chain.health.record_failure(model, error_from_event(event, model.partition(":")[0]))
+
+    def succeeded(self, model: str) -> None:
+        if self.chain.health is not None:
+            self.chain.health.record_success(model)
+
+    def exhausted(self) -> AllModelsFailedError:
+        return AllModelsFailedError(self.tried, self.errors)
