@@ -10,11 +10,12 @@ benchmark conversation contains (text, tool calls, tool results, one system prom
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from metis_core.messages import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 
-from bench.scenarios import ANTHROPIC_MODEL, MAX_TOKENS, OLLAMA_MODEL, OPENAI_MODEL, TOOLS
+from bench.scenarios import ANTHROPIC_MODEL, MAX_TOKENS, OLLAMA_MODEL, OPENAI_MODEL, OPENROUTER_MODEL, TOOLS
 
 
 def _core(canonical_id: str) -> str:
@@ -122,7 +123,8 @@ def responses_body(messages: list[Message], *, stream: bool = False) -> dict[str
     return body
 
 
-def gemini_body(messages: list[Message]) -> dict[str, Any]:
+def gemini_body(messages: list[Message], *, stream: bool = False) -> dict[str, Any]:
+    """Gemini streams by path (`:streamGenerateContent`), so `stream` changes nothing in the body."""
     contents: list[dict[str, Any]] = []
     system = ""
     names: dict[str, str] = {}
@@ -177,12 +179,16 @@ def ollama_body(messages: list[Message], *, stream: bool = False) -> dict[str, A
             "options": {"num_predict": MAX_TOKENS}}
 
 
-MAPPINGS = {
+def openrouter_body(messages: list[Message], *, stream: bool = False) -> dict[str, Any]:
+    return openai_chat_body(messages, model=OPENROUTER_MODEL, stream=stream)
+
+
+MAPPINGS: dict[str, Callable[..., dict[str, Any]]] = {
     "anthropic": anthropic_body,
     "openai": openai_chat_body,
     "openai_responses": responses_body,
     "gemini": gemini_body,
     "ollama": ollama_body,
-    "openrouter": lambda messages: openai_chat_body(messages, model="openai/gpt-4o"),
+    "openrouter": openrouter_body,
 }
 """Provider key -> the hand-written mapping of the conversation to that provider's request body."""

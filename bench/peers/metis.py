@@ -114,8 +114,14 @@ def fields_of(message: Message) -> tuple[str, str, Any, tuple[int, int]]:
     return message.text(), uses[0].name if uses else "", uses[0].input if uses else None, tokens
 
 
+PROVIDERS = ("anthropic", "openai")
+STREAM_PROVIDERS = tuple(MODELS)
+
+
 class MetisCaller:
     """The calls the suite times, bound to one client, conversation and tool list."""
+
+    fields = staticmethod(fields_of)
 
     def __init__(self, server: str) -> None:
         self.client = make_client(server)

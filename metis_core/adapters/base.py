@@ -14,14 +14,12 @@ from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import orjson
-
 from metis_core.adapters._common.lossy import DroppedBlock
+from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.errors import ProviderError
 from metis_core.ids import new_ulid
 from metis_core.messages import (
-    ImageBlock,
     Message,
     RoutingDecisionRecord,
     RoutingMode,
@@ -208,19 +206,8 @@ class Adapter(ABC):
         yield from translator.finish()
 
     def estimate_input_tokens(self, messages: list[Message], tools: list[ToolDefinition]) -> int:
-        """Pre-flight estimate: ~4 characters per token over the text, plus fixed image costs.
+        """Pre-flight estimate for routing and the context check (~4 characters a token).
 
-        Deliberately provider-agnostic and cheap; adapters with a better rule may override.
+        Deliberately provider-agnostic and cheap; an adapter with a better rule may override it.
         """
-        chars = 0
-        images = 0
-        for message in messages:
-            for block in message.content:
-                if isinstance(block, ImageBlock):
-                    images += 1
-                else:
-                    chars += len(orjson.dumps(block.model_dump(mode="json")))
-            chars += 8  # role and framing overhead
-        for tool in tools:
-            chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
-        return chars // 4 + images * 1_600
+        return estimate_tokens(messages, tools)

@@ -11,6 +11,7 @@ import base64
 import logging
 from pathlib import Path
 
+from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.agent.tools.workspace import confine
 from metis_core.errors import PathEscapeError
 from metis_core.messages import (
@@ -34,19 +35,6 @@ def has_images(messages: list[Message]) -> bool:
             if isinstance(block, ToolResultBlock) and any(isinstance(b, ImageBlock) for b in block.content):
                 return True
     return False
-
-
-def estimate_tokens(messages: list[Message], tools: list[ToolDefinition]) -> int:
-    """Cheap pre-flight estimate (~4 characters a token, images at a flat rate)."""
-    chars = sum(len(t.name) + len(t.description) + len(str(t.input_schema)) for t in tools)
-    images = 0
-    for message in messages:
-        for block in message.content:
-            if isinstance(block, ImageBlock):
-                images += 1
-            else:
-                chars += len(block.model_dump_json())
-    return chars // 4 + images * 1_600
 
 
 def turn_needs(history: list[Message], tools: list[ToolDefinition], workspace: Path, user_text: str) -> TurnNeeds:

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
-from metis_core.agent.context import estimate_tokens
 from metis_core.agent.tools.base import ToolContext
 from metis_core.events.envelope import Actor
 from metis_core.hashing import sha256_hex

@@ -14,21 +14,31 @@ from metis_core.errors import CapabilityMismatchError
 from metis_core.messages import ImageBlock, Message, Role, ToolDefinition, ToolResultBlock, ToolUseBlock
 from metis_core.models.capabilities import AdapterCapabilities
 
+_SYSTEM = Role.SYSTEM
+
 
 def count_images(messages: Sequence[Message]) -> int:
     """Images anywhere in the history, including inside tool results."""
-    count = 0
+    return _survey(messages)[0]
+
+
+def _survey(messages: Sequence[Message]) -> tuple[int, bool, bool]:
+    """One pass over the history: (images, holds tool calls or results, holds a system message)."""
+    images = 0
+    tool_calls = False
+    system = False
     for message in messages:
+        if message.role is _SYSTEM:
+            system = True
         for block in message.content:
-            if isinstance(block, ImageBlock):
-                count += 1
-            elif isinstance(block, ToolResultBlock):
-                count += sum(1 for item in block.content if isinstance(item, ImageBlock))
-    return count
-
-
-def _has_tool_calls(messages: Sequence[Message]) -> bool:
-    return any(isinstance(b, ToolUseBlock | ToolResultBlock) for m in messages for b in m.content)
+            if type(block) is ImageBlock:
+                images += 1
+            elif type(block) is ToolResultBlock:
+                tool_calls = True
+                images += sum(1 for item in block.content if type(item) is ImageBlock)
+            elif type(block) is ToolUseBlock:
+                tool_calls = True
+    return images, tool_calls, system
 
 
 def check_fits(
@@ -41,7 +51,7 @@ def check_fits(
     structured_output: bool = False,
 ) -> None:
     """Raise CapabilityMismatchError if `model` cannot carry this history, tools and request."""
-    images = count_images(messages)
+    images, has_tool_calls, has_system = _survey(messages)
     if images and not capabilities.supports_images:
         raise CapabilityMismatchError(
             model,
@@ -57,14 +67,14 @@ def check_fits(
                 f"{len(tools)} tool(s) are offered and this model cannot call tools; "
                 "pick a tool-capable model or disable the tools",
             )
-        if _has_tool_calls(messages):
+        if has_tool_calls:
             raise CapabilityMismatchError(
                 model,
                 "supports_tools",
                 "the conversation holds tool calls and results this model cannot read; "
                 "pick a tool-capable model",
             )
-    if not capabilities.supports_system_prompt and any(m.role is Role.SYSTEM for m in messages):
+    if not capabilities.supports_system_prompt and has_system:
         raise CapabilityMismatchError(
             model,
             "supports_system_prompt",

@@ -42,3 +42,4 @@ class AnthropicAdapter(Adapter):
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
         return {"x-api-key": api_key} if api_key else {}
+

@@ -48,6 +48,8 @@ EFFORT_BUDGETS: dict[str, int] = {"minimal": 1_024, "low": 2_048, "medium": 8_19
 
 CACHE_CONTROL_KEY = "cache_control"
 
+_ASSISTANT, _SYSTEM = Role.ASSISTANT, Role.SYSTEM  # bound once: enum class lookups add up per message
+
 
 def cache_control_of(message: Message) -> dict[str, Any] | None:
     """A cache breakpoint recorded on a message (metadata.provider_raw["anthropic"]["cache_control"])."""
@@ -64,7 +66,7 @@ def cache_control_of(message: Message) -> dict[str, Any] | None:
 class _Builder:
     """State of one to_wire call: target, id map, drop list."""
 
-    __slots__ = ("caps", "dropped", "model_name", "session_id", "tool_ids")
+    __slots__ = ("_ids", "caps", "dropped", "model_name", "session_id", "tool_ids")
 
     def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
         self.model_name = options.model_name
@@ -72,6 +74,7 @@ class _Builder:
         self.tool_ids = tool_ids
         self.caps = caps
         self.dropped: list[DroppedBlock] = []
+        self._ids: dict[str, str] = {}
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_drop(
@@ -99,14 +102,14 @@ class _Builder:
     def tool_result(self, message: Message, index: int, block: ToolResultBlock) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "tool_result",
-            "tool_use_id": self.tool_ids.provider_for(PROVIDER, block.tool_use_id, "anthropic"),
+            "tool_use_id": self.wire_id(block.tool_use_id),
         }
         parts: list[dict[str, Any]] = []
         for item in block.content:
-            if isinstance(item, TextBlock):
+            if type(item) is TextBlock:
                 if item.text:
                     parts.append({"type": "text", "text": item.text})
-            else:
+            elif isinstance(item, ImageBlock):
                 image = self.image(message, index, item)
                 if image is not None:
                     parts.append(image)
@@ -116,41 +119,44 @@ class _Builder:
             out["is_error"] = True
         return out
 
+    def wire_id(self, canonical_id: str) -> str:
+        known = self._ids.get(canonical_id)
+        if known is None:
+            known = self._ids[canonical_id] = self.tool_ids.provider_for(PROVIDER, canonical_id, "anthropic")
+        return known
+
     def blocks(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
-        role = message.role
+        append = out.append
         for index, block in enumerate(message.content):
-            if isinstance(block, TextBlock):
+            # exact-type dispatch, most frequent first: cheaper than an isinstance chain on the hot path
+            if type(block) is TextBlock:
                 if block.text:
-                    out.append({"type": "text", "text": block.text})
-            elif isinstance(block, ToolUseBlock):
-                if role is Role.ASSISTANT:
-                    out.append({
-                        "type": "tool_use",
-                        "id": self.tool_ids.provider_for(PROVIDER, block.id, "anthropic"),
-                        "name": block.name,
-                        "input": block.input,
-                    })
-            elif isinstance(block, ToolResultBlock):
-                out.append(self.tool_result(message, index, block))
-            elif isinstance(block, ImageBlock):
+                    append({"type": "text", "text": block.text})
+            elif type(block) is ToolUseBlock:
+                if message.role is _ASSISTANT:
+                    append({"type": "tool_use", "id": self.wire_id(block.id), "name": block.name, "input": block.input})
+            elif type(block) is ToolResultBlock:
+                append(self.tool_result(message, index, block))
+            elif type(block) is ImageBlock:
                 image = self.image(message, index, block)
                 if image is not None:
-                    out.append(image)
-            elif isinstance(block, ThinkingBlock):
+                    append(image)
+            elif type(block) is ThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
-                    out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
+                    append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
                 else:
                     self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name))
-            elif isinstance(block, RedactedThinkingBlock):
+            elif type(block) is RedactedThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
-                    out.append({"type": "redacted_thinking", "data": block.data})
+                    append({"type": "redacted_thinking", "data": block.data})
                 else:
                     self.drop(message, index, "redacted_thinking",
                               origin_mismatch_reason(block, PROVIDER, API, self.model_name))
-        cache_control = cache_control_of(message)
-        if cache_control is not None and out:
-            out[-1] = {**out[-1], CACHE_CONTROL_KEY: cache_control}
+        if message.metadata.provider_raw:
+            cache_control = cache_control_of(message)
+            if cache_control is not None and out:
+                out[-1] = {**out[-1], CACHE_CONTROL_KEY: cache_control}
         return out
 
 
@@ -181,7 +187,7 @@ def _turns(builder: _Builder, messages: list[Message]) -> list[dict[str, Any]]:
         blocks = builder.blocks(message)
         if not blocks:
             continue
-        role = "assistant" if message.role is Role.ASSISTANT else "user"
+        role = "assistant" if message.role is _ASSISTANT else "user"
         if role == last_role:
             last_blocks.extend(blocks)  # the API wants strictly alternating turns
             continue
@@ -246,7 +252,10 @@ def build_request(
     caps = capabilities_or_none(adapter, options.model)
     builder = _Builder(options, tool_ids if tool_ids is not None else ToolIdMap(), caps)
     history = repair_history(messages, session_id=options.session_id)
-    system_messages = [m for m in history if m.role is Role.SYSTEM]
+    system_messages: list[Message] = []
+    conversation: list[Message] = []
+    for message in history:
+        (system_messages if message.role is _SYSTEM else conversation).append(message)
     budget = options.thinking_budget_tokens
     if budget is None and options.reasoning_effort is not None and (caps is None or caps.supports_thinking):
         budget = EFFORT_BUDGETS[options.reasoning_effort]
@@ -254,7 +263,7 @@ def build_request(
     body: dict[str, Any] = {
         "model": builder.model_name,
         "max_tokens": _max_tokens(options, caps, budget),
-        "messages": _turns(builder, [m for m in history if m.role is not Role.SYSTEM]),
+        "messages": _turns(builder, conversation),
     }
     system = _system(builder, system_messages)
     if system is not None:

@@ -54,7 +54,7 @@ def anthropic_problems(headers: Mapping[str, str], body: Any, issued_tool_ids: s
         for j, block in enumerate(blocks):
             if block.get("type") not in ANTHROPIC_BLOCK_TYPES:
                 problems.append(f"messages.{i}.content.{j}.type: unknown block type {block.get('type')!r}")
-        results = {b.get("tool_use_id") for b in blocks if b.get("type") == "tool_result"}
+        results = {str(b.get("tool_use_id")) for b in blocks if b.get("type") == "tool_result"}
         if role == "user":
             for missing in sorted(pending - results):
                 problems.append(f"messages.{i}: tool_use ids were found without tool_result blocks immediately "
@@ -67,7 +67,7 @@ def anthropic_problems(headers: Mapping[str, str], body: Any, issued_tool_ids: s
         else:
             if results:
                 problems.append(f"messages.{i}: tool_result blocks belong in user messages")
-            pending = {b.get("id") for b in blocks if b.get("type") == "tool_use"}
+            pending = {str(b.get("id")) for b in blocks if b.get("type") == "tool_use"}
             for tool_id in sorted(pending - issued_tool_ids):
                 problems.append(f"messages.{i}: tool_use id {tool_id} was never issued by this model")
         expected_role = "assistant" if role == "user" else "user"

@@ -1,0 +1,65 @@
+"""Cold start: import time of what a call needs, and resident memory after setting up and calling once.
+
+Each run is a fresh interpreter (bench/coldstart.py); implementations take turns run by run so
+the machine's noise is shared. Figures are medians: import wall time in ms (floor: httpx +
+orjson) and RSS in MB after import, client setup and one checked call to the local server.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+
+from bench.context import RunContext
+from bench.figures import FLOOR, Figure, Target, with_floor
+from bench.scenarios import call_answer
+from bench.server import REPO_ROOT
+from bench.timing import median
+
+IMPORT_TARGET = Target("ratio_max", 2.0)
+RSS_TARGET = Target("ratio_max", 1.5)
+COLDSTART_KEYS = {
+    FLOOR: "floor",
+    "metis-core": "metis",
+    "openai SDK": "openai",
+    "anthropic SDK": "anthropic",
+    "litellm": "litellm",
+    "pydantic-ai": "pydantic-ai",
+}
+WHAT = {
+    "floor": "httpx + orjson",
+    "metis": "client + anthropic and openai adapters",
+    "openai": "import openai",
+    "anthropic": "import anthropic",
+    "litellm": "import litellm",
+    "pydantic-ai": "direct API + anthropic and openai models",
+}
+
+
+def cold_run(ctx: RunContext, impl: str) -> dict[str, float]:
+    done = subprocess.run(
+        [ctx.python, "-m", "bench.coldstart", impl, ctx.server, call_answer().text],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, env=os.environ.copy(), check=False,
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"cold start of {impl} failed: {done.stderr.strip()[-400:]}")
+    figures: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
+    return figures
+
+
+def run(ctx: RunContext) -> list[Figure]:
+    impls = {ctx.display_name(k): COLDSTART_KEYS[k] for k in ctx.modules if k in COLDSTART_KEYS}
+    results: dict[str, list[dict[str, float]]] = {name: [] for name in impls}
+    names = list(impls)
+    for run_index in range(ctx.sizes.cold_runs):
+        turn = names[run_index % len(names):] + names[: run_index % len(names)]  # rotate who goes first
+        for name in turn:
+            results[name].append(cold_run(ctx, impls[name]))
+    imports = [Figure("startup", "cold import of what a call needs", name,
+                      median([r["import_ms"] for r in runs]), "ms", len(runs), note=WHAT[impls[name]])
+               for name, runs in results.items()]
+    memory = [Figure("startup", "RSS after import, client setup and one call", name,
+                     median([r["rss_mb"] for r in runs]), "MB", len(runs))
+              for name, runs in results.items()]
+    return with_floor(imports, IMPORT_TARGET) + with_floor(memory, RSS_TARGET)

@@ -1,0 +1,86 @@
+"""One measured figure, and the targets metis-core is held to (from issue 9).
+
+A `Figure` is one implementation's value on one row, with the floor measured in the same run and
+the ratio between them; only metis-core's figures are judged against a target (peers are there
+for comparison). Pure data: cases produce figures, report.py prints and stores them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+METIS = "metis-core"
+FLOOR = "raw httpx (floor)"
+HANDWRITTEN = "hand-written mapping (floor)"
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    kind: Literal["ratio_max", "ratio_min", "max", "min", "report"]
+    bound: float = 0.0
+
+    def describe(self, unit: str) -> str:
+        return {
+            "ratio_max": f"<= {self.bound:g}x floor",
+            "ratio_min": f">= {self.bound:g}x floor",
+            "max": f"<= {self.bound:g} {unit}",
+            "min": f">= {self.bound:,.0f} {unit}",
+            "report": "report",
+        }[self.kind]
+
+    def met(self, value: float, ratio: float | None) -> bool | None:
+        if self.kind == "report":
+            return None
+        if self.kind in ("ratio_max", "ratio_min"):
+            if ratio is None:
+                return None
+            return ratio <= self.bound if self.kind == "ratio_max" else ratio >= self.bound
+        return value <= self.bound if self.kind == "max" else value >= self.bound
+
+
+@dataclass(slots=True)
+class Figure:
+    case: str
+    """The suite it belongs to: startup, call, stream, translate, cost, store, chain."""
+    row: str
+    """What was measured, e.g. "non-streaming call · anthropic · sync"."""
+    impl: str
+    value: float
+    unit: str
+    samples: int
+    floor: float | None = None
+    target: Target | None = None
+    note: str = ""
+    higher_is_better: bool = False
+    is_floor: bool = False
+
+    @property
+    def ratio(self) -> float | None:
+        if self.floor is None or self.floor == 0 or self.is_floor:
+            return None
+        return self.value / self.floor
+
+    @property
+    def passed(self) -> bool | None:
+        if self.impl != METIS or self.target is None:
+            return None
+        return self.target.met(self.value, self.ratio)
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["target"] = self.target.describe(self.unit) if self.target else None
+        data["ratio"] = self.ratio
+        data["passed"] = self.passed
+        return data
+
+
+def with_floor(figures: list[Figure], target: Target | None, floor_impl: str = FLOOR) -> list[Figure]:
+    """Mark the floor and fill in its value (and metis-core's target) for every figure of the same row."""
+    floors = {f.row: f.value for f in figures if f.impl == floor_impl}
+    for figure in figures:
+        figure.is_floor = figure.impl == floor_impl
+        figure.floor = floors.get(figure.row, figure.floor)
+        if figure.impl == METIS:
+            figure.target = target
+    return figures

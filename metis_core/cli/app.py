@@ -1,0 +1,93 @@
+"""The typer application behind the `metis` console script, and `main()`.
+
+This file only declares commands and their options and hands each to the module that does the
+work (chat.py, run.py, sessions.py, trace.py, admin.py, models.py, cost.py, demo/). Exit codes
+are listed in exit_codes.py and docs/cli.md.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from metis_core.cli import admin, cost, models, sessions, trace
+from metis_core.cli import chat as chat_module
+from metis_core.cli import run as run_module
+from metis_core.cli.demo.tour import run_demo
+from metis_core.cli.exit_codes import ExitCode
+from metis_core.cli.failures import guarded
+from metis_core.cli.output import Terminal
+
+app = typer.Typer(
+    name="metis",
+    help="One conversation across LLM providers, with every action on the record.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(sessions.app, name="sessions")
+app.add_typer(trace.app, name="trace")
+app.add_typer(admin.audit_app, name="audit")
+app.command("backup")(admin.backup)
+app.command("restore")(admin.restore)
+app.command("models")(models.models)
+app.command("cost")(cost.cost)
+
+ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model id, alias or chain, e.g. sonnet.")]
+SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Continue this stored session.")]
+YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation.")]
+WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
+                                               file_okay=False, exists=True)]
+
+
+@app.command("chat")
+@guarded
+def chat(
+    model: ModelOption = None,
+    session: SessionOption = None,
+    yes: YesOption = False,
+    workspace: WorkspaceOption = Path("."),
+    confirm_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an unanswered confirmation "
+                                                               "is denied.")] = 300.0,
+    thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
+) -> None:
+    """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
+    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking)
+
+
+@app.command("run")
+@guarded
+def run(
+    prompt: Annotated[str, typer.Argument(help="The message; a leading @model sends it to that model.")],
+    model: ModelOption = None,
+    session: SessionOption = None,
+    yes: YesOption = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: session id, answer, model, "
+                                                         "usage, cost.")] = False,
+    attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
+    workspace: WorkspaceOption = Path("."),
+) -> None:
+    """Send one message and print the answer (for scripts; see --json and the exit codes)."""
+    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace)
+    if code is not ExitCode.OK:
+        raise typer.Exit(int(code))
+
+
+@app.command("demo")
+@guarded
+def demo(
+    keep: Annotated[bool, typer.Option("--keep", help="Store the demo session in your METIS_HOME instead of a "
+                                                      "temporary one.")] = False,
+) -> None:
+    """A tour of the real stack, offline, against a scripted model on a local server."""
+    run_demo(Terminal.open(), keep=keep)
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.exit(int(ExitCode.CANCELLED))

@@ -1,0 +1,49 @@
+"""`metis cost`: spend per session, per model and per day, from the stored messages.
+
+Sums each model call's own priced usage (spend.py); unpriced calls are counted and flagged.
+`--since` limits the window, `--session` to one session, `--json` prints the three groupings.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from metis_core.cli.failures import guarded
+from metis_core.cli.local_data import parse_when, session_store
+from metis_core.cli.output import Terminal
+from metis_core.cli.spend import spend_by, stored_calls, total
+from metis_core.cli.tables import spend_table
+
+
+@guarded
+def cost(
+    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+) -> None:
+    """What the model calls cost, grouped by session, model and day."""
+    terminal = Terminal.open()
+    start = parse_when(since, "--since")
+    with session_store() as store:
+        if session_id is not None:
+            store.get_session(session_id)  # SessionNotFoundError names the store
+        calls = stored_calls(store, session_id=session_id, since=start)
+    groupings = {
+        "session": spend_by(calls, lambda m: m.session_id),
+        "model": spend_by(calls, lambda m: m.metadata.model or "?"),
+        "day": spend_by(calls, lambda m: m.created_at.strftime("%Y-%m-%d")),
+    }
+    whole = total(groupings["model"])
+    if as_json:
+        document = {name: [row.to_json() for row in rows] for name, rows in groupings.items()}
+        document["total"] = whole.to_json()  # type: ignore[assignment]
+        terminal.raw(json.dumps(document, indent=2) + "\n")
+        return
+    if not calls:
+        terminal.out.print("no model calls recorded yet", markup=False)
+        return
+    for name, rows in groupings.items():
+        terminal.out.print(spend_table(f"by {name}", name, rows, whole), soft_wrap=False)

@@ -1,0 +1,53 @@
+"""Opening the Runtime a command works with: config from METIS_HOME, a default model, confirmations.
+
+When the configuration names no default model, the first provider with a key supplies one
+(Anthropic, OpenAI, Gemini, OpenRouter, in that order), so `metis chat` works right after
+exporting a single key. It does not prompt, print or decide what happens on first run
+(first_run.py does).
+"""
+
+from __future__ import annotations
+
+from metis_core.agent.confirmation import Confirmer, deny_all
+from metis_core.agent.runtime import Runtime
+from metis_core.config import MetisConfig, load_config, metis_home
+
+DEFAULT_MODEL_BY_PROVIDER = {
+    "anthropic": "anthropic:claude-sonnet-4-6",
+    "openai": "openai:gpt-4o",
+    "gemini": "gemini:gemini-2.5-flash",
+    "openrouter": "openrouter:openai/gpt-4o-mini",
+}
+
+
+def load_cli_config() -> MetisConfig:
+    return load_config(metis_home())
+
+
+def providers_with_keys(config: MetisConfig) -> list[str]:
+    return [p for p in DEFAULT_MODEL_BY_PROVIDER if config.api_key(p) is not None]
+
+
+def fallback_default_model(config: MetisConfig) -> str | None:
+    """The model new sessions use when config.yaml names none: the first keyed provider's."""
+    keyed = providers_with_keys(config)
+    return DEFAULT_MODEL_BY_PROVIDER[keyed[0]] if keyed else None
+
+
+def open_runtime(
+    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False
+) -> Runtime:
+    if config.defaults.model is None:
+        config.defaults.model = fallback_default_model(config)
+    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+
+
+def require_a_key_for(runtime: Runtime, spec: str) -> None:
+    """Fail early (exit 3) when no member of `spec` has a key, rather than at the first message."""
+    from metis_core.errors import MissingAPIKeyError
+
+    members = runtime.registry.parse(spec)
+    if any(runtime.is_configured(member) for member in members):
+        return
+    provider = members[0].partition(":")[0]
+    raise MissingAPIKeyError(provider, runtime.config.api_key_env_vars(provider)[0])

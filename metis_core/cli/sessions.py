@@ -1,0 +1,138 @@
+"""`metis sessions list|show|export|import`: the stored conversations.
+
+Reads and writes through SessionStore only. `show` renders each message by its blocks (text,
+tool calls and results, images by reference), `export` writes the store's JSON export, and
+`import` refuses an id that already exists unless --as-new stores a renumbered copy.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.text import Text
+
+from metis_core.cli.failures import guarded
+from metis_core.cli.local_data import progress, session_store
+from metis_core.cli.output import Terminal
+from metis_core.cli.render import format_usd, preview
+from metis_core.cli.tables import sessions_table
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    MessageStatus,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
+
+app = typer.Typer(help="List, show, export and import stored sessions.", no_args_is_help=True)
+
+ROLE_STYLES = {"user": "bold", "assistant": "green", "tool": "cyan", "system": "magenta"}
+
+
+def message_text(message: Message) -> Text:
+    role = message.role.value
+    head = Text(f"{role}", style=ROLE_STYLES.get(role, ""))
+    meta = message.metadata
+    if meta.model:
+        usage = meta.usage
+        cost = format_usd(usage.cost_usd) if usage is not None else "-"
+        head.append(f"  {meta.model} · {cost}", style="dim")
+    if message.status is not MessageStatus.COMPLETE:
+        head.append(f"  [{message.status.value}]", style="yellow")
+    lines = [head]
+    for block in message.content:
+        if isinstance(block, TextBlock):
+            lines.append(Text(block.text))
+        elif isinstance(block, ThinkingBlock):
+            lines.append(Text(block.text, style="dim italic"))
+        elif isinstance(block, ToolUseBlock):
+            lines.append(Text(f"→ {block.name} {json.dumps(block.input, ensure_ascii=False)}", style="cyan"))
+        elif isinstance(block, ToolResultBlock):
+            body = " ".join(b.text for b in block.content if isinstance(b, TextBlock))
+            lines.append(Text(f"← {'error: ' if block.is_error else ''}{preview(body)}", style="cyan"))
+        elif isinstance(block, ImageBlock):
+            where = block.source.data if block.source.kind != "base64" else "inline"
+            lines.append(Text(f"[image {block.media_type} {where}]", style="dim"))
+    return Text("\n").join(lines)
+
+
+@app.command("list")
+@guarded
+def list_sessions(
+    limit: Annotated[int, typer.Option(help="How many, most recent first.")] = 50,
+    search: Annotated[str | None, typer.Option(help="Only sessions whose title or text contains this.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON array for scripts.")] = False,
+) -> None:
+    terminal = Terminal.open()
+    with session_store() as store:
+        records = store.search_sessions(search, limit) if search else store.list_sessions(limit)
+    if as_json:
+        terminal.raw(json.dumps([r.to_json_dict() for r in records], indent=2) + "\n")
+    else:
+        terminal.out.print(sessions_table(records), soft_wrap=False)
+
+
+@app.command("show")
+@guarded
+def show(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="The session's export document.")] = False,
+) -> None:
+    terminal = Terminal.open()
+    with session_store() as store:
+        if as_json:
+            terminal.raw(json.dumps(store.export_session(session_id), indent=2, ensure_ascii=False) + "\n")
+            return
+        record = store.get_session(session_id)
+        messages = store.load_messages(session_id)
+        totals = store.session_totals(session_id)
+    out = terminal.out
+    out.print(f"session {record.id}" + (f" · {record.title}" if record.title else ""), style="bold", markup=False)
+    out.print(f"workspace {record.workspace_path} · model {record.active_model or '(default)'} · "
+              f"{len(messages)} messages · {format_usd(totals.cost_usd)} · created "
+              f"{record.created_at:%Y-%m-%d %H:%M} · {record.disposition or 'open'}", style="dim", markup=False)
+    for message in messages:
+        out.print()
+        out.print(message_text(message))
+
+
+@app.command("export")
+@guarded
+def export(
+    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
+) -> None:
+    terminal = Terminal.open()
+    with progress(terminal, f"exporting {session_id}") as update, session_store() as store:
+        document = store.export_session(session_id)
+        update(1, 1)
+    text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    if output is None:
+        terminal.raw(text)
+    else:
+        output.write_text(text, encoding="utf-8")
+        terminal.err.print(f"exported session {session_id} ({len(document.get('messages', []))} messages) to "
+                           f"{output}", markup=False)
+
+
+@app.command("import")
+@guarded
+def import_(
+    file: Annotated[Path, typer.Argument(help="A file written by `metis sessions export`.", exists=True,
+                                         dir_okay=False)],
+    as_new: Annotated[bool, typer.Option("--as-new", help="Store a copy under fresh ids.")] = False,
+) -> None:
+    terminal = Terminal.open()
+    try:
+        document = json.loads(file.read_text(encoding="utf-8"))
+    except ValueError as error:
+        raise typer.BadParameter(f"{file} is not JSON ({error})", param_hint="FILE") from None
+    with session_store() as store:
+        record = store.import_session(document, as_new_session=as_new)
+        count = store.message_count(record.id)
+    terminal.out.print(f"imported session {record.id} ({count} messages)", markup=False)

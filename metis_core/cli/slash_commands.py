@@ -1,0 +1,131 @@
+"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /help /exit.
+
+Each command reads or changes the chat's session through the library (swap_model, the stores,
+the trace) and prints the outcome; a refusal is one red line and changes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from metis_core.cli.render import format_usd
+from metis_core.cli.tables import sessions_table, tools_table
+from metis_core.cli.trace_view import trace_tree
+from metis_core.cli.turn_execution import image_attachment
+from metis_core.errors import MetisError
+
+if TYPE_CHECKING:
+    from metis_core.cli.chat import ChatLoop
+
+HELP = [
+    ("/model [MODEL]", "show the session's model, or switch to MODEL (id, alias or chain); history carries over"),
+    ("@MODEL message", "send one message to MODEL without switching"),
+    ("/cost", "what this session has cost so far"),
+    ("/tools", "the tools the model may call, and which ask first"),
+    ("/trace", "this session's causal trace as a tree"),
+    ("/sessions", "recent sessions"),
+    ("/resume ID", "continue another session (this one is saved)"),
+    ("/attach PATH", "attach an image to your next message"),
+    ("/help", "this list"),
+    ("/exit", "save the session and leave (Ctrl-D does the same)"),
+]
+
+
+class SlashCommands:
+    def __init__(self, chat: ChatLoop) -> None:
+        self.chat = chat
+        self.table: dict[str, Callable[[str], bool]] = {
+            "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
+            "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/help": self.help,
+            "/exit": self.exit, "/quit": self.exit,
+        }  # fmt: skip
+
+    def handle(self, line: str) -> bool:
+        """Run one command line; False means leave the chat."""
+        name, _, argument = line.partition(" ")
+        command = self.table.get(name.lower())
+        if command is None:
+            self.chat.terminal.fail(f"unknown command {name}; /help lists the commands")
+            return True
+        try:
+            return command(argument.strip())
+        except MetisError as error:
+            self.chat.terminal.fail(str(error))
+            return True
+
+    @property
+    def out(self) -> Console:
+        return self.chat.terminal.out
+
+    def model(self, argument: str) -> bool:
+        chat = self.chat
+        if not argument:
+            self.out.print(f"model: {chat.model_label()}", markup=False)
+            return True
+        before = chat.model_label()
+        try:
+            chat.runtime.sessions.swap_model(chat.session, argument)
+        except MetisError as error:
+            chat.terminal.fail(f"refused: {error}")
+            self.out.print(f"model unchanged: {before}", markup=False)
+            return True
+        self.out.print(f"model: {argument} · {len(chat.session.history)} messages carried over", markup=False)
+        return True
+
+    def cost(self, argument: str) -> bool:
+        chat = self.chat
+        totals = chat.runtime.store.session_totals(chat.session.id)
+        unpriced = f" (+{totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
+        self.out.print(
+            f"this session: {format_usd(totals.cost_usd)}{unpriced} · {totals.assistant_message_count} model "
+            f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
+            f"{', '.join(totals.models) or '-'}", markup=False)
+        return True
+
+    def tools(self, argument: str) -> bool:
+        self.out.print(tools_table(self.chat.runtime.tools, self.chat.session.confirmation), soft_wrap=False)
+        return True
+
+    def trace(self, argument: str) -> bool:
+        runtime = self.chat.runtime
+        runtime.bus.flush()
+        runtime.trace.flush()
+        self.out.print(trace_tree(self.chat.session.id, runtime.trace.replay(self.chat.session.id)), soft_wrap=False)
+        return True
+
+    def sessions(self, argument: str) -> bool:
+        self.out.print(sessions_table(self.chat.runtime.store.list_sessions(20)), soft_wrap=False)
+        return True
+
+    def resume(self, argument: str) -> bool:
+        if not argument:
+            self.chat.terminal.fail("which session? /resume ID (/sessions lists them)")
+            return True
+        self.chat.switch_to(argument)
+        session = self.chat.session
+        self.out.print(f"resumed session {session.id}: {len(session.history)} messages · model "
+                       f"{self.chat.model_label()}", markup=False)
+        return True
+
+    def attach(self, argument: str) -> bool:
+        if not argument:
+            self.chat.terminal.fail("which file? /attach PATH")
+            return True
+        path = Path(argument).expanduser()
+        if not path.is_absolute():
+            path = self.chat.session.workspace / path
+        self.chat.pending_attachments.append(image_attachment(path, self.chat.session.workspace))
+        self.out.print(f"attached {argument} to your next message", markup=False)
+        return True
+
+    def help(self, argument: str) -> bool:
+        for usage, what in HELP:
+            self.out.print(f"  {usage:<18} {what}", markup=False)
+        return True
+
+    def exit(self, argument: str) -> bool:
+        return False

@@ -1,0 +1,78 @@
+"""Spend figures summed from stored assistant messages: per session, per model, per day.
+
+Messages are the source (they are never pruned, unlike the trace), and each carries its own
+priced usage. An unpriced message counts its tokens and is flagged, never priced as zero.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from metis_core.messages import Message, Role
+from metis_core.store.sessions import SessionStore
+
+
+@dataclass
+class SpendRow:
+    key: str
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: Decimal = field(default_factory=lambda: Decimal(0))
+    unpriced_calls: int = 0
+
+    def add(self, message: Message) -> None:
+        usage = message.metadata.usage
+        self.calls += 1
+        if usage is None:
+            self.unpriced_calls += 1
+            return
+        self.input_tokens += usage.total_input_tokens
+        self.output_tokens += usage.output_tokens
+        if usage.cost_usd is None:
+            self.unpriced_calls += 1
+        else:
+            self.cost_usd += usage.cost_usd
+
+    def to_json(self) -> dict[str, object]:
+        return {"key": self.key, "calls": self.calls, "input_tokens": self.input_tokens,
+                "output_tokens": self.output_tokens, "cost_usd": format(self.cost_usd, "f"),
+                "unpriced_calls": self.unpriced_calls}
+
+
+def model_calls(messages: Iterable[Message]) -> list[Message]:
+    """Assistant messages that came from a model call (the ones that carry usage or a model)."""
+    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)]
+
+
+def spend_by(messages: Iterable[Message], key: Callable[[Message], str]) -> list[SpendRow]:
+    rows: dict[str, SpendRow] = {}
+    for message in messages:
+        name = key(message)
+        rows.setdefault(name, SpendRow(name)).add(message)
+    return sorted(rows.values(), key=lambda r: r.key)
+
+
+def total(rows: Iterable[SpendRow]) -> SpendRow:
+    whole = SpendRow("total")
+    for row in rows:
+        whole.calls += row.calls
+        whole.input_tokens += row.input_tokens
+        whole.output_tokens += row.output_tokens
+        whole.cost_usd += row.cost_usd
+        whole.unpriced_calls += row.unpriced_calls
+    return whole
+
+
+def stored_calls(store: SessionStore, *, session_id: str | None = None, since: datetime | None = None,
+                 limit: int = 10_000) -> list[Message]:
+    """Model calls of one session, or of every session updated since `since`."""
+    ids = [session_id] if session_id else [s.id for s in store.list_sessions(limit)
+                                            if since is None or s.updated_at >= since]
+    calls: list[Message] = []
+    for sid in ids:
+        calls += [m for m in model_calls(store.load_messages(sid)) if since is None or m.created_at >= since]
+    return calls

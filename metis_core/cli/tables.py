@@ -1,0 +1,74 @@
+"""Rich tables for lists: sessions, models with capabilities and prices, spend rows, tools.
+
+Pure rendering of records the stores and registries return; no queries, no decisions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from rich.table import Table
+
+from metis_core.agent.confirmation import ConfirmationPolicy
+from metis_core.agent.tools.registry import ToolRegistry
+from metis_core.cli.render import format_usd
+from metis_core.cli.spend import SpendRow
+from metis_core.models.pricing import PriceTable
+from metis_core.models.registry import ModelInfo
+from metis_core.store.records import SessionRecord
+
+CAPABILITY_FLAGS = (
+    ("tools", "supports_tools"), ("images", "supports_images"), ("thinking", "supports_thinking"),
+    ("structured", "supports_structured_output"), ("caching", "supports_prompt_caching"),
+)  # fmt: skip
+
+
+def sessions_table(records: Iterable[SessionRecord]) -> Table:
+    table = Table()
+    for column in ("session", "title", "model", "updated", "cost", "tokens in/out", "ended"):
+        table.add_column(column, overflow="fold")
+    for r in records:
+        table.add_row(
+            r.id, r.title or "", r.active_model or "(default)", r.updated_at.strftime("%Y-%m-%d %H:%M"),
+            format_usd(r.total_cost_usd) + (" +unpriced" if r.unpriced_message_count else ""),
+            f"{r.total_input_tokens}/{r.total_output_tokens}", r.disposition or "",
+        )
+    return table
+
+
+def models_table(models: Iterable[ModelInfo], prices: PriceTable) -> Table:
+    table = Table()
+    for column in ("model", "name", "context", "max out", "capabilities", "$/M in", "$/M out", "aliases"):
+        table.add_column(column, overflow="fold")
+    for info in models:
+        caps = info.capabilities
+        flags = " ".join(name for name, attr in CAPABILITY_FLAGS if getattr(caps, attr))
+        price = prices.price_for(info.id)
+        money_in = format(price.per_million["input"], "f") if price else "-"
+        money_out = format(price.per_million["output"], "f") if price else "-"
+        table.add_row(info.id, info.display_name or "", f"{caps.max_context_tokens:,}", f"{caps.max_output_tokens:,}",
+                      flags, money_in, money_out, ", ".join(info.aliases))
+    return table
+
+
+def spend_table(title: str, key_title: str, rows: list[SpendRow], whole: SpendRow | None = None) -> Table:
+    table = Table(title=title, title_justify="left")
+    for column in (key_title, "calls", "tokens in", "tokens out", "cost"):
+        table.add_column(column, justify="left" if column == key_title else "right", overflow="fold")
+    for row in [*rows, *([whole] if whole is not None else [])]:
+        cost = format_usd(row.cost_usd) + (f" (+{row.unpriced_calls} unpriced)" if row.unpriced_calls else "")
+        table.add_row(row.key, str(row.calls), f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost,
+                      style="bold" if row is whole else None)
+    return table
+
+
+def tools_table(registry: ToolRegistry, policy: ConfirmationPolicy) -> Table:
+    table = Table()
+    for column in ("tool", "side effects", "asks first", "description"):
+        table.add_column(column, overflow="fold")
+    for definition in registry.definitions():
+        asks = "no"
+        if definition.needs_confirmation:
+            asks = "yes" if policy.needs_asking(definition.name) else "no (allowed)"
+        table.add_row(definition.name, definition.side_effects.value, asks, definition.description)
+    return table

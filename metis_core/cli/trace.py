@@ -1,0 +1,71 @@
+"""`metis trace show|tree|replay SESSION` and `metis trace prune`: the stored event trace.
+
+show is a table, tree the causal tree (model, tokens, cost and latency per call), replay the
+events as JSON lines in id order for scripts. prune deletes non-audit events older than the
+retention period (a dry run only counts) with a progress bar, and records trace.swept.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from metis_core.cli.failures import guarded
+from metis_core.cli.local_data import progress, session_store, trace_store
+from metis_core.cli.output import Terminal
+from metis_core.cli.trace_view import events_table, trace_tree
+from metis_core.errors import SessionNotFoundError
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Event
+from metis_core.trace.retention import DEFAULT_RETENTION_DAYS
+
+app = typer.Typer(help="Show, replay and prune the event trace.", no_args_is_help=True)
+
+SessionArgument = Annotated[str, typer.Argument(help=f"Session id ({SYSTEM_SESSION_ID!r} for system events).")]
+
+
+def session_events(session_id: str) -> list[Event]:
+    with trace_store() as trace:
+        events = trace.replay(session_id)
+    if not events and session_id != SYSTEM_SESSION_ID:
+        with session_store() as store:
+            if not store.has_session(session_id):
+                raise SessionNotFoundError(f"no session {session_id}; `metis sessions list` shows the stored ones")
+    return events
+
+
+@app.command("show")
+@guarded
+def show(session_id: SessionArgument) -> None:
+    Terminal.open().out.print(events_table(session_events(session_id)), soft_wrap=False)
+
+
+@app.command("tree")
+@guarded
+def tree(session_id: SessionArgument) -> None:
+    Terminal.open().out.print(trace_tree(session_id, session_events(session_id)), soft_wrap=False)
+
+
+@app.command("replay")
+@guarded
+def replay(session_id: SessionArgument) -> None:
+    """The session's events as JSON lines, in the order they happened."""
+    terminal = Terminal.open()
+    terminal.raw("".join(event.model_dump_json() + "\n" for event in session_events(session_id)))
+
+
+@app.command("prune")
+@guarded
+def prune(
+    retention_days: Annotated[float, typer.Option(min=0, help="Keep events younger than this.")] = float(
+        DEFAULT_RETENTION_DAYS),
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Count only; delete nothing.")] = False,
+) -> None:
+    """Delete trace events older than the retention period; audit events are always kept."""
+    terminal = Terminal.open()
+    with progress(terminal, "pruning the trace") as update, trace_store() as trace:
+        result = trace.prune(retention_days, dry_run=dry_run, progress=update)
+    verb = "would delete" if dry_run else "deleted"
+    terminal.out.print(
+        f"{verb} {result.rows_deleted} events older than {result.cutoff_timestamp:%Y-%m-%d %H:%M:%S} UTC; "
+        f"kept {result.rows_audit_exempt} older audit events", markup=False)

@@ -1,0 +1,94 @@
+"""The trace as people read it: one-line event descriptions, the causal tree, the event table.
+
+The tree is `events.causality.build_tree` drawn with rich: each model call shows its model,
+tokens, cost and latency; tool calls show their outcome. Rendering only — the events come from
+TraceStore and are never changed here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from metis_core.cli.render import format_usd, preview
+from metis_core.events.causality import CausalNode, build_tree
+from metis_core.events.envelope import Event
+
+STYLES = {
+    "llm.call_completed": "green", "llm.call_failed": "red", "tool.failed": "red", "turn.cancelled": "yellow",
+    "tool.called": "cyan", "tool.completed": "cyan", "route.decided": "magenta", "turn.started": "bold",
+}  # fmt: skip
+
+
+def _tokens(p: dict[str, Any]) -> str:
+    return f"{p.get('input_tokens', 0)} in / {p.get('output_tokens', 0)} out"
+
+
+def describe(event: Event) -> str:
+    """What happened, in one line, with the figures that matter for that type."""
+    p = event.payload
+    details = {
+        "session.created": lambda: f"model {p.get('initial_active_model') or '(routing default)'}",
+        "session.ended": lambda: f"{p.get('disposition')} · {p.get('turn_count')} turns · "
+                                 f"{format_usd(p.get('total_cost_usd'))}",
+        "route.decided": lambda: f"→ {p.get('chosen_model')}",
+        "llm.call_started": lambda: f"{p.get('model')}",
+        "llm.call_completed": lambda: f"{p.get('model')} · {_tokens(p)} tokens · {format_usd(p.get('cost_usd'))} · "
+                                      f"{p.get('latency_ms')} ms · {p.get('stop_reason')}",
+        "llm.call_failed": lambda: f"{p.get('model')} · {p.get('error_class')}: "
+                                   f"{preview(str(p.get('error_message_redacted', '')), 100)}",
+        "tool.called": lambda: f"{p.get('tool_name')} ({p.get('side_effects')})",
+        "tool.confirmation_requested": lambda: f"{p.get('tool_name')}: {preview(str(p.get('input_summary')), 80)}",
+        "tool.confirmation_resolved": lambda: f"{p.get('decision')}" + (f" ({p['scope']})" if p.get("scope") else ""),
+        "tool.completed": lambda: f"{p.get('output_size_bytes')} bytes · {p.get('latency_ms')} ms",
+        "tool.failed": lambda: f"{p.get('error_class')}: {preview(str(p.get('error_message', '')), 80)}",
+        "tool.input_invalid": lambda: f"{p.get('tool_name')}: {'; '.join(p.get('validation_errors') or [])}",
+        "turn.completed": lambda: f"{p.get('llm_call_count')} calls · {p.get('tool_call_count')} tools · "
+                                  f"{p.get('total_input_tokens')} in / {p.get('total_output_tokens')} out tokens · "
+                                  f"{format_usd(p.get('total_cost_usd'))} · {p.get('wall_time_seconds')} s",
+        "turn.cancelled": lambda: f"{p.get('reason')}",
+        "trace.swept": lambda: f"{p.get('rows_deleted')} rows{' (dry run)' if p.get('dry_run') else ''}",
+    }.get(event.type)
+    return details() if details is not None else ""
+
+
+def _label(event: Event, parent_missing: bool = False) -> Text:
+    label = Text(event.type, style=STYLES.get(event.type, ""))
+    detail = describe(event)
+    if detail:
+        label.append(f"  {detail}", style="dim" if event.type not in ("llm.call_completed",) else "")
+    if parent_missing:
+        label.append("  (parent not in the trace)", style="yellow")
+    return label
+
+
+def trace_tree(session_id: str, events: list[Event]) -> Tree:
+    """The session's events arranged by their parent pointers."""
+    tree = Tree(Text(f"session {session_id}", style="bold"))
+    causal = build_tree(events)
+
+    def add(branch: Tree, node: CausalNode) -> None:
+        child = branch.add(_label(node.event, node.parent_missing))
+        for grandchild in node.children:
+            add(child, grandchild)
+
+    for root in causal.roots:
+        add(tree, root)
+    if not events:
+        tree.add(Text("(no events recorded)", style="dim"))
+    return tree
+
+
+def events_table(events: list[Event]) -> Table:
+    table = Table(title=None, show_lines=False)
+    for column in ("time", "type", "actor", "event", "parent", "details"):
+        table.add_column(column, overflow="fold")
+    for event in events:
+        table.add_row(
+            event.timestamp.strftime("%H:%M:%S.%f")[:-3], Text(event.type, style=STYLES.get(event.type, "")),
+            event.actor.value, event.id[-8:], (event.parent_event_id or "")[-8:], describe(event),
+        )
+    return table
