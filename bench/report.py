@@ -71,20 +71,22 @@ def write_json(result: dict[str, Any], directory: Path = RESULTS_DIR) -> Path:
     """Keep this run as <timestamp>.json; a non-quick run also updates latest.json.
 
     A subset run (--only) replaces only the cases it ran in latest.json, so the page generated
-    from it always shows every case; quick (smoke) runs never touch latest.json.
+    from it always shows every case; quick (smoke) runs go to quick.json.tmp only.
     """
     directory.mkdir(parents=True, exist_ok=True)
+    if result["quick"]:  # smoke runs are kept out of git (*.tmp is ignored) and out of latest.json
+        path = directory / "quick.json.tmp"
+        path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
+        return path
     stamp = result["timestamp"].replace(":", "").replace("-", "")
-    path = directory / f"{stamp}{'-quick' if result['quick'] else ''}.json"
+    path = directory / f"{stamp}.json"
     path.write_text(json.dumps(result, indent=2, ensure_ascii=False) + "\n")
-    if not result["quick"]:
-        latest = directory / "latest.json"
-        merged = dict(result)
-        if latest.exists() and result["only"]:
-            previous = json.loads(latest.read_text())
-            ran = set(result["cases"])
-            kept = [f for f in previous["figures"] if f["case"] not in ran]
-            merged["figures"] = kept + result["figures"]
-            merged["cases"] = sorted(set(previous.get("cases", [])) | ran)
-        latest.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
+    latest = directory / "latest.json"
+    merged = dict(result)
+    if latest.exists() and result["only"]:
+        previous = json.loads(latest.read_text())
+        ran = set(result["cases"])
+        merged["figures"] = [f for f in previous["figures"] if f["case"] not in ran] + result["figures"]
+        merged["cases"] = sorted(set(previous.get("cases", [])) | ran)
+    latest.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return path

@@ -62,6 +62,9 @@ class ByteStream:
     _provider: str
 
     def iter_raw(self) -> Iterator[bytes]:
+        if self._response.is_stream_consumed:  # a transport that handed over a body it already read
+            yield self._response.content
+            return
         failure: NetworkError | None = None
         try:
             yield from self._response.iter_raw()
@@ -92,6 +95,9 @@ class AsyncByteStream:
     _provider: str
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
+        if self._response.is_stream_consumed:  # a transport that handed over a body it already read
+            yield self._response.content
+            return
         failure: NetworkError | None = None
         try:
             async for chunk in self._response.aiter_raw():

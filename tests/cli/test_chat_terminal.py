@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from metis_core.messages import ImageBlock, MessageStatus, Role
+from metis_core.store.sessions import SessionStore
 
 from .cli_harness import (
     PtySession,
@@ -113,3 +114,73 @@ def test_tool_call_is_confirmed_in_the_terminal_then_the_swap_carries_the_histor
     after = stored_events(home, session_id)
     assert types(after)[len(events):] == ["session.resumed", *TEXT_TURN, "session.ended"]
     assert len(stored_messages(home, session_id)) == 8
+
+
+def test_swap_to_a_text_only_model_is_refused_with_the_reason_and_the_model_stays(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    (workspace / "pixel.png").write_bytes(PNG)
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    term = chat(home, server, workspace)
+    try:
+        term.expect(PROMPT)
+        term.type("/attach pixel.png")
+        term.expect(r"attached pixel\.png to your next message")
+        term.type("what is in this picture?")
+        term.expect(r"Hello there!")
+        term.expect(PROMPT)
+        term.type("/model openai:gpt-3.5-turbo")
+        refused = term.expect(r"model unchanged: .*\n")
+        assert "error: refused: cannot use openai:gpt-3.5-turbo:" in refused and "supports_images" in refused
+        assert "model unchanged: anthropic:claude-sonnet-4-6 (default)" in refused
+        term.type("/model")
+        assert "model: anthropic:claude-sonnet-4-6 (default)" in term.expect(PROMPT)
+        term.press(b"\x03")  # Ctrl-C at the prompt ends the chat and saves the session
+        assert term.wait() == 0
+    finally:
+        term.close()
+    session_id = only_session_id(home)
+    messages = stored_messages(home, session_id)
+    image = messages[0].content[1]
+    assert isinstance(image, ImageBlock) and image.source.kind == "file_ref" and image.source.data == "pixel.png"
+    sent = server.bodies(ANTHROPIC)[0]["messages"][0]["content"]
+    assert sent[1]["type"] == "image" and sent[1]["source"]["media_type"] == "image/png"
+    assert server.bodies(OPENAI) == []
+    assert types(stored_events(home, session_id)) == ["session.created", *TEXT_TURN, "session.ended"]
+    with SessionStore(home / "metis.db") as store:
+        assert store.get_session(session_id).active_model is None
+
+
+def test_ctrl_c_during_a_stalled_stream_cancels_the_turn_and_the_chat_goes_on(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse", stall_before=b"event: content_block_stop"),
+                  Reply.recording("anthropic", "stream__text_basic.sse"))
+    term = chat(home, server, workspace)
+    try:
+        term.expect(PROMPT)
+        term.type("tell me a story")
+        term.expect(r"Hello there!")
+        term.press(b"\x03")
+        term.expect(r"cancelled: the partial answer is kept and the chat goes on")
+        term.expect(PROMPT)
+        term.type("ok, shorter please")
+        term.expect(r"Hello there!\n")
+        term.expect(PROMPT)
+        term.press(b"\x04")  # Ctrl-D leaves
+        assert term.wait() == 0
+    finally:
+        term.close()
+    session_id = only_session_id(home)
+    messages = stored_messages(home, session_id)
+    assert [(m.role, m.status) for m in messages] == [
+        (Role.USER, MessageStatus.COMPLETE), (Role.ASSISTANT, MessageStatus.CANCELLED),
+        (Role.USER, MessageStatus.COMPLETE), (Role.ASSISTANT, MessageStatus.COMPLETE)]
+    assert messages[1].text() == "Hello there!" and messages[1].metadata.stop_reason == "cancelled"
+    events = stored_events(home, session_id)
+    assert types(events) == ["session.created", "turn.started", "route.decided", "llm.call_started",
+                             "turn.cancelled", *TEXT_TURN, "session.ended"]
+    cancelled = first(events, "turn.cancelled")
+    assert cancelled.parent_event_id == first(events, "turn.started").id
+    assert cancelled.payload == {"reason": "user_cancel", "partial_llm_calls": 1, "partial_tool_calls": 0}
+    assert events[-1].payload["turn_count"] == 2

@@ -112,3 +112,26 @@ def test_own_client_is_created_once_with_long_read_timeout_and_reused() -> None:
     transport.close()
     assert client.is_closed
     assert "sk-" not in repr(transport)
+
+
+def test_a_body_the_transport_already_read_still_streams() -> None:
+    """Custom transports and mocking libraries may hand over a fully read response."""
+    import asyncio
+
+    from metis_core.transport.http import HttpTransport
+
+    body = b"data: one\n\ndata: two\n\n"
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, content=body, headers={"content-type": "text/event-stream"})
+
+    transport = HttpTransport(httpx.Client(transport=httpx.MockTransport(handler)),
+                              httpx.AsyncClient(transport=httpx.MockTransport(handler)))
+    with transport.stream("POST", "http://x.test/s", b"{}", {}, provider="test") as stream:
+        assert b"".join(stream.iter_raw()) == body
+
+    async def read_async() -> bytes:
+        async with transport.astream("POST", "http://x.test/s", b"{}", {}, provider="test") as stream:
+            return b"".join([chunk async for chunk in stream.aiter_raw()])
+
+    assert asyncio.run(read_async()) == body
