@@ -19,8 +19,8 @@ def _import(impl: str) -> None:
         import httpx  # noqa: F401
         import orjson  # noqa: F401
     elif impl == "metis":
-        import metis_core.adapters.anthropic.adapter  # noqa: F401
-        import metis_core.adapters.client  # noqa: F401
+        import metis_core.adapters.anthropic.adapter
+        import metis_core.adapters.client
         import metis_core.adapters.openai_chat.adapter  # noqa: F401
     elif impl == "openai":
         import openai  # noqa: F401
@@ -29,8 +29,8 @@ def _import(impl: str) -> None:
     elif impl == "litellm":
         import litellm  # noqa: F401
     elif impl == "pydantic-ai":
-        import pydantic_ai.direct  # noqa: F401
-        import pydantic_ai.models.anthropic  # noqa: F401
+        import pydantic_ai.direct
+        import pydantic_ai.models.anthropic
         import pydantic_ai.models.openai  # noqa: F401
     else:
         raise SystemExit(f"unknown implementation {impl!r}")
@@ -81,7 +81,9 @@ def _call(impl: str, server: str) -> str:
     from pydantic_ai.providers.anthropic import AnthropicProvider
 
     model = AnthropicModel("claude-sonnet-4-5", provider=AnthropicProvider(base_url=server, api_key=KEY))
-    answer = model_request_sync(model, [ModelRequest.user_text_prompt(PROMPT)])
+    answer = model_request_sync(
+        model, [ModelRequest.user_text_prompt(PROMPT)], model_settings={"max_tokens": 64}
+    )
     return "".join(part.content for part in answer.parts if isinstance(part, TextPart))
 
 
@@ -101,7 +103,7 @@ def main() -> None:
     text = _call(impl, server)
     if text != expected:
         raise SystemExit(f"{impl}: wrong answer {text[:80]!r}")
-    print('{"import_ms": %.3f, "rss_mb": %.3f}' % (import_ms, _rss_mb()))
+    print(f'{{"import_ms": {import_ms:.3f}, "rss_mb": {_rss_mb():.3f}}}')
 
 
 if __name__ == "__main__":

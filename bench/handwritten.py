@@ -9,13 +9,13 @@ benchmark conversation contains (text, tool calls, tool results, one system prom
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any
 
-from metis_core.messages import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
+import orjson
 
 from bench.scenarios import ANTHROPIC_MODEL, MAX_TOKENS, OLLAMA_MODEL, OPENAI_MODEL, OPENROUTER_MODEL, TOOLS
+from metis_core.messages import Message, Role, TextBlock, ToolResultBlock, ToolUseBlock
 
 
 def _core(canonical_id: str) -> str:
@@ -73,7 +73,7 @@ def openai_messages(messages: list[Message]) -> list[dict[str, Any]]:
         turn: dict[str, Any] = {"role": message.role.value, "content": text}
         calls = [
             {"id": f"call_{_core(b.id)}", "type": "function",
-             "function": {"name": b.name, "arguments": json.dumps(b.input, separators=(",", ":"))}}
+             "function": {"name": b.name, "arguments": orjson.dumps(b.input).decode()}}
             for b in message.content
             if isinstance(b, ToolUseBlock)
         ]
@@ -110,7 +110,7 @@ def responses_body(messages: list[Message], *, stream: bool = False) -> dict[str
                 items.append({"role": message.role.value, "content": [{"type": kind, "text": block.text}]})
             elif isinstance(block, ToolUseBlock):
                 items.append({"type": "function_call", "call_id": f"call_{_core(block.id)}", "name": block.name,
-                              "arguments": json.dumps(block.input, separators=(",", ":"))})
+                              "arguments": orjson.dumps(block.input).decode()})
             elif isinstance(block, ToolResultBlock):
                 items.append({"type": "function_call_output", "call_id": f"call_{_core(block.tool_use_id)}",
                               "output": _result_text(block)})

@@ -44,6 +44,7 @@ def _stream_response(events: list[bytes], content_type: str) -> bytes:
 
 
 SSE = "text/event-stream; charset=utf-8"
+BAD = "400 Bad Request"
 
 
 class Responses:
@@ -94,10 +95,11 @@ class Responses:
         try:
             request = json.loads(body)
         except ValueError:
-            return _json_response(b'{"error":{"type":"invalid_request","message":"body is not JSON"}}', "400 Bad Request")
-        turns = request.get("messages") or request.get("contents") or request.get("input") if isinstance(request, dict) else None
-        if not turns:
-            return _json_response(b'{"error":{"type":"invalid_request","message":"no messages"}}', "400 Bad Request")
+            return _json_response(b'{"error":{"type":"invalid_request","message":"body is not JSON"}}', BAD)
+        if not isinstance(request, dict):
+            return _json_response(b'{"error":{"type":"invalid_request","message":"body is not an object"}}', BAD)
+        if not (request.get("messages") or request.get("contents") or request.get("input")):
+            return _json_response(b'{"error":{"type":"invalid_request","message":"no messages"}}', BAD)
         if streaming is None:
             streaming = request.get("stream", api == "ollama") is True
         return self.table[(api, streaming)]

@@ -321,6 +321,10 @@ class SessionExistsError(StoreError):
     """An import or create names a session id that is already stored."""
 
 
+class ExportError(MetisError):
+    """A trace export could not be written; the message names the target and what to check."""
+
+
 # --- tools and the agent loop --------------------------------------------------------------
 
 

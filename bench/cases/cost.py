@@ -13,13 +13,12 @@ from datetime import date
 from decimal import Decimal
 from typing import Any
 
-from metis_core.messages.metadata import Usage
-from metis_core.models.pricing import PriceTable
-
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target
 from bench.scenarios import ANTHROPIC_MODEL, WrongAnswerError
 from bench.timing import median, per_call_batches
+from metis_core.messages.metadata import Usage
+from metis_core.models.pricing import PriceTable
 
 TARGET = Target("max", 10.0)
 INPUT, OUTPUT = 1234, 567

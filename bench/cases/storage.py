@@ -13,14 +13,13 @@ import io
 import tempfile
 from pathlib import Path
 
-from metis_core.events.catalog import make_event
-from metis_core.trace import TraceStore
-
 from bench import bench_bus, bench_store
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target
 from bench.scenarios import WrongAnswerError
 from bench.timing import median
+from metis_core.events.catalog import make_event
+from metis_core.trace import TraceStore
 
 INSERT_P95_TARGET = Target("max", 1.0)
 THROUGHPUT_TARGET = Target("min", 20_000)
@@ -34,8 +33,9 @@ def _insert_p95_ms(folder: Path, runs: int) -> tuple[float, int]:
         sub.mkdir()
         _, p95 = bench_store._single_insert_latency_ms(sub)
         with TraceStore(sub / "latency.db") as store:
-            if store.count() != bench_store.LATENCY_SAMPLES:
-                raise WrongAnswerError(f"trace store holds {store.count()} events, {bench_store.LATENCY_SAMPLES} inserted")
+            stored = store.count()
+        if stored != bench_store.LATENCY_SAMPLES:
+            raise WrongAnswerError(f"trace store holds {stored} events, {bench_store.LATENCY_SAMPLES} inserted")
         p95s.append(p95)
     return median(p95s), runs * bench_store.LATENCY_SAMPLES
 

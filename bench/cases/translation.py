@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 import orjson
-from metis_core.adapters.registry import get_adapter
 
 from bench import handwritten
 from bench.context import RunContext
@@ -19,6 +18,7 @@ from bench.figures import HANDWRITTEN, METIS, Figure, Target, with_floor
 from bench.peers.metis import canonical_conversation, canonical_tools, options_for
 from bench.scenarios import WrongAnswerError, conversation
 from bench.timing import median, per_call_batches
+from metis_core.adapters.registry import get_adapter
 
 TARGET = Target("ratio_max", 2.0)
 PROVIDERS = ("anthropic", "openai", "openai_responses", "gemini", "ollama", "openrouter")

@@ -10,6 +10,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from bench.scenarios import (
+    ANTHROPIC_MODEL,
+    GEMINI_MODEL,
+    MAX_TOKENS,
+    OLLAMA_MODEL,
+    OPENAI_MODEL,
+    OPENROUTER_MODEL,
+    TOOLS,
+    conversation,
+)
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.client import ModelClient
@@ -24,17 +34,6 @@ from metis_core.messages import (
 )
 from metis_core.messages.metadata import MessageMetadata, RoutingDecisionRecord, RoutingMode, Usage
 from metis_core.transport.retry import RetryPolicy
-
-from bench.scenarios import (
-    ANTHROPIC_MODEL,
-    GEMINI_MODEL,
-    MAX_TOKENS,
-    OLLAMA_MODEL,
-    OPENAI_MODEL,
-    OPENROUTER_MODEL,
-    TOOLS,
-    conversation,
-)
 
 NAME = "metis-core"
 

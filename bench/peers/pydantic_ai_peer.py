@@ -13,7 +13,6 @@ from importlib.metadata import version
 from typing import Any
 
 from genai_prices import calc_price
-
 from pydantic_ai import direct
 from pydantic_ai.messages import (
     ModelMessage,

@@ -28,13 +28,6 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(trace.app, name="trace")
-app.add_typer(admin.audit_app, name="audit")
-app.command("backup")(admin.backup)
-app.command("restore")(admin.restore)
-app.command("models")(models.models)
-app.command("cost")(cost.cost)
 
 ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model id, alias or chain, e.g. sonnet.")]
 SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Continue this stored session.")]
@@ -84,6 +77,16 @@ def demo(
 ) -> None:
     """A tour of the real stack, offline, against a scripted model on a local server."""
     run_demo(Terminal.open(), keep=keep)
+
+
+# After chat, run and demo, so `metis --help` lists the everyday commands first.
+app.command("models")(models.models)
+app.command("cost")(cost.cost)
+app.add_typer(sessions.app, name="sessions")
+app.add_typer(trace.app, name="trace")
+app.command("backup")(admin.backup)
+app.command("restore")(admin.restore)
+app.add_typer(admin.audit_app, name="audit")
 
 
 def main() -> None:

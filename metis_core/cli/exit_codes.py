@@ -23,6 +23,10 @@ from metis_core.errors import (
 from metis_core.routing.engine import NoRoutableModelError
 
 
+class UsageProblem(MetisError):
+    """What the user typed cannot be run as given (exit 2); the message says how to write it."""
+
+
 class ExitCode(IntEnum):
     OK = 0
     UNEXPECTED = 1
@@ -41,7 +45,7 @@ class ExitCode(IntEnum):
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.CANCELLED
-    if isinstance(error, UnknownModelError | ModelIdError | AliasCycleError):
+    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError):
         return ExitCode.USAGE
     if isinstance(error, ConfigError | RoutingPolicyError):
         return ExitCode.CONFIGURATION
@@ -51,6 +55,4 @@ def exit_code_for(error: BaseException) -> ExitCode:
         return ExitCode.REFUSED
     if isinstance(error, StoreError):
         return ExitCode.STORAGE
-    if isinstance(error, MetisError):
-        return ExitCode.UNEXPECTED
     return ExitCode.UNEXPECTED

@@ -18,7 +18,7 @@ import typer
 
 from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.output import Terminal
-from metis_core.config import MetisConfig
+from metis_core.config import MetisConfig, load_config
 from metis_core.errors import MetisError, MissingAPIKeyError
 from metis_core.routing.engine import NoRoutableModelError
 
@@ -40,8 +40,16 @@ def clarify(error: MetisError, config: MetisConfig | None) -> MetisError:
     return MissingAPIKeyError(provider, config.api_key_env_vars(provider)[0])
 
 
+def _config_or_none() -> MetisConfig | None:
+    """The configuration, if it loads: its keys are scrubbed from the error line too."""
+    try:
+        return load_config()
+    except MetisError:
+        return None
+
+
 def report_failure(error: BaseException, terminal: Terminal | None = None) -> ExitCode:
-    terminal = terminal or Terminal.open()
+    terminal = terminal or Terminal.open(_config_or_none())
     code = exit_code_for(error)
     if isinstance(error, KeyboardInterrupt):
         terminal.fail("cancelled")

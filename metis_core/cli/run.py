@@ -23,7 +23,8 @@ from metis_core.cli.first_run import has_any_provider
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, turn_summary
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
-from metis_core.cli.turn_execution import execute_turn, image_attachment
+from metis_core.cli.turn_execution import execute_turn, image_attachment, split_override
+from metis_core.config import MetisConfig
 from metis_core.errors import ConfigError, MetisError
 from metis_core.messages import ContentBlock
 
@@ -77,27 +78,26 @@ def run(prompt: str, model: str | None, session_id: str | None, yes: bool, as_js
         raise
 
 
-def _run(terminal: Terminal, config: Any, prompt: str, model: str | None, session_id: str | None, yes: bool,
+def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None, session_id: str | None, yes: bool,
          as_json: bool, attach: list[Path], workspace: Path) -> ExitCode:
     if model is None and session_id is None and not has_any_provider(config):
         raise ConfigError(NOTHING_CONFIGURED)
+    split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not as_json
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
     try:
         if model is not None:
             require_a_key_for(runtime, model)
-        if session_id is not None:
-            session = runtime.sessions.resume(session_id)
-            if model is not None:
-                runtime.sessions.swap_model(session, model)
-        else:
-            session = runtime.sessions.create(workspace, model=model)
-        attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in attach]
-        printer = None if as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
-        started = time.perf_counter()
-        disposition = "error"
+        session = runtime.sessions.resume(session_id) if session_id else runtime.sessions.create(workspace, model=model)
+        disposition = "abandoned"
         try:
+            if session_id is not None and model is not None:
+                runtime.sessions.swap_model(session, model)
+            attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in attach]
+            printer = None if as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
+            started = time.perf_counter()
+            disposition = "error"
             with asyncio.Runner() as runner:
                 result, _ = execute_turn(runner, runtime, session, prompt, attachments=attachments or None,
                                          on_stream=printer)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
 from metis_core.config import MetisConfig, load_config, metis_home
+from metis_core.errors import MissingAPIKeyError
 
 DEFAULT_MODEL_BY_PROVIDER = {
     "anthropic": "anthropic:claude-sonnet-4-6",
@@ -44,8 +45,6 @@ def open_runtime(
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:
     """Fail early (exit 3) when no member of `spec` has a key, rather than at the first message."""
-    from metis_core.errors import MissingAPIKeyError
-
     members = runtime.registry.parse(spec)
     if any(runtime.is_configured(member) for member in members):
         return

@@ -27,6 +27,10 @@ def _tokens(p: dict[str, Any]) -> str:
     return f"{p.get('input_tokens', 0)} in / {p.get('output_tokens', 0)} out"
 
 
+def _count(n: object, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def describe(event: Event) -> str:
     """What happened, in one line, with the figures that matter for that type."""
     p = event.payload
@@ -46,7 +50,8 @@ def describe(event: Event) -> str:
         "tool.completed": lambda: f"{p.get('output_size_bytes')} bytes · {p.get('latency_ms')} ms",
         "tool.failed": lambda: f"{p.get('error_class')}: {preview(str(p.get('error_message', '')), 80)}",
         "tool.input_invalid": lambda: f"{p.get('tool_name')}: {'; '.join(p.get('validation_errors') or [])}",
-        "turn.completed": lambda: f"{p.get('llm_call_count')} calls · {p.get('tool_call_count')} tools · "
+        "turn.completed": lambda: f"{_count(p.get('llm_call_count'), 'call')} · "
+                                  f"{_count(p.get('tool_call_count'), 'tool call')} · "
                                   f"{p.get('total_input_tokens')} in / {p.get('total_output_tokens')} out tokens · "
                                   f"{format_usd(p.get('total_cost_usd'))} · {p.get('wall_time_seconds')} s",
         "turn.cancelled": lambda: f"{p.get('reason')}",

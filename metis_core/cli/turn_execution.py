@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.agent.turn import StreamSink, TurnResult
+from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import clarify
 from metis_core.errors import MetisError
 from metis_core.messages import ContentBlock, ImageBlock, ImageSource
@@ -26,10 +27,6 @@ from metis_core.messages import ContentBlock, ImageBlock, ImageSource
 T = TypeVar("T")
 OVERRIDE = re.compile(r"^@(\S+)(?:\s+|$)")
 IMAGE_TYPES = {"image/png", "image/jpeg", "image/gif", "image/webp"}
-
-
-class UsageProblem(MetisError):
-    """What the user typed cannot be run as given; the message says how to write it."""
 
 
 def split_override(text: str) -> tuple[str | None, str]:

@@ -11,6 +11,7 @@ exact event chain in the trace.
 from __future__ import annotations
 
 import re
+import time
 from pathlib import Path
 
 from metis_core.messages import ImageBlock, MessageStatus, Role
@@ -27,7 +28,7 @@ from .cli_harness import (
     types,
     write_file_call_stream,
 )
-from .replay_server import ANTHROPIC, OPENAI, Reply, ReplayServer
+from .replay_server import ANTHROPIC, OPENAI, ReplayServer, Reply
 
 RECORDED_TOOL_ID = "toolu_01NRLabsLyVHZPKxbKvkfSMn"
 PROMPT = r"you> "
@@ -130,11 +131,12 @@ def test_swap_to_a_text_only_model_is_refused_with_the_reason_and_the_model_stay
         term.expect(r"Hello there!")
         term.expect(PROMPT)
         term.type("/model openai:gpt-3.5-turbo")
-        refused = term.expect(r"model unchanged: .*\n")
+        refused = term.expect(PROMPT)
         assert "error: refused: cannot use openai:gpt-3.5-turbo:" in refused and "supports_images" in refused
         assert "model unchanged: anthropic:claude-sonnet-4-6 (default)" in refused
         term.type("/model")
         assert "model: anthropic:claude-sonnet-4-6 (default)" in term.expect(PROMPT)
+        time.sleep(0.3)  # let readline take the terminal: a signal a moment before it does waits for Enter
         term.press(b"\x03")  # Ctrl-C at the prompt ends the chat and saves the session
         assert term.wait() == 0
     finally:
@@ -154,8 +156,8 @@ def test_swap_to_a_text_only_model_is_refused_with_the_reason_and_the_model_stay
 def test_ctrl_c_during_a_stalled_stream_cancels_the_turn_and_the_chat_goes_on(
     home: Path, server: ReplayServer, workspace: Path
 ) -> None:
-    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse", stall_before=b"event: content_block_stop"),
-                  Reply.recording("anthropic", "stream__text_basic.sse"))
+    stalled = Reply.recording("anthropic", "stream__text_basic.sse", stall_before=b"event: content_block_stop")
+    server.script(ANTHROPIC, stalled, Reply.recording("anthropic", "stream__text_basic.sse"))
     term = chat(home, server, workspace)
     try:
         term.expect(PROMPT)
@@ -184,3 +186,46 @@ def test_ctrl_c_during_a_stalled_stream_cancels_the_turn_and_the_chat_goes_on(
     assert cancelled.parent_event_id == first(events, "turn.started").id
     assert cancelled.payload == {"reason": "user_cancel", "partial_llm_calls": 1, "partial_tool_calls": 0}
     assert events[-1].payload["turn_count"] == 2
+
+
+def test_an_unanswered_confirmation_is_denied_when_its_timeout_passes(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    server.script(ANTHROPIC, Reply(200, write_file_call_stream("notes.txt", "x")),
+                  Reply.recording("anthropic", "stream__text_basic.sse"))
+    term = chat(home, server, workspace, "--confirm-timeout", "1")
+    try:
+        term.expect(PROMPT)
+        term.type("write a note")
+        assert re.search(r"\(denied automatically in [01]s\)", term.expect(r"confirm> "))
+        shown = term.expect(r"Hello there!")
+        assert "no answer: the tool was not run" in shown and "✗" not in shown
+        term.expect(PROMPT)
+        term.type("/exit")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert not (workspace / "notes.txt").exists()
+    events = stored_events(home, only_session_id(home))
+    assert first(events, "tool.confirmation_resolved").payload["decision"] == "timeout"
+    assert first(events, "tool.failed").payload["error_class"] == "confirmation_timeout"
+
+
+def test_run_on_a_terminal_asks_before_a_tool_writes_and_honours_a_denial(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    server.script(ANTHROPIC, Reply(200, write_file_call_stream("notes.txt", "x")),
+                  Reply.recording("anthropic", "stream__text_basic.sse"))
+    term = PtySession(["run", "write a note"], cli_env(home, server.base_url), workspace)
+    try:
+        assert "write_file wants to write files" in term.expect(r"confirm> ")
+        term.type("n")
+        assert "denied" in term.expect(r"Hello there!")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert not (workspace / "notes.txt").exists()
+    events = stored_events(home, only_session_id(home))
+    resolved = first(events, "tool.confirmation_resolved")
+    assert resolved.payload["decision"] == "deny" and resolved.payload["scope"] is None
+    assert first(events, "tool.failed").payload["error_class"] == "user_denied"

@@ -8,6 +8,7 @@ session ends. Every reply is a recording from ../shared/fixtures served over the
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +25,16 @@ from metis_core.agent.runtime import Runtime
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
-from metis_core.messages import Message, SideEffects, TextDelta, ToolDefinition
+from metis_core.export import SessionRecording, load_recording
+from metis_core.messages import (
+    Message,
+    SideEffects,
+    TextBlock,
+    TextDelta,
+    ToolDefinition,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 from metis_core.transport.retry import RetryPolicy
@@ -156,3 +166,34 @@ def stores(recorded: RecordedSession) -> Iterator[tuple[SessionStore, TraceStore
     yield sessions, trace
     trace.close()
     sessions.close()
+
+
+def openwop_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
+    """run-event.schema.json and run-event-payloads.subset.schema.json, read from ../shared/openwop."""
+    folder = fixtures_root().parent / "openwop"
+    envelope = json.loads((folder / "run-event.schema.json").read_text())
+    payloads = json.loads((folder / "run-event-payloads.subset.schema.json").read_text())
+    return envelope, payloads
+
+
+def conversation_texts(messages: list[Message]) -> set[str]:
+    """Every piece of conversation content in the stored messages: text, tool inputs, tool results."""
+    texts: set[str] = set()
+    for message in messages:
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                texts.add(block.text)
+            elif isinstance(block, ToolUseBlock):
+                texts.update(str(value) for value in block.input.values())
+            elif isinstance(block, ToolResultBlock):
+                texts.update(b.text for b in block.content if isinstance(b, TextBlock))
+    return {text.strip() for text in texts if text.strip()}
+
+
+@pytest.fixture
+def recording(recorded: RecordedSession, stores: tuple[SessionStore, TraceStore]) -> SessionRecording:
+    return load_recording(recorded.session_id, *stores)
+
+
+def by_type(events: list[Event] | tuple[Event, ...], event_type: str) -> list[Event]:
+    return [event for event in events if event.type == event_type]

@@ -24,7 +24,7 @@ def _blocks(content: Any) -> list[dict[str, Any]]:
 
 def anthropic_problems(headers: Mapping[str, str], body: Any, issued_tool_ids: set[str]) -> list[str]:
     problems: list[str] = []
-    if not headers.get("x-api-key"):
+    if not headers.get("x-api-key") and not headers.get("authorization", "").startswith("Bearer "):
         problems.append("x-api-key header: required")
     if not headers.get("anthropic-version"):
         problems.append("anthropic-version header: required")

@@ -1,0 +1,131 @@
+"""docs/performance.md, generated from bench/results/latest.json: method, versions, meanings, figures.
+
+Everything on the page comes from the JSON or from the fixed text below; edit this module (not
+the page) to change the wording. It does not measure anything and does not judge peers.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from bench.report import format_ratio, format_value, verdict
+
+DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
+CASE_ORDER = ("startup", "call", "stream", "translate", "cost", "store", "chain", "adapters")
+
+METHOD = """\
+Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds
+`bench/.venv` from `bench/requirements.txt` (the peers are never metis-core dependencies) and
+re-runs itself there. `python -m bench --only stream,translate` runs a subset (it replaces those
+cases in `latest.json`); `--quick` is a smoke run with small sizes whose results are not published.
+
+- **No real provider is called.** A local HTTP/1.1 server on 127.0.0.1 (`bench/server.py`,
+  keep-alive, its own process so it never competes for the measured process's GIL) answers in
+  each provider's exact wire format: Anthropic Messages, OpenAI Chat Completions and Responses,
+  Gemini `generateContent` / `streamGenerateContent?alt=sse`, Ollama `/api/chat` NDJSON and
+  OpenRouter. Every response is prebuilt; streams go out as one HTTP chunk per event.
+- **Every implementation sends the same conversation**: 40 messages (system prompt, nine cycles
+  of question / text + tool call / tool result / answer, then a last question, call and result)
+  with three tools, each in its own library's types. Peers are pointed at the server with their
+  base-URL option.
+- **Every result is checked**: the parsed text, the tool call's name and arguments and the token
+  usage of every timed call, stream and cost, peers included. A wrong answer voids the case.
+- **Noise**: implementations compared on one row run in alternating blocks; each call is timed
+  alone and the figure is the median. Ratios are to the floor measured in the same run.
+- **The floor** is what the work costs with nothing but httpx and orjson: a prebuilt request body
+  posted with raw httpx and the answer read straight out of the JSON (calls); a minimal SSE /
+  NDJSON line reader with one JSON parse per event (streams); a hand-written dict mapping of the
+  same conversation (translation); `import httpx, orjson` (cold start).
+- Only metis-core's figures are judged against the targets of issue 9; peers are shown for scale.
+"""
+
+MEANINGS = {
+    "startup": "Cold start. *Import*: wall time of the imports a call needs, in a fresh interpreter "
+               "(metis-core: the client plus the Anthropic and OpenAI adapters). *RSS*: resident memory "
+               "after those imports, client setup and one checked call (so lazily loaded parts count).",
+    "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
+            "per call over alternating blocks, after warm-up; Anthropic and OpenAI wire, sync and async.",
+    "stream": "A 2,000-event stream (text fragments, a tool call whose JSON arrives in 200 pieces, usage) "
+              "consumed into events and a final message; wire events per second. Gemini and Ollama send the "
+              "call whole. Peers use their own stream accumulators (SDK stream helpers, LiteLLM "
+              "`stream_chunk_builder`, Pydantic AI's streamed response).",
+    "translate": "Canonical -> wire request body for the 40-message conversation (`adapter.to_wire`), "
+                 "against a hand-written mapping of the same messages (`bench/handwritten.py`).",
+    "cost": "Pricing one response's usage. The shared row checks every library returns $0.012207 for "
+            "1,234 input and 567 output tokens of claude-sonnet-4-5.",
+    "store": "Trace store insert p95 (one event per committed transaction), events/s from the bus into "
+             "the trace store, the bus alone, and loading a 10,000-message session from SQLite "
+             "(WAL, synchronous=NORMAL).",
+    "chain": "What a FallbackChain adds to a call whose first member answers (difference of medians).",
+    "adapters": "The adapter engineers' own in-process benchmarks (`bench/bench_<provider>.py`): stream "
+                "translation from bytes in memory (no HTTP) and to_wire against their own hand-written "
+                "mappings. Reported, not judged.",
+}
+
+
+def _table(figures: list[dict[str, Any]]) -> list[str]:
+    lines = ["| row | implementation | value | vs floor | target | result |", "|---|---|---:|---:|---|:---:|"]
+    previous = None
+    for figure in figures:
+        row = figure["row"] if figure["row"] != previous else ""
+        previous = figure["row"]
+        impl = f"**{figure['impl']}**" if figure["impl"] == "metis-core" else figure["impl"]
+        target = figure["target"] or "" if figure["impl"] == "metis-core" else ""
+        lines.append(f"| {row} | {impl} | {format_value(figure['value'], figure['unit'])} | "
+                     f"{format_ratio(figure['ratio'])} | {target} | {verdict(figure['passed'])} |")
+    return lines
+
+
+def render(result: dict[str, Any]) -> str:
+    figures = sorted(result["figures"], key=lambda f: CASE_ORDER.index(f["case"]) if f["case"] in CASE_ORDER else 99)
+    judged = [f for f in figures if f["passed"] is not None]
+    missed = [f for f in judged if not f["passed"]]
+    machine = result["machine"]
+    out = [
+        "# Performance",
+        "",
+        "<!-- Generated by `python -m bench` from bench/results/latest.json; edit bench/performance_doc.py. -->",
+        "",
+        f"Figures from {result['timestamp']} on {machine['cpus']} cores ({machine['platform']}, "
+        f"Python {machine['python']}); the run took {result['duration_s']:.0f} s. "
+        f"{len(judged) - len(missed)} of {len(judged)} metis-core targets met.",
+        "",
+        "## Method",
+        "",
+        METHOD,
+        "## Versions",
+        "",
+        "| package | version |",
+        "|---|---|",
+        *[f"| {name} | {value} |" for name, value in result["versions"].items()],
+        "",
+        "## What each figure means",
+        "",
+        *[f"- **{case}** — {MEANINGS[case]}" for case in CASE_ORDER if any(f["case"] == case for f in figures)],
+        "",
+        "## Figures",
+        "",
+        *_table(figures),
+        "",
+    ]
+    if missed:
+        out += ["## Targets missed", ""]
+        out += [f"- {f['row']}: {format_value(f['value'], f['unit'])} ({format_ratio(f['ratio'])}), target "
+                f"{f['target']}" for f in missed]
+        out.append("")
+    if result.get("failures"):
+        out += ["## Cases that failed in this run", ""]
+        out += [f"- {f['case']}: {f['error']}" for f in result["failures"]]
+        out.append("")
+    if result.get("missing"):
+        out += ["## Left out", ""]
+        out += [f"- {name}: {reason}" for name, reason in result["missing"].items()]
+        out.append("")
+    return "\n".join(out)
+
+
+def write(latest: Path, doc: Path = DOC) -> Path:
+    doc.write_text(render(json.loads(latest.read_text())))
+    return doc

@@ -1,0 +1,143 @@
+"""The benchmark suite must not rot: its server speaks each wire format and metis-core's timed calls verify.
+
+Runs in the package's own .venv (no peers, no bench/.venv), in-process with the local server in a
+thread, in a few seconds: the stream scripts have exactly 2,000 events, the server answers every
+provider route in its wire format (read back by the raw-httpx floor), and each function the
+suite times for metis-core returns the expected, checked answer.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repository, not an installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench import handwritten, wire_streams  # noqa: E402
+from bench.cases.cost import EXPECTED, INPUT, OUTPUT  # noqa: E402
+from bench.cases.translation import check_wire  # noqa: E402
+from bench.peers.floor import PATHS, FloorCaller  # noqa: E402
+from bench.peers.metis import MODELS, MetisCaller, canonical_conversation, canonical_tools, options_for  # noqa: E402
+from bench.scenarios import (  # noqa: E402
+    MESSAGES,
+    STREAM_EVENTS,
+    WrongAnswerError,
+    call_answer,
+    check_answer,
+    stream_script,
+)
+from bench.server import serve_in_thread  # noqa: E402
+from metis_core.adapters.registry import get_adapter  # noqa: E402
+from metis_core.messages import Usage  # noqa: E402
+from metis_core.models.pricing import PriceTable  # noqa: E402
+
+ALL_PROVIDERS = tuple(MODELS)
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[str]:
+    with serve_in_thread() as url:
+        yield url
+
+
+def _data_events(frames: list[bytes]) -> int:
+    return sum(1 for frame in frames if frame.startswith((b"data:", b"event:", b"{")))
+
+
+@pytest.mark.parametrize(
+    "frames",
+    [
+        wire_streams.anthropic_stream(stream_script()),
+        wire_streams.openai_chat_stream(stream_script()),
+        wire_streams.openai_chat_stream(stream_script(), comment=True),
+        wire_streams.openai_responses_stream(stream_script()),
+        wire_streams.gemini_stream(stream_script()),
+        wire_streams.ollama_stream(stream_script()),
+    ],
+    ids=["anthropic", "openai", "openrouter", "openai_responses", "gemini", "ollama"],
+)
+def test_every_stream_script_carries_exactly_the_benchmark_event_count(frames: list[bytes]) -> None:
+    assert _data_events(frames) == STREAM_EVENTS
+
+
+def test_the_conversation_has_forty_messages_and_ten_tool_calls() -> None:
+    messages = canonical_conversation()
+    assert len(messages) == MESSAGES
+    assert sum(len(m.tool_uses()) for m in messages) == 10
+    assert sum(len(m.tool_results()) for m in messages) == 10
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+def test_server_answers_each_provider_in_its_wire_format(server: str, provider: str) -> None:
+    floor = FloorCaller(server)
+    try:
+        check_answer(f"floor {provider}", call_answer(), *floor.complete(provider))
+        fields, events = floor.stream(provider)
+        check_answer(f"floor stream {provider}", stream_script().answer, *fields)
+        assert events == STREAM_EVENTS - (1 if provider in ("openai", "openrouter") else 0)  # [DONE] is not JSON
+    finally:
+        floor.close()
+
+
+def test_server_refuses_unknown_routes_and_bodies_that_are_not_json(server: str) -> None:
+    with httpx.Client() as client:
+        assert client.post(f"{server}/v1/nothing", content=b"{}").status_code == 404
+        assert client.post(f"{server}/v1/messages", content=b"not json").status_code == 400
+        assert client.post(f"{server}/v1/messages", content=b'{"messages": []}').status_code == 400
+        streamed = client.post(f"{server}{'/v1' + PATHS['openai']}", json={"messages": [1], "stream": True})
+        assert streamed.headers["content-type"].startswith("text/event-stream")
+        assert streamed.headers["transfer-encoding"] == "chunked"
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_metis_calls_the_suite_times_return_the_checked_answer(server: str, provider: str) -> None:
+    caller = MetisCaller(server)
+    try:
+        check_answer("metis complete", call_answer(), *caller.fields(caller.complete(provider)))
+        check_answer("metis acomplete", call_answer(), *caller.fields(await caller.acomplete(provider)))
+    finally:
+        caller.close()
+        await caller.aclose()
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+def test_metis_streams_every_provider_to_the_checked_final_message(server: str, provider: str) -> None:
+    caller = MetisCaller(server)
+    try:
+        final, events = caller.stream(provider)
+        check_answer(f"metis stream {provider}", stream_script().answer, *caller.fields(final))
+        assert events > STREAM_EVENTS * 0.9
+    finally:
+        caller.close()
+
+
+@pytest.mark.parametrize("provider", ALL_PROVIDERS)
+def test_translation_rows_check_both_metis_and_the_hand_written_mapping(provider: str) -> None:
+    messages = canonical_conversation()
+    check_wire("metis", get_adapter(provider).to_wire(messages, canonical_tools(), options_for(provider)).body)
+    check_wire("hand-written", handwritten.MAPPINGS[provider](messages))
+
+
+def test_translation_check_rejects_a_request_that_lost_a_tool_call() -> None:
+    body = handwritten.anthropic_body(canonical_conversation())
+    body["messages"][1]["content"].pop()  # the first assistant turn's tool_use
+    with pytest.raises(WrongAnswerError, match="tool calls differ"):
+        check_wire("broken", body)
+
+
+def test_cost_row_expects_what_the_price_table_charges() -> None:
+    cost, _ = PriceTable.load().cost(Usage(input_tokens=INPUT, output_tokens=OUTPUT), MODELS["anthropic"])
+    assert cost == EXPECTED
+
+
+def test_a_wrong_answer_voids_the_figure() -> None:
+    answer = call_answer()
+    with pytest.raises(WrongAnswerError, match="wrong tool_args"):
+        check_answer("fast but wrong", answer, answer.text, answer.tool_name, {"path": "elsewhere"},
+                     (answer.input_tokens, answer.output_tokens))
