@@ -107,6 +107,14 @@ _EXPORTS: dict[str, str] = {
     "RoutingEngine": "metis_core.routing.engine",
     "NoRoutableModelError": "metis_core.routing.engine",
     "Runtime": "metis_core.agent.runtime",
+    "export_otel": "metis_core.export",
+    "export_openwop": "metis_core.export",
+    "export_event_log": "metis_core.export",
+    "verify_event_log": "metis_core.export",
+    "ExportOptions": "metis_core.export",
+    "ExportSummary": "metis_core.export",
+    "check_fits": "metis_core.models.fit",
+    "HttpTransport": "metis_core.transport.http",
     "MetisError": "metis_core.errors",
     "ConfigError": "metis_core.errors",
     "MissingAPIKeyError": "metis_core.errors",
@@ -154,6 +162,7 @@ _EXPORTS: dict[str, str] = {
     "ToolError": "metis_core.errors",
     "PathEscapeError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
+    "ExportError": "metis_core.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -237,6 +246,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.routing.fallback import FallbackChain
     from metis_core.routing.engine import RoutingEngine, NoRoutableModelError
     from metis_core.agent.runtime import Runtime
+    from metis_core.export import (
+        ExportOptions,
+        ExportSummary,
+        export_event_log,
+        export_openwop,
+        export_otel,
+        verify_event_log,
+    )
+    from metis_core.models.fit import check_fits
+    from metis_core.transport.http import HttpTransport
     from metis_core.errors import (
         MetisError,
         ConfigError,
@@ -285,4 +304,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ToolError,
         PathEscapeError,
         RoutingPolicyError,
+        ExportError,
     )
