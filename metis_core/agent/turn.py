@@ -22,7 +22,7 @@ from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
-from metis_core.errors import ProviderError
+from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, MetisError, ProviderError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
@@ -51,6 +51,8 @@ class TurnResult:
     stop_reason: str = "end_turn"
     cancelled: bool = False
     error: str | None = None
+    failure: BaseException | None = None
+    """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
     model: str | None = None
     llm_calls: int = 0
     tool_calls: int = 0
@@ -150,7 +152,14 @@ class TurnRunner:
             "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
         }, None, actor=Actor.USER)
 
-        decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+        try:
+            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+        except MetisError as error:  # no model can take this turn: close it on the record, then say why
+            result.error = str(error)
+            result.failure = error
+            session.turn_count += 1
+            self._completed(recorder, started, result, started_clock)
+            raise
         routed = recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
         del routed  # llm.call_started descends from turn.started (spec §8.1), not route.decided
         result.model = decision.chosen_model
@@ -210,20 +219,27 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._cancelled(session, recorder, started, tracker, observer, result)
             return result
-        except ProviderError as error:
+        except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
             result.error = str(error)
+            result.failure = error
+            if observer is not None:  # the failed attempts of the call that raised
+                result.llm_calls += observer.attempts
         finally:
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
+        self._completed(recorder, started, result, started_clock)
+        return result
+
+    @staticmethod
+    def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
         stop = result.stop_reason if result.stop_reason in EVENT_STOP_REASONS else "end_turn"
-        wall_time = round(time.perf_counter() - started_clock, 3)
         recorder.emit("turn.completed", {
             "stop_reason": stop, "llm_call_count": result.llm_calls, "tool_call_count": result.tool_calls,
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
-            "total_cost_usd": float(result.cost_usd), "wall_time_seconds": wall_time,
+            "total_cost_usd": float(result.cost_usd),
+            "wall_time_seconds": round(time.perf_counter() - started_clock, 3),
             "signals_extra": {"error": redact(result.error)} if result.error else None,
         }, started, actor=Actor.AGENT)
-        return result
 
     @staticmethod
     def _count_usage(result: TurnResult, message: Message) -> None:

@@ -62,6 +62,8 @@ def result_document(session_id: str, result: TurnResult | None, exit_code: ExitC
 def outcome_code(result: TurnResult | None) -> ExitCode:
     if result is None or result.cancelled:
         return ExitCode.CANCELLED
+    if result.failure is not None:
+        return exit_code_for(result.failure)
     return ExitCode.PROVIDER if result.error else ExitCode.OK
 
 
@@ -110,6 +112,8 @@ def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None
     code = outcome_code(result)
     if as_json:
         terminal.raw(json.dumps(result_document(session.id, result, code), ensure_ascii=False) + "\n")
+        if result is not None and result.error:
+            terminal.fail(result.error)  # stdout stays one JSON document; stderr says it for people
     else:
         if printer is not None:
             printer.finish()

@@ -242,5 +242,8 @@ class _Attempts:
         if self.chain.health is not None:
             self.chain.health.record_success(model)
 
-    def exhausted(self) -> AllModelsFailedError:
+    def exhausted(self) -> BaseException:
+        """What to raise when no member answered: the one failure itself, or all of them."""
+        if len(self.errors) == 1:
+            return self.errors[0]
         return AllModelsFailedError(self.tried, self.errors)

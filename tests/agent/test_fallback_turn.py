@@ -81,3 +81,36 @@ async def test_invalid_policy_keeps_the_last_good_one_and_emits_policy_invalid(h
     assert len(invalid) == 1
     assert invalid[0].payload["using_last_known_good"] is True
     assert invalid[0].payload["policy_path"].endswith("routing.yaml")
+
+
+async def test_a_turn_whose_every_model_fails_is_still_closed_on_the_record(harness: Harness) -> None:
+    h = harness
+    (h.home / "routing.yaml").write_text(CHAIN_POLICY)
+    h.script.script("anthropic", [Reply.fixture("anthropic", "error__529_overloaded_error.json", 529)])
+    h.script.script("openai", [Reply.fixture("openai_chat", "error__429_rate_limit_exceeded.json", 429)])
+    h.script.script("gemini", [Reply.fixture("gemini", "error__429_resource_exhausted_quota.json", 429)])
+    session = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(session, "anyone there?")
+    assert result.error is not None and "no model in the chain could answer" in result.error
+    completed = [e for e in h.events(session.id) if e.type == "turn.completed"]
+    assert len(completed) == 1 and completed[0].payload["signals_extra"]["error"]
+    assert completed[0].payload["llm_call_count"] == 3
+
+
+async def test_a_turn_no_model_can_take_is_closed_and_the_reason_raised(harness: Harness) -> None:
+    import pytest
+
+    from metis_core.routing.engine import NoRoutableModelError
+
+    h = harness
+    (h.home / "routing.yaml").write_text("default: ollama:llama3\n")
+    session = h.runtime.sessions.create(h.workspace)
+    from metis_core.messages import ImageBlock, ImageSource
+
+    image = ImageBlock(source=ImageSource(kind="base64", data="iVBORw0KGgo="), media_type="image/png")
+    with pytest.raises(NoRoutableModelError, match="cannot read images"):
+        await h.runtime.turns.run(session, "what is this?", attachments=[image])
+    events = h.events(session.id)
+    assert [e.type for e in events] == ["session.created", "turn.started", "turn.completed"]
+    assert "cannot read images" in events[-1].payload["signals_extra"]["error"]
+    assert h.script.requests == []
