@@ -38,6 +38,13 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   posted with raw httpx and the answer read straight out of the JSON (calls); a minimal SSE /
   NDJSON line reader with one JSON parse per event (streams); a hand-written dict mapping of the
   same conversation (translation); `import httpx, orjson` (cold start).
+- **The peers**, each called the way its documentation shows: the official `openai` SDK
+  (`chat.completions.create`, `.stream()` helper) and `anthropic` SDK (`messages.create`,
+  `messages.stream()`); LiteLLM `completion` / `acompletion` with OpenAI-format messages, streams
+  assembled with `stream_chunk_builder`; Pydantic AI's direct model API (`model_request`,
+  `model_request_stream_sync`), not an Agent, which would run the tool and call the model again.
+  LiteLLM is installed with `--no-deps` (its certifi pin cannot be met on this registry; see
+  `bench/requirements.txt`) and reads its bundled price map, never the remote one.
 - Only metis-core's figures are judged against the targets of issue 9; peers are shown for scale.
 """
 
@@ -46,9 +53,11 @@ MEANINGS = {
                "(metis-core: the client plus the Anthropic and OpenAI adapters). *RSS*: resident memory "
                "after those imports, client setup and one checked call (so lazily loaded parts count).",
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
-            "per call over alternating blocks, after warm-up; Anthropic and OpenAI wire, sync and async.",
+            "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
+            "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async.",
     "stream": "A 2,000-event stream (text fragments, a tool call whose JSON arrives in 200 pieces, usage) "
-              "consumed into events and a final message; wire events per second. Gemini and Ollama send the "
+              "consumed into events and a final message; wire events per second (2,000 / median seconds of "
+              "10 streams, after one warm-up; a peer slower than 12 s stops at 3). Gemini and Ollama send the "
               "call whole. Peers use their own stream accumulators (SDK stream helpers, LiteLLM "
               "`stream_chunk_builder`, Pydantic AI's streamed response).",
     "translate": "Canonical -> wire request body for the 40-message conversation (`adapter.to_wire`), "
@@ -58,7 +67,9 @@ MEANINGS = {
     "store": "Trace store insert p95 (one event per committed transaction), events/s from the bus into "
              "the trace store, the bus alone, and loading a 10,000-message session from SQLite "
              "(WAL, synchronous=NORMAL).",
-    "chain": "What a FallbackChain adds to a call whose first member answers (difference of medians).",
+    "chain": "What a FallbackChain adds to a call whose first member answers: difference of medians, "
+             "both over an in-process httpx MockTransport so the socket's noise does not swamp it; a few "
+             "microseconds either way (even below zero) means the overhead is lost in the noise.",
     "adapters": "The adapter engineers' own in-process benchmarks (`bench/bench_<provider>.py`): stream "
                 "translation from bytes in memory (no HTTP) and to_wire against their own hand-written "
                 "mappings. Reported, not judged.",

@@ -75,6 +75,7 @@ async def ainterleaved(
     calls: int,
     warmup: int,
     block: int,
+    budget: float | None = None,
 ) -> dict[str, list[float]]:
     """`interleaved` for coroutines, all on the running event loop."""
     samples: dict[str, list[float]] = {name: [] for name in actions}
@@ -82,10 +83,12 @@ async def ainterleaved(
         for _ in range(warmup):
             checks[name](await action())
     clock = time.perf_counter
-    while any(len(s) < calls for s in samples.values()):
+    while any(_wants_more(s, calls, budget) for s in samples.values()):
         for name, action in actions.items():
             check = checks[name]
             out = samples[name]
+            if not _wants_more(out, calls, budget):
+                continue
             gc.collect()
             for _ in range(min(block, calls - len(out))):
                 start = clock()

@@ -16,6 +16,8 @@ from bench.scenarios import call_answer, check_answer
 from bench.timing import ainterleaved, interleaved, median
 
 TARGET = Target("ratio_max", 1.5)
+CALL_BUDGET_S = 8.0
+"""Seconds of calls per implementation and row before a slow peer stops (it keeps >= 3 samples)."""
 PROVIDERS = ("anthropic", "openai")
 
 
@@ -42,7 +44,8 @@ def run_sync(ctx: RunContext, provider: str) -> list[Figure]:
     try:
         actions = {name: (lambda c=caller: c.complete(provider)) for name, caller in callers.items()}
         checks = {name: _checker(name, caller) for name, caller in callers.items()}
-        samples = interleaved(actions, checks, calls=sizes.calls, warmup=sizes.warmup, block=sizes.block)
+        samples = interleaved(actions, checks, calls=sizes.calls, warmup=sizes.warmup, block=sizes.block,
+                              budget=CALL_BUDGET_S)
     finally:
         for caller in callers.values():
             caller.close()
@@ -56,7 +59,8 @@ async def _run_async(ctx: RunContext, provider: str) -> dict[str, list[float]]:
     try:
         actions = {name: (lambda c=caller: c.acomplete(provider)) for name, caller in callers.items()}
         checks = {name: _checker(name, caller) for name, caller in callers.items()}
-        return await ainterleaved(actions, checks, calls=sizes.calls, warmup=sizes.warmup, block=sizes.block)
+        return await ainterleaved(actions, checks, calls=sizes.calls, warmup=sizes.warmup, block=sizes.block,
+                              budget=CALL_BUDGET_S)
     finally:
         for caller in callers.values():
             await caller.aclose()
