@@ -92,17 +92,13 @@ class RequestContext:
     routing: RoutingDecisionRecord | None = None
     prices: PriceTable | None = None
     started_at: float = field(default_factory=time.perf_counter)
-    request_id: str = field(default_factory=new_ulid)
     message_id: str = field(default_factory=new_ulid)
     """Id given to the assistant message this call produces."""
+    provider: str = field(init=False)
+    model_name: str = field(init=False)
 
-    @property
-    def provider(self) -> str:
-        return parse_model_id(self.model).provider
-
-    @property
-    def model_name(self) -> str:
-        return parse_model_id(self.model).name
+    def __post_init__(self) -> None:
+        self.provider, self.model_name = parse_model_id(self.model)
 
     def latency_ms(self) -> int:
         return int((time.perf_counter() - self.started_at) * 1000)

@@ -3,81 +3,83 @@
 Text and thinking arrive as deltas; tool input arrives as raw JSON fragments
 (`tool_use_input_delta`) and whole, parsed, at `tool_use_end`. A stream always ends with
 exactly one `message_complete` carrying the final Message (COMPLETE, or PARTIAL/ERROR after an
-`error` event) so that consumers never have to assemble the message themselves.
+`error` event) so that consumers never have to assemble the message themselves. Events are plain
+slotted dataclasses, not pydantic models: they are in-process values made by the thousand per
+stream, and need no validation or serialization.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Literal
-
-from pydantic import BaseModel, Field
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from metis_core.messages.metadata import Usage
 
-if TYPE_CHECKING:
-    pass
 
-
-class _Event(BaseModel):
-    pass
-
-
-class TextDelta(_Event):
-    type: Literal["text_delta"] = "text_delta"
+@dataclass(slots=True)
+class TextDelta:
     index: int
     """Position of the block in the final message's content."""
     text: str
+    type: Literal["text_delta"] = "text_delta"
 
 
-class ThinkingDelta(_Event):
-    type: Literal["thinking_delta"] = "thinking_delta"
+@dataclass(slots=True)
+class ThinkingDelta:
     index: int
     text: str
+    type: Literal["thinking_delta"] = "thinking_delta"
 
 
-class ToolUseStart(_Event):
-    type: Literal["tool_use_start"] = "tool_use_start"
+@dataclass(slots=True)
+class ToolUseStart:
     index: int
     id: str
     """Canonical `tu_<ulid>` id, issued when the provider announced the call."""
     name: str
+    type: Literal["tool_use_start"] = "tool_use_start"
 
 
-class ToolUseInputDelta(_Event):
-    type: Literal["tool_use_input_delta"] = "tool_use_input_delta"
+@dataclass(slots=True)
+class ToolUseInputDelta:
     index: int
     id: str
     partial_json: str
+    type: Literal["tool_use_input_delta"] = "tool_use_input_delta"
 
 
-class ToolUseEnd(_Event):
-    type: Literal["tool_use_end"] = "tool_use_end"
+@dataclass(slots=True)
+class ToolUseEnd:
     index: int
     id: str
     name: str
     input: dict[str, Any]
+    type: Literal["tool_use_end"] = "tool_use_end"
 
 
-class UsageUpdate(_Event):
-    type: Literal["usage_update"] = "usage_update"
+@dataclass(slots=True)
+class UsageUpdate:
     usage: Usage
+    type: Literal["usage_update"] = "usage_update"
 
 
-class StreamError(_Event):
-    type: Literal["error"] = "error"
+@dataclass(slots=True)
+class StreamError:
     error_class: str
     message: str
     retryable: bool = False
+    type: Literal["error"] = "error"
 
 
-class MessageComplete(_Event):
-    type: Literal["message_complete"] = "message_complete"
+@dataclass(slots=True)
+class MessageComplete:
     message: Any
     """The final canonical `Message` (typed loosely to keep this module import-light)."""
     stop_reason: str | None = None
+    type: Literal["message_complete"] = "message_complete"
 
 
-StreamEvent = Annotated[
+StreamEvent = (
     TextDelta
     | ThinkingDelta
     | ToolUseStart
@@ -85,6 +87,5 @@ StreamEvent = Annotated[
     | ToolUseEnd
     | UsageUpdate
     | StreamError
-    | MessageComplete,
-    Field(discriminator="type"),
-]
+    | MessageComplete
+)

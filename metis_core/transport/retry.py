@@ -8,14 +8,12 @@ instantly. This module decides *whether* and *when*; it does not send anything i
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import TypeVar
 
 from metis_core.errors import ProviderError
@@ -23,6 +21,13 @@ from metis_core.errors import ProviderError
 log = logging.getLogger("metis_core.transport.retry")
 
 T = TypeVar("T")
+
+
+async def _asyncio_sleep(seconds: float) -> None:
+    """asyncio.sleep, imported on first use: sync-only callers never pay for importing asyncio."""
+    import asyncio
+
+    await asyncio.sleep(seconds)
 
 
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
@@ -45,6 +50,8 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     except ValueError:
         pass
     try:
+        from email.utils import parsedate_to_datetime  # only for the rare HTTP-date form
+
         when = parsedate_to_datetime(value)
     except (TypeError, ValueError, IndexError):
         return None
@@ -69,7 +76,7 @@ class RetryPolicy:
     jitter: float = 0.2
     max_retry_after: float = 60.0
     sleep: Callable[[float], None] = time.sleep
-    async_sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
+    async_sleep: Callable[[float], Awaitable[None]] = _asyncio_sleep
     random: Callable[[], float] = field(default=random.random, repr=False)
 
     def should_retry(self, error: ProviderError, attempt: int) -> bool:

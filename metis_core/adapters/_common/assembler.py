@@ -201,7 +201,9 @@ class MessageAssembler:
             elif slot.kind == "redacted_thinking":
                 content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
             elif slot.kind == "tool_use" and slot.tool_input is not None:
-                content.append(ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input))
+                content.append(
+                    ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input)
+                )
         ctx = self.context
         if status is MessageStatus.COMPLETE and not content:
             content.append(TextBlock(text=""))

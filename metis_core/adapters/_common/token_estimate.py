@@ -53,5 +53,20 @@ def estimate_tokens(messages: Sequence[Message], tools: Sequence[ToolDefinition]
             elif isinstance(block, RedactedThinkingBlock):
                 chars += len(block.data)
     for tool in tools:
-        chars += len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
+        chars += _tool_chars(tool)
     return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
+
+
+_TOOL_CHARS: dict[int, tuple[ToolDefinition, int]] = {}
+
+
+def _tool_chars(tool: ToolDefinition) -> int:
+    """A tool's size, computed once per definition object (the same tools go with every call)."""
+    cached = _TOOL_CHARS.get(id(tool))
+    if cached is not None and cached[0] is tool:
+        return cached[1]
+    size = len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
+    if len(_TOOL_CHARS) > 4_096:
+        _TOOL_CHARS.clear()
+    _TOOL_CHARS[id(tool)] = (tool, size)  # holding the tool keeps its id from being reused
+    return size

@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from metis_core.ids import new_tool_use_id
@@ -101,16 +102,12 @@ class ToolIdMap:
         return candidate
 
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:
-        """The id a provider knows this call by, if it has seen it."""
+        """The id a provider knows this call by, if it has seen it; never mints one (Gemini sends
+        ids only for calls that arrived with one)."""
         return self._to_provider.get(namespace, {}).get(canonical_id)
 
     def lookup_canonical(self, namespace: str, provider_id: str) -> str | None:
         return self._to_canonical.get(namespace, {}).get(provider_id)
-
-    def known_provider_id(self, namespace: str, canonical_id: str) -> str | None:
-        """The provider id already paired with a canonical id, without minting one (Gemini sends
-        ids only for calls that arrived with one)."""
-        return self._to_provider.get(namespace, {}).get(canonical_id)
 
     def to_dict(self) -> dict[str, dict[str, str]]:
         return {ns: dict(pairs) for ns, pairs in self._to_provider.items()}
@@ -123,7 +120,9 @@ class ToolIdMap:
         return sum(len(pairs) for pairs in self._to_provider.values())
 
 
+@lru_cache(maxsize=65_536)
 def _fits(provider_id: str, style: IdStyle) -> bool:
+    """Whether an id meets a target's rules (cached: every request re-checks every id of the history)."""
     if style == "alnum9":
         return len(provider_id) == 9 and provider_id.isalnum()
     if style == "openai":

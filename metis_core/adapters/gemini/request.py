@@ -154,7 +154,7 @@ class _Builder:
                                   "the image returned by the tool was not sent")
             response: dict[str, Any] = {"name": self._tool_names.get(block.tool_use_id, "unknown_tool"),
                                         "response": tool_result_response(block)}
-            provider_id = self.tool_ids.known_provider_id(PROVIDER, block.tool_use_id)
+            provider_id = self.tool_ids.provider_id(PROVIDER, block.tool_use_id)
             if provider_id is not None:
                 response["id"] = provider_id
             parts.append({"functionResponse": response})
@@ -176,7 +176,7 @@ class _Builder:
             elif isinstance(block, ToolUseBlock):
                 self._tool_names[block.id] = block.name
                 call: dict[str, Any] = {"args": block.input, "name": block.name}
-                provider_id = self.tool_ids.known_provider_id(PROVIDER, block.id)
+                provider_id = self.tool_ids.provider_id(PROVIDER, block.id)
                 if provider_id is not None:
                     call["id"] = provider_id
                 part = {"functionCall": call}

@@ -313,7 +313,7 @@ def test_tool_ids_are_sent_only_for_calls_that_arrived_with_one() -> None:
     responses = [p["functionResponse"] for p in body["contents"][2]["parts"]]
     assert [c.get("id") for c in calls] == ["fc_7", None]
     assert [r.get("id") for r in responses] == ["fc_7", None]
-    assert ids.known_provider_id("gemini", "tu_other") is None  # nothing minted
+    assert ids.provider_id("gemini", "tu_other") is None  # nothing minted
 
 
 # --- images --------------------------------------------------------------------------------------

@@ -167,7 +167,7 @@ def test_function_call_with_id_maps_to_the_same_canonical_id_each_time() -> None
                                                RequestContext(model="gemini:gemini-2.5-flash", tool_ids=ids))
     canonical = first.tool_uses()[0].id
     assert ids.lookup_canonical("gemini", "fc_1") == canonical
-    assert ids.known_provider_id("gemini", canonical) == "fc_1"
+    assert ids.provider_id("gemini", canonical) == "fc_1"
 
 
 def test_unsupported_output_parts_are_skipped_and_named() -> None:
