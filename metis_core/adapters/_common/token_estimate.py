@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import orjson
 
+from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.messages import (
     ImageBlock,
     Message,
@@ -57,16 +58,8 @@ def estimate_tokens(messages: Sequence[Message], tools: Sequence[ToolDefinition]
     return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
 
 
-_TOOL_CHARS: dict[int, tuple[ToolDefinition, int]] = {}
+def _size(tool: ToolDefinition) -> int:
+    return len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
 
 
-def _tool_chars(tool: ToolDefinition) -> int:
-    """A tool's size, computed once per definition object (the same tools go with every call)."""
-    cached = _TOOL_CHARS.get(id(tool))
-    if cached is not None and cached[0] is tool:
-        return cached[1]
-    size = len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
-    if len(_TOOL_CHARS) > 4_096:
-        _TOOL_CHARS.clear()
-    _TOOL_CHARS[id(tool)] = (tool, size)  # holding the tool keeps its id from being reused
-    return size
+_tool_chars = PerToolCache(_size)

@@ -17,6 +17,7 @@ from urllib.parse import quote
 import orjson
 
 from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -223,15 +224,19 @@ class _Builder:
         return self.contents
 
 
+def _declaration(tool: ToolDefinition) -> dict[str, Any]:
+    declaration: dict[str, Any] = {"description": tool.description, "name": tool.name}
+    parameters = parameters_for(tool.input_schema, tool.name)
+    if parameters is not None:
+        declaration["parameters"] = parameters
+    return declaration
+
+
+_declarations = PerToolCache(_declaration)  # converting a schema to Gemini's dialect is done once per tool
+
+
 def tool_declarations(tools: list[ToolDefinition]) -> list[dict[str, Any]]:
-    declarations: list[dict[str, Any]] = []
-    for tool in tools:
-        declaration: dict[str, Any] = {"description": tool.description, "name": tool.name}
-        parameters = parameters_for(tool.input_schema, tool.name)
-        if parameters is not None:
-            declaration["parameters"] = parameters
-        declarations.append(declaration)
-    return [{"functionDeclarations": declarations}]
+    return [{"functionDeclarations": [_declarations(tool) for tool in tools]}]
 
 
 def generation_config(options: AdapterOptions) -> dict[str, Any]:
