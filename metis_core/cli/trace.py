@@ -1,12 +1,15 @@
-"""`metis trace show|tree|replay SESSION` and `metis trace prune`: the stored event trace.
+"""`metis trace show|tree|replay|export SESSION` and `metis trace prune`: the stored event trace.
 
 show is a table, tree the causal tree (model, tokens, cost and latency per call), replay the
-events as JSON lines in id order for scripts. prune deletes non-audit events older than the
-retention period (a dry run only counts) with a progress bar, and records trace.swept.
+events as JSON lines in id order for scripts, export one session in an interoperable format
+(OpenTelemetry GenAI, OpenWOP, agent event log v0.2). prune deletes non-audit events older than
+the retention period (a dry run only counts) with a progress bar, and records trace.swept.
 """
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -69,3 +72,30 @@ def prune(
     terminal.out.print(
         f"{verb} {result.rows_deleted} events older than {result.cutoff_timestamp:%Y-%m-%d %H:%M:%S} UTC; "
         f"kept {result.rows_audit_exempt} older audit events", markup=False)
+
+
+@app.command("export")
+@guarded
+def export(
+    session_id: SessionArgument,
+    export_format: Annotated[str, typer.Option("--format", help="otel | openwop | eventlog")] = "otel",
+    out: Annotated[Path | None, typer.Option("--out", help="File to write (default: standard output).")] = None,
+    include_content: Annotated[bool, typer.Option(
+        "--include-content", help="Copy message text and tool data into the export (off: hashes and sizes only).",
+    )] = False,
+) -> None:
+    """One session as OpenTelemetry GenAI spans (OTLP/JSON), OpenWOP run events or an event log v0.2."""
+    from metis_core.cli.exit_codes import UsageProblem
+    from metis_core.export import EXPORT_FORMATS, ExportOptions
+
+    exporter = EXPORT_FORMATS.get(export_format)
+    if exporter is None:
+        raise UsageProblem(f"unknown export format {export_format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
+    terminal = Terminal.open()
+    with session_store() as store, trace_store() as trace:
+        summary = exporter(session_id, store, trace, out if out is not None else sys.stdout.buffer,
+                           ExportOptions(include_content=include_content))
+    skipped = f", {summary.skipped_total} without a counterpart" if summary.skipped_total else ""
+    where = f" to {summary.path}" if summary.path else ""
+    terminal.err.print(f"exported {summary.exported} of {summary.events_read} events as {summary.documents} "
+                       f"{export_format} document(s){where}{skipped}", style="dim", markup=False)

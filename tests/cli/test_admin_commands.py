@@ -149,3 +149,25 @@ def test_cost_groups_spend_by_session_model_and_day(cli: Cli) -> None:
     assert len(document["day"]) == 1
     assert "by model" in cli("cost").stdout
     assert cli("cost", "--session", "sess_nope").exit_code == 6
+
+
+def test_trace_export_writes_each_interop_format(cli: Cli, tmp_path: Path) -> None:
+    from metis_core.export import verify_event_log
+
+    otel = cli("trace", "export", cli.session_id, "--format", "otel")
+    assert otel.exit_code == 0, otel.stderr
+    spans = [span for rs in json.loads(otel.stdout)["resourceSpans"] for ss in rs["scopeSpans"] for span in ss["spans"]]
+    assert any(span["name"].startswith("chat ") for span in spans)
+    assert "exported" in otel.stderr and "otel document(s)" in otel.stderr
+
+    log_path = tmp_path / "session.eventlog.jsonl"
+    logged = cli("trace", "export", cli.session_id, "--format", "eventlog", "--out", str(log_path))
+    assert logged.exit_code == 0 and str(log_path) in logged.stderr
+    assert verify_event_log(log_path.read_text().splitlines()).ok
+    assert "write a note" not in log_path.read_text()  # content redacted unless asked for
+
+    openwop = cli("trace", "export", cli.session_id, "--format", "openwop")
+    assert openwop.exit_code == 0 and json_lines(openwop.stdout)
+
+    unknown = cli("trace", "export", cli.session_id, "--format", "yaml")
+    assert unknown.exit_code == 2 and "unknown export format" in unknown.stderr
