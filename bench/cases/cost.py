@@ -2,7 +2,7 @@
 
 The shared row prices the same usage (1,234 input, 567 output tokens of claude-sonnet-4-5) with
 each library and checks every result is $0.012207 (3 and 15 USD per million tokens). The other
-metis rows are the cases of the former bench/bench_cost.py: a dated snapshot id, a Responses
+metis rows cover: a dated snapshot id, a Responses
 model with reasoning tokens, Gemini's long-context tier and price_usage. Target: <= 10 µs.
 """
 
