@@ -18,6 +18,7 @@ from urllib.parse import urlencode
 import orjson
 from pydantic import SecretStr
 
+from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.registry import adapter_class
@@ -159,14 +160,11 @@ class ModelClient:
         tool_list = list(tools or [])
         caps = capabilities or self.registry.capabilities(model_id)
         wanted = options or AdapterOptions(model=model_id)
-        check_fits(
-            history,
-            tool_list,
-            caps,
-            model_id,
-            adapter.estimate_input_tokens(history, tool_list),
-            structured_output=wanted.response_format is not None,
-        )
+        tokens, shape = survey_history(history, tool_list)
+        if type(adapter).estimate_input_tokens is not Adapter.estimate_input_tokens:
+            tokens = adapter.estimate_input_tokens(history, tool_list)  # an adapter with its own rule
+        check_fits(history, tool_list, caps, model_id, tokens,
+                   structured_output=wanted.response_format is not None, shape=shape)
         options = dataclasses.replace(
             wanted, model=model_id, stream=stream, session_id=session_id or wanted.session_id
         )

@@ -41,6 +41,10 @@ def _survey(messages: Sequence[Message]) -> tuple[int, bool, bool]:
     return images, tool_calls, system
 
 
+HistoryShape = tuple[int, bool, bool]
+"""(images, holds tool calls or results, holds a system message)."""
+
+
 def check_fits(
     messages: Sequence[Message],
     tools: Sequence[ToolDefinition],
@@ -49,9 +53,14 @@ def check_fits(
     estimated_input_tokens: int,
     *,
     structured_output: bool = False,
+    shape: HistoryShape | None = None,
 ) -> None:
-    """Raise CapabilityMismatchError if `model` cannot carry this history, tools and request."""
-    images, has_tool_calls, has_system = _survey(messages)
+    """Raise CapabilityMismatchError if `model` cannot carry this history, tools and request.
+
+    `shape` lets a caller that already walked the history (the client, while estimating tokens)
+    pass what it saw instead of walking it again.
+    """
+    images, has_tool_calls, has_system = shape if shape is not None else _survey(messages)
     if images and not capabilities.supports_images:
         raise CapabilityMismatchError(
             model,
