@@ -13,7 +13,7 @@ from typing import Any
 from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
-CASE_ORDER = ("startup", "call", "stream", "translate", "cost", "store", "chain", "adapters")
+CASE_ORDER = ("startup", "call", "stream", "translate", "cost", "store", "chain")
 
 METHOD = """\
 Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds
@@ -70,9 +70,6 @@ MEANINGS = {
     "chain": "What a FallbackChain adds to a call whose first member answers: difference of medians, "
              "both over an in-process httpx MockTransport so the socket's noise does not swamp it; a few "
              "microseconds either way (even below zero) means the overhead is lost in the noise.",
-    "adapters": "The adapter engineers' own in-process benchmarks (`bench/bench_<provider>.py`): stream "
-                "translation from bytes in memory (no HTTP) and to_wire against their own hand-written "
-                "mappings. Reported, not judged.",
 }
 
 
