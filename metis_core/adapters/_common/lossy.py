@@ -12,6 +12,10 @@ import logging
 from collections import OrderedDict
 from dataclasses import dataclass
 from threading import Lock
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from metis_core.messages import Message
 
 log = logging.getLogger("metis_core.adapters.lossy")
 
@@ -64,6 +68,20 @@ def record_drop(
             "reason": reason,
         },
     )
+
+
+def record_block_drop(
+    dropped: list[DroppedBlock],
+    adapter: str,
+    session_id: str,
+    message: Message,
+    index: int,
+    block_type: str,
+    reason: str,
+) -> None:
+    """`record_drop` for block `index` of `message`: the request's session id, else the message's."""
+    record_drop(dropped, session_id=session_id or message.session_id, message_id=message.id, block_index=index,
+                block_type=block_type, adapter=adapter, reason=reason)
 
 
 def forget_logged_drops() -> None:

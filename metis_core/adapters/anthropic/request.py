@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -77,15 +77,7 @@ class _Builder:
         self._ids: dict[str, str] = {}
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_drop(
-            self.dropped,
-            session_id=self.session_id or message.session_id,
-            message_id=message.id,
-            block_index=index,
-            block_type=block_type,
-            adapter=ADAPTER_NAME,
-            reason=reason,
-        )
+        record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
 
     def image(self, message: Message, index: int, block: ImageBlock) -> dict[str, Any] | None:
         if self.caps is not None and not self.caps.supports_images:

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import orjson
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -92,8 +92,7 @@ class _Builder:
         self._skip_signature = needs_skip_signature(self.model_name)
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_drop(self.dropped, session_id=self.session_id or message.session_id, message_id=message.id,
-                    block_index=index, block_type=block_type, adapter=ADAPTER_NAME, reason=reason)
+        record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
 
     def _turn(self, role: str, parts: list[dict[str, Any]]) -> None:
         if not parts:

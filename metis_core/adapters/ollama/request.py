@@ -12,7 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters.base import AdapterOptions, WireRequest
@@ -60,15 +60,7 @@ class _Projector:
         self._tool_names: dict[str, str] = {}
 
     def _drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_drop(
-            self.dropped,
-            session_id=self.session_id or message.session_id,
-            message_id=message.id,
-            block_index=index,
-            block_type=block_type,
-            adapter=ADAPTER_NAME,
-            reason=reason,
-        )
+        record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
 
     def _image(self, message: Message, index: int, block: ImageBlock) -> str | None:
         """The bare base64 string Ollama wants, or None after logging why the image was dropped."""

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -334,15 +334,7 @@ class ChatRequestBuilder:
     # --- lossy projections -------------------------------------------------------------------
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_drop(
-            self.dropped,
-            session_id=message.session_id or self.session_id,
-            message_id=message.id,
-            block_index=index,
-            block_type=block_type,
-            adapter=self.adapter_name,
-            reason=reason,
-        )
+        record_block_drop(self.dropped, self.adapter_name, self.session_id, message, index, block_type, reason)
 
 
 def _same_json(issued: str, value: dict[str, Any]) -> bool:

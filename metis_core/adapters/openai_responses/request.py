@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -199,15 +199,7 @@ class _InputWriter:
         """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_drop(
-            self.dropped,
-            session_id=self.session_id,
-            message_id=message.id,
-            block_index=index,
-            block_type=block_type,
-            adapter=f"{PROVIDER}/responses",
-            reason=reason,
-        )
+        record_block_drop(self.dropped, f"{PROVIDER}/responses", self.session_id, message, index, block_type, reason)
 
     def write(self, history: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
         items: list[dict[str, Any]] = []
