@@ -77,9 +77,8 @@ class WireRequest:
     """Lossy projections made while building this request (each already logged at WARN)."""
 
 
-DIRECT_ROUTING = RoutingDecisionRecord(
-    mode=RoutingMode.DEFAULT, chosen_model="", reason="direct adapter call (no routing engine)"
-)
+DIRECT_ROUTING_REASON = "direct adapter call (no routing engine)"
+DIRECT_ROUTING = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="", reason=DIRECT_ROUTING_REASON)
 
 
 @dataclass
@@ -106,7 +105,7 @@ class RequestContext:
     def routing_record(self) -> RoutingDecisionRecord:
         if self.routing is not None:
             return self.routing
-        return DIRECT_ROUTING.model_copy(update={"chosen_model": self.model})
+        return RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=self.model, reason=DIRECT_ROUTING_REASON)
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""

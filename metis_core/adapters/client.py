@@ -165,9 +165,11 @@ class ModelClient:
             tokens = adapter.estimate_input_tokens(history, tool_list)  # an adapter with its own rule
         check_fits(history, tool_list, caps, model_id, tokens,
                    structured_output=wanted.response_format is not None, shape=shape)
-        options = dataclasses.replace(
-            wanted, model=model_id, stream=stream, session_id=session_id or wanted.session_id
-        )
+        session = session_id or wanted.session_id
+        if wanted.model == model_id and wanted.stream == stream and wanted.session_id == session:
+            options = wanted  # nothing to change: skip the copy (this runs on every call)
+        else:
+            options = dataclasses.replace(wanted, model=model_id, stream=stream, session_id=session)
         ids = tool_ids if tool_ids is not None else ToolIdMap()
         request = adapter.to_wire(history, tool_list, options, ids)
         url = self.base_url(provider) + request.path

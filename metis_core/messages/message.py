@@ -61,9 +61,11 @@ class Message(BaseModel):
     def _skip_unknown_blocks(cls, value: Any) -> Any:
         if not isinstance(value, list):
             return value
+        if not any(isinstance(block, dict) for block in value):
+            return value  # block objects, as adapters and the agent build them: nothing to skip
         kept: list[Any] = []
         for block in value:
-            block_type = block.get("type") if isinstance(block, dict) else getattr(block, "type", None)
+            block_type = block.get("type") if isinstance(block, dict) else None
             if isinstance(block, dict) and block_type not in BLOCK_TYPES:
                 log.warning(
                     "skipping unknown content block type %r (written by a newer metis?)",

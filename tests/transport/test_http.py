@@ -135,3 +135,28 @@ def test_a_body_the_transport_already_read_still_streams() -> None:
             return b"".join([chunk async for chunk in stream.aiter_raw()])
 
     assert asyncio.run(read_async()) == body
+
+
+def test_each_url_is_parsed_once_and_requests_still_reach_it_with_their_query() -> None:
+    seen: list[str] = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        return httpx.Response(200, content=b"{}")
+
+    transport = HttpTransport(httpx.Client(transport=httpx.MockTransport(handler)))
+    url = "http://gemini.test/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    for _ in range(3):
+        transport.send("POST", url, b"{}", {})
+    transport.send("POST", "http://other.test/v1/messages", b"{}", {})
+    assert seen == [url, url, url, "http://other.test/v1/messages"]
+    assert transport._parsed(url) is transport._parsed(url)  # one parse, shared (httpx.URL is immutable)
+
+
+def test_the_parsed_url_cache_stays_bounded() -> None:
+    from metis_core.transport.http import URL_CACHE_SIZE
+
+    transport = HttpTransport()
+    for index in range(URL_CACHE_SIZE * 2 + 5):
+        assert str(transport._parsed(f"http://model-{index}.test/x")) == f"http://model-{index}.test/x"
+    assert len(transport._urls) <= URL_CACHE_SIZE

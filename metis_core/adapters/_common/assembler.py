@@ -56,7 +56,8 @@ class _Slot:
 class MessageAssembler:
     def __init__(self, context: RequestContext, *, api: str, unsigned_thinking_origin: bool = False) -> None:
         self.context = context
-        self.origin = BlockOrigin(provider=context.provider, api=api, model=context.model_name)
+        self.api = api
+        self._origin: BlockOrigin | None = None
         # Providers without signatures (Ollama) still bind thinking to its origin for replay rules.
         self.unsigned_thinking_origin = unsigned_thinking_origin
         self._slots: list[_Slot] = []
@@ -64,6 +65,14 @@ class MessageAssembler:
         self.usage = Usage()
         self.provider_raw: dict[str, Any] = {}
         self.finished = False
+
+    @property
+    def origin(self) -> BlockOrigin:
+        """Who issued this message's thinking tokens; built only for messages that carry thinking."""
+        if self._origin is None:
+            ctx = self.context
+            self._origin = BlockOrigin(provider=ctx.provider, api=self.api, model=ctx.model_name)
+        return self._origin
 
     # --- blocks ------------------------------------------------------------------------------
 

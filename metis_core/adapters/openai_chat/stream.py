@@ -201,11 +201,14 @@ class ChatStreamTranslator(StreamTranslator):
             self.raw.setdefault(CUSTOM_CALLS_KEY, []).append(call.tool_id)
         elif raw.strip():
             try:
-                if compact_json(orjson.loads(raw)) != raw:
+                parsed = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                parsed = None  # tool_end below reports the broken arguments
+            if isinstance(parsed, dict):
+                self.asm.tool_input_object(call.key, parsed)  # parsed once: tool_end takes it as is
+                if compact_json(parsed) != raw:
                     # Replayed verbatim to this provider, so its prompt cache sees the same bytes.
                     self.raw.setdefault(RAW_ARGUMENTS_KEY, {})[call.tool_id] = raw
-            except orjson.JSONDecodeError:
-                pass  # tool_end below reports the broken arguments
         return [self.asm.tool_end(call.key)]
 
     def apply_usage(self, usage: dict[str, Any]) -> StreamEvent:

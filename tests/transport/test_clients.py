@@ -1,0 +1,73 @@
+"""The clients metis creates keep httpx's cookie behaviour while skipping the jar when nothing is set."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from metis_core.transport.clients import MetisAsyncClient, MetisClient, SetCookieOnlyJar
+from metis_core.transport.http import HttpTransport
+
+
+class CookieServer:
+    """Sets an affinity cookie on the first answer only; records the Cookie header of each request."""
+
+    def __init__(self) -> None:
+        self.seen: list[str | None] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        self.seen.append(request.headers.get("cookie"))
+        headers = {"set-cookie": "affinity=node-7; Path=/"} if len(self.seen) == 1 else {}
+        return httpx.Response(200, json={"ok": True}, headers=headers)
+
+
+def test_a_cookie_the_server_sets_is_kept_and_sent_back() -> None:
+    server = CookieServer()
+    with MetisClient(transport=httpx.MockTransport(server)) as client:
+        for _ in range(3):
+            client.post("http://api.test/v1/messages", content=b"{}")
+        assert isinstance(client.cookies, SetCookieOnlyJar)
+        assert client.cookies.get("affinity") == "node-7"
+    assert server.seen == [None, "affinity=node-7", "affinity=node-7"]
+
+
+def test_responses_without_set_cookie_leave_the_jar_alone() -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"ok": True}, headers={"x-request-id": "req_1"})
+
+    with MetisClient(transport=httpx.MockTransport(handler)) as client:
+        client.post("http://api.test/v1/messages", content=b"{}")
+        assert len(client.cookies) == 0
+
+
+def test_cookies_assigned_by_the_caller_are_sent() -> None:
+    server = CookieServer()
+    with MetisClient(transport=httpx.MockTransport(server)) as client:
+        client.cookies = {"team": "blue"}
+        client.post("http://api.test/v1/messages", content=b"{}")
+        assert isinstance(client.cookies, SetCookieOnlyJar)
+    assert server.seen == ["team=blue"]
+
+
+def test_the_async_client_behaves_the_same() -> None:
+    server = CookieServer()
+
+    async def run() -> str | None:
+        async with MetisAsyncClient(transport=httpx.MockTransport(server)) as client:
+            for _ in range(2):
+                await client.post("http://api.test/v1/messages", content=b"{}")
+            return client.cookies.get("affinity")
+
+    assert asyncio.run(run()) == "node-7"
+    assert server.seen == [None, "affinity=node-7"]
+
+
+def test_the_transport_creates_metis_clients_and_keeps_a_callers_own() -> None:
+    transport = HttpTransport()
+    assert type(transport.client) is MetisClient
+    assert type(transport.async_client) is MetisAsyncClient
+    transport.close()
+    own = httpx.Client()
+    assert HttpTransport(own).client is own
+    own.close()
