@@ -109,6 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     if not args.here and not environment.inside_bench_venv():
         environment.reexec_in_venv(argv)  # does not return
     environment.prepare_process_environment()
+    environment.compile_bytecode()
     quiet_libraries()
     from bench import performance_doc, report
 

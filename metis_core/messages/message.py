@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 
-from metis_core.hashing import json_hash
 from metis_core.ids import new_ulid
 from metis_core.messages.blocks import (
     BLOCK_TYPES,
@@ -120,6 +119,8 @@ class Message(BaseModel):
         id, session_id, created_at, metadata and schema_version are left out, so the same
         exchange hashes the same in any session or store (see docs/canonical-format.md).
         """
+        from metis_core.hashing import json_hash  # rfc8785 loads only where hashes are taken, not per call
+
         return json_hash(
             {"role": self.role.value, "content": [b.model_dump(mode="json") for b in self.content]}
         )

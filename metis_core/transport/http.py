@@ -171,6 +171,18 @@ class HttpTransport:
             parsed = self._urls[url] = httpx.URL(url)
         return parsed
 
+    def _request(
+        self,
+        client: httpx.Client | httpx.AsyncClient,
+        method: str,
+        url: str,
+        body: bytes,
+        headers: Mapping[str, str],
+        timeout: TimeoutArg,
+    ) -> httpx.Request:
+        return client.build_request(method, self._parsed(url), content=body, headers=headers,
+                                    timeout=self._timeout_arg(timeout))
+
     def _timeout_arg(self, timeout: TimeoutArg) -> Any:
         chosen = timeout if timeout is not None else self._timeout
         return chosen if chosen is not None else httpx.USE_CLIENT_DEFAULT
@@ -188,7 +200,7 @@ class HttpTransport:
         provider: str = "unknown",
     ) -> WireResponse:
         client = self.client
-        request = client.build_request(method, self._parsed(url), content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
             response = client.send(request)
@@ -210,7 +222,7 @@ class HttpTransport:
         provider: str = "unknown",
     ) -> Iterator[ByteStream]:
         client = self.client
-        request = client.build_request(method, self._parsed(url), content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
             response = client.send(request, stream=True)
@@ -241,7 +253,7 @@ class HttpTransport:
         provider: str = "unknown",
     ) -> WireResponse:
         client = self.async_client
-        request = client.build_request(method, self._parsed(url), content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
             response = await client.send(request)
@@ -263,7 +275,7 @@ class HttpTransport:
         provider: str = "unknown",
     ) -> AsyncIterator[AsyncByteStream]:
         client = self.async_client
-        request = client.build_request(method, self._parsed(url), content=body, headers=headers, timeout=self._timeout_arg(timeout))
+        request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
             response = await client.send(request, stream=True)
