@@ -98,6 +98,7 @@ class ChatRequestBuilder:
         self.session_id = options.session_id
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
+        self._ids: dict[str, str] = {}
 
     # --- the body ----------------------------------------------------------------------------
 
@@ -284,8 +285,15 @@ class ChatRequestBuilder:
         for index, block in blocks:
             self.drop(message, index, block.type, self.thinking_drop_reason)
 
+    def wire_id(self, canonical_id: str) -> str:
+        """The call id this target gets; looked up once per request (a call and its result share it)."""
+        known = self._ids.get(canonical_id)
+        if known is None:
+            known = self._ids[canonical_id] = self.tool_ids.provider_for(self.namespace, canonical_id, self.id_style)
+        return known
+
     def wire_tool_call(self, block: ToolUseBlock, raw: dict[str, Any] | None) -> dict[str, Any]:
-        call_id = self.tool_ids.provider_for(self.namespace, block.id, self.id_style)
+        call_id = self.wire_id(block.id)
         if raw is not None:
             if block.id in raw.get(CUSTOM_CALLS_KEY, ()):
                 text = block.input.get("input")
@@ -307,7 +315,7 @@ class ChatRequestBuilder:
         result = message.content[0]
         if not isinstance(result, ToolResultBlock):
             raise SessionInvariantError("chat request", [f"tool message {message.id} holds no tool_result"])
-        call_id = self.tool_ids.provider_for(self.namespace, result.tool_use_id, self.id_style)
+        call_id = self.wire_id(result.tool_use_id)
         if call_id not in pending_calls or not out or out[-1]["role"] not in ("assistant", "tool"):
             raise SessionInvariantError(
                 "chat request", [f"tool result {result.tool_use_id} does not follow the call that asked for it"]
