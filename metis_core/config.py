@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
+from metis_core.yaml_text import safe_load
 
 CONFIG_FILE_NAME = "config.yaml"
 
@@ -216,7 +217,7 @@ def _read_yaml(path: Path) -> Any:
     except OSError as exc:
         raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
     try:
-        return yaml.safe_load(text) or {}
+        return safe_load(text) or {}
     except yaml.MarkedYAMLError as exc:
         # Only the position and the parser's complaint: the snippet could show a secret.
         mark = exc.problem_mark or exc.context_mark

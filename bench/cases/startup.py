@@ -2,7 +2,9 @@
 
 Each run is a fresh interpreter (bench/coldstart.py); implementations take turns run by run so
 the machine's noise is shared. Figures are medians: import wall time in ms (floor: httpx +
-orjson) and RSS in MB after import, client setup and one checked call to the local server.
+orjson), wall time from the first import to the checked answer of one call (what a CLI user
+waits for, so a library that only defers work past import gains nothing there), and RSS in MB
+after import, client setup and that call to the local server.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from bench.timing import median
 
 IMPORT_TARGET = Target("ratio_max", 2.0)
 RSS_TARGET = Target("ratio_max", 1.5)
+REPORT = Target("report")
 COLDSTART_KEYS = {
     FLOOR: "floor",
     "metis-core": "metis",
@@ -59,7 +62,11 @@ def run(ctx: RunContext) -> list[Figure]:
     imports = [Figure("startup", "cold import of what a call needs", name,
                       median([r["import_ms"] for r in runs]), "ms", len(runs), note=WHAT[impls[name]])
                for name, runs in results.items()]
+    first_answers = [Figure("startup", "cold start to first answer (import, setup, one call)", name,
+                            median([r["first_answer_ms"] for r in runs]), "ms", len(runs))
+                     for name, runs in results.items()]
     memory = [Figure("startup", "RSS after import, client setup and one call", name,
                      median([r["rss_mb"] for r in runs]), "MB", len(runs))
               for name, runs in results.items()]
-    return with_floor(imports, IMPORT_TARGET) + with_floor(memory, RSS_TARGET)
+    return (with_floor(imports, IMPORT_TARGET) + with_floor(first_answers, REPORT)
+            + with_floor(memory, RSS_TARGET))

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from metis_core.errors import PriceTableError
+from metis_core.yaml_text import safe_load
 
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
@@ -133,7 +134,7 @@ def read_price_file(path: Path) -> list[PriceVersion]:
     except OSError as exc:
         raise PriceTableError(f"cannot read price table {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f" at line {mark.line + 1}" if mark else ""

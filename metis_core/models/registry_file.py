@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from metis_core.errors import ConfigError, ModelIdError
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
+from metis_core.yaml_text import safe_load
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
@@ -97,7 +98,7 @@ def read_registry_file(path: Path) -> RegistryFile:
     except OSError as exc:
         raise ConfigError(f"cannot read model registry {path}: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        data = safe_load(text)
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark
         line = f" at line {mark.line + 1}" if mark else ""

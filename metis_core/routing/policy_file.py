@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from metis_core.hashing import sha256_hex
+from metis_core.yaml_text import safe_load
 
 PolicyInvalidSink = Callable[[str, list[str], bool], None]
 """(policy_path, errors, using_last_known_good) -> None; wired to routing.policy_invalid."""
@@ -98,7 +99,7 @@ class LoadedPolicy(BaseModel):
 def parse_policy(text: str, path: Path) -> RoutingPolicy:
     """Parse one file; raise ValueError with every problem found."""
     try:
-        raw: Any = yaml.safe_load(text) or {}
+        raw: Any = safe_load(text) or {}
     except yaml.YAMLError as exc:
         raise ValueError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(raw, dict):
