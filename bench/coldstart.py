@@ -2,8 +2,9 @@
 
 `python -m bench.coldstart <impl> <server> <expected text>` prints one JSON line:
 {"import_ms": ..., "first_answer_ms": ..., "rss_mb": ...}; first_answer_ms runs from the first
-import to the checked answer (imports, client setup, one call), what a CLI user waits for. Only `sys` and `time` are imported before the clock starts, and
-nothing of the suite after it, so the figures are the library's own. The one call goes to the
+import to the checked answer (imports, client setup, one call), what a CLI user waits for. Only
+`sys` and `time` are imported before the clock starts, and nothing of the suite after it, so the
+figures are the library's own. The one call goes to the
 local server (Anthropic wire; OpenAI for the openai SDK) and its text is checked, so lazily
 loaded parts (price table, adapters) count in the memory figure as they would in real use.
 """
