@@ -130,3 +130,21 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
     if style == "anthropic":
         return _ANTHROPIC_ID.fullmatch(provider_id) is not None
     return True
+
+
+class RequestToolIds:
+    """The ids one request sends, each looked up once: a call and its result share the same id."""
+
+    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids")
+
+    def __init__(self, tool_ids: ToolIdMap, namespace: str, style: IdStyle) -> None:
+        self._tool_ids = tool_ids
+        self._namespace = namespace
+        self._style = style
+        self._ids: dict[str, str] = {}
+
+    def __call__(self, canonical_id: str) -> str:
+        known = self._ids.get(canonical_id)
+        if known is None:
+            known = self._ids[canonical_id] = self._tool_ids.provider_for(self._namespace, canonical_id, self._style)
+        return known

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
-from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.errors import ModelIdError, UnknownModelError
 from metis_core.messages import (
@@ -66,7 +66,7 @@ def cache_control_of(message: Message) -> dict[str, Any] | None:
 class _Builder:
     """State of one to_wire call: target, id map, drop list."""
 
-    __slots__ = ("_ids", "caps", "dropped", "model_name", "session_id", "tool_ids")
+    __slots__ = ("caps", "dropped", "model_name", "session_id", "tool_ids", "wire_id")
 
     def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
         self.model_name = options.model_name
@@ -74,7 +74,7 @@ class _Builder:
         self.tool_ids = tool_ids
         self.caps = caps
         self.dropped: list[DroppedBlock] = []
-        self._ids: dict[str, str] = {}
+        self.wire_id = RequestToolIds(tool_ids, PROVIDER, "anthropic")
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
@@ -110,12 +110,6 @@ class _Builder:
         if block.is_error:
             out["is_error"] = True
         return out
-
-    def wire_id(self, canonical_id: str) -> str:
-        known = self._ids.get(canonical_id)
-        if known is None:
-            known = self._ids[canonical_id] = self.tool_ids.provider_for(PROVIDER, canonical_id, "anthropic")
-        return known
 
     def blocks(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -16,7 +16,7 @@ import orjson
 
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
-from metis_core.adapters._common.tool_ids import IdStyle, ToolIdMap
+from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
 from metis_core.errors import SessionInvariantError
 from metis_core.messages import (
@@ -98,7 +98,7 @@ class ChatRequestBuilder:
         self.session_id = options.session_id
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
-        self._ids: dict[str, str] = {}
+        self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
 
     # --- the body ----------------------------------------------------------------------------
 
@@ -284,13 +284,6 @@ class ChatRequestBuilder:
         """Chat Completions has no field for thinking: every such block is dropped and logged."""
         for index, block in blocks:
             self.drop(message, index, block.type, self.thinking_drop_reason)
-
-    def wire_id(self, canonical_id: str) -> str:
-        """The call id this target gets; looked up once per request (a call and its result share it)."""
-        known = self._ids.get(canonical_id)
-        if known is None:
-            known = self._ids[canonical_id] = self.tool_ids.provider_for(self.namespace, canonical_id, self.id_style)
-        return known
 
     def wire_tool_call(self, block: ToolUseBlock, raw: dict[str, Any] | None) -> dict[str, Any]:
         call_id = self.wire_id(block.id)
