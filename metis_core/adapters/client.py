@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class _PreparedCall:
+    """Everything a call needs once translated: the adapter, the wire request and its body."""
+
     adapter: Adapter
     request: WireRequest
     url: str

@@ -5,12 +5,10 @@ CANCELLED and ERROR messages are not (a stream in progress may be incomplete). R
 newer writers: an unknown block type is skipped with a warning and the message kept (§10.3).
 """
 
-from __future__ import annotations
-
 import logging
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 
@@ -22,6 +20,7 @@ from metis_core.messages.blocks import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    empty_list,
 )
 from metis_core.messages.metadata import MessageMetadata, MessageStatus
 
@@ -50,7 +49,7 @@ class Message(BaseModel):
     id: str = Field(default_factory=new_ulid)
     session_id: str = ""
     role: Role
-    content: list[ContentBlock] = Field(default_factory=list)
+    content: list[ContentBlock] = Field(default_factory=empty_list)
     metadata: MessageMetadata = Field(default_factory=MessageMetadata)
     created_at: datetime = Field(default_factory=utc_now)
     schema_version: int = SCHEMA_VERSION
@@ -87,7 +86,7 @@ class Message(BaseModel):
         return format_timestamp(value)
 
     @model_validator(mode="after")
-    def _check_invariants(self) -> Message:
+    def _check_invariants(self) -> Self:
         if self.metadata.status is MessageStatus.COMPLETE:
             from metis_core.messages.invariants import check_message
 
@@ -129,7 +128,7 @@ class Message(BaseModel):
         return self.model_dump_json()
 
     @classmethod
-    def from_json(cls, data: str | bytes) -> Message:
+    def from_json(cls, data: str | bytes) -> Self:
         import orjson
 
         from metis_core.messages.migrations import migrate_message_dict

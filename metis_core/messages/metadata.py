@@ -5,13 +5,13 @@ It is `None` (never a silent zero) when the model has no price; `pricing_version
 table priced it. Unknown metadata fields from newer writers are kept, not dropped (§10.3).
 """
 
-from __future__ import annotations
-
 from decimal import Decimal
 from enum import StrEnum
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
+
+from metis_core.messages.blocks import empty_list
 
 
 class MessageStatus(StrEnum):
@@ -38,7 +38,7 @@ class RoutingDecisionRecord(BaseModel):
     reason: str
     rule_name: str | None = None
     confidence: float | None = None
-    alternatives_considered: list[str] = Field(default_factory=list)
+    alternatives_considered: list[str] = Field(default_factory=empty_list)
 
 
 class Usage(BaseModel):

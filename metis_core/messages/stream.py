@@ -18,6 +18,8 @@ from metis_core.messages.metadata import Usage
 
 @dataclass(slots=True)
 class TextDelta:
+    """Text appended to the text block at `index`."""
+
     index: int
     """Position of the block in the final message's content."""
     text: str
@@ -26,6 +28,8 @@ class TextDelta:
 
 @dataclass(slots=True)
 class ThinkingDelta:
+    """Reasoning text appended to the thinking block at `index`."""
+
     index: int
     text: str
     type: Literal["thinking_delta"] = "thinking_delta"
@@ -33,6 +37,8 @@ class ThinkingDelta:
 
 @dataclass(slots=True)
 class ToolUseStart:
+    """A tool call begins at `index`; its input follows as `ToolUseInputDelta` fragments."""
+
     index: int
     id: str
     """Canonical `tu_<ulid>` id, issued when the provider announced the call."""
@@ -42,6 +48,8 @@ class ToolUseStart:
 
 @dataclass(slots=True)
 class ToolUseInputDelta:
+    """A raw JSON fragment of a tool call's input, as the provider sent it."""
+
     index: int
     id: str
     partial_json: str
@@ -50,6 +58,8 @@ class ToolUseInputDelta:
 
 @dataclass(slots=True)
 class ToolUseEnd:
+    """A tool call is complete; `input` is the whole parsed argument object."""
+
     index: int
     id: str
     name: str
@@ -59,12 +69,16 @@ class ToolUseEnd:
 
 @dataclass(slots=True)
 class UsageUpdate:
+    """Token counts so far (providers report them at the start, the end, or both)."""
+
     usage: Usage
     type: Literal["usage_update"] = "usage_update"
 
 
 @dataclass(slots=True)
 class StreamError:
+    """The stream failed; a `MessageComplete` with the partial message still follows."""
+
     error_class: str
     message: str
     retryable: bool = False
@@ -73,6 +87,8 @@ class StreamError:
 
 @dataclass(slots=True)
 class MessageComplete:
+    """The last event of every stream, carrying the final message."""
+
     message: Any
     """The final canonical `Message` (typed loosely to keep this module import-light)."""
     stop_reason: str | None = None

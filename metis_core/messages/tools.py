@@ -4,10 +4,8 @@
 The input schema is checked against the portable JSON Schema subset when the tool is defined.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from pydantic import BaseModel, model_validator
 
@@ -31,7 +29,7 @@ class ToolDefinition(BaseModel):
     requires_workspace: bool = True
 
     @model_validator(mode="after")
-    def _portable_schema(self) -> ToolDefinition:
+    def _portable_schema(self) -> Self:
         from metis_core.messages.tool_schema import check_tool_schema
 
         check_tool_schema(self.name, self.input_schema)

@@ -4,9 +4,7 @@ Declarations are honest: a feature the adapter does not expose is declared False
 model has it. Values come from the model registry (data/models.yaml) plus user overrides.
 """
 
-from __future__ import annotations
-
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 
 class AdapterCapabilities(BaseModel):
@@ -24,7 +22,7 @@ class AdapterCapabilities(BaseModel):
     supports_system_messages_in_list: bool = True
     max_context_tokens: int = 8_192
     max_output_tokens: int = 4_096
-    accepted_image_media_types: list[str] = Field(default_factory=list)
+    accepted_image_media_types: tuple[str, ...] = ()
 
     # Wire quirks of OpenAI-compatible servers (docs/adapters.md). Defaults match OpenAI itself.
     tool_id_style: str = "default"

@@ -21,6 +21,8 @@ def request_id_from_headers(headers: Mapping[str, str]) -> str | None:
 
 @dataclass(slots=True)
 class WireResponse:
+    """A whole non-streaming response: status, raw body and headers."""
+
     status: int
     body: bytes
     headers: Mapping[str, str] = field(default_factory=dict)

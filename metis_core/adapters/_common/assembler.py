@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class _Slot:
+    """One content block being assembled: its kind and the parts received so far."""
+
     kind: str
     parts: list[str] = field(default_factory=list)
     signature: str | None = None

@@ -26,6 +26,8 @@ _seen_lock = Lock()
 
 @dataclass(frozen=True, slots=True)
 class DroppedBlock:
+    """One block a target could not carry, left out of the request (§7.3)."""
+
     session_id: str
     message_id: str
     block_index: int
