@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlencode
 
@@ -41,15 +40,17 @@ if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
 
 
-@dataclass(slots=True)
 class _PreparedCall:
     """Everything a call needs once translated: the adapter, the wire request and its body."""
 
-    adapter: Adapter
-    request: WireRequest
-    url: str
-    body: bytes
-    context: RequestContext
+    __slots__ = ("adapter", "body", "context", "request", "url")
+
+    def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext) -> None:
+        self.adapter = adapter
+        self.request = request
+        self.url = url
+        self.body = body
+        self.context = context
 
 
 def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:

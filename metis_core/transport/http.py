@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -54,14 +53,16 @@ def network_error(exc: httpx.HTTPError, provider: str, *, mid_stream: bool = Fal
     )
 
 
-@dataclass(slots=True)
 class ByteStream:
     """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
 
-    status: int
-    headers: Mapping[str, str]
-    _response: httpx.Response
-    _provider: str
+    __slots__ = ("_provider", "_response", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], response: httpx.Response, provider: str) -> None:
+        self.status = status
+        self.headers = headers
+        self._response = response
+        self._provider = provider
 
     def iter_raw(self) -> Iterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
@@ -87,14 +88,16 @@ class ByteStream:
         return WireResponse(self.status, body, self.headers)
 
 
-@dataclass(slots=True)
 class AsyncByteStream:
     """A streaming response: status and headers now, raw body chunks as they arrive (async)."""
 
-    status: int
-    headers: Mapping[str, str]
-    _response: httpx.Response
-    _provider: str
+    __slots__ = ("_provider", "_response", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], response: httpx.Response, provider: str) -> None:
+        self.status = status
+        self.headers = headers
+        self._response = response
+        self._provider = provider
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read

@@ -10,7 +10,6 @@ COMPLETE one.
 from __future__ import annotations
 
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -41,18 +40,20 @@ if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
 
 
-@dataclass(slots=True)
 class _Slot:
     """One content block being assembled: its kind and the parts received so far."""
 
-    kind: str
-    parts: list[str] = field(default_factory=list)
-    signature: str | None = None
-    tool_id: str = ""
-    tool_name: str = ""
-    tool_input: dict[str, Any] | None = None
-    closed: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("closed", "extra", "kind", "parts", "signature", "tool_id", "tool_input", "tool_name")
+
+    def __init__(self, kind: str) -> None:
+        self.kind = kind
+        self.parts: list[str] = []
+        self.signature: str | None = None
+        self.tool_id = ""
+        self.tool_name = ""
+        self.tool_input: dict[str, Any] | None = None
+        self.closed = False
+        self.extra: dict[str, Any] = {}
 
 
 class MessageAssembler:

@@ -41,9 +41,9 @@ ERROR_TYPE_CLASSES: dict[str, type[ProviderError]] = {
     "timeout_error": ServerError,
 }
 
-_CONTEXT_OVERFLOW = re.compile(
-    r"prompt is too long|context (window|length)|exceeds? (the )?(maximum )?context|input length .* exceed",
-    re.IGNORECASE,
+# A pattern string, compiled (and cached) by `re` on the first error: importing stays cheap.
+_CONTEXT_OVERFLOW = (
+    r"(?i)prompt is too long|context (window|length)|exceeds? (the )?(maximum )?context|input length .* exceed"
 )
 
 _NEXT_STEP: dict[type[ProviderError], str] = {
@@ -67,7 +67,7 @@ def class_for(error_type: str | None, status: int | None, message: str) -> type[
             found = InvalidRequestError
         else:
             found = OtherProviderError
-    if found is InvalidRequestError and _CONTEXT_OVERFLOW.search(message):
+    if found is InvalidRequestError and re.search(_CONTEXT_OVERFLOW, message):
         found = ContextOverflowError
     return found
 

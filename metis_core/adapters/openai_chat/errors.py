@@ -28,18 +28,16 @@ from metis_core.transport.retry import parse_retry_after
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 _OVERFLOW_CODES = frozenset({"context_length_exceeded", "string_above_max_length"})
-_OVERFLOW_TEXT = re.compile(
-    r"context[ _]length|context window|maximum context|prompt is too long|too many tokens in|"
-    r"reduce the length of the messages",
-    re.IGNORECASE,
+# Pattern strings, compiled (and cached) by `re` on the first error: importing stays cheap.
+_OVERFLOW_TEXT = (
+    r"(?i)context[ _]length|context window|maximum context|prompt is too long|too many tokens in|"
+    r"reduce the length of the messages"
 )
 # "insufficient_quota" arrives as HTTP 429 but is a billing state: retrying cannot succeed.
 _BILLING_CODES = frozenset({"insufficient_quota", "billing_hard_limit_reached", "billing_not_active"})
 _AUTH_CODES = frozenset({"invalid_api_key", "invalid_organization", "no_such_organization"})
-_RETRY_HINT = re.compile(
-    r"(?:try again|retry after|retry in)\s+(?:in\s+)?(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?)\b", re.IGNORECASE
-)
-_KEY_ECHO = re.compile(r"(API key provided:\s*)\S+|\b(sk-[A-Za-z0-9_\-*]{6,})", re.IGNORECASE)
+_RETRY_HINT = r"(?i)(?:try again|retry after|retry in)\s+(?:in\s+)?(\d+(?:\.\d+)?)\s*(ms|s|sec|secs|seconds?)\b"
+_KEY_ECHO = r"(?i)(API key provided:\s*)\S+|\b(sk-[A-Za-z0-9_\-*]{6,})"
 
 _NEXT_STEP: dict[type[ProviderError], str] = {
     AuthenticationError: "check the API key (and billing) configured for this provider",
@@ -52,7 +50,7 @@ _NEXT_STEP: dict[type[ProviderError], str] = {
 
 def redact(text: str) -> str:
     """Remove API-key fragments that providers echo back in error messages."""
-    return _KEY_ECHO.sub(lambda m: f"{m.group(1)}[redacted]" if m.group(1) else "[redacted]", text)
+    return re.sub(_KEY_ECHO, lambda m: f"{m.group(1)}[redacted]" if m.group(1) else "[redacted]", text)
 
 
 def _error_object(body: Any) -> dict[str, Any]:
@@ -75,7 +73,7 @@ def retry_hint(error: Mapping[str, Any], message: str) -> float | None:
     availability = error.get("availability")
     if isinstance(availability, dict) and isinstance(availability.get("retry_after"), int | float):
         return float(availability["retry_after"])
-    match = _RETRY_HINT.search(message)
+    match = re.search(_RETRY_HINT, message)
     if match is None:
         return None
     value = float(match.group(1))
@@ -84,7 +82,7 @@ def retry_hint(error: Mapping[str, Any], message: str) -> float | None:
 
 def error_class_for(status: int | None, code: str, error_type: str, message: str) -> type[ProviderError]:
     """Pick the class from the code first (most specific), then the status, then the text."""
-    if code in _OVERFLOW_CODES or _OVERFLOW_TEXT.search(message):
+    if code in _OVERFLOW_CODES or re.search(_OVERFLOW_TEXT, message):
         return ContextOverflowError
     if code in _BILLING_CODES or error_type in _BILLING_CODES:
         return AuthenticationError
