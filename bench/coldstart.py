@@ -4,7 +4,8 @@
 {"import_ms": ..., "first_answer_ms": ..., "rss_mb": ...}; first_answer_ms runs from the first
 import to the checked answer (imports, client setup, one call), what a CLI user waits for. Only
 `sys` and `time` are imported before the clock starts, and nothing of the suite after it, so the
-figures are the library's own. The one call goes to the
+figures are the library's own. `floor+pydantic` is the floor plus pydantic's import and first
+model: the least any client whose types are pydantic models can cost. The one call goes to the
 local server (Anthropic wire; OpenAI for the openai SDK) and its text is checked, so lazily
 loaded parts (price table, adapters) count in the memory figure as they would in real use.
 """
@@ -17,9 +18,15 @@ PROMPT = "Say hello."
 
 
 def _import(impl: str) -> None:
-    if impl == "floor":
+    if impl in ("floor", "floor+pydantic"):
         import httpx  # noqa: F401
         import orjson  # noqa: F401
+
+        if impl == "floor+pydantic":
+            from pydantic import BaseModel
+
+            class Answer(BaseModel):  # the first model: pydantic builds its schema machinery here
+                text: str
     elif impl == "metis":
         import metis_core.adapters.anthropic.adapter
         import metis_core.adapters.client
@@ -40,7 +47,7 @@ def _import(impl: str) -> None:
 
 def _call(impl: str, server: str) -> str:
     """Set up the client and make one non-streaming call; returns the answer's text."""
-    if impl == "floor":
+    if impl in ("floor", "floor+pydantic"):
         import httpx
         import orjson
 

@@ -1,10 +1,11 @@
 """Cold start: import time of what a call needs, and resident memory after setting up and calling once.
 
 Each run is a fresh interpreter (bench/coldstart.py); implementations take turns run by run so
-the machine's noise is shared. Figures are medians: import wall time in ms (floor: httpx +
-orjson), wall time from the first import to the checked answer of one call (what a CLI user
-waits for, so a library that only defers work past import gains nothing there), and RSS in MB
-after import, client setup and that call to the local server.
+the machine's noise is shared. A reference line, the floor plus pydantic's import and first model,
+shows how much of any pydantic-typed client's cold start is pydantic itself. Figures are medians:
+import wall time in ms (floor: httpx + orjson), wall time from the first import to the checked
+answer of one call (what a CLI user waits for, so a library that only defers work past import
+gains nothing there), and RSS in MB after import, client setup and that call to the local server.
 """
 
 from __future__ import annotations
@@ -22,6 +23,8 @@ from bench.timing import median
 IMPORT_TARGET = Target("ratio_max", 2.0)
 RSS_TARGET = Target("ratio_max", 1.5)
 REPORT = Target("report")
+PYDANTIC_REFERENCE = "floor + pydantic (reference)"
+"""Not a peer: httpx + orjson + pydantic's import and first model, the least a pydantic-typed client costs."""
 COLDSTART_KEYS = {
     FLOOR: "floor",
     "metis-core": "metis",
@@ -32,6 +35,7 @@ COLDSTART_KEYS = {
 }
 WHAT = {
     "floor": "httpx + orjson",
+    "floor+pydantic": "httpx + orjson + pydantic, one model",
     "metis": "client + anthropic and openai adapters",
     "openai": "import openai",
     "anthropic": "import anthropic",
@@ -53,6 +57,8 @@ def cold_run(ctx: RunContext, impl: str) -> dict[str, float]:
 
 def run(ctx: RunContext) -> list[Figure]:
     impls = {ctx.display_name(k): COLDSTART_KEYS[k] for k in ctx.modules if k in COLDSTART_KEYS}
+    if FLOOR in impls:  # shown right after the floor: how much of a cold start is pydantic's
+        impls = {FLOOR: impls.pop(FLOOR), PYDANTIC_REFERENCE: "floor+pydantic", **impls}
     results: dict[str, list[dict[str, float]]] = {name: [] for name in impls}
     names = list(impls)
     for run_index in range(ctx.sizes.cold_runs):

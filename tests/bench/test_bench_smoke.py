@@ -8,6 +8,8 @@ suite times for metis-core returns the expected, checked answer.
 
 from __future__ import annotations
 
+import json
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -141,3 +143,24 @@ def test_a_wrong_answer_voids_the_figure() -> None:
     with pytest.raises(WrongAnswerError, match="wrong tool_args"):
         check_answer("fast but wrong", answer, answer.text, answer.tool_name, {"path": "elsewhere"},
                      (answer.input_tokens, answer.output_tokens))
+
+
+@pytest.mark.parametrize("impl", ["floor", "floor+pydantic", "metis"])
+def test_cold_start_script_times_a_checked_first_answer(server: str, impl: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.coldstart", impl, server, call_answer().text],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode == 0, done.stderr[-400:]
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    assert 0 < figures["import_ms"] < figures["first_answer_ms"]
+    assert figures["rss_mb"] > 10
+
+
+def test_cold_start_script_refuses_a_wrong_answer(server: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.coldstart", "floor", server, "not what the server says"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )
+    assert done.returncode != 0
+    assert "wrong answer" in done.stderr
