@@ -19,6 +19,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
+from metis_core.field_defaults import empty_dict
 from metis_core.yaml_text import safe_load
 
 CONFIG_FILE_NAME = "config.yaml"
@@ -95,7 +96,7 @@ class ProviderConfig(BaseModel):
     """Name of the environment variable holding the key (replaces the standard one)."""
     api_key: SecretStr | None = None
     """Allowed only when config.yaml has mode 0600."""
-    headers: dict[str, SecretStr] = Field(default_factory=dict)
+    headers: dict[str, SecretStr] = Field(default_factory=empty_dict)
     """Extra HTTP headers; values are secret because they often carry credentials."""
 
 
@@ -112,14 +113,14 @@ class MetisConfig(BaseModel):
     home: Path
     path: Path
     """The config file, whether or not it exists."""
-    providers: dict[str, ProviderConfig] = Field(default_factory=dict)
+    providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
-    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Registry entries that override or extend models.yaml, keyed by model id."""
-    prices: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    prices: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
-    aliases: dict[str, str] = Field(default_factory=dict)
-    chains: dict[str, list[str]] = Field(default_factory=dict)
+    aliases: dict[str, str] = Field(default_factory=empty_dict)
+    chains: dict[str, list[str]] = Field(default_factory=empty_dict)
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
 

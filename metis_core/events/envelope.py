@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator
 
+from metis_core.field_defaults import empty_dict
 from metis_core.ids import new_ulid
 
 SYSTEM_SESSION_ID = "system"
@@ -63,7 +64,7 @@ class Event(BaseModel):
     parent_event_id: str | None = None
     type: str
     actor: Actor
-    payload: dict[str, Any] = Field(default_factory=dict)
+    payload: dict[str, Any] = Field(default_factory=empty_dict)
     sensitivity: Sensitivity = Sensitivity.PRIVATE
 
     @field_validator("timestamp")

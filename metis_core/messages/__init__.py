@@ -1,7 +1,7 @@
 """The canonical conversation format: messages, blocks, metadata, tools and stream events.
 
-This package is the centre of metis-core and imports nothing else of ours except ids, hashing
-and errors. It knows no provider: adapters translate to and from it.
+This package is the centre of metis-core and imports nothing else of ours except ids, hashing,
+errors and field_defaults. It knows no provider: adapters translate to and from it.
 """
 
 from metis_core.messages.blocks import (

@@ -12,6 +12,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
 
+from metis_core.field_defaults import empty_list
 from metis_core.ids import new_ulid
 from metis_core.messages.blocks import (
     BLOCK_TYPES,
@@ -20,7 +21,6 @@ from metis_core.messages.blocks import (
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
-    empty_list,
 )
 from metis_core.messages.metadata import MessageMetadata, MessageStatus
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
-from metis_core.messages.blocks import empty_list
+from metis_core.field_defaults import empty_list
 
 
 class MessageStatus(StrEnum):

@@ -17,6 +17,7 @@ import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from metis_core.errors import PriceTableError
+from metis_core.field_defaults import empty_dict
 from metis_core.yaml_text import safe_load
 
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
@@ -86,7 +87,7 @@ class PriceVersion(BaseModel):
     pricing_version: str = Field(min_length=1)
     effective_from: date
     note: str | None = None
-    models: dict[str, PriceEntry | None] = Field(default_factory=dict)
+    models: dict[str, PriceEntry | None] = Field(default_factory=empty_dict)
     """A null entry removes a model priced by an earlier version."""
 
     @field_validator("models")

@@ -15,6 +15,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis_core.errors import ConfigError, ModelIdError
+from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
 from metis_core.yaml_text import safe_load
@@ -31,26 +32,26 @@ class ProviderEntry(BaseModel):
     """Any model name resolves, with the provider defaults (local servers and aggregators)."""
     strip_tags: bool = False
     """`name:tag` falls back to the entry for `name` (Ollama tags such as qwen3:8b)."""
-    defaults: dict[str, Any] = Field(default_factory=dict)
+    defaults: dict[str, Any] = Field(default_factory=empty_dict)
 
 
 class ModelEntry(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     display_name: str | None = None
-    snapshots: list[str] = Field(default_factory=list)
+    snapshots: list[str] = Field(default_factory=empty_list)
     """Other names the provider serves this same model under (dated versions, -latest)."""
-    capabilities: dict[str, Any] = Field(default_factory=dict)
-    provider_capabilities: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    capabilities: dict[str, Any] = Field(default_factory=empty_dict)
+    provider_capabilities: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Per-provider refinements, e.g. thinking summaries exist only on openai_responses."""
 
 
 class RegistryFile(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    providers: dict[str, ProviderEntry] = Field(default_factory=dict)
-    models: dict[str, ModelEntry] = Field(default_factory=dict)
-    aliases: dict[str, str] = Field(default_factory=dict)
+    providers: dict[str, ProviderEntry] = Field(default_factory=empty_dict)
+    models: dict[str, ModelEntry] = Field(default_factory=empty_dict)
+    aliases: dict[str, str] = Field(default_factory=empty_dict)
 
 
 def check_capability_keys(fields: dict[str, Any], where: str) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.hashing import sha256_hex
 from metis_core.yaml_text import safe_load
 
@@ -71,10 +72,10 @@ class RoutingPolicy(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     default: str | None = None
-    aliases: dict[str, str] = Field(default_factory=dict)
-    chains: dict[str, list[str]] = Field(default_factory=dict)
-    rules: list[Rule] = Field(default_factory=list)
-    settings: dict[str, MemberSettings] = Field(default_factory=dict)
+    aliases: dict[str, str] = Field(default_factory=empty_dict)
+    chains: dict[str, list[str]] = Field(default_factory=empty_dict)
+    rules: list[Rule] = Field(default_factory=empty_list)
+    settings: dict[str, MemberSettings] = Field(default_factory=empty_dict)
 
 
 class LoadedPolicy(BaseModel):

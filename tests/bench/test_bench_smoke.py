@@ -164,3 +164,21 @@ def test_cold_start_script_refuses_a_wrong_answer(server: str) -> None:
     )
     assert done.returncode != 0
     assert "wrong answer" in done.stderr
+
+
+@pytest.mark.parametrize(("target", "provider"), [("call", "openai"), ("stream", "gemini")])
+def test_profile_command_samples_metis_frames_of_the_timed_work(server: str, target: str, provider: str) -> None:
+    from bench.profile import parse_args, profile_calls
+
+    profiler = profile_calls(server, parse_args([target, "--provider", provider, "--repeat", "5"]))
+    tree = profiler.output_text(color=False)
+    assert "ModelClient." in tree
+    assert ("OpenAIChatAdapter" if target == "call" else "GeminiStreamTranslator") in tree
+
+
+def test_profile_command_profiles_the_cold_start_in_a_fresh_interpreter(server: str) -> None:
+    from bench.profile import profile_startup
+
+    tree = profile_startup(server)
+    assert '"first_answer_ms"' in tree  # the cold-start script ran to its checked answer
+    assert "metis_core/adapters/client.py" in tree
