@@ -43,7 +43,7 @@ class Sizes:
         if quick:
             return cls(calls=30, warmup=3, block=10, streams=2, cold_runs=3, translate_number=200, repeats=3,
                        store_events=2_000, session_messages=2_000)
-        return cls(calls=200, warmup=15, block=20, streams=10, cold_runs=7, translate_number=2_000, repeats=7,
+        return cls(calls=200, warmup=15, block=20, streams=10, cold_runs=11, translate_number=2_000, repeats=7,
                    store_events=50_000, session_messages=10_000)
 
 
