@@ -53,8 +53,8 @@ def network_error(exc: httpx.HTTPError, provider: str, *, mid_stream: bool = Fal
     )
 
 
-class ByteStream:
-    """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
+class _OpenStream:
+    """A streaming response whose status and headers are in: what reading its body needs."""
 
     __slots__ = ("_provider", "_response", "headers", "status")
 
@@ -63,6 +63,12 @@ class ByteStream:
         self.headers = headers
         self._response = response
         self._provider = provider
+
+
+class ByteStream(_OpenStream):
+    """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
+
+    __slots__ = ()
 
     def iter_raw(self) -> Iterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
@@ -88,16 +94,10 @@ class ByteStream:
         return WireResponse(self.status, body, self.headers)
 
 
-class AsyncByteStream:
+class AsyncByteStream(_OpenStream):
     """A streaming response: status and headers now, raw body chunks as they arrive (async)."""
 
-    __slots__ = ("_provider", "_response", "headers", "status")
-
-    def __init__(self, status: int, headers: Mapping[str, str], response: httpx.Response, provider: str) -> None:
-        self.status = status
-        self.headers = headers
-        self._response = response
-        self._provider = provider
+    __slots__ = ()
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
