@@ -65,7 +65,8 @@ class MessageAssembler:
         self.unsigned_thinking_origin = unsigned_thinking_origin
         self._slots: list[_Slot] = []
         self._by_key: dict[Hashable, int] = {}
-        self.usage = Usage()
+        self.usage: Usage | None = None
+        """Set when the provider reports usage; a message without a report gets zero counts."""
         self.provider_raw: dict[str, Any] = {}
         self.finished = False
 
@@ -223,7 +224,7 @@ class MessageAssembler:
             model=ctx.model,
             provider=ctx.provider,
             routing=ctx.routing_record(),
-            usage=ctx.finish_usage(self.usage),
+            usage=ctx.finish_usage(self.usage if self.usage is not None else Usage()),
             status=status,
             stop_reason=stop_reason,
             provider_raw=self.provider_raw or None,
