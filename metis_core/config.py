@@ -15,12 +15,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict
-from metis_core.yaml_text import safe_load
+from metis_core.yaml_text import read_yaml_file
 
 CONFIG_FILE_NAME = "config.yaml"
 
@@ -213,19 +212,7 @@ def load_config(home: Path | None = None, *, environ: Mapping[str, str] | None =
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read {path}: {exc.strerror}") from None
-    try:
-        return safe_load(text) or {}
-    except yaml.MarkedYAMLError as exc:
-        # Only the position and the parser's complaint: the snippet could show a secret.
-        mark = exc.problem_mark or exc.context_mark
-        where = f"line {mark.line + 1}, column {mark.column + 1}" if mark else "unknown position"
-        raise ConfigError(f"{path}: invalid YAML at {where}: {exc.problem or exc.context}; fix it and retry") from None
-    except yaml.YAMLError:
-        raise ConfigError(f"{path}: invalid YAML; fix it and retry") from None
+    return read_yaml_file(path, ConfigError, "config file") or {}
 
 
 def _describe_validation_error(path: Path, exc: ValidationError) -> str:

@@ -8,9 +8,12 @@ libyaml is missing, the Python SafeLoader gives the same data. Errors are `yaml.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import yaml
+
+from metis_core.errors import ConfigError
 
 SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -18,3 +21,23 @@ SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader
 def safe_load(text: str) -> Any:
     """`yaml.safe_load`, with libyaml's parser where available."""
     return yaml.load(text, Loader=SafeLoader)
+
+
+def read_yaml_file(path: Path, error: type[ConfigError], what: str) -> Any:
+    """A YAML file's data; an unreadable or malformed file raises `error` naming the file and position.
+
+    Only the position and the parser's complaint are reported, never the text around them: a
+    config file may hold an API key.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise error(f"cannot read {what} {path}: {exc.strerror}") from None
+    try:
+        return safe_load(text)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise error(f"{path}: invalid YAML{where}: {exc.problem or exc.context}; fix it and retry") from None
+    except yaml.YAMLError:
+        raise error(f"{path}: invalid YAML; fix it and retry") from None

@@ -13,12 +13,11 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Annotated, Any
 
-import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from metis_core.errors import PriceTableError
 from metis_core.field_defaults import empty_dict
-from metis_core.yaml_text import safe_load
+from metis_core.yaml_text import read_yaml_file
 
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
@@ -130,14 +129,4 @@ def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
 
 
 def read_price_file(path: Path) -> list[PriceVersion]:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise PriceTableError(f"cannot read price table {path}: {exc.strerror}") from None
-    try:
-        data = safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = f" at line {mark.line + 1}" if mark else ""
-        raise PriceTableError(f"{path}: invalid YAML{line}: {exc.problem}") from None
-    return parse_price_data(data, str(path))
+    return parse_price_data(read_yaml_file(path, PriceTableError, "price table"), str(path))

@@ -11,14 +11,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis_core.errors import ConfigError, ModelIdError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.yaml_text import safe_load
+from metis_core.yaml_text import read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
@@ -94,17 +93,7 @@ def parse_registry_data(data: Any, source: str) -> RegistryFile:
 
 
 def read_registry_file(path: Path) -> RegistryFile:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"cannot read model registry {path}: {exc.strerror}") from None
-    try:
-        data = safe_load(text)
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        line = f" at line {mark.line + 1}" if mark else ""
-        raise ConfigError(f"{path}: invalid YAML{line}: {exc.problem}") from None
-    return parse_registry_data(data, str(path))
+    return parse_registry_data(read_yaml_file(path, ConfigError, "model registry"), str(path))
 
 
 def builtin_registry_path() -> Path:
