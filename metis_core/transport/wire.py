@@ -32,13 +32,17 @@ class WireResponse:
         try:
             return orjson.loads(self.body)
         except orjson.JSONDecodeError as exc:
-            excerpt = self.body[:200].decode("utf-8", "replace")
-            raise MalformedResponseError(
-                f"response body is not JSON ({exc}); first bytes: {excerpt!r}",
-                provider=provider,
-                status=self.status,
-                request_id=request_id_from_headers(self.headers),
-            ) from exc
+            raise self.malformed(provider, f"response body is not JSON ({exc})") from exc
+
+    def malformed(self, provider: str, problem: str) -> MalformedResponseError:
+        """The error for a body that is not what the API promises: the problem and its first bytes."""
+        excerpt = self.body[:200].decode("utf-8", "replace").strip()
+        return MalformedResponseError(
+            f"{problem}; first bytes: {excerpt!r}",
+            provider=provider,
+            status=self.status,
+            request_id=request_id_from_headers(self.headers),
+        )
 
 
 @dataclass(slots=True)

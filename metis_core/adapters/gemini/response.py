@@ -12,7 +12,7 @@ from metis_core.adapters.base import RequestContext
 from metis_core.adapters.gemini.stream import GeminiStreamTranslator
 from metis_core.errors import MalformedResponseError
 from metis_core.messages import Message, MessageComplete
-from metis_core.transport.wire import WireResponse, request_id_from_headers
+from metis_core.transport.wire import WireResponse
 
 PROVIDER = "gemini"
 
@@ -21,13 +21,7 @@ def parse_response(response: WireResponse, context: RequestContext) -> Message:
     body = response.json(PROVIDER)
 
     def malformed(problem: str) -> MalformedResponseError:
-        excerpt = response.body[:200].decode("utf-8", "replace")
-        return MalformedResponseError(
-            f"Gemini response {problem}; first bytes: {excerpt!r}",
-            provider=PROVIDER,
-            status=response.status,
-            request_id=request_id_from_headers(response.headers),
-        )
+        return response.malformed(PROVIDER, f"Gemini response {problem}")
 
     if not isinstance(body, dict):
         raise malformed("is not a JSON object")

@@ -14,17 +14,11 @@ from metis_core.adapters.openai_chat.errors import provider_error
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import MalformedResponseError
 from metis_core.messages import Message
-from metis_core.transport.wire import WireResponse, request_id_from_headers
+from metis_core.transport.wire import WireResponse
 
 
 def _malformed(response: WireResponse, provider: str, problem: str) -> MalformedResponseError:
-    excerpt = response.body[:200].decode("utf-8", "replace").strip()
-    return MalformedResponseError(
-        f"chat completion body {problem}; first bytes: {excerpt!r}",
-        provider=provider,
-        status=response.status,
-        request_id=request_id_from_headers(response.headers),
-    )
+    return response.malformed(provider, f"chat completion body {problem}")
 
 
 def first_choice(body: Any, response: WireResponse, provider: str) -> dict[str, Any]:

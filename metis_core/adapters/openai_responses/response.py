@@ -167,10 +167,4 @@ def _error_code_message(error: Any) -> tuple[str | None, str]:
 
 
 def _malformed(problem: str, response: WireResponse) -> MalformedResponseError:
-    excerpt = response.body[:200].decode("utf-8", "replace")
-    return MalformedResponseError(
-        f"{problem}; first bytes: {excerpt!r}",
-        provider=PROVIDER,
-        status=response.status,
-        request_id=request_id_from_headers(response.headers),
-    )
+    return response.malformed(PROVIDER, problem)
