@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from bench.figures import FLOOR, METIS
+from bench.figures import FLOOR, MAPPING_REFERENCE, METIS
 
 PEER_MODULES: dict[str, tuple[str, str]] = {
     FLOOR: ("bench.peers.floor", "FloorCaller"),
+    MAPPING_REFERENCE: ("bench.peers.floor_mapping", "MappingFloorCaller"),
     METIS: ("bench.peers.metis", "MetisCaller"),
     "openai SDK": ("bench.peers.openai_sdk", "OpenAISDKCaller"),
     "anthropic SDK": ("bench.peers.anthropic_sdk", "AnthropicSDKCaller"),

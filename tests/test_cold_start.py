@@ -65,3 +65,17 @@ def test_list_and_dict_defaults_are_fresh_for_every_instance() -> None:
     event = Event(session_id="s", type="session.started", actor=Actor.SYSTEM)
     event.payload["k"] = 1
     assert Event(session_id="s", type="session.started", actor=Actor.SYSTEM).payload == {}
+
+
+CALL_PATH_MODULES = """
+import sys
+import metis_core.adapters.client, metis_core.adapters.anthropic.adapter, metis_core.adapters.openai_chat.adapter
+print(sorted(name for name in sys.modules if name.endswith("request_reader")))
+"""
+
+
+def test_a_call_path_loads_no_request_reader() -> None:
+    # Readers turn wire requests back into canonical ones (proxies, imports); a call never needs them.
+    done = subprocess.run([sys.executable, "-c", CALL_PATH_MODULES], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.strip() == "[]"

@@ -24,7 +24,8 @@ if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repos
 from bench import handwritten, wire_streams  # noqa: E402
 from bench.cases.cost import EXPECTED, INPUT, OUTPUT  # noqa: E402
 from bench.cases.translation import check_wire  # noqa: E402
-from bench.peers.floor import PATHS, FloorCaller  # noqa: E402
+from bench.peers.floor import PATHS, FloorCaller, prebuilt_body  # noqa: E402
+from bench.peers.floor_mapping import MappingFloorCaller  # noqa: E402
 from bench.peers.metis import MODELS, MetisCaller, canonical_conversation, canonical_tools, options_for  # noqa: E402
 from bench.scenarios import (  # noqa: E402
     MESSAGES,
@@ -103,6 +104,22 @@ async def test_metis_calls_the_suite_times_return_the_checked_answer(server: str
     try:
         check_answer("metis complete", call_answer(), *caller.fields(caller.complete(provider)))
         check_answer("metis acomplete", call_answer(), *caller.fields(await caller.acomplete(provider)))
+    finally:
+        caller.close()
+        await caller.aclose()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_the_call_reference_line_sends_the_floor_body_built_anew_and_gets_the_checked_answer(
+    server: str, provider: str
+) -> None:
+    caller = MappingFloorCaller(server)
+    try:
+        first, second = caller._body(provider), caller._body(provider)
+        assert first == second == prebuilt_body(provider, stream=False)  # the same bytes the floor posts
+        assert first is not second  # but built on each call, which is what the line measures
+        check_answer("reference complete", call_answer(), *caller.complete(provider))
+        check_answer("reference acomplete", call_answer(), *await caller.acomplete(provider))
     finally:
         caller.close()
         await caller.aclose()

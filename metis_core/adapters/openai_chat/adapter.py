@@ -7,18 +7,27 @@ reader or translator class attributes.
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
 from metis_core.adapters.openai_chat.errors import classify_chat_error
 from metis_core.adapters.openai_chat.request import ChatRequestBuilder
-from metis_core.adapters.openai_chat.request_reader import ChatRequest, ChatRequestReader
 from metis_core.adapters.openai_chat.response import parse_chat_response
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.adapters.openai_chat.request_reader import ChatRequest, ChatRequestReader
+
+
+def _chat_reader() -> type[ChatRequestReader]:
+    """Imported on first use: reading a request back serves proxies and imports, never a call."""
+    from metis_core.adapters.openai_chat.request_reader import ChatRequestReader
+
+    return ChatRequestReader
 
 
 class OpenAIChatAdapter(Adapter):
@@ -29,7 +38,8 @@ class OpenAIChatAdapter(Adapter):
     path: ClassVar[str] = "/chat/completions"
 
     builder_class: ClassVar[type[ChatRequestBuilder]] = ChatRequestBuilder
-    reader_class: ClassVar[type[ChatRequestReader]] = ChatRequestReader
+    reader_class: ClassVar[type[ChatRequestReader] | None] = None
+    """None: Chat Completions' own reader. Dialects with additions name theirs."""
     translator_class: ClassVar[type[ChatStreamTranslator]] = ChatStreamTranslator
 
     @property
@@ -63,7 +73,8 @@ class OpenAIChatAdapter(Adapter):
         self, body: dict[str, Any], *, tool_ids: ToolIdMap | None = None, session_id: str = ""
     ) -> ChatRequest:
         """An inbound chat request body in canonical form (the inverse of `to_wire`)."""
-        return self.reader_class(provider=self.provider, tool_ids=tool_ids, session_id=session_id).read(body)
+        reader = self.reader_class or _chat_reader()
+        return reader(provider=self.provider, tool_ids=tool_ids, session_id=session_id).read(body)
 
     def from_wire_response(self, response: WireResponse, context: RequestContext) -> Message:
         return parse_chat_response(response, self.translator_class(context))
