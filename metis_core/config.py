@@ -141,6 +141,7 @@ class MetisConfig(BaseModel):
     # --- resolution ------------------------------------------------------------------------
 
     def provider(self, provider: str) -> ProviderConfig:
+        """The provider's section of the file, or an empty one (a new object: callers may change it)."""
         return self.providers.get(provider) or ProviderConfig()
 
     def base_url(self, provider: str) -> str:
@@ -151,7 +152,8 @@ class MetisConfig(BaseModel):
             url = env.get(SDK_BASE_URL_ENV[provider], "").strip()
             if url and provider == "ollama":
                 url = ollama_host_to_url(url)
-        url = url or (self.provider(provider).base_url or "") or DEFAULT_BASE_URLS.get(provider, "")
+        configured = self.providers.get(provider)  # not provider(): this runs on every call
+        url = url or (configured.base_url if configured else "") or DEFAULT_BASE_URLS.get(provider, "")
         if not url:
             raise ConfigError(
                 f"no base URL for provider {provider!r}: set providers.{provider}.base_url in "
@@ -160,9 +162,9 @@ class MetisConfig(BaseModel):
         return url.rstrip("/")
 
     def api_key_env_vars(self, provider: str) -> tuple[str, ...]:
-        configured = self.provider(provider).api_key_env
-        if configured:
-            return (configured,)
+        configured = self.providers.get(provider)
+        if configured is not None and configured.api_key_env:
+            return (configured.api_key_env,)
         default = f"{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_API_KEY"
         return STANDARD_KEY_ENV.get(provider, (default,))
 
@@ -172,7 +174,8 @@ class MetisConfig(BaseModel):
             value = self._environ.get(name, "").strip()
             if value:
                 return SecretStr(value)
-        return self.provider(provider).api_key
+        configured = self.providers.get(provider)
+        return configured.api_key if configured is not None else None
 
     def require_api_key(self, provider: str) -> SecretStr | None:
         """Like api_key, but raise MissingAPIKeyError for providers that need one.
@@ -186,7 +189,10 @@ class MetisConfig(BaseModel):
 
     def extra_headers(self, provider: str) -> dict[str, str]:
         """Headers to send as-is; revealed here only, for the transport to use."""
-        return {k: v.get_secret_value() for k, v in self.provider(provider).headers.items()}
+        configured = self.providers.get(provider)
+        if configured is None:
+            return {}
+        return {k: v.get_secret_value() for k, v in configured.headers.items()}
 
     @property
     def default_model(self) -> str | None:
