@@ -7,6 +7,7 @@ for comparison). Pure data: cases produce figures, report.py prints and stores t
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
@@ -56,6 +57,9 @@ class Figure:
     note: str = ""
     higher_is_better: bool = False
     is_floor: bool = False
+    spread: tuple[float, float] | None = None
+    """Quartiles of the ratio to the floor over this run's paired rounds (calls: each round of
+    blocks; cold start: each run), where a row has them: how far the machine moved the ratio."""
 
     @property
     def ratio(self) -> float | None:
@@ -75,6 +79,21 @@ class Figure:
         data["ratio"] = self.ratio
         data["passed"] = self.passed
         return data
+
+
+def paired_spread(values: list[float], floor_values: list[float], per_round: int = 1) -> tuple[float, float] | None:
+    """Quartiles of value/floor taken round by round: each round's median against the floor's median
+    of the same round (implementations run side by side, so both saw the same machine). None with
+    fewer than four full rounds."""
+    rounds = min(len(values), len(floor_values)) // per_round
+    if rounds < 4:
+        return None
+    ratios = []
+    for index in range(rounds):
+        window = slice(index * per_round, (index + 1) * per_round)
+        ratios.append(statistics.median(values[window]) / statistics.median(floor_values[window]))
+    low, _, high = statistics.quantiles(ratios, n=4, method="inclusive")
+    return low, high
 
 
 def with_floor(figures: list[Figure], target: Target | None, floor_impl: str = FLOOR) -> list[Figure]:

@@ -33,7 +33,11 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
 - **Every result is checked**: the parsed text, the tool call's name and arguments and the token
   usage of every timed call, stream and cost, peers included. A wrong answer voids the case.
 - **Noise**: implementations compared on one row run in alternating blocks; each call is timed
-  alone and the figure is the median. Ratios are to the floor measured in the same run.
+  alone and the figure is the median. Ratios are to the floor measured in the same run. Where
+  runs pair up (calls: each round of blocks; cold start: each round of fresh interpreters), the
+  ratio is followed by the quartiles of the round-by-round ratios, e.g. `1.44x (1.38–1.52)`: the
+  middle half of what the machine's state did to it during the run. Targets are judged on the
+  median ratio alone.
 - **The floor** is what the work costs with nothing but httpx and orjson: a prebuilt request body
   posted with raw httpx and the answer read straight out of the JSON (calls); a minimal SSE /
   NDJSON line reader with one JSON parse per event (streams); a hand-written dict mapping of the
@@ -108,8 +112,9 @@ def _table(figures: list[dict[str, Any]]) -> list[str]:
         previous = figure["row"]
         impl = f"**{figure['impl']}**" if figure["impl"] == "metis-core" else figure["impl"]
         target = figure["target"] or "" if figure["impl"] == "metis-core" else ""
+        ratio = format_ratio(figure["ratio"], figure.get("spread"))
         lines.append(f"| {row} | {impl} | {format_value(figure['value'], figure['unit'])} | "
-                     f"{format_ratio(figure['ratio'])} | {target} | {verdict(figure['passed'])} |")
+                     f"{ratio} | {target} | {verdict(figure['passed'])} |")
     return lines
 
 
@@ -147,8 +152,8 @@ def render(result: dict[str, Any]) -> str:
     ]
     if missed:
         out += ["## Targets missed", ""]
-        out += [f"- {f['row']}: {format_value(f['value'], f['unit'])} ({format_ratio(f['ratio'])}), target "
-                f"{f['target']}" for f in missed]
+        out += [f"- {f['row']}: {format_value(f['value'], f['unit'])} "
+                f"({format_ratio(f['ratio'], f.get('spread'))}), target {f['target']}" for f in missed]
         out.append("")
     if result.get("failures"):
         out += ["## Cases that failed in this run", ""]

@@ -30,8 +30,13 @@ def format_value(value: float | None, unit: str) -> str:
     return f"{value:,.0f} {unit}"
 
 
-def format_ratio(ratio: float | None) -> str:
-    return "—" if ratio is None else f"{ratio:.2f}x"
+def format_ratio(ratio: float | None, spread: list[float] | tuple[float, float] | None = None) -> str:
+    """`1.44x`, and with the run's paired quartiles `1.44x (1.38–1.52)`."""
+    if ratio is None:
+        return "—"
+    if not spread:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x ({spread[0]:.2f}–{spread[1]:.2f})"
 
 
 def verdict(passed: bool | None) -> str:
@@ -54,8 +59,9 @@ def print_table(result: dict[str, Any], console: Console | None = None) -> None:
         style = "bold" if figure["impl"] == "metis-core" else ("dim" if figure["is_floor"] else "")
         result_text = verdict(figure["passed"])
         colour = {"PASS": "green", "FAIL": "red"}.get(result_text, "")
+        target = figure["target"] or "" if figure["impl"] == "metis-core" else ""
         table.add_row(row, figure["impl"], format_value(figure["value"], figure["unit"]),
-                      format_ratio(figure["ratio"]), figure["target"] or "" if figure["impl"] == "metis-core" else "",
+                      format_ratio(figure["ratio"], figure.get("spread")), target,
                       f"[{colour}]{result_text}[/{colour}]" if colour else result_text, style=style)
     console.print(table)
     for failure in result["failures"]:

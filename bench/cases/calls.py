@@ -11,7 +11,7 @@ import asyncio
 from typing import Any
 
 from bench.context import RunContext
-from bench.figures import Figure, Target, with_floor
+from bench.figures import FLOOR, Figure, Target, paired_spread, with_floor
 from bench.scenarios import call_answer, check_answer
 from bench.timing import ainterleaved, interleaved, median
 
@@ -31,8 +31,11 @@ def _checker(name: str, caller: Any) -> Any:
 
 
 def _figures(ctx: RunContext, row: str, samples: dict[str, list[float]]) -> list[Figure]:
+    floor = samples.get(FLOOR, [])
     figures = [
-        Figure("call", row, name, median(values) * 1e6, "µs", len(values)) for name, values in samples.items()
+        Figure("call", row, name, median(values) * 1e6, "µs", len(values),
+               spread=paired_spread(values, floor, ctx.sizes.block) if name != FLOOR else None)
+        for name, values in samples.items()
     ]
     return with_floor(figures, TARGET)
 

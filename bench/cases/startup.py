@@ -15,7 +15,7 @@ import os
 import subprocess
 
 from bench.context import RunContext
-from bench.figures import FLOOR, Figure, Target, with_floor
+from bench.figures import FLOOR, Figure, Target, paired_spread, with_floor
 from bench.scenarios import call_answer
 from bench.server import REPO_ROOT
 from bench.timing import median
@@ -65,14 +65,15 @@ def run(ctx: RunContext) -> list[Figure]:
         turn = names[run_index % len(names):] + names[: run_index % len(names)]  # rotate who goes first
         for name in turn:
             results[name].append(cold_run(ctx, impls[name]))
-    imports = [Figure("startup", "cold import of what a call needs", name,
-                      median([r["import_ms"] for r in runs]), "ms", len(runs), note=WHAT[impls[name]])
-               for name, runs in results.items()]
-    first_answers = [Figure("startup", "cold start to first answer (import, setup, one call)", name,
-                            median([r["first_answer_ms"] for r in runs]), "ms", len(runs))
-                     for name, runs in results.items()]
-    memory = [Figure("startup", "RSS after import, client setup and one call", name,
-                     median([r["rss_mb"] for r in runs]), "MB", len(runs))
-              for name, runs in results.items()]
+    def figures(row: str, key: str) -> list[Figure]:
+        floor = [r[key] for r in results.get(FLOOR, [])]
+        return [Figure("startup", row, name, median(values), "MB" if key == "rss_mb" else "ms", len(values),
+                       note=WHAT[impls[name]] if key == "import_ms" else "",
+                       spread=paired_spread(values, floor) if name != FLOOR else None)
+                for name, values in ((name, [r[key] for r in runs]) for name, runs in results.items())]
+
+    imports = figures("cold import of what a call needs", "import_ms")
+    first_answers = figures("cold start to first answer (import, setup, one call)", "first_answer_ms")
+    memory = figures("RSS after import, client setup and one call", "rss_mb")
     return (with_floor(imports, IMPORT_TARGET) + with_floor(first_answers, REPORT)
             + with_floor(memory, RSS_TARGET))

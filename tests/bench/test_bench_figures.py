@@ -1,0 +1,63 @@
+"""The figures' arithmetic: round-by-round ratio spreads and how ratios are written.
+
+A spread says how far the machine moved a ratio during one run, so readers can tell a verdict at
+the edge of its bound from a clear one; it must pair each round with the floor's same round.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repository, not an installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.cases import calls  # noqa: E402
+from bench.context import RunContext  # noqa: E402
+from bench.figures import FLOOR, METIS, paired_spread  # noqa: E402
+from bench.report import format_ratio  # noqa: E402
+
+
+def _rounds(medians: list[float], per_round: int) -> list[float]:
+    return [value for median in medians for value in [median] * per_round]
+
+
+def test_each_round_is_compared_with_the_floors_same_round() -> None:
+    floor = _rounds([1.0, 2.0, 1.0, 4.0], 3)  # the machine slowed down in rounds 2 and 4
+    ours = _rounds([1.0, 2.4, 1.4, 8.0], 3)
+    low, high = paired_spread(ours, floor, per_round=3) or (0, 0)
+    # per-round ratios 1.0, 1.2, 1.4, 2.0 -> quartiles 1.15 and 1.55
+    assert (round(low, 4), round(high, 4)) == (1.15, 1.55)
+
+
+def test_a_spike_inside_a_round_does_not_move_that_rounds_ratio() -> None:
+    floor = _rounds([1.0] * 4, 5)
+    ours = _rounds([1.3] * 4, 5)
+    ours[2] = 50.0  # one call caught a stall
+    assert paired_spread(ours, floor, per_round=5) == pytest.approx((1.3, 1.3))
+
+
+def test_too_few_full_rounds_give_no_spread_and_a_partial_round_is_left_out() -> None:
+    assert paired_spread([1.0] * 9, [1.0] * 9, per_round=3) is None
+    floor = [*_rounds([1.0] * 4, 2), 1.0]
+    ours = [*_rounds([2.0] * 4, 2), 100.0]  # a fifth round cut short by the time budget
+    assert paired_spread(ours, floor, per_round=2) == pytest.approx((2.0, 2.0))
+
+
+def test_call_figures_carry_a_spread_for_everyone_but_the_floor() -> None:
+    ctx = RunContext(server="http://127.0.0.1:1")
+    block = ctx.sizes.block
+    samples = {FLOOR: _rounds([0.001] * 5, block), METIS: _rounds([0.0012, 0.0013, 0.0014, 0.0015, 0.0016], block)}
+    figures = {f.impl: f for f in calls._figures(ctx, "non-streaming call · test · sync", samples)}
+    assert figures[FLOOR].spread is None
+    assert figures[METIS].spread == pytest.approx((1.3, 1.5))
+    assert figures[METIS].to_json()["spread"] == pytest.approx([1.3, 1.5])
+
+
+def test_ratios_are_written_with_their_spread_when_there_is_one() -> None:
+    assert format_ratio(None) == "—"
+    assert format_ratio(1.4449) == "1.44x"
+    assert format_ratio(1.4449, [1.381, 1.52]) == "1.44x (1.38–1.52)"
