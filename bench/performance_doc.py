@@ -68,7 +68,9 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   wait is not), so this line moves with the machine's state during the run: on this machine it
   has measured from 1.05x to 1.39x of the floor. metis-core's distance from it is its checks (history
   repair, context-window fit, tool-id mapping, lossy-drop log) and its bookkeeping (usage, cost,
-  validated Message).
+  validated Message). `python -m bench.stages` times those two stages (request build, response
+  parse) hot, after an idle pause and inside the calls: inside, each costs two to three times its
+  hot figure, so a change is judged by the in-call column.
 - **metis-core's HTTP path** is httpx, used with two savings the floor does not make: each URL is
   parsed once and reused, and the cookie jar runs only for responses that set a cookie (httpx
   otherwise copies every response's headers into an email message to look for one). Together
