@@ -95,3 +95,22 @@ def reexec_in_venv(argv: list[str]) -> None:
     os.chdir(REPO_ROOT)
     python = str(venv_python())
     os.execv(python, [python, "-m", "bench", *argv])
+
+
+def code_identity() -> dict[str, object]:
+    """Which metis-core code a run measured: git's tree hash of metis_core/ and whether it had edits.
+
+    Runs of the same tree can be read side by side (docs/performance.md, "Run to run"); a run made
+    with uncommitted changes to metis_core/ is marked so it is never counted as that tree's.
+    Without git (or outside a checkout) both are unknown.
+    """
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+        return done.stdout.strip()
+
+    try:
+        tree = git("rev-parse", "HEAD:metis_core")
+        modified = bool(git("status", "--porcelain", "--", "metis_core"))
+    except (OSError, subprocess.CalledProcessError):
+        return {"metis_core_tree": None, "modified": None}
+    return {"metis_core_tree": tree, "modified": modified}

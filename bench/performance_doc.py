@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.history import RowHistory, judged_rows, same_code_runs, tree_of
 from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
@@ -37,7 +38,8 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   runs pair up (calls: each round of blocks; cold start: each round of fresh interpreters), the
   ratio is followed by the quartiles of the round-by-round ratios, e.g. `1.44x (1.38–1.52)`: the
   middle half of what the machine's state did to it during the run. Targets are judged on the
-  median ratio alone.
+  median ratio alone. Every run is kept with the git tree of `metis_core/` it measured; "Run to
+  run" below sets the latest runs of the same code side by side, for the rows that missed in any.
 - **The floor** is what the work costs with nothing but httpx and orjson: a prebuilt request body
   posted with raw httpx and the answer read straight out of the JSON (calls); a minimal SSE /
   NDJSON line reader with one JSON parse per event (streams); a hand-written dict mapping of the
@@ -120,7 +122,41 @@ def _table(figures: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render(result: dict[str, Any]) -> str:
+def _run_to_run(runs: list[dict[str, Any]]) -> list[str]:
+    """The judged rows that missed in any of these runs, run by run, with the median across them."""
+    rows = judged_rows(runs)
+    wavering = [row for row in rows if row.met < len(row.runs)]
+    stamps = [run["timestamp"] for run in runs]
+    lines = [
+        "## Run to run",
+        "",
+        f"The last {len(runs)} runs of this metis-core code (git tree `{(tree_of(runs[-1]) or '')[:10]}` of "
+        "`metis_core/`, no uncommitted edits), each figure from its own run and judged there (a miss in bold), "
+        "with the median across the runs. Rows that met their target in every one of these runs: "
+        f"{len(rows) - len(wavering)} of {len(rows)}.",
+        "",
+    ]
+    if not wavering:
+        return lines
+    shown = [stamp[5:16].replace("T", " ") for stamp in stamps]  # MM-DD HH:MM, UTC
+    lines += [f"| row | target | {' | '.join(shown)} | median | met |",
+              f"|---|---|{'---:|' * len(stamps)}---:|---:|"]
+    for row in wavering:
+        cells = dict.fromkeys(stamps, "")
+        for stamp, figure, passed in row.runs:
+            text = _figure_text(row, figure)
+            cells[stamp] = text if passed else f"**{text}**"
+        lines.append(f"| {row.row} | {row.target} | {' | '.join(cells.values())} | "
+                     f"{_figure_text(row, row.median)} | {row.met} of {len(row.runs)} |")
+    return [*lines, ""]
+
+
+def _figure_text(row: RowHistory, figure: float) -> str:
+    return format_ratio(figure) if row.judged_on_ratio else format_value(figure, row.unit)
+
+
+def render(result: dict[str, Any], runs: list[dict[str, Any]] | None = None) -> str:
+    """The page for `result`; `runs` (oldest first, `result` last) adds the run-to-run section."""
     figures = sorted(result["figures"], key=lambda f: CASE_ORDER.index(f["case"]) if f["case"] in CASE_ORDER else 99)
     judged = [f for f in figures if f["passed"] is not None]
     missed = [f for f in judged if not f["passed"]]
@@ -157,6 +193,8 @@ def render(result: dict[str, Any]) -> str:
         out += [f"- {f['row']}: {format_value(f['value'], f['unit'])} "
                 f"({format_ratio(f['ratio'], f.get('spread'))}), target {f['target']}" for f in missed]
         out.append("")
+    if runs and len(runs) > 1:
+        out += _run_to_run(runs)
     if result.get("failures"):
         out += ["## Cases that failed in this run", ""]
         out += [f"- {f['case']}: {f['error']}" for f in result["failures"]]
@@ -169,5 +207,7 @@ def render(result: dict[str, Any]) -> str:
 
 
 def write(latest: Path, doc: Path = DOC) -> Path:
-    doc.write_text(render(json.loads(latest.read_text())))
+    """Regenerate the page from latest.json and the kept runs beside it."""
+    result = json.loads(latest.read_text())
+    doc.write_text(render(result, same_code_runs(result, latest.parent)))
     return doc

@@ -97,6 +97,7 @@ def run_cases(args: argparse.Namespace) -> dict[str, Any]:
         "machine": {"python": sys.version.split()[0], "platform": platform.platform(),
                     "cpus": __import__("os").cpu_count()},
         "versions": package_versions(),
+        "code": environment.code_identity(),
         "missing": ctx.missing,
         "failures": failures,
         "figures": figures,
