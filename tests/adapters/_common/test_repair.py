@@ -7,6 +7,7 @@ from decimal import Decimal
 
 import pytest
 
+from metis_core.adapters._common import repair
 from metis_core.adapters._common.repair import MISSING_RESULT_TEXT, repair_history
 from metis_core.messages import (
     Message,
@@ -87,3 +88,62 @@ def test_stored_messages_are_never_modified() -> None:
     message = assistant(TextBlock(text=""), TextBlock(text="answer"))
     repair_history([user_message("q"), message])
     assert len(message.content) == 2
+
+
+def _call(use_id: str) -> ToolUseBlock:
+    return ToolUseBlock(id=use_id, name="read", input={"path": use_id})
+
+
+def _well_formed() -> list[Message]:
+    """Two turns: parallel calls answered in order, then one more call and its answer."""
+    return [
+        user_message("go"),
+        assistant(TextBlock(text="two reads"), _call("tu_a"), _call("tu_b")),
+        tool_result_message("tu_a", "A"),
+        tool_result_message("tu_b", "B"),
+        assistant(_call("tu_c")),
+        tool_result_message("tu_c", "C"),
+        assistant(TextBlock(text="done")),
+    ]
+
+
+def test_a_well_formed_history_is_sent_as_it_is() -> None:
+    history = _well_formed()
+    repaired = repair_history(history)
+    assert repaired == history and all(a is b for a, b in zip(repaired, history, strict=True))
+
+
+def _said(history: list[Message]) -> list[tuple[str, list[dict[str, object]]]]:
+    return [(m.role.value, [b.model_dump() for b in m.content]) for m in history]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [
+        "none",
+        "results out of order",
+        "a user message before the last result",
+        "a call id used twice",
+        "a call in an unfinished message",
+        "an empty text block",
+        "a result with no call",
+    ],
+)
+def test_the_fast_check_never_changes_what_repair_returns(damage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = _well_formed()
+    if damage == "results out of order":
+        history[2], history[3] = history[3], history[2]
+    elif damage == "a user message before the last result":
+        history.insert(3, user_message("wait"))
+    elif damage == "a call id used twice":
+        history[4] = assistant(_call("tu_a"))
+        history[5] = tool_result_message("tu_a", "again")
+    elif damage == "a call in an unfinished message":
+        history[4] = assistant(_call("tu_c"), status=MessageStatus.PARTIAL)
+    elif damage == "an empty text block":
+        history[6] = assistant(TextBlock(text=""), TextBlock(text="done"))
+    elif damage == "a result with no call":
+        history.append(tool_result_message("tu_gone", "late"))
+    fast = repair_history(history)
+    monkeypatch.setattr(repair, "_needs_no_repair", lambda messages: False)
+    assert _said(fast) == _said(repair_history(history))
