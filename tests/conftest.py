@@ -1,7 +1,7 @@
 """Shared test setup: strict event validation, an isolated METIS_HOME, and the fixtures folder.
 
-Recorded provider traffic is read from ../shared/fixtures (or $METIS_FIXTURES) at test time and
-never copied into the project.
+Recorded provider traffic is read from tests/data/shared/fixtures (a copy of the recordings the tests
+use, each with its provenance file; $METIS_FIXTURES points elsewhere), so a clone alone passes its tests.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ _REPO = Path(__file__).resolve().parent.parent
 
 def fixtures_root() -> Path:
     configured = os.environ.get("METIS_FIXTURES")
-    root = Path(configured) if configured else _REPO.parent / "shared" / "fixtures"
+    root = Path(configured) if configured else _REPO / "tests" / "data" / "shared" / "fixtures"
     if not (root / "INDEX.md").is_file():
         raise RuntimeError(
-            f"provider fixtures not found at {root}; check out ../shared beside the repo "
-            "or point METIS_FIXTURES at the fixtures folder"
+            f"provider fixtures not found at {root}; the clone is incomplete, "
+            "or METIS_FIXTURES points at a folder without INDEX.md"
         )
     return root
 

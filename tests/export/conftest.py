@@ -169,7 +169,7 @@ def stores(recorded: RecordedSession) -> Iterator[tuple[SessionStore, TraceStore
 
 
 def openwop_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
-    """run-event.schema.json and run-event-payloads.subset.schema.json, read from ../shared/openwop."""
+    """run-event.schema.json and run-event-payloads.subset.schema.json, read from tests/data/shared/openwop."""
     folder = fixtures_root().parent / "openwop"
     envelope = json.loads((folder / "run-event.schema.json").read_text())
     payloads = json.loads((folder / "run-event-payloads.subset.schema.json").read_text())
