@@ -47,6 +47,15 @@ _EXPORTS: dict[str, str] = {
     "system_message": "metis_core.messages",
     "tool_result_message": "metis_core.messages",
     "check_tool_schema": "metis_core.messages.tool_schema",
+    "normalize_schema": "metis_core.messages.schema_normalize",
+    "NormalizedSchema": "metis_core.messages.schema_normalize",
+    "SchemaChange": "metis_core.messages.schema_normalize",
+    "tool": "metis_core.agent.tools.python_tool",
+    "PythonTool": "metis_core.agent.tools.python_tool",
+    "load_tool_module": "metis_core.agent.tools.python_tool",
+    "ToolContext": "metis_core.agent.tools.base",
+    "ToolOutcome": "metis_core.agent.tools.base",
+    "ToolRegistry": "metis_core.agent.tools.registry",
     "validate_tool_input": "metis_core.messages.tool_input",
     "tool_input_violations": "metis_core.messages.tool_input",
     "new_ulid": "metis_core.ids",
@@ -161,6 +170,7 @@ _EXPORTS: dict[str, str] = {
     "SessionExistsError": "metis_core.errors",
     "ToolError": "metis_core.errors",
     "PathEscapeError": "metis_core.errors",
+    "ToolModuleError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
 }
@@ -217,6 +227,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         tool_result_message,
     )
     from metis_core.messages.tool_schema import check_tool_schema
+    from metis_core.messages.schema_normalize import normalize_schema, NormalizedSchema, SchemaChange
+    from metis_core.agent.tools.python_tool import tool, PythonTool, load_tool_module
+    from metis_core.agent.tools.base import ToolContext, ToolOutcome
+    from metis_core.agent.tools.registry import ToolRegistry
     from metis_core.messages.tool_input import validate_tool_input, tool_input_violations
     from metis_core.ids import new_ulid, new_tool_use_id, new_session_id
     from metis_core.hashing import json_hash, canonical_json
@@ -303,6 +317,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SessionExistsError,
         ToolError,
         PathEscapeError,
+        ToolModuleError,
         RoutingPolicyError,
         ExportError,
     )

@@ -336,5 +336,13 @@ class PathEscapeError(ToolError):
     """A path resolves outside the session's workspace (through `..` or a symlink)."""
 
 
+class ToolModuleError(ToolError):
+    """A module of Python tools (`--tools-from`, `tools:` in config) could not be loaded."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"cannot load tools from {path}: {problem}")
+
+
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""

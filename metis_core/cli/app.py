@@ -34,6 +34,8 @@ SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Cont
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation.")]
 WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
                                                file_okay=False, exists=True)]
+ToolsFromOption = Annotated[list[Path] | None, typer.Option(
+    "--tools-from", help="Offer the @tool functions of this Python file too (repeatable).", dir_okay=False)]
 
 
 @app.command("chat")
@@ -46,9 +48,11 @@ def chat(
     confirm_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an unanswered confirmation "
                                                                "is denied.")] = 300.0,
     thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
-    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking)
+    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking,
+                     tool_modules=tools_from or [])
 
 
 @app.command("run")
@@ -62,9 +66,11 @@ def run(
                                                          "usage, cost.")] = False,
     attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
     workspace: WorkspaceOption = Path("."),
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
-    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace)
+    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace,
+                          tool_modules=tools_from or [])
     if code is not ExitCode.OK:
         raise typer.Exit(int(code))
 

@@ -8,8 +8,12 @@ exporting a single key. It does not prompt, print or decide what happens on firs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from pathlib import Path
+
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.tools.python_tool import PythonTool, load_tool_module
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
 
@@ -36,11 +40,28 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 
 
 def open_runtime(
-    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False
+    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
+    tool_modules: Sequence[Path] = (),
 ) -> Runtime:
+    """The Runtime, offering the built-in tools plus the @tool functions of `tool_modules` and of
+    config's `tool_modules` (loaded first, so a broken module fails before anything is opened)."""
     if config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    extra = python_tools(config, tool_modules)
+    runtime = Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    try:
+        for made in extra:
+            runtime.tools.register(made)
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
+
+
+def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list[PythonTool]:
+    """The @tool functions of config's `tool_modules` (relative to METIS_HOME) and of `tool_modules`."""
+    paths = [p if p.is_absolute() else config.home / p for p in (Path(m).expanduser() for m in config.tool_modules)]
+    return [made for path in [*paths, *tool_modules] for made in load_tool_module(path)]
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

@@ -288,6 +288,8 @@ class _Normalizer:
             key_path = child_path(path, key)
             if key in _DROPPED_ANNOTATIONS:
                 del s[key]
+                if key == "title":
+                    continue  # pydantic writes one per field, derived from its name: nothing is lost
                 self.change(key_path, key, "dropped (an annotation no provider needs)")
             elif key in _NOTED_HINTS:
                 value = s.pop(key)

@@ -77,9 +77,18 @@ def check_tool_schema(tool_name: str, schema: dict[str, Any]) -> list[SchemaChan
 
 
 def portable_tool_schema(tool_name: str, schema: dict[str, Any]) -> NormalizedSchema:
-    """`schema` normalized into the portable subset and checked; ToolSchemaError if it cannot be."""
-    from metis_core.messages.schema_normalize import normalize_schema
+    """`schema` normalized into the portable subset and checked; ToolSchemaError if it cannot be.
 
+    A schema already inside the subset is returned unchanged (titles included), so a recorded or
+    hand-written schema reaches the provider exactly as written."""
+    from metis_core.messages.schema_normalize import NormalizedSchema, normalize_schema
+
+    try:
+        check_portable_subset(tool_name, schema)
+    except ToolSchemaError:
+        pass
+    else:
+        return NormalizedSchema(dict(schema), ())
     normalized = normalize_schema(schema, name=tool_name)
     check_portable_subset(tool_name, normalized.schema)
     return normalized
