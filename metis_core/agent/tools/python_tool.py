@@ -3,7 +3,8 @@
 The definition comes from the signature and docstring (ToolDefinition.from_function). Input is
 checked against the JSON Schema by the dispatcher, then against the function's own types with
 pydantic (`input_violations`), so what normalization could not say still reaches the model as
-`tool.input_invalid`. Sync functions run in a worker thread; the return value becomes the result.
+`tool.input_invalid`. Sync functions run in a worker thread; the return value becomes the result
+and an exception an `execution_error` result the model can read.
 """
 
 from __future__ import annotations
@@ -62,11 +63,14 @@ class PythonTool:
         validated = self.input_model.model_validate(tool_input)
         kwargs: dict[str, Any] = {name: getattr(validated, name) for name in type(validated).model_fields}
         kwargs.update({name: context for name in self.context_params})
-        if self.is_async:
-            value = await self.fn(**kwargs)
-        else:
-            value = await asyncio.to_thread(self.fn, **kwargs)
-        return outcome_from_value(value)
+        try:
+            if self.is_async:
+                value = await self.fn(**kwargs)
+            else:
+                value = await asyncio.to_thread(self.fn, **kwargs)
+            return outcome_from_value(value)
+        except Exception as exc:  # the model sees what went wrong, as the dispatcher would show it
+            return ToolOutcome.failure("execution_error", f"{type(exc).__name__}: {exc}")
 
 
 def _error_path(loc: tuple[int | str, ...]) -> str:
