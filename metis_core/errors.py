@@ -351,7 +351,8 @@ class CassetteMissError(CassetteError):
             detail = f"closest recorded request is call #{closest_index}; it differs by:\n{lines}"
         super().__init__(
             f"no recording in {path} for this {model} request; {detail}\n"
-            "re-record the cassette (pytest --metis-record, or ModelClient(record=...)) if the change is intended"
+            "re-record the cassette (pytest --metis-record, metis run --record, or ModelClient(record=...)) "
+            "if the change is intended"
         )
 
 

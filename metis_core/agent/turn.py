@@ -22,7 +22,7 @@ from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
-from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, MetisError, ProviderError
+from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, CassetteError, MetisError, ProviderError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
@@ -219,7 +219,7 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._cancelled(session, recorder, started, tracker, observer, result)
             return result
-        except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
+        except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
             result.failure = error
             if observer is not None:  # the failed attempts of the call that raised
