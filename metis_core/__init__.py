@@ -163,6 +163,12 @@ _EXPORTS: dict[str, str] = {
     "PathEscapeError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "CassetteError": "metis_core.errors",
+    "CassetteFormatError": "metis_core.errors",
+    "CassetteMissError": "metis_core.errors",
+    "ReplayError": "metis_core.errors",
+    "Cassette": "metis_core.cassettes.cassette",
+    "Scrubber": "metis_core.cassettes.scrub",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -305,4 +311,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PathEscapeError,
         RoutingPolicyError,
         ExportError,
+        CassetteError,
+        CassetteFormatError,
+        CassetteMissError,
+        ReplayError,
     )
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import Scrubber
