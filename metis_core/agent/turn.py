@@ -39,6 +39,8 @@ from metis_core.messages import (
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
+"""Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
 MAX_LLM_CALLS_PER_TURN = 25
 
@@ -134,6 +136,7 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        before_completed: TurnClosingHook | None = None,
     ) -> TurnResult:
         rt = self.rt
         turn_id = new_ulid()
@@ -227,6 +230,8 @@ class TurnRunner:
         finally:
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
+        if before_completed is not None:
+            before_completed(result, recorder, started)
         self._completed(recorder, started, result, started_clock)
         return result
 
