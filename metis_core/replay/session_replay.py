@@ -138,10 +138,12 @@ def _copy(message: Message, session_id: str, ids: dict[str, str]) -> Message:
     return Message.model_validate(data)
 
 
-def select_turns(source: SourceSession, turns: tuple[int, int] | None) -> list[SourceTurn]:
+def select_turns(source: SourceSession, turns: tuple[int, int | None] | None) -> list[SourceTurn]:
+    """The turns `first..last` (1-based, inclusive; last None = to the end); ReplayError outside the session."""
     if not source.turns:
         raise ReplayError(f"session {source.id} has no user turns to replay")
-    first, last = turns or (1, len(source.turns))
+    first, end = turns or (1, None)
+    last = len(source.turns) if end is None else end
     if not 1 <= first <= last <= len(source.turns):
         raise ReplayError(f"--turns {first}..{last} is outside session {source.id}, which has "
                           f"{len(source.turns)} user turn(s) (1..{len(source.turns)})")
@@ -162,7 +164,7 @@ async def replay_session(
     source_session_id: str,
     model: str,
     *,
-    turns: tuple[int, int] | None = None,
+    turns: tuple[int, int | None] | None = None,
     live_tools: bool = False,
     text_threshold: float = DEFAULT_TEXT_THRESHOLD,
     on_turn: Callable[[TurnComparison], None] | None = None,
