@@ -24,10 +24,6 @@ from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.registry import adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
-from metis_core.cassettes.canonical import canonical_request, options_json
-from metis_core.cassettes.cassette import Cassette
-from metis_core.cassettes.scrub import DEFAULT_FIELDS, Scrubber
-from metis_core.cassettes.transport import CassetteCall, CassetteTransport
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
@@ -41,6 +37,8 @@ from metis_core.transport.wire import WireChunk, WireResponse
 if TYPE_CHECKING:
     import httpx
 
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
@@ -102,9 +100,11 @@ class ModelClient:
     ) -> None:
         self._transport = HttpTransport(http_client, async_http_client, timeout=timeout)
         self._cassette = _open_cassette(record, replay, cassette, scrub_fields)
-        self._cassette_transport = (
-            CassetteTransport(self._transport, self._cassette) if self._cassette is not None else None
-        )
+        self._cassette_transport: CassetteTransport | None = None
+        if self._cassette is not None:
+            from metis_core.cassettes.transport import CassetteTransport
+
+            self._cassette_transport = CassetteTransport(self._transport, self._cassette)
         self._base_urls = {k: v.rstrip("/") for k, v in (base_urls or {}).items()}
         self._api_keys = {k: v if isinstance(v, SecretStr) else SecretStr(v) for k, v in (api_keys or {}).items()}
         self._prices = prices
@@ -218,6 +218,8 @@ class ModelClient:
         )
         canonical = None
         if self._cassette is not None:
+            from metis_core.cassettes.canonical import canonical_request, options_json
+
             canonical = canonical_request(model_id, history, tool_list, options_json(options))
         return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical)
 
@@ -426,6 +428,11 @@ def _open_cassette(record: str | Path | None, replay: str | Path | None, cassett
         raise ValueError(f"pass one of record=, replay= or cassette=, not {' and '.join(chosen)}")
     if cassette is not None:
         return cassette
+    if record is None and replay is None:
+        return None
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import DEFAULT_FIELDS, Scrubber
+
     scrubber = Scrubber(fields=(*DEFAULT_FIELDS, *scrub_fields))
     if record is not None:
         return Cassette(record, "record", scrubber=scrubber)

@@ -9,12 +9,14 @@ from __future__ import annotations
 
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from metis_core.cassettes.cassette import CassetteMode
 from metis_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from metis_core.cassettes.cassette import CassetteMode
 
 RecordOption = Annotated[Path | None, typer.Option(
     "--record", dir_okay=False, help="Record every model call to this cassette file (JSON lines).")]

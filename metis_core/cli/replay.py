@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import json
 from decimal import Decimal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -21,10 +21,14 @@ from metis_core.cli.output import Terminal
 from metis_core.cli.render import format_usd
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
 from metis_core.errors import ReplayError
-from metis_core.replay.batch import BatchReport, replay_sessions
-from metis_core.replay.compare import DEFAULT_TEXT_THRESHOLD
-from metis_core.replay.session_replay import ReplayReport, replay_session
-from metis_core.replay.source import ToolCall, TurnSide
+
+if TYPE_CHECKING:
+    from metis_core.replay.batch import BatchReport
+    from metis_core.replay.session_replay import ReplayReport
+    from metis_core.replay.source import ToolCall, TurnSide
+
+DEFAULT_TEXT_THRESHOLD = 0.8
+"""metis_core.replay.compare.DEFAULT_TEXT_THRESHOLD, repeated so `metis --help` imports no replay code."""
 
 
 def parse_turns(text: str | None) -> tuple[int, int | None] | None:
@@ -123,6 +127,9 @@ def replay(
         raise typer.BadParameter("give a SESSION or --sessions QUERY (one of them)", param_hint="SESSION")
     if sessions is not None and turns is not None:
         raise typer.BadParameter("--turns applies to one SESSION, not to --sessions", param_hint="--turns")
+    from metis_core.replay.batch import replay_sessions
+    from metis_core.replay.session_replay import replay_session
+
     config = load_cli_config()
     terminal = Terminal.open(config)
     runtime = open_runtime(config, confirmer=deny_all, approve_everything=yes)

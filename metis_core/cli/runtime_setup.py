@@ -9,15 +9,18 @@ exporting a single key. It does not prompt, print or decide what happens on firs
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metis_core.adapters.client import ModelClient
 from metis_core.adapters.registry import provider_keys
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
-from metis_core.cassettes.cassette import CassetteMode
 from metis_core.cli.cassette_flags import active_cassette
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
+
+if TYPE_CHECKING:
+    from metis_core.cassettes.cassette import CassetteMode
 
 DEFAULT_MODEL_BY_PROVIDER = {
     "anthropic": "anthropic:claude-sonnet-4-6",
