@@ -109,6 +109,9 @@ class ModelClient:
         self._api_keys = {k: v if isinstance(v, SecretStr) else SecretStr(v) for k, v in (api_keys or {}).items()}
         self._prices = prices
         self.retry = retry or RetryPolicy()
+        if self._cassette is not None and not self._cassette.recording:
+            # a replayed 429 is retried as recorded, without waiting out its retry-after again
+            self.retry = dataclasses.replace(self.retry, sleep=_no_wait, async_sleep=_ano_wait)
         self._registry = registry
         self._config = config
         self._adapters: dict[str, Adapter] = {}
@@ -418,6 +421,14 @@ class ModelClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _no_wait(seconds: float) -> None:
+    del seconds
+
+
+async def _ano_wait(seconds: float) -> None:
+    del seconds
 
 
 def _open_cassette(record: str | Path | None, replay: str | Path | None, cassette: Cassette | None,

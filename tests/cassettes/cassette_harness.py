@@ -107,8 +107,9 @@ def recording_client(path: Path, *replies: tuple[str, Reply], **kwargs: Any) -> 
 
 def replay_client(path: Path, **kwargs: Any) -> ModelClient:
     sync, asynchronous = offline_clients()
+    kwargs.setdefault("retry", RetryPolicy(max_retries=0))
     return ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS, api_keys=KEYS,
-                       prices=None, retry=RetryPolicy(max_retries=0), replay=path, **kwargs)
+                       prices=None, replay=path, **kwargs)
 
 
 CANONICAL_TOOL_ID = re.compile(r"^tu_[0-9A-Z]{26}$")

@@ -144,3 +144,21 @@ def test_record_and_replay_together_are_refused(tmp_path: Path) -> None:
 
     with pytest.raises(ValueError, match="not record and replay"):
         ModelClient(record=tmp_path / "a.jsonl", replay=tmp_path / "b.jsonl")
+
+
+def test_a_replayed_retry_does_not_wait_out_the_recorded_retry_after(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "calls.jsonl"
+    limited = Reply.fixture("anthropic", "error__429_rate_limit_error.json", 429, **{"retry-after": "0"})
+    live, script = recording_client(path, ("anthropic", limited))
+    script.script("anthropic", [Reply.fixture("anthropic", "response__text.json")])
+    live.retry = RetryPolicy(max_retries=1, base_delay=0.0, jitter=0.0)
+    live.complete(conversation("hi"), MODEL)
+    text = path.read_text(encoding="utf-8").replace('"retry-after":"0"', '"retry-after":"30"')
+    path.write_text(text, encoding="utf-8")
+
+    replayed = replay_client(path, retry=RetryPolicy(max_retries=1))
+    started = time.perf_counter()
+    assert replayed.complete(conversation("hi"), MODEL).text()
+    assert time.perf_counter() - started < 5, "the recorded 30 s retry-after was not waited out again"

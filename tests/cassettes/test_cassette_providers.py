@@ -14,7 +14,7 @@ from mock_http import split
 from support_servers import Reply
 
 from metis_core.cassettes import find_secrets, read_cassette
-from metis_core.errors import InvalidRequestError, RateLimitError
+from metis_core.errors import AuthenticationError, InvalidRequestError, RateLimitError
 
 from .cassette_harness import (
     KEYS,
@@ -150,3 +150,53 @@ def test_no_key_appears_in_any_cassette_of_any_provider(tmp_path: Path) -> None:
             assert KEYS[case.provider] in str(sent_headers) + str(script.requests[0]), "the key was sent"
         assert find_secrets(text, KEYS.values()) == [], path
         assert "<scrubbed>" in text or case.provider == "ollama"
+
+
+def test_an_openrouter_stream_with_comments_replays_identically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    reply = Reply.fixture("openrouter", "stream__reasoning_details_deltas.sse")
+    path = tmp_path / "calls.jsonl"
+    spy = Spy(monkeypatch)
+    live, _ = recording_client(path, ("openrouter", reply))
+    model = "openrouter:anthropic/claude-sonnet-4.5"
+    live_events = list(live.stream(MESSAGES, model))
+    live_bytes = spy.take()
+    replay_events = list(replay_client(path).stream(MESSAGES, model))
+    assert spy.take() == live_bytes and b"".join(live_bytes) == reply.body
+    assert comparable(replay_events) == comparable(live_events)
+
+
+def test_a_stream_cut_off_mid_body_is_replayed_cut_off_at_the_same_byte(tmp_path: Path) -> None:
+    import httpx
+    from mock_http import ChunkedBody, serve
+
+    body = Reply.fixture("anthropic", "stream__text_basic.sse").body
+    cut = split(body, 37)[:-3]
+    path = tmp_path / "calls.jsonl"
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              stream=ChunkedBody(cut, fail=httpx.ReadError("connection reset")))
+    live, _ = serve(response, record=path)
+    live_events = list(live.stream(MESSAGES, "anthropic:claude-sonnet-4-5"))
+    [entry] = read_cassette(path)
+    assert entry.response.chunks is not None and [d for _, d in entry.response.chunks] == cut
+    assert entry.response.error is not None and "connection dropped" in entry.response.error
+
+    replay_events = list(replay_client(path).stream(MESSAGES, "anthropic:claude-sonnet-4-5"))
+    assert [e.type for e in replay_events] == [e.type for e in live_events]
+    assert live_events[-1].message.status == replay_events[-1].message.status  # type: ignore[union-attr]
+    assert any(e.type == "error" for e in replay_events)
+
+
+def test_a_key_echoed_back_in_an_error_body_is_scrubbed_from_the_cassette(tmp_path: Path) -> None:
+    body = (b'{"error": {"message": "Incorrect API key provided: ' + KEYS["openai"].encode()
+            + b'.", "type": "invalid_request_error", "code": "invalid_api_key"}}')
+    path = tmp_path / "calls.jsonl"
+    live, _ = recording_client(path, ("openai", Reply(401, body, {"content-type": "application/json"})))
+    with pytest.raises(AuthenticationError):
+        live.complete(MESSAGES, "openai:gpt-4.1")
+    text = path.read_text(encoding="utf-8")
+    assert KEYS["openai"] not in text and find_secrets(text, KEYS.values()) == []
+    with pytest.raises(AuthenticationError) as replayed:
+        replay_client(path).complete(MESSAGES, "openai:gpt-4.1")
+    assert KEYS["openai"] not in str(replayed.value)
