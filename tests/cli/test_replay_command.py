@@ -62,3 +62,13 @@ def test_replay_refuses_a_bad_turn_range_by_name(home: Path, server: ReplayServe
                  workspace)
     assert done.returncode != 0
     assert "--turns 2..3 is outside session" in done.stderr
+
+
+def test_replay_prints_the_turn_table_in_the_terminal(home: Path, server: ReplayServer, workspace: Path) -> None:
+    source = record_session(home, server, workspace)
+    server.script(OPENAI, Reply.recording("openai_chat", "stream__text_with_usage_chunk.sse"))
+    done = metis(["replay", source, "--model", "openai:gpt-4o"], cli_env(home, server.base_url), workspace)
+    assert done.returncode == 0, done.stderr
+    for heading in ("original tools", "replay tools", "text sim.", "first divergence"):
+        assert heading in done.stdout
+    assert "text @ call 0" in done.stdout and "1 of 1 turn(s) diverged (100%)" in done.stdout

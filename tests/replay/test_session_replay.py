@@ -148,3 +148,15 @@ async def test_turns_outside_the_range_are_copied_and_the_range_is_checked(harne
     assert not original_ids & {m.id for m in copied}
     with pytest.raises(ReplayError, match=r"--turns 2\.\.3 is outside session .* 2 user turn\(s\)"):
         await replay_session(h.runtime, source, "anthropic:claude-sonnet-4-5", turns=(2, 3))
+
+
+async def test_live_tools_run_the_real_tool_again(harness: ReplayHarness) -> None:
+    h = harness
+    source = await h.record_original()
+    h.script.script("anthropic", anthropic("stream__tool_use_input_json_delta.sse", "stream__text_basic.sse"))
+    report = await replay_session(h.runtime, source, "anthropic:claude-sonnet-4-5", turns=(1, 1), live_tools=True)
+    assert h.weather.calls == [{"location": "Paris"}, {"location": "Paris"}]
+    assert report.tools_served == 0 and not report.turns[0].diverged
+    kinds = [e.type for e in h.events(report.replay_session_id)]
+    assert "tool.confirmation_requested" not in kinds, "the harness approves everything"
+    assert h.runtime.tools.get("get_weather") is h.weather, "the live registry is back after the replay"
