@@ -169,6 +169,10 @@ _EXPORTS: dict[str, str] = {
     "ReplayError": "metis_core.errors",
     "Cassette": "metis_core.cassettes.cassette",
     "Scrubber": "metis_core.cassettes.scrub",
+    "replay_session": "metis_core.replay.session_replay",
+    "ReplayReport": "metis_core.replay.session_replay",
+    "replay_sessions": "metis_core.replay.batch",
+    "BatchReport": "metis_core.replay.batch",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -318,3 +322,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from metis_core.cassettes.cassette import Cassette
     from metis_core.cassettes.scrub import Scrubber
+    from metis_core.replay.session_replay import replay_session, ReplayReport
+    from metis_core.replay.batch import replay_sessions, BatchReport
