@@ -188,16 +188,21 @@ class _RunBuilder:
         }
 
     def _replay_diverged(self, event: Event) -> bool:
-        """`atSequence` is the model call (node) of the original run where the replay first differs."""
+        """`atSequence` / `originalEventId`: the original run's document the replay differs from (the
+        model call index when the original's trace did not have it)."""
         p = event.payload
+        at = p.get("original_sequence")
         payload: dict[str, Any] = {
-            "sourceRunId": p["source_turn_id"], "atSequence": p["step"], "divergenceKind": p["divergence_kind"],
+            "sourceRunId": p["source_turn_id"], "atSequence": at if at is not None else p["step"],
+            "divergenceKind": p["divergence_kind"],
             "divergencePoint": DIVERGENCE_POINTS[p["divergence_point"]], "nodeId": f"llm-call-{p['step'] + 1}",
             "sourceSessionId": p["source_session_id"], "turnIndex": p["turn_index"],
             "originalModel": p["original_model"], "replayModel": p["replay_model"], "detail": p["detail"],
         }
         if p.get("text_similarity") is not None:
             payload["textSimilarity"] = p["text_similarity"]
+        if p.get("original_event_id"):
+            payload["originalEventId"] = p["original_event_id"]
         self.add(event, "replay.diverged", payload)
         return True
 

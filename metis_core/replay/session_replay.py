@@ -27,6 +27,7 @@ from metis_core.replay.compare import (
     mark_structured,
     text_similarity,
 )
+from metis_core.replay.original_points import OriginalRunIndex
 from metis_core.replay.recorded_tools import RecordedToolLog, recorded_registry
 from metis_core.replay.source import SourceSession, SourceTurn, TurnSide, side_of, split_turns
 
@@ -150,12 +151,15 @@ def select_turns(source: SourceSession, turns: tuple[int, int | None] | None) ->
     return source.turns[first - 1 : last]
 
 
-def _divergence_payload(source: SourceSession, turn: SourceTurn, model: str, d: Divergence) -> dict[str, Any]:
+def _divergence_payload(source: SourceSession, turn: SourceTurn, model: str, d: Divergence,
+                        original: OriginalRunIndex) -> dict[str, Any]:
+    at = original.locate(turn.turn_id, d)
     return {
         "source_session_id": source.id, "source_turn_id": turn.turn_id or "unknown", "turn_index": turn.index,
         "step": d.step, "divergence_kind": d.kind, "divergence_point": d.point,
         "original_model": turn.side.model or source.model or "unknown", "replay_model": model,
         "detail": d.detail, "text_similarity": d.similarity,
+        "original_sequence": at["sequence"] if at else None, "original_event_id": at["eventId"] if at else None,
     }
 
 
@@ -172,6 +176,7 @@ async def replay_session(
     """Re-run the selected user turns of a stored session on `model` and compare each with the original."""
     source = load_source(rt, source_session_id)
     selected = select_turns(source, turns)
+    original = OriginalRunIndex.of_session(rt, source.id)
     session = rt.sessions.create(source.workspace, model=model, title=f"replay of {source.id} on {model}")
     report = ReplayReport(source.id, session.id, model, live_tools)
     live = rt.tools
@@ -182,7 +187,7 @@ async def replay_session(
     try:
         _seed(rt, session, source.turns[: selected[0].index - 1])
         for turn in selected:
-            comparison = await _replay_turn(rt, session, source, turn, model, text_threshold)
+            comparison = await _replay_turn(rt, session, source, turn, model, text_threshold, original)
             report.turns.append(comparison)
             if on_turn is not None:
                 on_turn(comparison)
@@ -203,7 +208,7 @@ def _seed(rt: Runtime, session: Session, earlier: list[SourceTurn]) -> None:
 
 
 async def _replay_turn(rt: Runtime, session: Session, source: SourceSession, turn: SourceTurn, model: str,
-                       threshold: float) -> TurnComparison:
+                       threshold: float, index: OriginalRunIndex) -> TurnComparison:
     found: list[TurnComparison] = []
 
     def compare(result: TurnResult, recorder: TurnRecorder, started: Event | None) -> None:
@@ -212,8 +217,8 @@ async def _replay_turn(rt: Runtime, session: Session, source: SourceSession, tur
         comparison = TurnComparison(turn.index, turn.turn_id, result.turn_id, turn.user_text, original, replay,
                                     compare_sides(original, replay, threshold))
         for divergence in comparison.divergences:
-            recorder.emit("turn.replay_diverged", _divergence_payload(source, turn, model, divergence), started,
-                          actor=Actor.SYSTEM)
+            payload = _divergence_payload(source, turn, model, divergence, index)
+            recorder.emit("turn.replay_diverged", payload, started, actor=Actor.SYSTEM)
         found.append(comparison)
 
     attachments: list[ContentBlock] = [b for b in turn.user.content if not isinstance(b, TextBlock)]

@@ -127,6 +127,13 @@ async def test_the_openwop_export_of_a_replay_maps_divergences_to_replay_diverge
     first = diverged[0]
     assert first["runId"] == report.turns[0].replay_turn_id
     assert first["payload"]["sourceRunId"] == report.turns[0].source_turn_id
+    original, _ = openwop_documents(load_recording(source, h.runtime.store, h.runtime.trace))
+    [called] = [d for d in original if d["type"] == "agent.toolCalled"]
+    assert called["runId"] == first["payload"]["sourceRunId"]
+    assert (first["payload"]["atSequence"], first["payload"]["originalEventId"]) == (called["sequence"],
+                                                                                   called["eventId"])
+    answers = [d for d in original if d["type"] == "node.completed" and d["runId"] == called["runId"]]
+    assert diverged[1]["payload"]["atSequence"] == answers[-1]["sequence"], "text: the original's final answer"
     assert (first["payload"]["divergenceKind"], first["payload"]["divergencePoint"]) == ("output", "agent.toolCalled")
     assert diverged[1]["payload"]["divergencePoint"] == "node.completed"
     for run_id in {d["runId"] for d in documents}:

@@ -68,6 +68,10 @@ class TurnReplayDivergedPayload(PayloadModel):
     detail: str
     """Tool names and argument keys, similarity scores: never argument values or answer text."""
     text_similarity: UnitInterval | None = None
+    original_sequence: NonNegativeInt | None = None
+    """OpenWOP `sequence` of the original run's document the replay differs from, when it was found."""
+    original_event_id: str | None = None
+    """That document's `eventId` (the original event), when found."""
 
 
 def turn_started_sensitivity(payload: TurnStartedPayload) -> Sensitivity:
