@@ -63,6 +63,12 @@ def _tokens(side: TurnSide) -> int:
     return side.input_tokens + side.output_tokens
 
 
+def _similarity(replay: TurnSide, similarity: float) -> str:
+    if replay.structured_valid is None:
+        return f"{similarity:.2f}"
+    return f"{similarity:.2f}\nJSON {'valid' if replay.structured_valid else 'INVALID'}"
+
+
 def turn_table(report: ReplayReport) -> Table:
     table = Table(title=f"{report.source_session_id} replayed on {report.model} → {report.replay_session_id}",
                   title_justify="left", show_lines=True)
@@ -73,7 +79,8 @@ def turn_table(report: ReplayReport) -> Table:
     for t in report.turns:
         first = t.first
         table.add_row(
-            str(t.index), _tools(t.original.tool_calls), _tools(t.replay.tool_calls), f"{t.similarity:.2f}",
+            str(t.index), _tools(t.original.tool_calls), _tools(t.replay.tool_calls),
+            _similarity(t.replay, t.similarity),
             _pair(_tokens(t.original), _tokens(t.replay)),
             _pair(format_usd(t.original.cost_usd), format_usd(t.replay.cost_usd)),
             _pair(t.original.latency_ms, t.replay.latency_ms),
