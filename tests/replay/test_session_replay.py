@@ -167,3 +167,21 @@ async def test_live_tools_run_the_real_tool_again(harness: ReplayHarness) -> Non
     kinds = [e.type for e in h.events(report.replay_session_id)]
     assert "tool.confirmation_requested" not in kinds, "the harness approves everything"
     assert h.runtime.tools.get("get_weather") is h.weather, "the live registry is back after the replay"
+
+
+async def test_a_json_answer_replayed_as_prose_is_a_type_mismatch(harness: ReplayHarness) -> None:
+    h = harness
+    h.script.script("anthropic", anthropic("stream__recorded_structured_output.sse"))
+    session = h.runtime.sessions.create(h.workspace)
+    original = await h.runtime.turns.run(session, "Two numbers as a JSON array")
+    assert original.answer == "[12345,67890]"
+    h.runtime.sessions.end(session)
+
+    h.script.script("anthropic", anthropic("stream__text_basic.sse"))
+    report = await replay_session(h.runtime, session.id, "anthropic:claude-sonnet-4-5")
+    [turn] = report.turns
+    assert (turn.original.structured_valid, turn.replay.structured_valid) == (True, False)
+    assert [(d.kind, d.point) for d in turn.divergences] == [("output", "text"), ("type-mismatch", "structured_output")]
+    kinds = [e.payload["divergence_kind"] for e in h.events(report.replay_session_id)
+             if e.type == "turn.replay_diverged"]
+    assert kinds == ["output", "type-mismatch"]
