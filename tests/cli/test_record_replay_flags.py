@@ -54,3 +54,35 @@ def test_record_and_replay_together_are_refused(home: Path, workspace: Path, tmp
     cassette.write_text("")
     done = metis(["run", "--record", str(cassette), "--replay", str(cassette), "hi"], cli_env(home, None), workspace)
     assert done.returncode != 0 and "not both" in done.stderr
+
+
+def test_chat_records_on_a_terminal_and_replays_without_server_or_key(
+    home: Path, server: ReplayServer, workspace: Path, tmp_path: Path
+) -> None:
+    from .cli_harness import PtySession
+
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    cassette = tmp_path / "chat.jsonl"
+    term = PtySession(["chat", "--record", str(cassette)], cli_env(home, server.base_url), workspace)
+    try:
+        term.expect(r"you> ")
+        term.type("Say hello")
+        term.expect(r"Hello there!")
+        term.expect(r"you> ")
+        term.type("/exit")
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert len(read_cassette(cassette)) == 1
+    server.stop()
+
+    term = PtySession(["chat", "--replay", str(cassette)], cli_env(tmp_path / "replay_home", None), workspace)
+    try:
+        term.expect(r"you> ")
+        term.type("Say hello")
+        term.expect(r"Hello there!")
+        term.expect(r"you> ")
+        term.type("/exit")
+        assert term.wait() == 0
+    finally:
+        term.close()
