@@ -19,7 +19,7 @@ from metis_core.agent.turn import TurnResult
 from metis_core.errors import ReplayError
 from metis_core.events.envelope import Actor, Event
 from metis_core.ids import new_tool_use_id, new_ulid
-from metis_core.messages import ContentBlock, Message, TextBlock
+from metis_core.messages import ContentBlock, Message, Role, TextBlock
 from metis_core.replay.compare import (
     DEFAULT_TEXT_THRESHOLD,
     Divergence,
@@ -120,8 +120,11 @@ def load_source(rt: Runtime, session_id: str) -> SourceSession:
     turn_ids = [e.turn_id for e in events if e.type == "turn.started" and e.turn_id]
     errors = {e.turn_id: str((e.payload.get("signals_extra") or {}).get("error")) for e in events
               if e.type == "turn.completed" and e.turn_id and (e.payload.get("signals_extra") or {}).get("error")}
-    turns = split_turns(rt.store.load_messages(session_id), turn_ids, errors)
-    return SourceSession(session_id, Path(record.workspace_path), record.active_model, turns)
+    messages = rt.store.load_messages(session_id)
+    first_user = next((i for i, m in enumerate(messages) if m.role is Role.USER), len(messages))
+    turns = split_turns(messages, turn_ids, errors)
+    return SourceSession(session_id, Path(record.workspace_path), record.active_model, turns,
+                         preamble=messages[:first_user])
 
 
 def _copy(message: Message, session_id: str, ids: dict[str, str]) -> Message:
@@ -185,7 +188,7 @@ async def replay_session(
         rt.tools = recorded_registry(live, log)
     disposition = "error"
     try:
-        _seed(rt, session, source.turns[: selected[0].index - 1])
+        _seed(rt, session, source.preamble, source.turns[: selected[0].index - 1])
         for turn in selected:
             comparison = await _replay_turn(rt, session, source, turn, model, text_threshold, original)
             report.turns.append(comparison)
@@ -199,8 +202,10 @@ async def replay_session(
     return report
 
 
-def _seed(rt: Runtime, session: Session, earlier: list[SourceTurn]) -> None:
+def _seed(rt: Runtime, session: Session, preamble: list[Message], earlier: list[SourceTurn]) -> None:
     ids: dict[str, str] = {}
+    for message in preamble:
+        session.append(_copy(message, session.id, ids), rt.store)
     for turn in earlier:
         for message in [turn.user, *turn.messages]:
             session.append(_copy(message, session.id, ids), rt.store)

@@ -121,6 +121,8 @@ class SourceSession:
     workspace: Path
     model: str | None
     turns: list[SourceTurn]
+    preamble: list[Message] = field(default_factory=list)
+    """Messages before the first user turn (system prompts): copied into the replay as they are."""
 
     def tool_results(self) -> list[RecordedToolResult]:
         """Every tool call of the session with the result it got, in order."""

@@ -185,3 +185,22 @@ async def test_a_json_answer_replayed_as_prose_is_a_type_mismatch(harness: Repla
     kinds = [e.payload["divergence_kind"] for e in h.events(report.replay_session_id)
              if e.type == "turn.replay_diverged"]
     assert kinds == ["output", "type-mismatch"]
+
+
+async def test_a_system_prompt_before_the_first_turn_is_carried_into_the_replay(harness: ReplayHarness) -> None:
+    from metis_core.messages import system_message
+
+    h = harness
+    h.script.script("anthropic", anthropic("stream__text_basic.sse"))
+    session = h.runtime.sessions.create(h.workspace)
+    prompt = system_message("Answer like a pirate.").model_copy(update={"session_id": session.id})
+    session.append(prompt, h.runtime.store)
+    await h.runtime.turns.run(session, "Say hello")
+    h.runtime.sessions.end(session)
+
+    h.script.script("anthropic", anthropic("stream__text_basic.sse"))
+    report = await replay_session(h.runtime, session.id, "anthropic:claude-sonnet-4-5")
+    assert not report.turns[0].diverged
+    replayed = h.runtime.store.load_messages(report.replay_session_id)
+    assert replayed[0].role is Role.SYSTEM and replayed[0].text() == "Answer like a pirate."
+    assert "Answer like a pirate." in str(h.bodies("anthropic.test")[-1]["system"])
