@@ -11,18 +11,20 @@ result against the subset (tool_schema.py does) and knows no provider.
 from __future__ import annotations
 
 import copy
-import logging
-from collections import OrderedDict
 from collections.abc import Mapping
-from dataclasses import dataclass
-from threading import Lock
 from typing import Any
 
 from metis_core.errors import ToolSchemaError
+from metis_core.messages.schema_changes import (
+    NormalizedSchema,
+    SchemaChange,
+    forget_logged_changes,
+    log_lossy_changes,
+)
 from metis_core.messages.schema_merge import SchemaMergeConflict, merge_all_of
 from metis_core.messages.tool_schema import KEYWORDS_BY_TYPE, child_path
 
-log = logging.getLogger("metis_core.messages.schema")
+__all__ = ["NormalizedSchema", "SchemaChange", "forget_logged_changes", "log_lossy_changes", "normalize_schema"]
 
 # Constructs with no faithful portable form: refused, with what to do instead.
 REFUSED_WHY: dict[str, str] = {
@@ -60,31 +62,6 @@ _INFERRED_TYPE = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaChange:
-    """One rewrite normalization made: where, of which keyword, what was done, and whether it is lossy.
-
-    `lossy` means the normalized schema accepts a different set of inputs than the original."""
-
-    path: str
-    keyword: str
-    action: str
-    lossy: bool = False
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.keyword}: {self.action}{' (lossy)' if self.lossy else ''}"
-
-
-@dataclass(frozen=True, slots=True)
-class NormalizedSchema:
-    schema: dict[str, Any]
-    changes: tuple[SchemaChange, ...]
-
-    @property
-    def lossy_changes(self) -> tuple[SchemaChange, ...]:
-        return tuple(change for change in self.changes if change.lossy)
-
-
 def normalize_schema(schema: Any, *, name: str = "schema", top_level_object: bool = True) -> NormalizedSchema:
     """Bring `schema` into the portable subset, or raise ToolSchemaError naming what cannot be carried.
 
@@ -98,48 +75,6 @@ def normalize_schema(schema: Any, *, name: str = "schema", top_level_object: boo
         root = normalizer.object_root(root)
     result = normalizer.node(root, "$")
     return NormalizedSchema(result, tuple(normalizer.changes))
-
-
-_SEEN_LIMIT = 50_000
-_logged: OrderedDict[tuple[str, str, str, str], None] = OrderedDict()
-_logged_lock = Lock()
-
-
-def log_lossy_changes(name: str, changes: tuple[SchemaChange, ...] | list[SchemaChange]) -> None:
-    """One WARN line per lossy change, once per (tool, path, keyword, action) per process."""
-    for change in changes:
-        if not change.lossy:
-            continue
-        key = (name, change.path, change.keyword, change.action)
-        with _logged_lock:
-            if key in _logged:
-                continue
-            _logged[key] = None
-            if len(_logged) > _SEEN_LIMIT:
-                _logged.popitem(last=False)
-        log.warning("tool %r: schema normalization at %s changed %s: %s", name, change.path, change.keyword,
-                    change.action, extra={"tool": name, "path": change.path, "keyword": change.keyword,
-                                          "action": change.action})
-
-
-def forget_logged_changes() -> None:
-    """Clear the once-per-process memory (tests use this to observe logging again)."""
-    with _logged_lock:
-        _logged.clear()
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int) or (isinstance(value, float) and value.is_integer()):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    return "object" if isinstance(value, Mapping) else "array"
 
 
 def _shown(value: Any) -> str:

@@ -14,7 +14,7 @@ from typing import Any, Self
 
 from pydantic import BaseModel, PrivateAttr, model_validator
 
-from metis_core.messages.schema_normalize import SchemaChange
+from metis_core.messages.schema_changes import SchemaChange
 
 
 class SideEffects(StrEnum):
@@ -40,7 +40,7 @@ class ToolDefinition(BaseModel):
 
     @model_validator(mode="after")
     def _portable_schema(self) -> Self:
-        from metis_core.messages.schema_normalize import log_lossy_changes
+        from metis_core.messages.schema_changes import log_lossy_changes
         from metis_core.messages.tool_schema import portable_tool_schema
 
         normalized = portable_tool_schema(self.name, self.input_schema)
