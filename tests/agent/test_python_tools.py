@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import AfterValidator, BaseModel, Field
 from support_servers import Reply, tool_call_stream
 
 from metis_core import ToolContext, ToolOutcome, tool
@@ -49,8 +49,16 @@ def forecast(location: str, days: Annotated[int, Field(ge=1, le=7)] = 1) -> Fore
     return Forecast(location=location, days=days, summary="sunny")
 
 
+def _lower_case(text: str) -> str:
+    if text != text.lower():
+        raise ValueError("write it in lower case")
+    return text
+
+
 @tool(side_effects="network")
-async def post_note(text: str, step: Annotated[int, Field(multiple_of=5)] = 5) -> dict[str, object]:
+async def post_note(
+    text: Annotated[str, AfterValidator(_lower_case)], step: Annotated[int, Field(multiple_of=5)] = 5
+) -> dict[str, object]:
     """Post a note (asks first: network side effect)."""
     await asyncio.sleep(0)
     calls.append(("post_note", (text, step)))
@@ -95,7 +103,8 @@ async def test_a_scripted_chat_runs_good_calls_reports_invalid_input_and_survive
     _script(h,
             ("forecast", {"location": "Paris", "days": 3}),
             ("forecast", {"location": "Paris", "days": "three"}),  # the JSON Schema rejects it
-            ("post_note", {"text": "hi", "step": 7}),  # only the function's types reject it (multipleOf)
+            ("post_note", {"text": "hi", "step": 7}),  # multipleOf: said in words to the model, still enforced
+            ("post_note", {"text": "HI"}),  # only the function's own validator rejects it
             ("post_note", {"text": "hi", "step": 10}),
             ("explode", {"reason": "on purpose"}))
     session = h.runtime.sessions.create(h.workspace)
@@ -105,9 +114,10 @@ async def test_a_scripted_chat_runs_good_calls_reports_invalid_input_and_survive
     assert calls == [("forecast", ("Paris", 3)), ("post_note", ("hi", 10))]
     events = h.events(session.id)
     invalid = _of(events, "tool.input_invalid")
-    assert [e.payload["tool_name"] for e in invalid] == ["forecast", "post_note"]
+    assert [e.payload["tool_name"] for e in invalid] == ["forecast", "post_note", "post_note"]
     assert invalid[0].payload["validation_errors"] == ["$.days: 'three' is not of type 'integer'"]
-    assert invalid[1].payload["validation_errors"] == ["$.step: Input should be a multiple of 5"]
+    assert invalid[1].payload["validation_errors"] == ["$.step: 7 is not a multiple of 5"]
+    assert invalid[2].payload["validation_errors"] == ["$.text: Value error, write it in lower case"]
     completed = _of(events, "tool.completed")
     assert len(completed) == 2
     failed = _of(events, "tool.failed")
@@ -119,8 +129,9 @@ async def test_a_scripted_chat_runs_good_calls_reports_invalid_input_and_survive
     assert json.loads(results[0].text()) == {"location": "Paris", "days": 3, "summary": "sunny"}
     assert results[1].is_error and "$.days" in results[1].text()
     assert results[2].is_error and "multiple of 5" in results[2].text()
-    assert json.loads(results[3].text()) == {"posted": "hi", "step": 10}
-    assert results[4].is_error and "boom: on purpose" in results[4].text()
+    assert results[3].is_error and "lower case" in results[3].text()
+    assert json.loads(results[4].text()) == {"posted": "hi", "step": 10}
+    assert results[5].is_error and "boom: on purpose" in results[5].text()
 
     sent_tools = {t["name"]: t for t in h.requests_to("anthropic.test")[0]["tools"]}
     assert sent_tools["forecast"]["description"] == "Weather forecast for a city."

@@ -252,6 +252,24 @@ def test_tool_definition_keeps_the_source_schema_and_the_changes() -> None:
     assert [str(c) for c in check_tool_schema("t", schema)] == [str(c) for c in tool.schema_changes]
 
 
+def test_input_must_also_meet_the_declared_schema_when_normalization_lost_something() -> None:
+    from metis_core.messages.tool_input import tool_input_violations
+
+    declared = {"$schema": "http://json-schema.org/draft-04/schema#", "type": "object", "properties": {
+        "n": {"type": "number", "minimum": 0, "exclusiveMinimum": True, "multipleOf": 0.5},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}}
+    tool = ToolDefinition(name="t", description="", input_schema=declared)
+    assert tool.input_schema["properties"]["n"]["minimum"] == 0  # the model is told "greater than 0"
+    assert tool_input_violations(tool, {"n": 1.5, "tags": ["a", "b"]}) == []
+    assert tool_input_violations(tool, {"n": 0, "tags": ["a", "a"]}) == [
+        "$.n: 0 is less than or equal to the minimum of 0",
+        "$.tags: ['a', 'a'] has non-unique elements",
+    ]
+    assert tool_input_violations(tool, {"n": 0.7}) == ["$.n: 0.7 is not a multiple of 0.5"]
+    faithful = ToolDefinition(name="u", description="", input_schema=prop({"type": "integer", "default": 1}))
+    assert tool_input_violations(faithful, {"x": "1"}) == ["$.x: '1' is not of type 'integer'"]
+
+
 def test_each_lossy_change_is_logged_once_per_tool(caplog: pytest.LogCaptureFixture) -> None:
     forget_logged_changes()
     schema = prop({"type": "number", "multipleOf": 0.5, "default": 1})
