@@ -64,7 +64,7 @@ def rewrite_enum(n: _Normalizer, s: dict[str, Any], path: str) -> dict[str, Any]
         kind = s["type"]
         s["type"] = [*(kind if isinstance(kind, list) else [kind]), "null"]
     if s:
-        allowed = [v for v in values if Draft202012Validator(s).is_valid(v)]
+        allowed = [v for v in values if _allowed(s, v)]
         if len(allowed) < len(values):
             n.change(child_path(path, "enum"), "enum", "dropped values the schema's other keywords reject")
         values = allowed
@@ -105,6 +105,15 @@ def rewrite_enum(n: _Normalizer, s: dict[str, Any], path: str) -> dict[str, Any]
     if text:
         result["description"] = text
     return result
+
+
+def _allowed(s: dict[str, Any], value: Any) -> bool:
+    """Whether `value` meets the schema's other keywords (a type alone is checked without jsonschema)."""
+    if set(s) == {"type"}:
+        kinds = s["type"] if isinstance(s["type"], list) else [s["type"]]
+        kind = _kind(value)
+        return kind in kinds or (kind == "integer" and "number" in kinds)
+    return bool(Draft202012Validator(s).is_valid(value))
 
 
 def _enum_values(n: _Normalizer, s: dict[str, Any], path: str) -> list[Any]:

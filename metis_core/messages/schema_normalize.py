@@ -10,9 +10,10 @@ result against the subset (tool_schema.py does) and knows no provider.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
 from typing import Any
+
+import orjson
 
 from metis_core.errors import ToolSchemaError
 from metis_core.messages.schema_changes import (
@@ -78,8 +79,6 @@ def normalize_schema(schema: Any, *, name: str = "schema", top_level_object: boo
 
 
 def _shown(value: Any) -> str:
-    import orjson
-
     try:
         return orjson.dumps(value).decode()
     except TypeError:
@@ -179,7 +178,7 @@ class _Normalizer:
         self.change(ref_path, "$ref", f"inlined {ref}")
         self.expanding.append(ref)
         try:
-            resolved = self.resolve_ref(copy.deepcopy(dict(target)), path)
+            resolved = self.resolve_ref(orjson.loads(orjson.dumps(target)), path)
         finally:
             self.expanding.pop()
         # The definition's own nested references must be expanded while `ref` is still on the stack.
@@ -220,6 +219,8 @@ class _Normalizer:
         """Drop pure annotations, turn hints into description notes; return the notes."""
         notes: list[str] = []
         for key in list(s):
+            if key in _STRUCTURAL or (key in _KNOWN and key not in _DROPPED_ANNOTATIONS and key not in _NOTED_HINTS):
+                continue
             key_path = child_path(path, key)
             if key in _DROPPED_ANNOTATIONS:
                 del s[key]
