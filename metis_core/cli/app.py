@@ -35,7 +35,8 @@ YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool
 WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
                                                file_okay=False, exists=True)]
 ToolsFromOption = Annotated[list[Path] | None, typer.Option(
-    "--tools-from", help="Offer the @tool functions of this Python file too (repeatable).", dir_okay=False)]
+    "--tools-from", metavar="FILE", dir_okay=False,
+    help="Offer the @tool functions of this Python file too (repeatable).")]
 
 
 @app.command("chat")
