@@ -161,6 +161,7 @@ _EXPORTS: dict[str, str] = {
     "SessionExistsError": "metis_core.errors",
     "ToolError": "metis_core.errors",
     "PathEscapeError": "metis_core.errors",
+    "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
 }
@@ -303,6 +304,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SessionExistsError,
         ToolError,
         PathEscapeError,
+        InvalidToolPathError,
         RoutingPolicyError,
         ExportError,
     )

@@ -336,5 +336,9 @@ class PathEscapeError(ToolError):
     """A path resolves outside the session's workspace (through `..` or a symlink)."""
 
 
+class InvalidToolPathError(ToolError):
+    """A tool was given a path no file can have (a NUL byte in it)."""
+
+
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""
