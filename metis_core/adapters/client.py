@@ -27,6 +27,7 @@ from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, Too
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import check_fits
 from metis_core.models.model_id import parse_model_id
+from metis_core.secret_scrub import remember_secret
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
@@ -139,7 +140,11 @@ class ModelClient:
         """Key and configured extra headers, revealed here only, right before sending."""
         key = self._api_keys.get(provider) or self.config.require_api_key(provider)
         headers = self.config.extra_headers(provider)
-        headers.update(adapter.auth_headers(key.get_secret_value() if key is not None else None))
+        for value in headers.values():  # configured headers may hold gateway keys
+            remember_secret(value)
+        revealed = key.get_secret_value() if key is not None else None
+        remember_secret(revealed)  # a body echoing it is scrubbed out of every ProviderError
+        headers.update(adapter.auth_headers(revealed))
         return headers
 
     # --- preparing a call --------------------------------------------------------------------

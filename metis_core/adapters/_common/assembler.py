@@ -35,6 +35,7 @@ from metis_core.messages import (
     Usage,
     UsageUpdate,
 )
+from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
@@ -184,6 +185,7 @@ class MessageAssembler:
     def fail(self, error_class: str, message: str, *, retryable: bool = False) -> list[StreamEvent]:
         """The stream broke: an error event, then the partial message (PARTIAL if it holds content)."""
         status = MessageStatus.PARTIAL if self._slots else MessageStatus.ERROR
+        message = scrub_secrets(message)  # a provider's error event may echo the key
         error = StreamError(error_class=error_class, message=message, retryable=retryable)
         return [error, *self._end(status, "error", note=message)]
 
