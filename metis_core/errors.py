@@ -173,9 +173,9 @@ class ProviderError(MetisError):
         provider_code: str | None = None,
         retry_count: int = 0,
     ) -> None:
-        message = scrub_secrets(message)  # the one place a response body enters an exception
-        provider_code = scrub_secrets(provider_code) if provider_code else provider_code
-        request_id = scrub_secrets(request_id) if request_id else request_id
+        message = scrub_secrets(str(message))  # the one place a response body enters an exception
+        provider_code = scrub_secrets(str(provider_code)) if provider_code else None
+        request_id = scrub_secrets(str(request_id)) if request_id else None
         self.provider = provider
         self.status = status
         self.request_id = request_id
