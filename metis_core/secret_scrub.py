@@ -11,18 +11,24 @@ from __future__ import annotations
 
 import re
 import threading
+from functools import cache
 
 REDACTED = "[redacted key]"
 MIN_SECRET_LENGTH = 6
 """Shorter values are not scrubbed: replacing them would mangle ordinary text."""
 
-_KEY_SHAPES = re.compile(
-    r"sk-ant-[A-Za-z0-9_\-]{8,}"  # Anthropic
-    r"|sk-or-v1-[A-Za-z0-9]{16,}"  # OpenRouter
-    r"|sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"  # OpenAI
-    r"|AIza[0-9A-Za-z_\-]{30,}"  # Google
-    r"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{16,}"  # an echoed Authorization header
-)
+
+@cache
+def _key_shapes() -> re.Pattern[str]:
+    """Compiled on the first error, not at import: importing metis stays cheap."""
+    return re.compile(
+        r"sk-ant-[A-Za-z0-9_\-]{8,}"  # Anthropic
+        r"|sk-or-v1-[A-Za-z0-9]{16,}"  # OpenRouter
+        r"|sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"  # OpenAI
+        r"|AIza[0-9A-Za-z_\-]{30,}"  # Google
+        r"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{16,}"  # an echoed Authorization header
+    )
+
 
 _known: frozenset[str] = frozenset()
 _lock = threading.Lock()
@@ -42,4 +48,4 @@ def scrub_secrets(text: str) -> str:
     for secret in sorted(_known, key=len, reverse=True):
         if secret in text:
             text = text.replace(secret, REDACTED)
-    return _KEY_SHAPES.sub(REDACTED, text)
+    return _key_shapes().sub(REDACTED, text)
