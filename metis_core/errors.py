@@ -325,6 +325,14 @@ class ExportError(MetisError):
     """A trace export could not be written; the message names the target and what to check."""
 
 
+class EventLogIntegrityError(MetisError):
+    """An exported event log fails verification: a hash, the chain, a schema or the expected head."""
+
+    def __init__(self, message: str, *, line: int | None = None, sequence: int | None = None) -> None:
+        super().__init__(message)
+        self.line, self.sequence = line, sequence
+
+
 # --- tools and the agent loop --------------------------------------------------------------
 
 
