@@ -163,6 +163,9 @@ _EXPORTS: dict[str, str] = {
     "PathEscapeError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "EventLogIntegrityError": "metis_core.errors",
+    "reprice": "metis_core.models.repricing",
+    "Repricing": "metis_core.models.repricing",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -224,6 +227,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.model_id import ModelId, parse_model_id
     from metis_core.models.registry import ModelRegistry, ModelInfo, default_registry
     from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
+    from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
@@ -305,4 +309,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PathEscapeError,
         RoutingPolicyError,
         ExportError,
+        EventLogIntegrityError,
     )
