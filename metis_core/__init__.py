@@ -164,6 +164,7 @@ _EXPORTS: dict[str, str] = {
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
     "EventLogIntegrityError": "metis_core.errors",
+    "NamedProvider": "metis_core.provider_dsn",
     "reprice": "metis_core.models.repricing",
     "Repricing": "metis_core.models.repricing",
 }
@@ -229,6 +230,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
     from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
+    from metis_core.provider_dsn import NamedProvider
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
     from metis_core.adapters._common.tool_ids import ToolIdMap

@@ -84,7 +84,7 @@ class Runtime:
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS:
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers
