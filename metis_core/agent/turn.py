@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -19,11 +20,12 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, MetisError, ProviderError
 from metis_core.events.envelope import Actor, Event
+from metis_core.events.payloads.fields import StopReason as EventStopReason
+from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -39,7 +41,8 @@ from metis_core.messages import (
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
-EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
+"""Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 MAX_LLM_CALLS_PER_TURN = 25
 
 
