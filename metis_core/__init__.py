@@ -165,6 +165,7 @@ _EXPORTS: dict[str, str] = {
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
     "EventLogIntegrityError": "metis_core.errors",
+    "CriticalBlockDropError": "metis_core.errors",
     "NamedProvider": "metis_core.provider_dsn",
     "reprice": "metis_core.models.repricing",
     "Repricing": "metis_core.models.repricing",
@@ -313,5 +314,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PathEscapeError,
         RoutingPolicyError,
         ExportError,
+        CriticalBlockDropError,
         EventLogIntegrityError,
     )

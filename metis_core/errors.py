@@ -123,6 +123,19 @@ class CapabilityMismatchError(MetisError):
         super().__init__(f"cannot use {model}: {reason} (needs {capability})")
 
 
+class CriticalBlockDropError(CapabilityMismatchError):
+    """An adapter would drop a block its message marks critical (metadata.critical_blocks, §4.2.2)."""
+
+    def __init__(self, adapter: str, message_id: str, block_index: int, block_type: str, reason: str) -> None:
+        self.model, self.capability, self.reason = adapter, block_type, reason
+        self.message_id, self.block_index = message_id, block_index
+        MetisError.__init__(
+            self,
+            f"{adapter} cannot carry {block_type} block {block_index} of message {message_id}, which is marked "
+            f"critical ({reason}); nothing was sent: pick a model that carries it, or unmark the block",
+        )
+
+
 class UnsupportedProviderError(MetisError):
     """No adapter is registered under that provider name."""
 

@@ -16,7 +16,9 @@ from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.tools.base import ToolContext
+from metis_core.errors import CapabilityMismatchError
 from metis_core.events.envelope import Actor
+from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.messages import Message, Role
 from metis_core.models.fit import check_fits
@@ -95,13 +97,23 @@ class SessionManager:
     def swap_model(self, session: Session, model: str) -> None:
         """`/model`: refuse with CapabilityMismatchError when the model cannot carry this history.
 
-        The active model stays as it was on refusal (canonical format §8.4).
+        The active model stays as it was on refusal, and routing.constraint_failure records what was
+        asked and the missing capability (canonical format §8.4).
         """
         rt = self.rt
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
         tools = rt.tools.definitions()
-        check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        try:
+            check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        except CapabilityMismatchError as error:
+            rt.bus.emit_new("routing.constraint_failure", {
+                "action": "model_swap", "requested": model, "candidate_model": members[0],
+                "active_model": session.sticky_model,
+                "validation_failure": session.engine.failure_for_capability(error.capability),
+                "missing_capability": error.capability, "reason": redact(error.reason),
+            }, session_id=session.id, actor=Actor.SYSTEM)
+            raise
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
 

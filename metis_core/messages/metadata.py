@@ -100,3 +100,6 @@ class MessageMetadata(BaseModel):
     """Opaque round-trip aid; only the adapter that wrote it reads it (§6.5)."""
     user_id: str | None = None
     team_id: str | None = None
+    critical_blocks: list[int] | None = None
+    """Indices of content blocks that must reach the model (§4.2.2): an adapter that cannot carry
+    one fails the request (CriticalBlockDropError) instead of dropping it."""

@@ -18,8 +18,9 @@ from metis_core.events.payloads.turn import TurnCompletedPayload, TurnStartedPay
 from metis_core.messages import StopReason
 
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
-DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert"}
-"""Named in the spec's §7.3 audit set without a catalog entry; payloads designed in this repo."""
+DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "routing.constraint_failure"}
+"""Named by a spec without a catalog entry, payloads designed in this repo: the two in §7.3's audit set,
+and canonical-message-format §8.4's `routing_constraint_failure` (a refused model swap)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -42,7 +43,7 @@ def _spec_catalog_entries() -> dict[str, str]:
     return dict(found)
 
 
-def test_catalog_has_exactly_the_spec_types_plus_the_two_designed_audit_types() -> None:
+def test_catalog_has_exactly_the_spec_types_plus_the_three_designed_here() -> None:
     spec_types = set(_spec_catalog_entries())
     assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
     assert set(CATALOG) == spec_types | DESIGNED_HERE
