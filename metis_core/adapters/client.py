@@ -180,7 +180,8 @@ class ModelClient:
         if request.query:
             url += "?" + urlencode(request.query)
         context = RequestContext(
-            model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices
+            model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices,
+            tools=tool_list,
         )
         return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context)
 

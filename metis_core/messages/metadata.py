@@ -100,6 +100,8 @@ class MessageMetadata(BaseModel):
     """Opaque round-trip aid; only the adapter that wrote it reads it (§6.5)."""
     user_id: str | None = None
     team_id: str | None = None
+    tool_input_violations: dict[str, list[str]] | None = None
+    """tool_use id -> why its input fails the offered tool's schema, found when the answer was parsed."""
     critical_blocks: list[int] | None = None
     """Indices of content blocks that must reach the model (§4.2.2): an adapter that cannot carry
     one fails the request (CriticalBlockDropError) instead of dropping it."""
