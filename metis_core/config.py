@@ -110,6 +110,15 @@ class DefaultsConfig(BaseModel):
     """Default model id, alias or chain for new sessions."""
 
 
+class SessionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inactivity_timeout_hours: float = Field(default=24.0, gt=0)
+    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
+    share_traces: bool = False
+    """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
+
+
 class MetisConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -118,6 +127,7 @@ class MetisConfig(BaseModel):
     """The config file, whether or not it exists."""
     providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     models: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Registry entries that override or extend models.yaml, keyed by model id."""
     prices: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -116,6 +117,22 @@ class SessionManager:
             raise
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
+
+    def end_inactive(self, *, idle_hours: float | None = None, now: datetime | None = None) -> list[str]:
+        """End every open session idle for `idle_hours` (config sessions.inactivity_timeout_hours) as
+        `abandoned`, with session.ended; returns their ids. Ended sessions can still be resumed."""
+        rt = self.rt
+        hours = rt.config.sessions.inactivity_timeout_hours if idle_hours is None else idle_hours
+        cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
+        stale = [r for r in rt.store.list_sessions(limit=1_000_000) if r.ended_at is None and r.updated_at < cutoff]
+        for record in stale:
+            turns = sum(1 for m in rt.store.load_messages(record.id) if m.role is Role.USER)
+            rt.bus.emit_new("session.ended", {
+                "disposition": "abandoned", "turn_count": turns, "total_cost_usd": float(record.total_cost_usd),
+                "duration_seconds": round((record.updated_at - record.created_at).total_seconds(), 3),
+            }, session_id=record.id, actor=Actor.SYSTEM)
+            rt.store.end_session(record.id, "abandoned")
+        return [r.id for r in stale]
 
     def end(self, session: Session, disposition: str = "completed") -> None:
         rt = self.rt

@@ -41,9 +41,14 @@ from metis_core.messages import (
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
+"""turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
+`task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
 EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
 """Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 MAX_LLM_CALLS_PER_TURN = 25
+SHARED_TEXT_LIMIT = 4000
+"""Characters of the scrubbed user message turn.started carries when trace sharing is on."""
 
 
 @dataclass
@@ -53,6 +58,8 @@ class TurnResult:
     final: Message | None = None
     stop_reason: str = "end_turn"
     cancelled: bool = False
+    cancel_reason: str | None = None
+    """One of CANCEL_REASONS when `cancelled`."""
     error: str | None = None
     failure: BaseException | None = None
     """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
@@ -137,7 +144,10 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        timeout_seconds: float | None = None,
     ) -> TurnResult:
+        """One turn. Past `timeout_seconds` (or when its task is cancelled) it ends as turn.cancelled
+        with the reason given (CANCEL_REASONS; a bare cancel is user_cancel), keeping the partial answer."""
         rt = self.rt
         turn_id = new_ulid()
         result = TurnResult(turn_id=turn_id)
@@ -149,8 +159,9 @@ class TurnRunner:
         session.append(user, rt.store)
         tools = rt.tools.definitions()
         needs = turn_needs(session.history, tools, session.workspace, user_text)
+        shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
-            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
             "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
             "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
         }, None, actor=Actor.USER)
@@ -172,6 +183,8 @@ class TurnRunner:
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
+        expired: list[bool] = []
+        deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
         try:
             while True:
                 observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
@@ -219,8 +232,9 @@ class TurnRunner:
                 result.tool_calls += len(uses)
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
-        except asyncio.CancelledError:
-            self._cancelled(session, recorder, started, tracker, observer, result)
+        except asyncio.CancelledError as cancel:
+            reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+            self._cancelled(session, recorder, started, tracker, observer, result, reason)
             return result
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
             result.error = str(error)
@@ -228,6 +242,8 @@ class TurnRunner:
             if observer is not None:  # the failed attempts of the call that raised
                 result.llm_calls += observer.attempts
         finally:
+            if deadline is not None:
+                deadline.cancel()
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
         self._completed(recorder, started, result, started_clock)
@@ -254,10 +270,11 @@ class TurnRunner:
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
-        observer: _CallObserver | None, result: TurnResult,
+        observer: _CallObserver | None, result: TurnResult, reason: str = "user_cancel",
     ) -> None:
         rt = self.rt
         result.cancelled = True
+        result.cancel_reason = reason
         result.stop_reason = "cancelled"
         partial_calls = 0
         if tracker.has_content() and observer is not None:
@@ -269,9 +286,21 @@ class TurnRunner:
         rt.store.cancel_pending_tool_calls(session.id)
         session.turn_count += 1
         recorder.emit("turn.cancelled", {
-            "reason": "user_cancel", "partial_llm_calls": partial_calls,
+            "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
-        }, started, actor=Actor.USER)
+        }, started, actor=Actor.USER if reason == "user_cancel" else Actor.SYSTEM)
+
+
+def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:
+    """Cancel the running task after `seconds`, noting in `expired` that the clock did it."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def expire() -> None:
+        expired.append(True)
+        task.cancel("timeout")
+
+    return asyncio.get_running_loop().call_later(seconds, expire)
 
 
 def thinking_text(message: Message) -> str:

@@ -40,7 +40,9 @@ def open_runtime(
 ) -> Runtime:
     if config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    runtime = Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
+    return runtime
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:
