@@ -166,6 +166,10 @@ _EXPORTS: dict[str, str] = {
     "ExportError": "metis_core.errors",
     "EventLogIntegrityError": "metis_core.errors",
     "CriticalBlockDropError": "metis_core.errors",
+    "PromptCompositionError": "metis_core.errors",
+    "PromptComposer": "metis_core.prompts",
+    "PromptPart": "metis_core.prompts",
+    "Composition": "metis_core.prompts",
     "NamedProvider": "metis_core.provider_dsn",
     "reprice": "metis_core.models.repricing",
     "Repricing": "metis_core.models.repricing",
@@ -234,6 +238,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
     from metis_core.provider_dsn import NamedProvider
+    from metis_core.prompts import PromptComposer, PromptPart, Composition
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -314,6 +319,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PathEscapeError,
         RoutingPolicyError,
         ExportError,
+        PromptCompositionError,
         CriticalBlockDropError,
         EventLogIntegrityError,
     )

@@ -357,5 +357,9 @@ class PathEscapeError(ToolError):
     """A path resolves outside the session's workspace (through `..` or a symlink)."""
 
 
+class PromptCompositionError(MetisError):
+    """A prompt part is malformed (a template id or version the record cannot carry)."""
+
+
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""

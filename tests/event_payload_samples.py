@@ -118,6 +118,14 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "models_recovered": ["openai:gpt-4o"],
         "downtime_seconds": 30.0,
     },
+    "llm.prompt_composed": {
+        "kind": "system-only",
+        "hash": "a" * 64,
+        "content_trust": "trusted",
+        "parts": [{"kind": "system", "ref": None, "version": None, "hash": "b" * 64, "size_chars": 12,
+                   "trusted": True}],
+        "variable_hashes": {},
+    },
     "routing.constraint_failure": {
         "action": "model_swap",
         "requested": "ollama:llama3",

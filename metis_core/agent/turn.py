@@ -38,6 +38,7 @@ from metis_core.messages import (
     TextBlock,
     ThinkingBlock,
 )
+from metis_core.prompts import CompositionContext
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
@@ -78,8 +79,11 @@ class TurnResult:
 class _CallObserver:
     """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
 
-    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int) -> None:
+    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int,
+                 composed: dict[str, Any] | None = None) -> None:
         self.recorder = recorder
+        self.composed = composed
+        """llm.prompt_composed payload, emitted once under the first attempt's llm.call_started."""
         self.parent = parent
         self.estimated_tokens = estimated_tokens
         self.started: Event | None = None
@@ -95,6 +99,8 @@ class _CallObserver:
             "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
             "request_id": new_ulid(), "is_worker": False,
         }, self.parent, actor=Actor.AGENT)
+        if self.composed is not None and self.attempts == 1:
+            self.recorder.emit("llm.prompt_composed", self.composed, self.started, actor=Actor.AGENT)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         failed = self.failed(model, getattr(error, "error_class", "other"), str(error),
@@ -158,7 +164,8 @@ class TurnRunner:
         user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
         session.append(user, rt.store)
         tools = rt.tools.definitions()
-        needs = turn_needs(session.history, tools, session.workspace, user_text)
+        system, composed = self._compose(session, user_text)
+        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text)
         shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
@@ -187,11 +194,11 @@ class TurnRunner:
         deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed)
                 tracker = StreamTracker()
                 final: Message | None = None
                 stream_error: StreamError | None = None
-                history = resolve_file_refs(session.history, session.workspace)
+                history = [*system, *resolve_file_refs(session.history, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
                     routing=decision.record, observer=observer,
@@ -248,6 +255,18 @@ class TurnRunner:
         session.turn_count += 1
         self._completed(recorder, started, result, started_clock)
         return result
+
+    def _compose(self, session: Session, user_text: str) -> tuple[list[Message], dict[str, Any] | None]:
+        """The composed system message for this turn's requests (not stored), and its record."""
+        prompts = self.rt.prompts
+        if prompts.empty:
+            return [], None
+        composition = prompts.compose(CompositionContext(session.id, session.workspace, user_text,
+                                                         tuple(session.history)))
+        if composition is None:
+            return [], None
+        system = Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text=composition.text)])
+        return [system], composition.record()
 
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:

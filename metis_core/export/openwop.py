@@ -2,10 +2,10 @@
 
 One run per turn, `runId` = the turn id: an OpenWOP run is over once it is completed, failed or
 cancelled, and a metis session goes on after each of those. Every LLM call is a node (a fallback
-attempt retries the same node), tool calls are agent.toolCalled/toolReturned, routing is
-agent.decided. A call the provider refused is envelope.refusal and a node.failed `envelope_refusal`
-(RFC 0032 §B.3: a refusal fails its node). Sequences start at 0 per run. Events without a
-counterpart are skipped and counted.
+attempt retries the same node), its composed system prompt prompt.composed (hashes only), tool
+calls agent.toolCalled/toolReturned, routing agent.decided. A refused call is envelope.refusal
+and node.failed `envelope_refusal` (RFC 0032 §B.3). Sequences start at 0 per run. Events without
+a counterpart are skipped and counted.
 """
 
 from __future__ import annotations
@@ -93,6 +93,7 @@ class _RunBuilder:
             "llm.call_failed": self._node_failed, "tool.called": self._tool_called,
             "tool.completed": self._tool_returned, "tool.failed": self._tool_returned,
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
+            "llm.prompt_composed": self._prompt_composed,
         }.get(event.type)
         if handler is None or (event.type == "turn.started" and event is not self.started):
             return False
@@ -247,6 +248,21 @@ class _RunBuilder:
         error = _error("envelope_refusal", f"{p['model']} refused to answer", retryable=False)
         self.last_failure = (node_id, error)
         self.add(event, "node.failed", {"nodeId": node_id, "error": error, "attempts": attempt + 1}, node_id=node_id)
+
+    def _prompt_composed(self, event: Event) -> bool:
+        """RFC 0027 prompt.composed, `observability: hashed`: refs, hashes and trust, never the body."""
+        node = self._node_of(event)
+        if node is None:
+            return False
+        node_id = node[0]
+        p = event.payload
+        refs = [part["ref"] for part in p["parts"] if part["ref"] is not None]
+        self.add(event, "prompt.composed", {
+            "nodeId": node_id, "refs": list(dict.fromkeys(refs)), "kind": p["kind"], "hash": f"sha256:{p['hash']}",
+            "variableHashes": {name: f"sha256:{value}" for name, value in p["variable_hashes"].items()},
+            "contentTrust": p["content_trust"],
+        }, node_id=node_id)
+        return True
 
     def _node_failed(self, event: Event) -> bool:
         node = self._node_of(event)
