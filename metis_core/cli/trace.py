@@ -98,8 +98,9 @@ def export(
                            ExportOptions(include_content=include_content))
     skipped = f", {summary.skipped_total} without a counterpart" if summary.skipped_total else ""
     where = f" to {summary.path}" if summary.path else ""
+    head = f"; head {summary.head_hash} (check later: metis trace verify FILE --head HASH)" if summary.head_hash else ""
     terminal.err.print(f"exported {summary.exported} of {summary.events_read} events as {summary.documents} "
-                       f"{export_format} document(s){where}{skipped}", style="dim", markup=False)
+                       f"{export_format} document(s){where}{skipped}{head}", style="dim", markup=False)
 
 
 @app.command("verify")

@@ -24,6 +24,8 @@ def test_an_exported_log_verifies_and_prints_its_head(cli: Cli, tmp_path: Path) 
     path = exported_log(cli, tmp_path)
     lines = path.read_bytes().splitlines()
     head = orjson.loads(lines[-1])["entry_hash"]
+    exported = cli("trace", "export", cli.session_id, "--format", "eventlog", "--out", str(tmp_path / "again.jsonl"))
+    assert f"head {head}" in exported.stderr  # what to keep for --head
     done = cli("trace", "verify", str(path))
     assert done.exit_code == 0, done.stderr
     assert f"intact, {len(lines)} entries, head {head}" in done.stdout
