@@ -22,7 +22,7 @@ from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
-from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, MetisError, ProviderError
+from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, CassetteError, MetisError, ProviderError
 from metis_core.events.envelope import Actor, Event
 from metis_core.events.payloads.fields import StopReason as EventStopReason
 from metis_core.events.redaction import redact
@@ -47,6 +47,8 @@ CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
 `task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
 EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
 """Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
+TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
+"""Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 MAX_LLM_CALLS_PER_TURN = 25
 SHARED_TEXT_LIMIT = 4000
 """Characters of the scrubbed user message turn.started carries when trace sharing is on."""
@@ -151,6 +153,7 @@ class TurnRunner:
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
         timeout_seconds: float | None = None,
+        before_completed: TurnClosingHook | None = None,
     ) -> TurnResult:
         """One turn. Past `timeout_seconds` (or when its task is cancelled) it ends as turn.cancelled
         with the reason given (CANCEL_REASONS; a bare cancel is user_cancel), keeping the partial answer."""
@@ -243,7 +246,7 @@ class TurnRunner:
             reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
             self._cancelled(session, recorder, started, tracker, observer, result, reason)
             return result
-        except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
+        except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
             result.failure = error
             if observer is not None:  # the failed attempts of the call that raised
@@ -253,6 +256,8 @@ class TurnRunner:
                 deadline.cancel()
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
+        if before_completed is not None:
+            before_completed(result, recorder, started)
         self._completed(recorder, started, result, started_clock)
         return result
 

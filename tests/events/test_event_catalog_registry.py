@@ -18,10 +18,12 @@ from metis_core.events.payloads.turn import TurnCompletedPayload, TurnStartedPay
 from metis_core.messages import StopReason
 
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
-DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "routing.constraint_failure", "llm.prompt_composed"}
-"""Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set, canonical-message-
-format §8.4's `routing_constraint_failure` (a refused model swap), and `llm.prompt_composed` (what a request's
-system prompt was assembled from; exported as OpenWOP RFC 0027 `prompt.composed`)."""
+DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", "routing.constraint_failure",
+                 "llm.prompt_composed"}
+"""Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set; turn.replay_diverged
+for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
+`routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
+was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -44,7 +46,7 @@ def _spec_catalog_entries() -> dict[str, str]:
     return dict(found)
 
 
-def test_catalog_has_exactly_the_spec_types_plus_the_four_designed_here() -> None:
+def test_catalog_has_exactly_the_spec_types_plus_the_types_designed_here() -> None:
     spec_types = set(_spec_catalog_entries())
     assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
     assert set(CATALOG) == spec_types | DESIGNED_HERE
