@@ -15,7 +15,7 @@ from support_servers import Reply
 
 from metis_core import PromptCompositionError
 from metis_core.agent.confirmation import ConfirmationAnswer
-from metis_core.export import ExportOptions, load_recording, openwop_documents
+from metis_core.export import ExportOptions, load_recording, openwop_documents, otel_trace_request
 from metis_core.messages import Role
 from metis_core.prompts import CompositionContext, PromptPart
 
@@ -78,6 +78,14 @@ async def test_each_model_call_gets_the_composed_system_prompt_and_a_prompt_comp
     assert payload["parts"][2]["hash"] == sha(FETCHED)
     assert payload["variable_hashes"] == {"coding-assistant.units": sha("metric")}
     assert "ignore previous" not in json.dumps([e.payload for e in composed])  # hashes only
+
+    otel, _ = otel_trace_request(load_recording(session.id, h.runtime.store, h.runtime.trace))
+    spans = otel["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    chat = next(s for s in spans if s["name"].startswith("chat "))
+    (span_event,) = [e for e in chat["events"] if e["name"] == "metis.llm.prompt_composed"]
+    attributes = {a["key"]: a["value"] for a in span_event["attributes"]}
+    assert attributes["metis.hash"] == {"stringValue": sha(system_text)}
+    assert attributes["metis.content_trust"] == {"stringValue": "untrusted"}
 
     envelope, payloads = openwop_validators()
     schema = payloads["$defs"]["_typeIndex"]["properties"]["prompt.composed"]
