@@ -14,7 +14,7 @@ from conftest import fixtures_root
 from support_servers import Reply
 
 from metis_core.events.envelope import Event, Sensitivity
-from metis_core.export import event_log_entries, load_recording
+from metis_core.export import event_log_entries, load_recording, openwop_documents
 from metis_core.messages import MessageStatus, TextDelta
 
 from .conftest import Harness
@@ -83,6 +83,11 @@ async def test_a_turn_past_its_timeout_is_cancelled_for_timeout_and_keeps_the_pa
     (cancelled,) = by_type(events, "turn.cancelled")
     assert cancelled.payload["reason"] == "timeout" and cancelled.payload["partial_llm_calls"] == 1
     assert cancelled.actor.value == "system" and not by_type(events, "turn.completed")
+    recording = load_recording(session.id, h.runtime.store, h.runtime.trace)
+    (run,) = [d for d in openwop_documents(recording)[0] if d["type"] == "run.cancelled"]
+    assert run["payload"]["reason"] == "timeout" and run["payload"]["cancelledBy"] == "system"
+    (note,) = [e for e in event_log_entries(recording)[0] if e["event_type"] == "ANNOTATION"]
+    assert note["payload"]["content"]["reason"] == "timeout"
 
     h.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")])
     quick = await h.runtime.turns.run(session, "shorter", timeout_seconds=30)  # the timer is disarmed after
