@@ -169,3 +169,24 @@ def test_an_unreachable_named_server_is_a_network_error_for_that_name(tmp_path: 
     with pytest.raises(NetworkError) as info:
         client.complete([user_message("hi", session_id="s")], "gone:m")
     assert info.value.provider == "gone"
+
+
+def test_a_named_ollama_server_replays_its_own_thinking_and_not_another_servers() -> None:
+    from metis_core.adapters.base import AdapterOptions
+    from metis_core.adapters.ollama.request import API
+    from metis_core.adapters.registry import named_adapter_class
+    from session_samples import assistant
+
+    from metis_core.messages import BlockOrigin, TextBlock, ThinkingBlock
+
+    config = config_with(box="ollama://127.0.0.1:11434", other="ollama://127.0.0.1:11435")
+    registry = ModelRegistry.load(config)
+    thought = ThinkingBlock(text="let me think", origin=BlockOrigin(provider="box", api=API, model="qwen3"))
+    history = [user_message("hi", session_id="s"),
+               assistant("s", [thought, TextBlock(text="hello")], provider="box"),
+               user_message("again", session_id="s")]
+    for name, replayed in (("box", True), ("other", False)):
+        adapter = named_adapter_class("ollama", name)(registry)
+        assert adapter.provider == name
+        body = adapter.to_wire(history, [], AdapterOptions(model=f"{name}:qwen3")).body
+        assert ("thinking" in body["messages"][1]) is replayed, name
