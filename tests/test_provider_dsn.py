@@ -172,11 +172,11 @@ def test_an_unreachable_named_server_is_a_network_error_for_that_name(tmp_path: 
 
 
 def test_a_named_ollama_server_replays_its_own_thinking_and_not_another_servers() -> None:
+    from session_samples import assistant
+
     from metis_core.adapters.base import AdapterOptions
     from metis_core.adapters.ollama.request import API
     from metis_core.adapters.registry import named_adapter_class
-    from session_samples import assistant
-
     from metis_core.messages import BlockOrigin, TextBlock, ThinkingBlock
 
     config = config_with(box="ollama://127.0.0.1:11434", other="ollama://127.0.0.1:11435")
