@@ -3,12 +3,15 @@
 What the spec's v1 names (§10 open question): common API key and token formats, e-mail addresses
 and paths that name a user (home directories on Linux, macOS and Windows). Used for provider error
 messages (`error_message_redacted`) and, under trace sharing, the user's message
-(`turn.started.user_message_text_redacted`). A safety net, not a guarantee.
+(`turn.started.user_message_text_redacted`); secret_scrub adds the configured keys' exact values.
+A safety net, not a guarantee.
 """
 
 from __future__ import annotations
 
 import re
+
+from metis_core.secret_scrub import scrub_secrets
 
 KEY = "[key]"
 _PATTERNS = [
@@ -30,7 +33,10 @@ _PATTERNS = [
 
 
 def redact(text: str, limit: int = 2000) -> str:
-    """`text` with keys, tokens, e-mail addresses and user names in paths replaced, cut to `limit`."""
+    """`text` with keys, tokens, e-mail addresses and user names in paths replaced, cut to `limit`.
+
+    Then the exact values of every key the library has sent (secret_scrub) go too, whatever their shape.
+    """
     for pattern, replacement in _PATTERNS:
         text = pattern.sub(replacement, text)
-    return text[:limit]
+    return scrub_secrets(text)[:limit]

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import httpx
 import pytest
 from conftest import fixtures_root
-from support_servers import Reply
+from support_servers import API_KEYS, Reply
 
 from metis_core.events.envelope import Event, Sensitivity
 from metis_core.export import event_log_entries, load_recording, openwop_documents
@@ -121,7 +121,7 @@ SECRET_TEXT = ("mail jane.doe@example.com the key sk-ant-api03-SECRETSECRET99 an
 
 async def test_trace_sharing_fills_the_scrubbed_message_and_records_it_user_controlled(harness: Harness) -> None:
     h = harness
-    h.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")] * 2)
+    h.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")] * 3)
     session = h.runtime.sessions.create(h.workspace)
     await h.runtime.turns.run(session, SECRET_TEXT)
     (private,) = by_type(h.events(session.id), "turn.started")
@@ -137,3 +137,8 @@ async def test_trace_sharing_fills_the_scrubbed_message_and_records_it_user_cont
     assert text == "mail [email] the key [key] and [key], see /home/[user]/project/notes.txt"
     assert shared.sensitivity is Sensitivity.USER_CONTROLLED
     assert shared.payload["user_message_hash"] == private.payload["user_message_hash"]
+
+    # The configured key's exact value goes too, whatever its shape (it was sent, so it is known).
+    await h.runtime.turns.run(resumed, f"my key is {API_KEYS['anthropic']} ok")
+    last = by_type(h.events(session.id), "turn.started")[-1].payload["user_message_text_redacted"]
+    assert last == "my key is [redacted key] ok"
