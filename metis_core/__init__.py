@@ -26,6 +26,7 @@ _EXPORTS: dict[str, str] = {
     "Role": "metis_core.messages",
     "RoutingDecisionRecord": "metis_core.messages",
     "RoutingMode": "metis_core.messages",
+    "StopReason": "metis_core.messages",
     "SideEffects": "metis_core.messages",
     "StreamError": "metis_core.messages",
     "StreamEvent": "metis_core.messages",
@@ -174,6 +175,15 @@ _EXPORTS: dict[str, str] = {
     "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "EventLogIntegrityError": "metis_core.errors",
+    "CriticalBlockDropError": "metis_core.errors",
+    "PromptCompositionError": "metis_core.errors",
+    "PromptComposer": "metis_core.prompts",
+    "PromptPart": "metis_core.prompts",
+    "Composition": "metis_core.prompts",
+    "NamedProvider": "metis_core.provider_dsn",
+    "reprice": "metis_core.models.repricing",
+    "Repricing": "metis_core.models.repricing",
     "CassetteError": "metis_core.errors",
     "CassetteFormatError": "metis_core.errors",
     "CassetteMissError": "metis_core.errors",
@@ -216,6 +226,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         Role,
         RoutingDecisionRecord,
         RoutingMode,
+        StopReason,
         SideEffects,
         StreamError,
         StreamEvent,
@@ -249,7 +260,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.model_id import ModelId, parse_model_id
     from metis_core.models.registry import ModelRegistry, ModelInfo, default_registry
     from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
+    from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
+    from metis_core.provider_dsn import NamedProvider
+    from metis_core.prompts import PromptComposer, PromptPart, Composition
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -332,6 +346,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidToolPathError,
         RoutingPolicyError,
         ExportError,
+        PromptCompositionError,
+        CriticalBlockDropError,
+        EventLogIntegrityError,
         CassetteError,
         CassetteFormatError,
         CassetteMissError,

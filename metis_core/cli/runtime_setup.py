@@ -61,6 +61,7 @@ def open_runtime(
             config.defaults.model = fallback_default_model(config)
         runtime = Runtime(home=config.home, config=config, confirmer=confirmer,
                           approve_everything=approve_everything)
+        runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
     try:
         for made in extra:
             runtime.tools.register(made)
