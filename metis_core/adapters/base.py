@@ -55,6 +55,12 @@ class AdapterOptions:
     """Structured output: {"name": str, "schema": JSON Schema}."""
     stream: bool = False
     session_id: str = ""
+    hosted_tools: list[str] = field(default_factory=list)
+    """Provider-hosted tools to enable by canonical name (`web_search`, `web_fetch`, `code_execution`,
+    `file_search`); routing refuses a target whose capabilities lack one (see docs/hosted-tools.md)."""
+    provider_tools: list[dict[str, Any]] = field(default_factory=list)
+    """Provider tool definitions sent as-is after the client tools (what a request reader found,
+    e.g. `{"type": "web_search_20250305", "name": "web_search"}`)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-only knobs (e.g. OpenRouter `provider` routing); merged into the body as-is."""
 

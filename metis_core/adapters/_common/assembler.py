@@ -9,13 +9,14 @@ COMPLETE one.
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from metis_core.messages import (
     BlockOrigin,
+    Citation,
     Message,
     MessageComplete,
     MessageMetadata,
@@ -38,6 +39,9 @@ from metis_core.messages import (
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+
+HostedBuilder = Callable[[dict[str, Any], str, BlockOrigin], Any]
+"""Builds a hosted block at the end: (the provider's payload, streamed JSON fragments, origin)."""
 
 
 class _Slot:
@@ -139,6 +143,30 @@ class MessageAssembler:
         slot.tool_input = parsed
         return ToolUseEnd(index=index, id=slot.tool_id, name=slot.tool_name, input=parsed)
 
+    def citation(self, key: Hashable, citation: Citation) -> None:
+        """A source for the text block at `key` (Anthropic citations, Responses annotations)."""
+        _, slot = self._slot(key, "text")
+        slot.extra.setdefault("citations", []).append(citation)
+
+    def hosted(self, key: Hashable, payload: dict[str, Any], build: HostedBuilder) -> None:
+        """A block of the provider's own work (hosted tool call or result, compaction).
+
+        Never a client tool call: nothing of it reaches `tool_start`, so no agent dispatches it.
+        `build` makes the canonical block when the message is built, from the payload and any
+        fragments streamed in with `hosted_fragment`.
+        """
+        _, slot = self._slot(key, "hosted")
+        slot.extra["payload"] = payload
+        slot.extra["build"] = build
+
+    def has_hosted(self, key: Hashable) -> bool:
+        index = self._by_key.get(key)
+        return index is not None and self._slots[index].kind == "hosted"
+
+    def hosted_fragment(self, key: Hashable, fragment: str) -> None:
+        _, slot = self._slot(key, "hosted")
+        slot.parts.append(fragment)
+
     def set_block_extra(self, key: Hashable, kind: str, **values: Any) -> None:
         _, slot = self._slot(key, kind)
         slot.extra.update(values)
@@ -201,8 +229,13 @@ class MessageAssembler:
         for slot in self._slots:
             if slot.kind == "text":
                 text = "".join(slot.parts)
-                if text:
-                    content.append(TextBlock(text=text))
+                citations = slot.extra.get("citations")
+                if text or citations:
+                    content.append(TextBlock(text=text, citations=citations))
+            elif slot.kind == "hosted":
+                build = slot.extra.get("build")
+                if build is not None:
+                    content.append(build(slot.extra["payload"], "".join(slot.parts), self.origin))
             elif slot.kind == "thinking":
                 content.append(
                     ThinkingBlock(

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk, without_item_state
-from fixture_files import fidelity_tier, read_json, wire_files
+from fixture_files import fidelity_tier, plain_wire_files, read_json
 
 from metis_core.adapters._common import lossy
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -41,7 +41,7 @@ from metis_core.models.capabilities import AdapterCapabilities
 
 MODEL = "openai_responses:gpt-5"
 ORIGIN = BlockOrigin(provider=PROVIDER, api="responses", model="gpt-5")
-REQUESTS = [p for p in wire_files(PROVIDER) if p.name.startswith(("request__", "docs_example__request"))]
+REQUESTS = [p for p in plain_wire_files(PROVIDER) if p.name.startswith(("request__", "docs_example__request"))]
 
 
 def assistant(

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER
-from fixture_files import read_bytes, read_json, wire_files
+from fixture_files import plain_wire_files, read_bytes, read_json
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, RequestContext
@@ -99,7 +99,7 @@ def parse(body: bytes, ctx: RequestContext | None = None, status: int = 200) -> 
 
 
 def test_every_response_sample_has_an_expectation() -> None:
-    names = {p.name for p in wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))}
+    names = {p.name for p in plain_wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))}
     assert names == set(EXPECTED)
 
 

@@ -1,0 +1,118 @@
+"""Hosted-tool, compaction and citation blocks on their way to a target.
+
+To the provider and API that produced them, adapters replay the payload verbatim. To any other
+target a block becomes its text rendering (never a tool call), or is dropped when it has none;
+either way the §7.3 WARN line is written. `readable` is the one place a provider's JSON is
+turned into text another model can use: URLs and titles, code, output; never encrypted blobs.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.messages import CompactionBlock, ProviderToolCallBlock, ProviderToolResultBlock, TextBlock
+
+if TYPE_CHECKING:
+    from metis_core.messages import Message
+
+HostedBlock = ProviderToolCallBlock | ProviderToolResultBlock | CompactionBlock
+HOSTED_CLASSES = (ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock)
+
+RENDER_LIMIT = 8_000
+"""Characters of a rendering sent to another model (a fetched page can be megabytes)."""
+
+_OPAQUE_KEYS = frozenset({"encrypted_content", "encrypted_index", "signature", "encrypted_stdout", "result"})
+_TEXT_KEYS = ("title", "url", "query", "queries", "code", "command", "commands", "stdout", "stderr",
+              "return_code", "output", "text", "content", "data", "error", "error_code", "filename",
+              "file_id", "path", "tool_name", "name", "arguments", "server_label", "status")
+
+
+def replayable(block: HostedBlock, provider: str, api: str) -> bool:
+    """Hosted payloads replay to the provider and API that produced them, whatever the model."""
+    return block.origin.same_api(provider, api)
+
+
+def cited(block: TextBlock, provider: str, api: str) -> list[dict[str, Any]]:
+    """The citation payloads of a text block that this target issued (others are left out)."""
+    return [c.payload for c in block.citations or () if c.origin is not None and c.origin.same_api(provider, api)]
+
+
+def readable(value: Any, limit: int = RENDER_LIMIT) -> str:
+    """A provider JSON value as plain lines: the fields a reader wants, no opaque blobs."""
+    lines: list[str] = []
+    _walk(value, lines, 0)
+    text = "\n".join(line for line in lines if line.strip())
+    if len(text) > limit:
+        text = text[:limit] + f"\n[... {len(text) - limit} more characters not shown]"
+    return text
+
+
+def _walk(value: Any, lines: list[str], depth: int) -> None:
+    if depth > 8:
+        return
+    if isinstance(value, dict):
+        title, url = value.get("title"), value.get("url")
+        if isinstance(url, str) and isinstance(title, str):
+            lines.append(f"- {title} <{url}>")
+        for key in _TEXT_KEYS:
+            if key in ("title", "url") and isinstance(url, str) and isinstance(title, str):
+                continue
+            item = value.get(key)
+            if item is None or key in _OPAQUE_KEYS:
+                continue
+            if isinstance(item, str | int | float | bool):
+                if isinstance(item, str) and _looks_opaque(item):
+                    continue
+                bare = key in ("text", "content", "stdout", "data", "output")
+                lines.append(str(item) if bare else f"{key}: {item}")
+            else:
+                _walk(item, lines, depth + 1)
+    elif isinstance(value, list):
+        for item in value:
+            _walk(item, lines, depth + 1)
+    elif isinstance(value, str) and not _looks_opaque(value):
+        lines.append(value)
+
+
+def _looks_opaque(text: str) -> bool:
+    """Base64 payloads (images, encrypted blobs) carry nothing another model can read."""
+    return len(text) > 256 and " " not in text[:256] and "\n" not in text[:256]
+
+
+def compact_json(value: Any) -> str:
+    return orjson.dumps(value).decode()
+
+
+def text_for_other_target(
+    dropped: list[DroppedBlock], adapter: str, session_id: str, message: Message, index: int, block: HostedBlock
+) -> str | None:
+    """The text a target that cannot take `block` gets instead, with the §7.3 WARN either way."""
+    origin = f"{block.origin.provider}/{block.origin.api}"
+    if isinstance(block, CompactionBlock):
+        text = f"[Summary of the earlier conversation]\n{block.text}" if block.text else ""
+        what = "compaction"
+    else:
+        text = block.text
+        what = f"hosted {block.name}"
+    if text:
+        reason = f"{what} from {origin} cannot be replayed here; sent as its text rendering"
+        record_block_drop(dropped, adapter, session_id, message, index, block.type, reason)
+        return text
+    reason = f"{what} from {origin} is opaque to any other provider and has no text rendering; dropped"
+    record_block_drop(dropped, adapter, session_id, message, index, block.type, reason)
+    return None
+
+
+def note_foreign_citations(
+    dropped: list[DroppedBlock], adapter: str, session_id: str, message: Message, index: int, block: TextBlock
+) -> None:
+    """A text block's citations from another provider are left out (the text itself is sent)."""
+    if block.citations:
+        sources = ", ".join(c.url for c in block.citations if c.url)
+        reason = f"citations ({len(block.citations)}) are another provider's objects; text sent without them"
+        if sources:
+            reason += f" (sources: {sources[:300]})"
+        record_block_drop(dropped, adapter, session_id, message, index, "citations", reason)
