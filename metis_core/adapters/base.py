@@ -55,9 +55,10 @@ class AdapterOptions:
     """Structured output: {"name": str, "schema": JSON Schema}."""
     stream: bool = False
     session_id: str = ""
-    hosted_tools: list[str] = field(default_factory=list)
-    """Provider-hosted tools to enable by canonical name (`web_search`, `web_fetch`, `code_execution`,
-    `file_search`); routing refuses a target whose capabilities lack one (see docs/hosted-tools.md)."""
+    hosted_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Provider-hosted tools to enable, canonical name -> settings merged into the wire definition
+    (`{"web_search": {}, "file_search": {"vector_store_ids": ["vs_1"]}}`); routing refuses a target
+    whose capabilities lack one (see docs/hosted-tools.md)."""
     provider_tools: list[dict[str, Any]] = field(default_factory=list)
     """Provider tool definitions sent as-is after the client tools (what a request reader found,
     e.g. `{"type": "web_search_20250305", "name": "web_search"}`)."""

@@ -24,10 +24,13 @@ HOSTED_CLASSES = (ProviderToolCallBlock, ProviderToolResultBlock, CompactionBloc
 RENDER_LIMIT = 8_000
 """Characters of a rendering sent to another model (a fetched page can be megabytes)."""
 
-_OPAQUE_KEYS = frozenset({"encrypted_content", "encrypted_index", "signature", "encrypted_stdout", "result"})
-_TEXT_KEYS = ("title", "url", "query", "queries", "code", "command", "commands", "stdout", "stderr",
-              "return_code", "output", "text", "content", "data", "error", "error_code", "filename",
-              "file_id", "path", "tool_name", "name", "arguments", "server_label", "status")
+_SKIPPED_KEYS = frozenset({
+    "type", "id", "call_id", "item_id", "tool_use_id", "encrypted_content", "encrypted_index", "signature",
+    "result", "page_age", "output_index", "sequence_number", "caller", "citations", "annotations",
+})
+"""Keys that carry ids, framing or opaque blobs: nothing another model can use."""
+_BARE_KEYS = frozenset({"text", "content", "stdout", "data", "output", "logs"})
+"""Keys whose value is shown without its name (the text itself)."""
 
 
 def replayable(block: HostedBlock, provider: str, api: str) -> bool:
@@ -51,23 +54,20 @@ def readable(value: Any, limit: int = RENDER_LIMIT) -> str:
 
 
 def _walk(value: Any, lines: list[str], depth: int) -> None:
-    if depth > 8:
+    if depth > 10:
         return
     if isinstance(value, dict):
         title, url = value.get("title"), value.get("url")
-        if isinstance(url, str) and isinstance(title, str):
+        linked = isinstance(url, str) and isinstance(title, str)
+        if linked:
             lines.append(f"- {title} <{url}>")
-        for key in _TEXT_KEYS:
-            if key in ("title", "url") and isinstance(url, str) and isinstance(title, str):
-                continue
-            item = value.get(key)
-            if item is None or key in _OPAQUE_KEYS:
+        for key, item in value.items():
+            if item is None or item == "" or key in _SKIPPED_KEYS or (linked and key in ("title", "url")):
                 continue
             if isinstance(item, str | int | float | bool):
                 if isinstance(item, str) and _looks_opaque(item):
                     continue
-                bare = key in ("text", "content", "stdout", "data", "output")
-                lines.append(str(item) if bare else f"{key}: {item}")
+                lines.append(str(item) if key in _BARE_KEYS else f"{key}: {item}")
             else:
                 _walk(item, lines, depth + 1)
     elif isinstance(value, list):

@@ -111,20 +111,22 @@ HOSTED_TOOL_WIRE: dict[str, tuple[dict[str, Any], str | None]] = {
 """Canonical hosted-tool name -> (Anthropic server tool definition, beta header it needs)."""
 
 
-def hosted_tool_definitions(names: list[str], model: str) -> tuple[list[dict[str, Any]], list[str]]:
+def hosted_tool_definitions(
+    wanted: dict[str, dict[str, Any]], model: str
+) -> tuple[list[dict[str, Any]], list[str]]:
     """Wire definitions and beta flags for `AdapterOptions.hosted_tools`."""
     from metis_core.errors import CapabilityMismatchError
 
     tools: list[dict[str, Any]] = []
     betas: list[str] = []
-    for name in names:
+    for name, settings in wanted.items():
         entry = HOSTED_TOOL_WIRE.get(name)
         if entry is None:
             raise CapabilityMismatchError(
                 model, f"hosted tool {name}",
                 f"Anthropic hosts {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}",
             )
-        tools.append(dict(entry[0]))
+        tools.append({**entry[0], **settings})
         if entry[1] is not None:
             betas.append(entry[1])
     return tools, betas
