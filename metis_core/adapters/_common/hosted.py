@@ -8,11 +8,11 @@ turned into text another model can use: URLs and titles, code, output; never enc
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.messages import CompactionBlock, ProviderToolCallBlock, ProviderToolResultBlock, TextBlock
 
 if TYPE_CHECKING:
@@ -86,9 +86,11 @@ def compact_json(value: Any) -> str:
     return orjson.dumps(value).decode()
 
 
-def text_for_other_target(
-    dropped: list[DroppedBlock], adapter: str, session_id: str, message: Message, index: int, block: HostedBlock
-) -> str | None:
+DropFn = Callable[["Message", int, str, str], None]
+"""An adapter builder's `drop(message, index, block_type, reason)`: records and WARN-logs (§7.3)."""
+
+
+def text_for_other_target(drop: DropFn, message: Message, index: int, block: HostedBlock) -> str | None:
     """The text a target that cannot take `block` gets instead, with the §7.3 WARN either way."""
     origin = f"{block.origin.provider}/{block.origin.api}"
     if isinstance(block, CompactionBlock):
@@ -98,21 +100,17 @@ def text_for_other_target(
         text = block.text
         what = f"hosted {block.name}"
     if text:
-        reason = f"{what} from {origin} cannot be replayed here; sent as its text rendering"
-        record_block_drop(dropped, adapter, session_id, message, index, block.type, reason)
+        drop(message, index, block.type, f"{what} from {origin} cannot be replayed here; sent as its text rendering")
         return text
-    reason = f"{what} from {origin} is opaque to any other provider and has no text rendering; dropped"
-    record_block_drop(dropped, adapter, session_id, message, index, block.type, reason)
+    drop(message, index, block.type, f"{what} from {origin} is opaque to any other provider and has no text; dropped")
     return None
 
 
-def note_foreign_citations(
-    dropped: list[DroppedBlock], adapter: str, session_id: str, message: Message, index: int, block: TextBlock
-) -> None:
+def note_foreign_citations(drop: DropFn, message: Message, index: int, block: TextBlock) -> None:
     """A text block's citations from another provider are left out (the text itself is sent)."""
     if block.citations:
         sources = ", ".join(c.url for c in block.citations if c.url)
         reason = f"citations ({len(block.citations)}) are another provider's objects; text sent without them"
         if sources:
             reason += f" (sources: {sources[:300]})"
-        record_block_drop(dropped, adapter, session_id, message, index, "citations", reason)
+        drop(message, index, "citations", reason)

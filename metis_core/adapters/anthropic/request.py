@@ -102,7 +102,7 @@ class _Builder:
     def cited_text(self, message: Message, index: int, block: TextBlock) -> dict[str, Any]:
         citations = cited(block, PROVIDER, API)
         if len(citations) != len(block.citations or ()):
-            note_foreign_citations(self.dropped, ADAPTER_NAME, self.session_id, message, index, block)
+            note_foreign_citations(self.drop, message, index, block)
         if not citations:
             return {"type": "text", "text": block.text}
         return {"type": "text", "text": block.text, "citations": citations}
@@ -158,7 +158,7 @@ class _Builder:
                 if replayable(block, PROVIDER, API):
                     append(block.payload)
                 else:
-                    text = text_for_other_target(self.dropped, ADAPTER_NAME, self.session_id, message, index, block)
+                    text = text_for_other_target(self.drop, message, index, block)
                     if text:
                         append({"type": "text", "text": text})
             elif type(block) is ToolResultBlock:

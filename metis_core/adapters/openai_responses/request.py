@@ -299,7 +299,7 @@ class _InputWriter:
                 text_run.append(block.text)
                 continue
             if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
-                text = text_for_other_target(self.dropped, ADAPTER_NAME, self.session_id, message, index, block)
+                text = text_for_other_target(self.drop, message, index, block)
                 if text:
                     text_run.append(text)
                 continue
@@ -345,7 +345,7 @@ class _InputWriter:
         """Text with this API's annotations goes back as an output message; others' are left out."""
         annotations = cited(block, PROVIDER, API)
         if len(annotations) != len(block.citations or ()):
-            note_foreign_citations(self.dropped, ADAPTER_NAME, self.session_id, message, index, block)
+            note_foreign_citations(self.drop, message, index, block)
         if not annotations:
             return {"role": "assistant", "content": block.text}
         part = {"type": "output_text", "text": block.text, "annotations": annotations}

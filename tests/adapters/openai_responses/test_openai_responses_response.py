@@ -266,13 +266,13 @@ def test_unknown_output_items_are_recorded_not_invented() -> None:
     message = parse(
         body_with(
             output=[
-                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {"type": "hologram_call_2031", "id": "hc_1", "status": "completed"},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it."}]},
             ]
         )
     )
     assert message.content == [TextBlock(text="Found it.")]
-    assert message.metadata.provider_raw[PROVIDER]["unhandled_items"] == ["web_search_call"]  # type: ignore[index]
+    assert message.metadata.provider_raw[PROVIDER]["unhandled_items"] == ["hologram_call_2031"]  # type: ignore[index]
 
 
 def test_exact_argument_strings_are_kept_so_replays_are_byte_identical() -> None:
