@@ -9,6 +9,7 @@ never calls of their own.
 
 from __future__ import annotations
 
+import itertools
 import re
 from typing import Any
 
@@ -50,7 +51,7 @@ def apply_partial(args: dict[str, Any], partial: dict[str, Any]) -> None:
     """Place one partial argument in `args`; string pieces at the same path are appended."""
     steps = path_steps(str(partial.get("jsonPath") or ""))
     container: Any = args
-    for step, following in zip(steps, steps[1:], strict=False):
+    for step, following in itertools.pairwise(steps):
         empty: Any = [] if isinstance(following, int) else {}
         container = _child(container, step, empty)
     last = steps[-1]
