@@ -5,9 +5,8 @@ text parts form one text block, consecutive `thought` parts one thinking block; 
 arriving whole becomes start + one input delta + end, one streamed in `partialArgs` pieces is
 assembled (partial_args.py) and ends at the bare `functionCall: {}` that closes it. Thought
 signatures are kept with their part (see signatures.py). Usage is cumulative per chunk, so the
-last one wins. The non-streaming
-parser feeds a whole response through the same machine, so both paths build the same Message.
-It does not frame bytes (transport/framing.py) and does not classify HTTP errors (errors.py).
+last one wins. The non-streaming parser feeds a whole response through the same machine, so
+both paths build the same Message. It does not frame bytes nor classify HTTP errors.
 """
 
 from __future__ import annotations
