@@ -124,7 +124,8 @@ def test_a_streamed_server_tool_keeps_its_streamed_input_not_a_phantom_call() ->
     result = next(b for b in message.content if isinstance(b, ProviderToolResultBlock))
     assert result.tool_use_id == call.id and "<https://" in result.text
     cited = [b for b in message.content if isinstance(b, TextBlock) and b.citations]
-    assert cited and all(c.url and c.payload["type"] == "web_search_result_location" for b in cited for c in b.citations or ())
+    sources = [c for b in cited for c in b.citations or ()]
+    assert sources and all(c.url and c.payload["type"] == "web_search_result_location" for c in sources)
 
 
 def test_content_and_stop_reason_inside_message_start_count() -> None:

@@ -87,7 +87,8 @@ def wire_tool_calls(provider: str, body: dict[str, Any]) -> int:
         return sum(1 for c in body["contents"] for p in c["parts"] if "functionCall" in p)
     if provider == "openai_responses":
         items = body["input"] if isinstance(body["input"], list) else []
-        return sum(1 for i in items if str(i.get("type", "")).endswith("_call") or i.get("type") == "mcp_approval_request")
+        kinds = [str(i.get("type", "")) for i in items]
+        return sum(1 for k in kinds if k.endswith("_call") or k == "mcp_approval_request")
     if provider == "anthropic":
         return sum(
             1
