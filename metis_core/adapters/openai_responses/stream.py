@@ -59,6 +59,8 @@ class ResponsesStreamTranslator(StreamTranslator):
         self._custom_input: dict[int, list[str]] = {}
         self._kinds: dict[int, str] = {}
         self._seen_ids: set[str] = set()
+        self._hosted_keys: dict[str, int] = {}
+        """Item id -> assembler key of each hosted item, so the terminal copy can replace it."""
         self._done = False
         self._handlers = {
             "response.created": self._created,
@@ -153,6 +155,8 @@ class ResponsesStreamTranslator(StreamTranslator):
         if hosted.is_hosted(kind):
             if not self.assembler.has_hosted(position):
                 add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
+                if isinstance(item.get("id"), str):
+                    self._hosted_keys[item["id"]] = position
             return []
         if kind == "message":
             return self._message_done(position, item)
@@ -339,6 +343,9 @@ class ResponsesStreamTranslator(StreamTranslator):
                 state = by_id[item_id] if item_id in by_id else self._reasoning.get(position)
                 if isinstance(signature, str) and state is not None:
                     state.signature = signature  # the terminal copy is what the non-streaming body holds
+            elif isinstance(item_id, str) and item_id in self._hosted_keys:
+                # the terminal copy is what a non-streaming body holds (encrypted payloads differ per copy)
+                self.assembler.hosted(self._hosted_keys[item_id], dict(item), hosted.build_item)
             elif isinstance(item_id, str) and item_id in self._seen_ids:
                 continue  # streamed already: matched by id, whatever its position in this list
             elif item_id is None and position in self._kinds:
