@@ -73,7 +73,8 @@ def test_another_provider_gets_text_or_a_logged_drop_never_a_tool_call(
     assert wire_tool_calls(target, wire.body) == len(message.tool_uses())
     hosted = [i for i, b in enumerate(message.content) if b.type in HOSTED_BLOCK_TYPES]
     cited = [i for i, b in enumerate(message.content) if isinstance(b, TextBlock) and b.citations]
-    dropped = [(d.message_id, d.block_index) for d in wire.dropped if d.block_type in (*HOSTED_BLOCK_TYPES, "citations")]
+    kinds = (*HOSTED_BLOCK_TYPES, "citations")
+    dropped = [(d.message_id, d.block_index) for d in wire.dropped if d.block_type in kinds]
     assert sorted(dropped) == sorted((message.id, i) for i in hosted + cited)
     records = [r for r in caplog.records if r.name == "metis_core.adapters.lossy" and r.levelno == logging.WARNING]
     logged = {(r.message_id, r.block_type) for r in records}  # type: ignore[attr-defined]
