@@ -145,7 +145,8 @@ class TurnRunner:
         user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
         session.append(user, rt.store)
         tools = rt.tools.definitions()
-        needs = turn_needs(session.history, tools, session.workspace, user_text)
+        hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
+        needs = turn_needs(session.history, tools, session.workspace, user_text, tuple(hosted_tools))
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
             "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
@@ -165,7 +166,7 @@ class TurnRunner:
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
         dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
-        base = options or AdapterOptions(model=decision.chosen_model)
+        base = options or AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools)
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
