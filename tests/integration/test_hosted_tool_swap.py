@@ -86,7 +86,7 @@ async def test_web_search_on_anthropic_then_openai_chat_then_back(
 
     # back at Anthropic: the searched turn is replayed block for block, citations included
     recorded = anthropic_message(read_bytes("anthropic", SEARCH))
-    replayed = [m for m in last_body["messages"] if m["role"] == "assistant"][0]["content"]
+    replayed = next(m for m in last_body["messages"] if m["role"] == "assistant")["content"]
     assert replayed == normalized_anthropic_content(recorded["content"])
     assert any(b.get("citations") for b in replayed)
     assert not [t for t in last_body["tools"] if "type" in t], "web search was asked for in the first turn only"
