@@ -9,6 +9,7 @@ COMPLETE one.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +40,8 @@ from metis_core.messages import (
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+
+log = logging.getLogger("metis_core.adapters.assembler")
 
 HostedBuilder = Callable[[dict[str, Any], str, BlockOrigin], Any]
 """Builds a hosted block at the end: (the provider's payload, streamed JSON fragments, origin)."""
@@ -226,6 +229,7 @@ class MessageAssembler:
 
     def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
         content: list[Any] = []
+        nameless = 0
         for slot in self._slots:
             if slot.kind == "text":
                 text = "".join(slot.parts)
@@ -247,10 +251,17 @@ class MessageAssembler:
             elif slot.kind == "redacted_thinking":
                 content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
             elif slot.kind == "tool_use" and slot.tool_input is not None:
+                if not slot.tool_name:  # nothing could run it and every provider refuses it as history
+                    nameless += 1
+                    continue
                 content.append(
                     ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input)
                 )
         ctx = self.context
+        if nameless:
+            log.warning("dropped %d tool call(s) without a name from %s", nameless, ctx.model,
+                        extra={"session_id": ctx.session_id, "model": ctx.model})
+            self.provider_raw["nameless_tool_calls"] = nameless
         if status is MessageStatus.COMPLETE and not content:
             content.append(TextBlock(text=""))
         metadata = MessageMetadata(
