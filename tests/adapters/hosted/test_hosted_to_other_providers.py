@@ -1,9 +1,9 @@
 """Hosted-tool answers sent to every other provider: text renderings or logged drops, never calls.
 
-Each recorded Anthropic and Responses answer is parsed, then the conversation goes to each other
-target. Nothing of a hosted tool becomes a tool call there (the only calls are the answer's own
-client calls), every hosted block and foreign citation is in the request's drop list, and each
-drop writes the §7.3 WARN line with session, message, block type, adapter and reason.
+Each recorded Anthropic and Responses answer is parsed (bodies) or streamed (streams), then the
+conversation goes to each other target. Nothing of a hosted tool becomes a tool call there (the
+only calls are the answer's own client calls), every hosted block and foreign citation is in the
+request's drop list, and each drop writes the §7.3 WARN line with its five fields.
 """
 
 from __future__ import annotations
@@ -19,8 +19,10 @@ from metis_core import get_adapter
 from metis_core.adapters._common.lossy import forget_logged_drops
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.response import parse_response as anthropic_parse
+from metis_core.adapters.anthropic.stream import AnthropicStreamTranslator
 from metis_core.adapters.base import AdapterOptions, RequestContext
 from metis_core.adapters.openai_responses.response import message_from_response
+from metis_core.adapters.openai_responses.stream import ResponsesStreamTranslator
 from metis_core.messages import (
     HOSTED_BLOCK_TYPES,
     CompactionBlock,
@@ -28,6 +30,7 @@ from metis_core.messages import (
     TextBlock,
     user_message,
 )
+from metis_core.transport.framing import decode_all
 from metis_core.transport.wire import WireResponse
 
 SOURCES = {
@@ -42,10 +45,12 @@ TARGETS = {
     "ollama": "ollama:llama3.1",
     "openrouter": "openrouter:openai/gpt-4o",
 }
+STREAM_TRANSLATORS = {"anthropic": AnthropicStreamTranslator, "openai_responses": ResponsesStreamTranslator}
 CASES = [
     (source, path.name, target)
     for source in SOURCES
-    for path in wire_files(source, "response")
+    for kind in ("response", "stream")
+    for path in wire_files(source, kind)
     if HOSTED_MARK in path.name
     for target in TARGETS
     if target != source
@@ -55,6 +60,12 @@ CASES = [
 def answer(source: str, name: str) -> Message:
     model, parse = SOURCES[source]
     context = RequestContext(model=model, session_id="sess_swap")
+    if name.endswith(".sse"):
+        translator = STREAM_TRANSLATORS[source](context)
+        events = [e for chunk in decode_all(read_bytes(source, name), "sse") for e in translator.feed(chunk)]
+        events += translator.finish()
+        streamed: Message = events[-1].message  # type: ignore[union-attr]
+        return streamed
     message: Message = parse(WireResponse(200, read_bytes(source, name)), context)
     return message
 
