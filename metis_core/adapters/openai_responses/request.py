@@ -298,15 +298,14 @@ class _InputWriter:
             if isinstance(block, TextBlock) and not block.citations:
                 text_run.append(block.text)
                 continue
-            if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
-                text = text_for_other_target(self.drop, message, index, block)
-                if text:
-                    text_run.append(text)
-                continue
             if text_run:
                 out.append({"role": "assistant", "content": "".join(text_run)})
                 text_run = []
-            if isinstance(block, TextBlock):
+            if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
+                text = text_for_other_target(self.drop, message, index, block)
+                if text:  # its own assistant item, so it never runs into the answer's text
+                    out.append({"role": "assistant", "content": text})
+            elif isinstance(block, TextBlock):
                 out.append(self._cited_text(message, index, block))
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
