@@ -17,8 +17,10 @@ from metis_core.messages import (
     BlockOrigin,
     Citation,
     CompactionBlock,
+    Message,
     ProviderToolCallBlock,
     ProviderToolResultBlock,
+    Role,
 )
 
 CALL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
@@ -130,3 +132,22 @@ def hosted_tool_definitions(
         if entry[1] is not None:
             betas.append(entry[1])
     return tools, betas
+
+
+def pending_container(history: list[Message]) -> str | None:
+    """The code-execution container a request must name: Anthropic refuses results for tool calls
+    made from code execution (programmatic tool calling) unless `container` names the one they ran in."""
+    for message in reversed(history):
+        if message.role is not Role.ASSISTANT:
+            continue
+        raw = message.metadata.provider_raw
+        if message.metadata.provider != "anthropic" or not raw:
+            return None
+        extras = raw.get(TOOL_USE_EXTRAS)
+        container = raw.get("container")
+        programmatic = isinstance(extras, dict) and any(
+            isinstance(e, dict) and isinstance(e.get("caller"), dict) for e in extras.values()
+        )
+        container_id = container.get("id") if isinstance(container, dict) else None
+        return container_id if programmatic and isinstance(container_id, str) else None
+    return None

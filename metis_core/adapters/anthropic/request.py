@@ -22,7 +22,7 @@ from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
-from metis_core.adapters.anthropic.hosted import TOOL_USE_EXTRAS, hosted_tool_definitions
+from metis_core.adapters.anthropic.hosted import TOOL_USE_EXTRAS, hosted_tool_definitions, pending_container
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.errors import ModelIdError, UnknownModelError
 from metis_core.messages import (
@@ -312,6 +312,9 @@ def build_request(
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     if options.response_format is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": options.response_format["schema"]}}
+    container = pending_container(conversation)
+    if container is not None:
+        body["container"] = container
     if options.stream:
         body["stream"] = True
     if options.extra:

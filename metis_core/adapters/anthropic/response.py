@@ -42,7 +42,7 @@ def canonical_stop_reason(raw: str | None) -> str | None:
 def raw_details(data: dict[str, Any]) -> dict[str, Any]:
     """What we keep of the provider's own answer for round trips and diagnosis."""
     raw: dict[str, Any] = {}
-    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details"):
+    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details", "container"):
         value = data.get(key)
         if value is not None:
             raw[key] = value

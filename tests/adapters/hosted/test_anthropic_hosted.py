@@ -177,3 +177,18 @@ def test_the_request_reader_carries_server_tool_definitions_and_replayed_server_
     replay = read_request(read_json("anthropic", "request__hosted_web_search_replay.json"))
     assistant = next(m for m in replay.messages if m.role.value == "assistant")
     assert [b.type for b in assistant.content][:3] == ["thinking", "provider_tool_call", "provider_tool_result"]
+
+
+def test_results_for_calls_made_from_code_execution_name_their_container() -> None:
+    from metis_core.messages import tool_result_message
+
+    ids = ToolIdMap()
+    message, _ = streamed("stream__hosted_programmatic_code_execution.sse", ids)
+    assert (message.metadata.provider_raw or {})["container"]["id"] == "container_011CWHPPTDTn1XufeRB9uHeH"
+    (call,) = message.tool_uses()
+    history = [*HISTORY, message, tool_result_message(call.id, "6")]
+    wire = AnthropicAdapter().to_wire(history, [], AdapterOptions(model=MODEL), ids)
+    assert wire.body["container"] == "container_011CWHPPTDTn1XufeRB9uHeH"
+    plain, _ = streamed("stream__hosted_web_search_citations.sse")
+    later = AnthropicAdapter().to_wire([*HISTORY, plain, user_message("more")], [], AdapterOptions(model=MODEL), None)
+    assert "container" not in later.body
