@@ -291,8 +291,8 @@ class MessageAssembler:
     def _end(self, status: MessageStatus, stop_reason: str | None, note: str | None = None) -> list[StreamEvent]:
         if self.finished:
             return []
-        self.finished = True
         message = self.build(status, stop_reason)
+        self.finished = True  # only once built: if building raised, `fail` can still end the stream
         if note and status is not MessageStatus.COMPLETE:
             message.metadata.provider_raw = {**(message.metadata.provider_raw or {}), "incomplete": note}
         return [MessageComplete(message=message, stop_reason=stop_reason)]

@@ -76,9 +76,10 @@ class AnthropicStreamTranslator(StreamTranslator):
             out.append(self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, self._message.get("usage")))))
             return out
         if kind == "message_stop":
-            self._done = True
             self._stamp_raw()
-            return self._assembler.complete(canonical_stop_reason(self._stop_reason))
+            events = self._assembler.complete(canonical_stop_reason(self._stop_reason))
+            self._done = True  # after complete(): if it raised, finish() still ends the stream once
+            return events
         if kind == "error":
             self._done = True
             self._stamp_raw()
@@ -136,6 +137,10 @@ class AnthropicStreamTranslator(StreamTranslator):
             return [asm.text(index, delta["text"])]
         if kind == "input_json_delta":
             fragment = delta.get("partial_json") or ""
+            if not isinstance(fragment, str):
+                raise MalformedResponseError(
+                    f"input_json_delta partial_json is {type(fragment).__name__}, not a string", provider="anthropic"
+                )
             if self._kinds.get(index) != "tool_use":
                 if fragment and asm.has_hosted(index):  # a server tool's input: never a client call
                     asm.hosted_fragment(index, fragment)
