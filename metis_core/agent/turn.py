@@ -176,7 +176,8 @@ class TurnRunner:
         session.append(user, rt.store)
         tools = rt.tools.definitions()
         system, composed = self._compose(session, user_text)
-        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text)
+        hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
+        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
         shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
@@ -197,7 +198,7 @@ class TurnRunner:
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
         dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
-        base = options or AdapterOptions(model=decision.chosen_model)
+        base = options or AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools)
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None

@@ -20,6 +20,7 @@ from metis_core.errors import AliasCycleError, ConfigError, ModelIdError, Unknow
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.registry_file import (
+    UPSTREAM_FACTS,
     ModelEntry,
     ProviderEntry,
     RegistryFile,
@@ -154,6 +155,8 @@ class ModelRegistry:
         fields: dict[str, Any] = {}
         for link in chain:
             fields.update(self._providers[link].defaults)
+        if catalog_id is None:
+            fields.update(self._upstream_facts(chain, name))
         display_name = None
         snapshots: tuple[str, ...] = ()
         if catalog_id is not None:
@@ -181,6 +184,24 @@ class ModelRegistry:
         )
         self._cache[model_id] = info
         return info
+
+    def _upstream_facts(self, chain: list[str], name: str) -> dict[str, Any]:
+        """For an aggregator's uncatalogued `vendor/model`: the upstream catalog entry's model facts
+        (`claude-sonnet-4.7` also tried as `claude-sonnet-4-7`), else the upstream provider's defaults."""
+        vendor, _, upstream_name = name.partition("/")
+        upstream = next((self._providers[p].upstream[vendor] for p in reversed(chain)
+                         if vendor in self._providers[p].upstream), None)
+        if not upstream_name or upstream is None or upstream not in self._providers:
+            return {}
+        facts: dict[str, Any] = {}
+        for link in self._provider_chain(upstream):
+            facts.update(self._providers[link].defaults)
+        for candidate in dict.fromkeys([upstream_name, upstream_name.replace(".", "-")]):
+            found = self._catalog_id(f"{upstream}:{candidate}")
+            if found is not None:
+                facts.update(self._entries[found].capabilities)
+                break
+        return {k: v for k, v in facts.items() if k in UPSTREAM_FACTS}
 
     def capabilities(self, model_id: str) -> AdapterCapabilities:
         return self.get(model_id).capabilities

@@ -32,6 +32,13 @@ class ProviderEntry(BaseModel):
     strip_tags: bool = False
     """`name:tag` falls back to the entry for `name` (Ollama tags such as qwen3:8b)."""
     defaults: dict[str, Any] = Field(default_factory=empty_dict)
+    upstream: dict[str, str] = Field(default_factory=empty_dict)
+    """Aggregators: model-name vendor prefix -> provider whose model facts an uncatalogued
+    `vendor/model` inherits (`anthropic/claude-x` -> anthropic's images and limits)."""
+
+
+UPSTREAM_FACTS = frozenset({"supports_images", "accepted_image_media_types", "max_context_tokens", "max_output_tokens"})
+"""What an aggregator's uncatalogued model takes from its upstream: facts of the model, not of a wire."""
 
 
 class ModelEntry(BaseModel):

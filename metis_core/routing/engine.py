@@ -53,6 +53,8 @@ class TurnNeeds:
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
+    hosted_tools: tuple[str, ...] = ()
+    """Provider-hosted tools the turn asks for (web_search, code_execution, ...)."""
 
 
 @dataclass(slots=True)
@@ -160,6 +162,13 @@ class RoutingEngine:
             return "no_system_prompt_support", f"{model} takes no system prompt"
         if needs.needs_structured_output and not caps.supports_structured_output:
             return "no_structured_output_support", f"{model} cannot return structured output"
+        missing = [name for name in needs.hosted_tools if name not in caps.hosted_tools]
+        if missing:
+            offered = ", ".join(caps.hosted_tools) or "none"
+            # the catalog's validation_failure set is closed: a hosted tool is a tool the model lacks
+            return "no_tool_support", (
+                f"{model} cannot run the hosted tool(s) {', '.join(missing)} the turn asks for (it offers: {offered})"
+            )
         if needs.estimated_input_tokens > caps.max_context_tokens:
             return "exceeds_context_window", (
                 f"~{needs.estimated_input_tokens} tokens exceed {model}'s {caps.max_context_tokens}-token window"
