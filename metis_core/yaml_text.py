@@ -33,6 +33,10 @@ def read_yaml_file(path: Path, error: type[ConfigError], what: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise error(f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#x} on line {line}); "
+                    "save it as UTF-8 and retry") from None
     try:
         return safe_load(text)
     except yaml.MarkedYAMLError as exc:

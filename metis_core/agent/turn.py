@@ -35,11 +35,13 @@ from metis_core.messages import (
     StreamEvent,
     TextBlock,
     ThinkingBlock,
+    tool_result_message,
 )
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
 EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
 MAX_LLM_CALLS_PER_TURN = 25
 
 
@@ -59,6 +61,8 @@ class TurnResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    unpriced_calls: int = 0
+    """Answers whose model has no price: `cost_usd` leaves them out, so a total is then incomplete."""
 
     @property
     def answer(self) -> str:
@@ -169,10 +173,12 @@ class TurnRunner:
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
+        awaiting: list[Any] = []  # the tool calls of the stored answer that have no result stored yet
         try:
             while True:
                 observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
                 tracker = StreamTracker()
+                awaiting = []
                 final: Message | None = None
                 stream_error: StreamError | None = None
                 history = resolve_file_refs(session.history, session.workspace)
@@ -190,6 +196,8 @@ class TurnRunner:
                 result.llm_calls += observer.attempts
                 assert final is not None
                 session.append(final, rt.store, provider=final.metadata.provider)
+                tracker = StreamTracker()  # stored whole: nothing partial is left to save on Ctrl-C
+                observer.attempts = 0
                 result.produced.append(final)
                 result.final = final
                 result.model = final.metadata.model
@@ -209,7 +217,9 @@ class TurnRunner:
                 if result.llm_calls >= MAX_LLM_CALLS_PER_TURN:
                     result.error = f"stopped after {MAX_LLM_CALLS_PER_TURN} model calls in one turn"
                     break
+                awaiting = uses
                 outcomes = await dispatcher.run_all(uses, recorder, completed)
+                awaiting = []
                 for outcome in outcomes:
                     session.append(outcome.message, rt.store)
                     result.produced.append(outcome.message)
@@ -217,6 +227,7 @@ class TurnRunner:
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
         except asyncio.CancelledError:
+            self._answer_awaiting(session, dispatcher, awaiting, result)
             self._cancelled(session, recorder, started, tracker, observer, result)
             return result
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
@@ -232,7 +243,9 @@ class TurnRunner:
 
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
-        stop = result.stop_reason if result.stop_reason in EVENT_STOP_REASONS else "end_turn"
+        if result.error is not None and result.stop_reason != "max_tokens":
+            result.stop_reason = "error"  # a failed turn never reads as an ordinary end_turn
+        stop = result.stop_reason if result.stop_reason in TURN_STOP_REASONS else "end_turn"
         recorder.emit("turn.completed", {
             "stop_reason": stop, "llm_call_count": result.llm_calls, "tool_call_count": result.tool_calls,
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
@@ -248,6 +261,19 @@ class TurnRunner:
             result.input_tokens += usage.total_input_tokens
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
+        if usage is None or usage.cost_usd is None:
+            result.unpriced_calls += 1
+
+    def _answer_awaiting(self, session: Session, dispatcher: ToolDispatcher, awaiting: list[Any],
+                         result: TurnResult) -> None:
+        """Store a result for every call of the stored answer, so the history stays valid after Ctrl-C."""
+        for use in awaiting:
+            settled = dispatcher.settled.get(use.id)
+            message = settled.message if settled is not None else tool_result_message(
+                use.id, "cancelled by the user", is_error=True, session_id=session.id)
+            session.append(message, self.rt.store)
+            result.produced.append(message)
+            result.tool_calls += 1
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
@@ -257,6 +283,8 @@ class TurnRunner:
         result.cancelled = True
         result.stop_reason = "cancelled"
         partial_calls = 0
+        if observer is not None:
+            result.llm_calls += observer.attempts  # the call the cancel interrupted still happened
         if tracker.has_content() and observer is not None:
             partial = tracker.cancelled_message(session.id, observer.model)
             session.append(partial, rt.store, provider=partial.metadata.provider)

@@ -14,11 +14,11 @@ import sys
 import time
 from pathlib import Path
 
-from metis_core.agent.confirmation import Confirmer, deny_all
+from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.cli import first_run
-from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
+from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
@@ -143,7 +143,8 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
+    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
+        else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
     runtime.tools = shown_tools(runtime.tools, printer)
     try:

@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import load_cli_config
@@ -29,6 +30,8 @@ def models(
     config = load_cli_config()
     terminal = Terminal.open(config)
     registry = ModelRegistry.load(config)
+    if provider is not None and provider not in registry.providers():
+        raise UsageProblem(f"unknown provider {provider!r}; choose one of {', '.join(registry.providers())}")
     prices = PriceTable.load(config)
     infos = registry.models(provider)
     if as_json:

@@ -15,9 +15,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from metis_core.agent.confirmation import Confirmer, deny_all
+from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.turn import TurnResult
-from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
+from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.first_run import has_any_provider
 from metis_core.cli.output import Terminal
@@ -86,7 +86,8 @@ def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None
         raise ConfigError(NOTHING_CONFIGURED)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not as_json
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
+    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
+        else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
     try:
         if model is not None:

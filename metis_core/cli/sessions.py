@@ -17,7 +17,7 @@ from rich.text import Text
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import format_usd, preview
+from metis_core.cli.render import cost_text, format_usd, preview
 from metis_core.cli.tables import sessions_table
 from metis_core.messages import (
     ImageBlock,
@@ -40,7 +40,7 @@ def message_text(message: Message) -> Text:
     meta = message.metadata
     if meta.model:
         usage = meta.usage
-        cost = format_usd(usage.cost_usd) if usage is not None else "-"
+        cost = format_usd(usage.cost_usd) if usage is not None and usage.cost_usd is not None else "cost unknown"
         head.append(f"  {meta.model} · {cost}", style="dim")
     if message.status is not MessageStatus.COMPLETE:
         head.append(f"  [{message.status.value}]", style="yellow")
@@ -64,7 +64,7 @@ def message_text(message: Message) -> Text:
 @app.command("list")
 @guarded
 def list_sessions(
-    limit: Annotated[int, typer.Option(help="How many, most recent first.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="How many, most recent first.")] = 50,
     search: Annotated[str | None, typer.Option(help="Only sessions whose title or text contains this.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array for scripts.")] = False,
 ) -> None:
@@ -94,7 +94,7 @@ def show(
     out = terminal.out
     out.print(f"session {record.id}" + (f" · {record.title}" if record.title else ""), style="bold", markup=False)
     out.print(f"workspace {record.workspace_path} · model {record.active_model or '(default)'} · "
-              f"{len(messages)} messages · {format_usd(totals.cost_usd)} · created "
+              f"{len(messages)} messages · {cost_text(totals.cost_usd, totals.unpriced_message_count)} · created "
               f"{record.created_at:%Y-%m-%d %H:%M} · {record.disposition or 'open'}", style="dim", markup=False)
     for message in messages:
         out.print()

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from metis_core.cli.render import format_usd
+from metis_core.cli.render import cost_text
 from metis_core.cli.tables import sessions_table, tools_table
 from metis_core.cli.trace_view import trace_tree
 from metis_core.cli.turn_execution import image_attachment
@@ -79,9 +79,10 @@ class SlashCommands:
     def cost(self, argument: str) -> bool:
         chat = self.chat
         totals = chat.runtime.store.session_totals(chat.session.id)
-        unpriced = f" (+{totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
+        unpriced = f" ({totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
         self.out.print(
-            f"this session: {format_usd(totals.cost_usd)}{unpriced} · {totals.assistant_message_count} model "
+            f"this session: {cost_text(totals.cost_usd, totals.unpriced_message_count)}{unpriced} · "
+            f"{totals.assistant_message_count} model "
             f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
             f"{', '.join(totals.models) or '-'}", markup=False)
         return True

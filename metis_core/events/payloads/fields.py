@@ -45,6 +45,8 @@ NonNegativeFloat = Annotated[float, Field(ge=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 
 StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use"]
+TurnStopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "error"]
+"""A turn's own end: a model call's reasons, or "error" when the turn failed (provider, refusal, limit)."""
 InboundShape = Literal["openai", "anthropic"]
 MemoryFile = Literal["MEMORY.md", "USER.md"]
 ProviderScope = Literal["model_specific", "provider_wide"]

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import EventSpec
-from metis_core.events.payloads.fields import NonNegativeFloat, NonNegativeInt, PayloadModel, StopReason
+from metis_core.events.payloads.fields import NonNegativeFloat, NonNegativeInt, PayloadModel, TurnStopReason
 
 
 class TurnStartedPayload(PayloadModel):
@@ -26,7 +26,7 @@ class TurnStartedPayload(PayloadModel):
 class TurnCompletedPayload(PayloadModel):
     """The agent finished answering a turn."""
 
-    stop_reason: StopReason
+    stop_reason: TurnStopReason
     llm_call_count: NonNegativeInt
     tool_call_count: NonNegativeInt
     total_input_tokens: NonNegativeInt
