@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -169,7 +169,7 @@ class TurnRunner:
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
         dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
-        base = options or AdapterOptions(model=decision.chosen_model)
+        base = replace(options, model=decision.chosen_model) if options else AdapterOptions(model=decision.chosen_model)
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None

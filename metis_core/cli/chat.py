@@ -23,8 +23,10 @@ from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.slash_commands import SlashCommands
-from metis_core.cli.turn_execution import execute_turn
+from metis_core.cli.tool_choice import chosen_tools
+from metis_core.cli.turn_execution import add_system_prompt, execute_turn
 from metis_core.errors import MetisError
 from metis_core.messages import ContentBlock
 
@@ -117,7 +119,7 @@ class ChatLoop:
     # --- switching sessions -----------------------------------------------------------------
 
     def switch_to(self, session_id: str) -> None:
-        resumed = self.runtime.sessions.resume(session_id)
+        resumed = self.runtime.sessions.resume(resolve_session_id(self.runtime.store, session_id))
         self.runtime.sessions.end(self.session, "completed")
         resumed.confirmation.timeout_seconds = self.confirm_timeout
         self.session = resumed
@@ -129,7 +131,8 @@ class ChatLoop:
 
 
 def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, confirm_timeout: float,
-         show_thinking: bool = True) -> None:
+         show_thinking: bool = True, *, system: str | None = None, no_tools: bool = False,
+         tools: list[str] | None = None) -> None:
     config = load_cli_config()
     terminal = Terminal.open(config)
     if model is None and session_id is None and not first_run.has_any_provider(config):
@@ -146,16 +149,18 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
         else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
-    runtime.tools = shown_tools(runtime.tools, printer)
     try:
+        runtime.tools = shown_tools(chosen_tools(runtime.tools, no_tools=no_tools, names=tools), printer)
         if model is not None:
             require_a_key_for(runtime, model)
         if session_id is not None:
-            session = runtime.sessions.resume(session_id)
+            session = runtime.sessions.resume(resolve_session_id(runtime.store, session_id))
             if model is not None:
                 runtime.sessions.swap_model(session, model)
         else:
             session = runtime.sessions.create(workspace, model=model)
+        if system is not None:
+            add_system_prompt(runtime, session, system)
         with asyncio.Runner() as runner:
             ChatLoop(runtime, session, terminal, runner, printer, interactive=interactive,
                      confirm_timeout=confirm_timeout).run()

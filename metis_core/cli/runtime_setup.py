@@ -8,6 +8,8 @@ exporting a single key. It does not prompt, print or decide what happens on firs
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
 from metis_core.config import MetisConfig, load_config, metis_home
@@ -36,11 +38,14 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 
 
 def open_runtime(
-    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False
+    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
+    db_path: Path | None = None,
 ) -> Runtime:
+    """The Runtime of one command; `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`)."""
     if config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything,
+                   db_path=db_path)
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

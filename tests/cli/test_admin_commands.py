@@ -131,9 +131,11 @@ def test_backup_and_restore_round_trip_and_restore_refuses_without_force(cli: Cl
 
 
 def test_models_lists_capabilities_and_prices(cli: Cli) -> None:
-    table, _, aliases = cli("models", "--provider", "anthropic").stdout.partition("aliases: ")
-    assert "anthropic:claude-sonnet-4-6" in table and "openai:gpt-4o" not in table
-    assert "sonnet = anthropic:claude-sonnet-4-6" in aliases
+    # Not a terminal: one tab-separated row per model, whole ids, no table frame.
+    listed = [line.split("\t") for line in cli("models", "--provider", "anthropic").stdout.splitlines()]
+    assert listed and all(row[0].startswith("anthropic:") and len(row) == 8 for row in listed)
+    sonnet_row = next(row for row in listed if row[0] == "anthropic:claude-sonnet-4-6")
+    assert sonnet_row[5:] == ["3", "15", "sonnet"]
     rows = {row["id"]: row for row in json.loads(cli("models", "--json").stdout)}
     sonnet = rows["anthropic:claude-sonnet-4-6"]
     assert sonnet["price_per_million"]["input"] == "3" and sonnet["price_per_million"]["output"] == "15"

@@ -19,6 +19,8 @@ from metis_core.events.payloads.turn import TurnStartedPayload
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
 DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert"}
 """Named in the spec's §7.3 audit set without a catalog entry; payloads designed in this repo."""
+ADDED_HERE = {"session.deleted"}
+"""Audit types this repo added beyond the spec (docs/cli.md: `metis sessions delete`)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -44,7 +46,7 @@ def _spec_catalog_entries() -> dict[str, str]:
 def test_catalog_has_exactly_the_spec_types_plus_the_two_designed_audit_types() -> None:
     spec_types = set(_spec_catalog_entries())
     assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
-    assert set(CATALOG) == spec_types | DESIGNED_HERE
+    assert set(CATALOG) == spec_types | DESIGNED_HERE | ADDED_HERE
 
 
 def test_every_spec_sensitivity_floor_matches_the_catalog() -> None:
@@ -57,9 +59,9 @@ def test_analytics_types_are_not_in_the_catalog_because_their_domain_is_not_clos
     assert "analytics" not in CATALOG_DOMAINS
 
 
-def test_audit_set_is_the_ten_spec_types_plus_trace_swept() -> None:
+def test_audit_set_is_the_ten_spec_types_plus_trace_swept_and_session_deleted() -> None:
     assert len(SPEC_AUDIT_SET) == 10
-    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"}
+    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"} | ADDED_HERE
     assert {t for t, spec in CATALOG.items() if spec.audit} == AUDIT_EVENT_TYPES
 
 
