@@ -28,14 +28,18 @@ app = typer.Typer(help="Set, list and remove model aliases (config.yaml aliases:
 @app.command("list")
 @guarded
 def list_aliases(plain: PlainOption = False) -> None:
-    """Every alias and what it names; `config` marks the ones in your config.yaml."""
+    """Every alias and the model ids it names; `config` marks the ones in your config.yaml."""
     config = load_cli_config()
     terminal = Terminal.open(config)
     registry = ModelRegistry.load(config)
     mine = set(config.aliases) | set(config.chains)
     rows = Rows(("alias", "models", "from"))
     for name, members in sorted(registry.aliases().items()):
-        rows.rows.append((name, ", ".join(members), "config" if name in mine else "built-in"))
+        try:
+            resolved = registry.parse(name)  # what it names in the end: bare names and inner aliases expanded
+        except MetisError:
+            resolved = members
+        rows.rows.append((name, ", ".join(resolved), "config" if name in mine else "built-in"))
     print_rows(terminal, rows, plain=plain)
 
 

@@ -18,6 +18,7 @@ from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.cli import first_run
+from metis_core.cli.chat_input import MessageReader
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
@@ -45,6 +46,8 @@ class ChatLoop:
         self.confirm_timeout = confirm_timeout
         self.pending_attachments: list[ContentBlock] = []
         self.commands = SlashCommands(self)
+        self.reader = MessageReader(interactive=interactive, echo=lambda text: self.terminal.out.print(
+            text.rstrip(), style="dim", markup=False))
         session.confirmation.timeout_seconds = confirm_timeout
 
     # --- the loop ---------------------------------------------------------------------------
@@ -57,11 +60,14 @@ class ChatLoop:
             except (KeyboardInterrupt, EOFError):
                 self.terminal.out.print()
                 break
+            except MetisError as error:  # e.g. `!edit` with no usable editor
+                self.terminal.fail(str(error))
+                continue
             if line is None:
                 break
             if not line.strip():
                 continue
-            if line.lstrip().startswith("/"):
+            if line.lstrip().startswith("/") and "\n" not in line.strip():
                 if not self.commands.handle(line.strip()):
                     break
                 continue
@@ -69,13 +75,7 @@ class ChatLoop:
         self.end()
 
     def read_prompt(self) -> str | None:
-        if self.interactive:
-            return input(PROMPT)
-        line = sys.stdin.readline()
-        if not line:
-            return None
-        self.terminal.out.print(f"{PROMPT}{line.rstrip()}", style="dim", markup=False)
-        return line.rstrip("\n")
+        return self.reader.read(PROMPT)
 
     def banner(self) -> None:
         out = self.terminal.out

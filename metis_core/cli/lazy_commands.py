@@ -30,6 +30,7 @@ class LazyCommand:
     def load(self) -> click.Command:
         module_name, _, attribute = self.target.partition(":")
         found = getattr(importlib.import_module(module_name), attribute)
+        command: click.Command
         if isinstance(found, typer.Typer):
             command = typer.main.get_group(found)  # a group even with one subcommand (`audit export`)
         elif isinstance(found, click.Command):

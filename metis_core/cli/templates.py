@@ -7,11 +7,6 @@ edit is refused and the file stays as it was. `show NAME --version N` prints an 
 
 from __future__ import annotations
 
-import os
-import shlex
-import subprocess
-import tempfile
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -31,6 +26,7 @@ from metis_core.cli.template_files import (
     version_numbers,
     versions_dir,
 )
+from metis_core.cli.text_editor import edit_text
 
 app = typer.Typer(help="Saved system prompts, models and options for `metis run -t NAME`.", no_args_is_help=True,
                   add_completion=False)
@@ -79,7 +75,7 @@ def edit(name: NameArgument) -> None:
     terminal = Terminal.open()
     path = template_path(name)
     text = path.read_text(encoding="utf-8") if path.is_file() else SKELETON.format(name=name)
-    edited = _edit_text(text, suffix=".yaml")
+    edited = edit_text(text, suffix=".yaml")
     kept = save_template(name, edited)
     if kept is None and path.is_file() and edited == text:
         terminal.out.print(f"template {name} unchanged", markup=False)
@@ -87,18 +83,3 @@ def edit(name: NameArgument) -> None:
         terminal.out.print(f"created template {name} ({path})", markup=False)
     else:
         terminal.out.print(f"saved template {name}; the previous version is kept as version {kept}", markup=False)
-
-
-def _edit_text(text: str, *, suffix: str) -> str:
-    """`text` after the user's editor has had it (VISUAL, then EDITOR, then vi)."""
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
-    with tempfile.TemporaryDirectory(prefix="metis-edit-") as scratch:
-        file = Path(scratch) / f"template{suffix}"
-        file.write_text(text, encoding="utf-8")
-        try:
-            done = subprocess.run([*shlex.split(editor), str(file)], check=False)
-        except OSError as error:
-            raise UsageProblem(f"cannot start the editor {editor!r} ({error.strerror}); set EDITOR") from None
-        if done.returncode != 0:
-            raise UsageProblem(f"the editor {editor!r} exited with {done.returncode}; nothing was saved")
-        return file.read_text(encoding="utf-8")
