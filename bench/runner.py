@@ -22,9 +22,10 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "call", "stream", "translate", "cost", "store", "chain")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
+    "cli": "bench.cases.cli",
     "call": "bench.cases.calls",
     "stream": "bench.cases.streaming",
     "translate": "bench.cases.translation",

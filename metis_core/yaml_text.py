@@ -37,6 +37,11 @@ def read_yaml_file(path: Path, error: type[ConfigError], what: str) -> Any:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise error(f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#x} on line {line}); "
                     "save it as UTF-8 and retry") from None
+    return parse_yaml_text(text, path, error)
+
+
+def parse_yaml_text(text: str, path: Path, error: type[ConfigError]) -> Any:
+    """`text` (read from `path`) as YAML data; `error` naming the file and position when it is not."""
     try:
         return safe_load(text)
     except yaml.MarkedYAMLError as exc:
