@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from metis_core.cli import cassette_flags
 from metis_core.cli.options import (
     ContinueOption,
     ModelOption,
@@ -31,6 +32,8 @@ def chat(
     thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
     no_tools: NoToolsOption = False,
     tools: ToolsOption = None,
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
 ) -> None:
     """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
     from metis_core.cli import chat as chat_module
@@ -40,6 +43,7 @@ def chat(
     def start() -> None:
         if session and continue_latest:
             raise UsageProblem("give --session ID or --continue, not both")
+        cassette_flags.use_cassette(record, replay)
         chat_module.chat(model, "latest" if continue_latest else session, yes, workspace, confirm_timeout,
                          show_thinking=thinking, system=system, no_tools=no_tools, tools=tools)
 

@@ -25,6 +25,7 @@ from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.agent.turn import TurnResult
+from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
 from metis_core.cli.first_run import has_any_provider
@@ -143,7 +144,7 @@ def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCo
     session_arg = LATEST if request.continue_latest else request.session
     model, system, options = _settings(request, config)
     prompt = full_prompt(request.prompt, piped_input())
-    if model is None and session_arg is None and not has_any_provider(config):
+    if model is None and session_arg is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not request.as_json

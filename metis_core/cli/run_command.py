@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from metis_core.cli import cassette_flags
 from metis_core.cli.options import (
     ContinueOption,
     ModelOption,
@@ -41,6 +42,8 @@ def run(
                                                          "usage, cost.")] = False,
     attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
     workspace: WorkspaceOption = Path("."),
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
     from metis_core.cli.exit_codes import ExitCode
@@ -51,6 +54,7 @@ def run(
     request = RunRequest(prompt=prompt, model=model, session=session, continue_latest=continue_latest, system=system,
                          options=option or [], template=template, no_tools=no_tools, tools=tools, no_log=no_log,
                          yes=yes, as_json=as_json, attach=attach or [], workspace=workspace)
+    guarded(cassette_flags.use_cassette)(record, replay)
     code = guarded(run_turn)(request)
     if code is not ExitCode.OK:
         raise typer.Exit(int(code))
