@@ -34,7 +34,7 @@ CASE_MODULES = {
     "chain": "bench.cases.chain",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
-             "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich")
+             "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
