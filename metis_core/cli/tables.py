@@ -16,7 +16,7 @@ from rich.table import Table
 from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import format_usd
+from metis_core.cli.render import cost_text
 from metis_core.cli.spend import SpendRow
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelInfo
@@ -61,7 +61,7 @@ def sessions_rows(records: Iterable[SessionRecord]) -> Rows:
     for r in records:
         rows.rows.append((
             r.id, r.title or "", r.active_model or "(default)", r.updated_at.strftime("%Y-%m-%d %H:%M"),
-            format_usd(r.total_cost_usd) + (" +unpriced" if r.unpriced_message_count else ""),
+            cost_text(r.total_cost_usd, r.unpriced_message_count),
             f"{r.total_input_tokens}/{r.total_output_tokens}", r.disposition or "",
         ))
     return rows
@@ -89,7 +89,8 @@ def spend_table(title: str, key_title: str, rows: list[SpendRow], whole: SpendRo
     for column in (key_title, "calls", "tokens in", "tokens out", "cost"):
         table.add_column(column, justify="left" if column == key_title else "right", overflow="fold")
     for row in [*rows, *([whole] if whole is not None else [])]:
-        cost = format_usd(row.cost_usd) + (f" (+{row.unpriced_calls} unpriced)" if row.unpriced_calls else "")
+        cost = cost_text(row.cost_usd, row.unpriced_calls) + (
+            f" ({row.unpriced_calls} unpriced)" if row.unpriced_calls else "")
         table.add_row(row.key, str(row.calls), f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost,
                       style="bold" if row is whole else None)
     return table
