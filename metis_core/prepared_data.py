@@ -2,37 +2,52 @@
 
 Parsing the two files costs ~20 ms even through libyaml, paid by every process on its first call
 (CLI runs, serverless functions, test suites). The first process to read a file stores the parsed
-data as a pickle named by the file's SHA-256: in `__pycache__` beside the data when the package
-is writable (as Python does for bytecode), else in the user's cache directory. Later processes
-hash the file (microseconds) and load the pickle. A changed file has another hash, so a stale
-form is never used. The pickle is read with an unpickler that builds plain data only (dicts,
-lists, strings, numbers, dates), so a planted file cannot run code. Validation still runs on the
-loaded data: only the text parse is skipped. User config files are never cached here.
+data as JSON named by the file's SHA-256: in `__pycache__` beside the data when the package is
+writable (as Python does for bytecode), else in the user's cache directory. Later processes hash
+the file (microseconds) and load the JSON with orjson (already imported for the wire), so neither
+PyYAML nor pickle is imported. A changed file has another hash, so a stale form is never used;
+JSON holds plain data only, so a planted file cannot run code (dates, which YAML yields and JSON
+lacks, are stored as {"$date": "YYYY-MM-DD"}). Validation still runs on the loaded data: only
+the text parse is skipped. User config files are never cached here.
 """
 
 from __future__ import annotations
 
 import datetime
 import hashlib
-import io
 import os
-import pickle
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+import orjson
+
+FORMAT = 2
 """Bumped when the prepared form changes shape; part of every cache file's name."""
-ALLOWED_CLASSES = {("datetime", "date"), ("datetime", "datetime"), ("datetime", "timezone"),
-                   ("datetime", "timedelta")}
+DATE_TAG = "$date"
 
 
-class _PlainDataUnpickler(pickle.Unpickler):
-    def find_class(self, module: str, name: str) -> Any:
-        if (module, name) in ALLOWED_CLASSES:
-            return getattr(datetime, name)
-        raise pickle.UnpicklingError(f"{module}.{name} is not plain data")
+def _tagged(value: Any) -> Any:
+    """YAML data with every date as {"$date": iso}; anything JSON cannot hold raises TypeError."""
+    if isinstance(value, dict):
+        return {key: _tagged(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_tagged(item) for item in value]
+    if isinstance(value, datetime.datetime):
+        raise TypeError("timestamps are not kept in prepared data")
+    if isinstance(value, datetime.date):
+        return {DATE_TAG: value.isoformat()}
+    return value
+
+
+def _untagged(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and DATE_TAG in value:
+            return datetime.date.fromisoformat(value[DATE_TAG])
+        return {key: _untagged(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_untagged(item) for item in value]
+    return value
 
 
 def cache_dirs(source: Path) -> list[Path]:
@@ -42,8 +57,7 @@ def cache_dirs(source: Path) -> list[Path]:
 
 
 def prepared_name(source: Path, digest: str) -> str:
-    version = f"{sys.version_info.major}{sys.version_info.minor}"
-    return f"{source.name}.{digest[:24]}.py{version}.v{FORMAT}.pickle"
+    return f"{source.name}.{digest[:24]}.v{FORMAT}.json"
 
 
 def load_prepared(source: Path, parse: Callable[[str], Any]) -> Any:
@@ -73,8 +87,8 @@ def _read(path: Path) -> tuple[Any] | None:
     except OSError:
         return None
     try:
-        return (_PlainDataUnpickler(io.BytesIO(blob)).load(),)
-    except Exception:  # a damaged or foreign file: ignore it and parse the source instead
+        return (_untagged(orjson.loads(blob)),)
+    except (orjson.JSONDecodeError, ValueError, TypeError):  # damaged or foreign: parse the source instead
         return None
 
 
@@ -82,8 +96,8 @@ def _write(path: Path, data: Any) -> bool:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temp.write_bytes(pickle.dumps(data, protocol=pickle.HIGHEST_PROTOCOL))
+        temp.write_bytes(orjson.dumps(_tagged(data)))
         os.replace(temp, path)
-    except (OSError, pickle.PicklingError):
+    except (OSError, TypeError, orjson.JSONEncodeError):
         return False
     return True
