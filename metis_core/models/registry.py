@@ -240,7 +240,8 @@ class ModelRegistry:
         """Expand a model id, alias, or comma-separated chain to model ids: ordered, deduplicated.
 
         Aliases expand recursively (an alias may name a chain); ids are kept verbatim and must
-        resolve. A cycle raises AliasCycleError with its path.
+        resolve; a bare model name (`gpt-4o-mini`) stands for the one catalog id with that name and
+        is refused when several providers list it. A cycle raises AliasCycleError with its path.
         """
         result: list[str] = []
         for model_id in self._expand(spec, []):
@@ -262,7 +263,16 @@ class ModelRegistry:
                 self.get(member)
                 yield member
             else:
-                raise self._unknown(member, None, known_provider=True)
+                yield self._bare_name(member)
+
+    def _bare_name(self, name: str) -> str:
+        """A model name without its provider (`claude-sonnet-4-6`), when exactly one catalog entry has it."""
+        found = sorted({model_id for (_, entry_name), model_id in self._names.items() if entry_name == name})
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UnknownModelError(f"{name!r} names {len(found)} models ({', '.join(found)}); write one of them")
+        raise self._unknown(name, None, known_provider=True)
 
     def _unknown(self, asked: str, provider: str | None, *, known_provider: bool) -> UnknownModelError:
         candidates = [*self._aliases, *(f"{p}:{n}" for p, n in self._names)]
@@ -271,7 +281,7 @@ class ModelRegistry:
         if not known_provider:
             what = f"unknown provider {provider!r} in {asked!r} (known: {', '.join(self.providers())})."
         elif provider is None:
-            what = f"{asked!r} is neither an alias nor a model id (<provider>:<model>)."
+            what = f"{asked!r} is not an alias, a model id (<provider>:<model>) or a listed model name."
         else:
             what = f"unknown model {asked!r}."
         return UnknownModelError(

@@ -17,7 +17,8 @@ from metis_core.errors import ConfigError, ModelIdError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.yaml_text import read_yaml_file
+from metis_core.prepared_data import load_prepared
+from metis_core.yaml_text import parse_yaml_text, read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
@@ -109,5 +110,8 @@ def builtin_registry_path() -> Path:
 
 @lru_cache(maxsize=1)
 def builtin_registry_file() -> RegistryFile:
-    """models.yaml shipped with metis-core, parsed once per process."""
-    return read_registry_file(builtin_registry_path())
+    """models.yaml shipped with metis-core, parsed once per process (from its prepared form when one
+    matches the file: metis_core/prepared_data.py), validated every time."""
+    path = builtin_registry_path()
+    data = load_prepared(path, lambda text: parse_yaml_text(text, path, ConfigError))
+    return parse_registry_data(data, str(path))

@@ -34,12 +34,22 @@ POLICY_MODES = {
 }
 
 
+POLICY_LABELS = {
+    "per_message_override": "@model", "manual_sticky": "the model chosen with /model or --model",
+    "rule": "the routing rule's model", "pattern": "the learned pattern's model",
+    "delegate_request": "the delegated model", "workspace_default": "the workspace default",
+    "global_default": "the default model",
+}  # fmt: skip
+"""How a person reads each policy slot in an error message (the slot names stay in the trace)."""
+
+
 class NoRoutableModelError(MetisError):
     """No policy produced a model that can carry this turn; `chain` says why each was rejected."""
 
     def __init__(self, chain: list[PolicyVerdict]) -> None:
         self.chain = chain
-        reasons = "; ".join(f"{v.policy}: {v.reason}" for v in chain if v.verdict == "rejected")
+        reasons = "; ".join(f"{POLICY_LABELS.get(v.policy, v.policy)} {v.candidate_model or ''}: {v.reason}"
+                            .replace(" :", ":") for v in chain if v.verdict == "rejected")
         hint = reasons or "no default model is configured (set defaults.model in config.yaml or use --model)"
         super().__init__(f"no model can take this turn: {hint}")
 
