@@ -415,3 +415,15 @@ class InvalidToolPathError(ToolError):
 
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""
+
+
+class ServeError(MetisError):
+    """`metis serve` was asked for something it refuses (an open bind without a token, a bad request)."""
+
+
+class ServeAccessError(ServeError):
+    """A request to `metis serve` lacks a valid access token, or asks for more than its token allows."""
+
+
+class StreamRequestError(ServeError):
+    """A WebSocket or SSE subscription named something invalid (an unknown type, domain or sensitivity)."""
