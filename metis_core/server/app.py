@@ -54,10 +54,9 @@ def build_app(
     workspace: Path | None = None,
     client_queue: int = DEFAULT_CLIENT_QUEUE,
 ) -> Starlette:
-    """The app over an open runtime. Tool confirmations of chat turns are answered over HTTP, so
-    the runtime's confirmer is replaced by the server's pending-confirmation registry."""
+    """The app over an open runtime. Chat sessions it starts ask for tool confirmations over HTTP
+    (its pending-confirmation registry); the runtime's own confirmer is left alone."""
     context = ServerContext(runtime, access or ServerAccess(), workspace or Path.cwd(), client_queue)
-    runtime.confirmer = context.confirmations
     app = Starlette(
         routes=routes(),
         middleware=[Middleware(AccessMiddleware, access=context.access)],

@@ -54,6 +54,7 @@ async def start_session(request: Request) -> JSONResponse:
     if (model is not None and not isinstance(model, str)) or (title is not None and not isinstance(title, str)):
         raise ServeError("'model' and 'title' must be strings when given")
     session = context.runtime.sessions.create(context.workspace, model=model, title=title)
+    session.confirmation.confirmer = context.confirmations  # asked over HTTP, not on a terminal
     context.chat_sessions[session.id] = session
     record = await asyncio.to_thread(context.runtime.store.get_session, session.id)
     return JSONResponse({"session": session_json(record)}, status_code=201)
@@ -78,6 +79,7 @@ async def send_message(request: Request) -> StreamingResponse:
     session = context.chat_sessions.get(session_id)
     if session is None:
         session = await asyncio.to_thread(runtime.sessions.resume, session_id, workspace=None)
+        session.confirmation.confirmer = context.confirmations
         context.chat_sessions[session_id] = session
     stream = ClientStream(runtime.bus, runtime.trace, StreamFilter(EventFilter(session_ids=[session_id]), None,
                                                                     Sensitivity.PRIVATE),
