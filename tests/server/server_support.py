@@ -9,11 +9,13 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import httpx
 import uvicorn
-from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
+from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
@@ -23,6 +25,9 @@ from metis_core.messages import SideEffects, ToolDefinition
 from metis_core.server.access import ServerAccess
 from metis_core.server.app import build_app
 from metis_core.transport.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from .conftest import Served
 
 
 class WeatherTool:
@@ -105,3 +110,47 @@ class StallingSocket:
 
     def close(self) -> None:
         self.sock.close()
+
+
+TOOL_TURN = ["turn.started", "route.decided", "llm.call_started", "llm.call_completed", "tool.called",
+             "tool.confirmation_requested", "tool.confirmation_resolved", "tool.completed", "llm.call_started",
+             "llm.call_completed", "turn.completed"]
+
+
+def sse_frames(response: httpx.Response) -> Iterator[tuple[str, dict[str, Any]]]:
+    event, data = "", ""
+    for line in response.iter_lines():
+        if line.startswith("event: "):
+            event = line[7:]
+        elif line.startswith("data: "):
+            data = line[6:]
+        elif not line and event:
+            yield event, json.loads(data)
+            event, data = "", ""
+
+
+def script_weather_turn(served: Served) -> None:
+    served.script.script("anthropic", [Reply.fixture("anthropic", "stream__tool_use_input_json_delta.sse"),
+                                       Reply.fixture("anthropic", "stream__text_basic.sse")])
+
+
+def chat_turn(served: Served, answer: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
+    url = served.server.url
+    with httpx.Client(base_url=url, timeout=10) as http:
+        session_id = http.post("/api/chat/sessions", json={"title": "weather"}).json()["session"]["id"]
+        frames: list[tuple[str, dict[str, Any]]] = []
+        with http.stream("POST", f"/api/chat/sessions/{session_id}/messages",
+                         json={"text": "What's the weather in SF?"}) as response:
+            assert response.status_code == 200
+            assert response.headers["content-type"].startswith("text/event-stream")
+            for kind, data in sse_frames(response):
+                frames.append((kind, data))
+                if kind == "tool.confirmation_requested":
+                    waiting = http.get("/api/chat/confirmations").json()["waiting"]
+                    request_id = data["payload"]["confirmation_request_id"]
+                    assert [w["request_id"] for w in waiting] == [request_id]
+                    answered = http.post(f"/api/chat/confirmations/{request_id}", json={"answer": answer})
+                    assert answered.status_code == 200
+                if kind == "done":
+                    break
+    return session_id, frames
