@@ -62,5 +62,5 @@ def test_metis_serve_answers_on_loopback_until_interrupted(home: Path, workspace
         assert page.status_code == 200 and "<main" in page.text
     finally:
         os.kill(process.pid, signal.SIGINT)
-        out, err = process.communicate(timeout=20)
+        out, _ = process.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/" in out
