@@ -1,0 +1,162 @@
+"""The record of one gateway call: a session turn with its events, messages and charge.
+
+turn.started -> llm.call_started (-> llm.call_failed per failed member) -> llm.call_completed
+(carrying gateway_key_id, inbound_shape, user_id, team_id) -> turn.completed, or turn.cancelled
+when the client went away. Events go on the bus at once; the session row and its messages are
+written on the gateway's writer thread after the answer has left, so the store costs no latency.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from concurrent.futures import Executor
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.redaction import redact
+from metis_core.agent.turn import completed_payload
+from metis_core.errors import MetisError
+from metis_core.events.envelope import Actor, Event
+from metis_core.hashing import sha256_hex
+from metis_core.ids import new_ulid
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role
+
+if TYPE_CHECKING:
+    from metis_core.agent.runtime import Runtime
+    from metis_core.gateway.shapes.base import InboundRequest, StreamWriter
+    from metis_core.store.gateway_keys import GatewayKeyRecord
+
+log = logging.getLogger("metis_core.gateway")
+_TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+
+
+class CallRecord:
+    """Events and persistence of one call; also the fallback chain's observer."""
+
+    def __init__(
+        self, runtime: Runtime, writer: Executor, key: GatewayKeyRecord, shape: str, session_id: str,
+        request: InboundRequest, asked_model: str,
+    ) -> None:
+        self.rt = runtime
+        self.writer = writer
+        self.key = key
+        self.shape = shape
+        self.session_id = session_id
+        self.request = request
+        self.asked_model = asked_model
+        self.recorder = TurnRecorder(runtime.bus, session_id, new_ulid())
+        self.clock = time.perf_counter()
+        self.turn: Event | None = None
+        self.started: Event | None = None
+        self.attempt_clock = self.clock
+        self.model = ""
+        self.attempts = 0
+        self.stream_writer: StreamWriter | None = None
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"gateway_key_id": self.key.id, "inbound_shape": self.shape, "user_id": self.key.user_id,
+                "team_id": self.key.team_id}
+
+    def begin(self, estimated_tokens: int) -> None:
+        messages = self.request.messages
+        last_user = next((m for m in reversed(messages) if m.role is Role.USER), None)
+        self.turn = self.recorder.emit("turn.started", {
+            "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
+            "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
+            "has_images": any(isinstance(b, ImageBlock) for m in messages for b in m.content),
+            "has_tool_calls_in_history": any(m.tool_uses() for m in messages),
+        }, None, actor=Actor.USER)  # fmt: skip
+        self.estimated_tokens = estimated_tokens
+
+    # --- ChainObserver ------------------------------------------------------------------------
+
+    def attempt_started(self, model: str, attempt: int) -> None:
+        self.model = model
+        self.attempts += 1
+        self.attempt_clock = time.perf_counter()
+        if self.stream_writer is not None:
+            self.stream_writer.upstream_provider = model.partition(":")[0]
+        self.started = self.recorder.emit("llm.call_started", {
+            "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
+            "request_id": new_ulid(), "is_worker": False,
+        }, self.turn, actor=Actor.AGENT)  # fmt: skip
+
+    def attempt_failed(self, model: str, error: BaseException) -> str | None:
+        failed = self.failed(model, str(getattr(error, "error_class", "other")), str(error),
+                             getattr(error, "retry_count", 0))
+        return failed.id if failed is not None else None
+
+    def failed(self, model: str, error_class: str, message: str, retry_count: int = 0) -> Event | None:
+        return self.recorder.emit("llm.call_failed", {
+            "model": model, "provider": model.partition(":")[0], "error_class": error_class,
+            "error_message_redacted": redact(message), "retry_count": retry_count,
+            "latency_ms": int((time.perf_counter() - self.attempt_clock) * 1000),
+        }, self.started, actor=Actor.AGENT)  # fmt: skip
+
+    # --- endings ------------------------------------------------------------------------------
+
+    def completed(self, final: Message) -> Event | None:
+        """A full answer: llm.call_completed with the gateway identity, then turn.completed."""
+        meta = final.metadata
+        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
+        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
+        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        event = None
+        if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
+            event = self.recorder.emit("llm.call_completed", {**completed_payload(final), **self.identity},
+                                       self.started, actor=Actor.AGENT)
+        else:
+            self.failed(self.model, "other", "the answer ended incomplete")
+        self._turn_completed(final, None)
+        self._persist(final)
+        return event
+
+    def errored(self, error: BaseException) -> None:
+        """No answer (every member failed, or the request could not be sent)."""
+        self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
+        self._persist(None)
+
+    def cancelled(self, partial: Message | None) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived."""
+        if partial is not None:
+            partial.metadata.status = MessageStatus.CANCELLED
+        if self.started is not None:
+            self.failed(self.model, "cancelled", "the client disconnected mid-stream")
+        self.recorder.emit("turn.cancelled", {
+            "reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
+            "partial_tool_calls": 0,
+        }, self.turn, actor=Actor.USER)  # fmt: skip
+        self._persist(partial)
+
+    def _turn_completed(self, final: Message | None, error: str | None) -> None:
+        usage = final.metadata.usage if final is not None else None
+        stop = final.metadata.stop_reason if final is not None else None
+        self.recorder.emit("turn.completed", {
+            "stop_reason": stop if stop in _TURN_STOPS else "end_turn", "llm_call_count": self.attempts,
+            "tool_call_count": 0, "total_input_tokens": usage.total_input_tokens if usage else 0,
+            "total_output_tokens": usage.output_tokens if usage else 0,
+            "total_cost_usd": float(usage.cost_usd or Decimal(0)) if usage else 0.0,
+            "wall_time_seconds": round(time.perf_counter() - self.clock, 3),
+            "signals_extra": {"error": error} if error else None,
+            "user_id": self.key.user_id, "team_id": self.key.team_id,
+        }, self.turn, actor=Actor.AGENT)  # fmt: skip
+
+    # --- the store ----------------------------------------------------------------------------
+
+    def _persist(self, final: Message | None) -> None:
+        self.writer.submit(self._write, final)
+
+    def _write(self, final: Message | None) -> None:
+        """On the writer thread: the session row, the inbound history and the answer, in order."""
+        store = self.rt.store
+        messages = [*self.request.messages, *([final] if final is not None else [])]
+        try:
+            store.create_session(f"gateway:{self.key.id}", active_model=self.model or None,
+                                 session_id=self.session_id, title=f"gateway {self.shape} {self.asked_model}")
+            store.append_messages(messages)
+            store.update_session(self.session_id, tool_id_map=self.request.tool_ids.to_dict())
+        except MetisError as error:  # the answer has left; the record must not take the server down
+            log.warning("gateway call %s not stored: %s", self.session_id, error)
