@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from cli.replay_server import ReplayServer
+
 from .gateway_harness import GatewayHarness
 
 

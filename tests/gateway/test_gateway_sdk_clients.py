@@ -12,6 +12,7 @@ import openai
 import pytest
 from cli.replay_server import ANTHROPIC, OPENAI, Reply
 from fixture_files import read_json
+
 from .gateway_harness import UPSTREAM_KEYS, GatewayHarness
 
 
