@@ -224,11 +224,16 @@ class GatewayApp:
         return json_response({"input_tokens": tokens if tokens else estimate_tokens(inbound.messages, inbound.tools)})
 
     async def models(self, request: Request) -> Response:
+        shape = ANTHROPIC if "anthropic-version" in request.headers else OPENAI
+        try:
+            self.service.authenticate(presented_token(request), shape)
+        except GatewayError as error:
+            return error_response(shape, error.status, error.kind, str(error))
         registry = self.service.rt.registry
         ids = [m.id for m in registry.models()]
         aliases = list(self.service.engine.policy.aliases()) + list(self.service.engine.policy.chains())
         names = [*ids, *sorted({*registry.aliases(), *aliases})]
-        if "anthropic-version" in request.headers:
+        if shape is ANTHROPIC:
             data = [{"id": n, "type": "model", "display_name": n, "created_at": "1970-01-01T00:00:00Z"} for n in names]
             return json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,
                                   "last_id": names[-1] if names else None})
