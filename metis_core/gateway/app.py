@@ -105,6 +105,10 @@ class DisconnectAwareStream(StreamingResponse):
 
             group.start_soon(stream)
             await watch()
+        close = getattr(self.body_iterator, "aclose", None)
+        if close is not None:  # a stream left at a `yield` by the cancel: close it (and its upstream) now
+            with anyio.CancelScope(shield=True):
+                await close()
 
 
 class GatewayApp:
@@ -191,9 +195,10 @@ class GatewayApp:
             except StopAsyncIteration:
                 pass
             except (asyncio.CancelledError, GeneratorExit):
-                await events.aclose()
                 record.cancelled(tracker.cancelled_message(record.session_id, record.model)
                                  if tracker.has_content() else None)
+                with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
+                    await events.aclose()
                 raise
             except Exception as error:
                 if not isinstance(error, MetisError):

@@ -40,7 +40,7 @@ from metis_core.gateway.keys import KeyService, token_hash_prefix
 from metis_core.gateway.quotas import QuotaGate, Subject
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape
 from metis_core.ids import new_session_id
-from metis_core.messages import StreamEvent
+from metis_core.messages import Role, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 from metis_core.store.gateway_keys import GatewayKeyRecord, GatewayKeyStore
 
@@ -191,11 +191,14 @@ class GatewayService:
 
     def read(self, shape: InboundShape, body: dict[str, object], members: list[str]) -> tuple[InboundRequest, str]:
         """The body in canonical form, and the session id its messages belong to."""
+        raw_messages = body.get("messages")
+        if not isinstance(raw_messages, list) or not raw_messages or not all(isinstance(m, dict) for m in raw_messages):
+            raise GatewayRequestError("`messages` must be a non-empty list of message objects")
         session_id = new_session_id()
         provider, _, name = members[0].partition(":")
         model_name = name if provider == shape.natural_provider else str(body["model"])
         try:
-            return shape.read(body, model_name, session_id), session_id
+            read = shape.read(body, model_name, session_id)
         except MetisError as error:
             raise GatewayRequestError(redact(str(error))) from None
         except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
@@ -203,6 +206,9 @@ class GatewayService:
                 f"the request body does not have the {shape.name} shape ({type(error).__name__}: "
                 f"{redact(str(error), 200)}); check it against the API reference"
             ) from None
+        if not any(m.role is Role.USER for m in read.messages):
+            raise GatewayRequestError("`messages` holds no user message metis can read; a conversation starts with one")
+        return read, session_id
 
     def open_call(
         self, key: GatewayKeyRecord, shape: InboundShape, request: InboundRequest, session_id: str, asked: str,
