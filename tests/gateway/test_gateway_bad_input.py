@@ -136,7 +136,8 @@ class StallingUpstream:
         while b"\r\n\r\n" not in data:
             data += conn.recv(65536)
         head, _, rest = data.partition(b"\r\n\r\n")
-        length = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))
+        lines = head.split(b"\r\n")
+        length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length"))
         while len(rest) < length:
             rest += conn.recv(65536)
         conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + self.body)
