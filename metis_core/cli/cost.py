@@ -7,6 +7,7 @@ Sums each model call's own priced usage (spend.py); unpriced calls are counted a
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -14,8 +15,10 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
 from metis_core.cli.output import Terminal
-from metis_core.cli.spend import spend_by, stored_calls, total
+from metis_core.cli.spend import extra_field, spend_by, stored_calls, total
 from metis_core.cli.tables import spend_table
+from metis_core.errors import ConfigError
+from metis_core.messages import Message
 
 
 @guarded
@@ -23,20 +26,29 @@ def cost(
     session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
     since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, day, or (gateway "
+                                                       "traffic) key, user, team.")] = None,
 ) -> None:
-    """What the model calls cost, grouped by session, model and day."""
+    """What the model calls cost, grouped by session, model and day (or one --by grouping)."""
     terminal = Terminal.open()
     start = parse_when(since, "--since")
     with session_store() as store:
         if session_id is not None:
             store.get_session(session_id)  # SessionNotFoundError names the store
         calls = stored_calls(store, session_id=session_id, since=start)
-    groupings = {
-        "session": spend_by(calls, lambda m: m.session_id),
-        "model": spend_by(calls, lambda m: m.metadata.model or "?"),
-        "day": spend_by(calls, lambda m: m.created_at.strftime("%Y-%m-%d")),
+    keys: dict[str, Callable[[Message], str]] = {
+        "session": lambda m: m.session_id,
+        "model": lambda m: m.metadata.model or "?",
+        "day": lambda m: m.created_at.strftime("%Y-%m-%d"),
+        "key": lambda m: extra_field(m, "gateway_key_id"),
+        "user": lambda m: m.metadata.user_id or "-",
+        "team": lambda m: m.metadata.team_id or "-",
     }
-    whole = total(groupings["model"])
+    if by is not None and by not in keys:
+        raise ConfigError(f"--by takes one of {', '.join(keys)}, not {by!r}")
+    chosen = [by] if by is not None else ["session", "model", "day"]
+    groupings = {name: spend_by(calls, keys[name]) for name in chosen}
+    whole = total(next(iter(groupings.values())))
     if as_json:
         document = {name: [row.to_json() for row in rows] for name, rows in groupings.items()}
         document["total"] = whole.to_json()  # type: ignore[assignment]

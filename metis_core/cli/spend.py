@@ -44,8 +44,18 @@ class SpendRow:
 
 
 def model_calls(messages: Iterable[Message]) -> list[Message]:
-    """Assistant messages that came from a model call (the ones that carry usage or a model)."""
-    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)]
+    """Assistant messages that came from a model call (the ones that carry usage or a model).
+
+    Assistant messages a gateway client sent as its history (`from_client`) were no call of ours.
+    """
+    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
+            and not (m.metadata.model_extra or {}).get("from_client")]
+
+
+def extra_field(message: Message, name: str) -> str:
+    """A metadata field newer writers add (e.g. the gateway's `gateway_key_id`), or "-"."""
+    value = (message.metadata.model_extra or {}).get(name)
+    return str(value) if value else "-"
 
 
 def spend_by(messages: Iterable[Message], key: Callable[[Message], str]) -> list[SpendRow]:

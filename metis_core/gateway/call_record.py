@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from metis_core.store.gateway_keys import GatewayKeyRecord
 
 log = logging.getLogger("metis_core.gateway")
+FROM_CLIENT = "from_client"
+"""Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
 _TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
 
 
@@ -152,6 +154,11 @@ class CallRecord:
     def _write(self, final: Message | None) -> None:
         """On the writer thread: the session row, the inbound history and the answer, in order."""
         store = self.rt.store
+        for message in self.request.messages:
+            if message.role is Role.ASSISTANT and message.metadata.usage is not None:
+                # The client's own history: a record of what it sent, not a call metis made or charged.
+                setattr(message.metadata, FROM_CLIENT, True)
+                message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
         messages = [*self.request.messages, *([final] if final is not None else [])]
         try:
             store.create_session(f"gateway:{self.key.id}", active_model=self.model or None,
