@@ -163,6 +163,14 @@ _EXPORTS: dict[str, str] = {
     "PathEscapeError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "GatewayError": "metis_core.errors",
+    "GatewayRequestError": "metis_core.errors",
+    "GatewayBodyTooLargeError": "metis_core.errors",
+    "GatewayAuthError": "metis_core.errors",
+    "GatewayModelNotAllowedError": "metis_core.errors",
+    "GatewayUnknownModelError": "metis_core.errors",
+    "GatewayQuotaError": "metis_core.errors",
+    "GatewayKeyError": "metis_core.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -304,5 +312,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ToolError,
         PathEscapeError,
         RoutingPolicyError,
+        GatewayError,
+        GatewayRequestError,
+        GatewayBodyTooLargeError,
+        GatewayAuthError,
+        GatewayModelNotAllowedError,
+        GatewayUnknownModelError,
+        GatewayQuotaError,
+        GatewayKeyError,
         ExportError,
     )

@@ -1,6 +1,6 @@
 """The gateway's HTTP surface: every route in one table, each a thin function over GatewayService.
 
-OpenAI shape: POST /v1/chat/completions, GET /v1/models. Anthropic shape: POST /v1/messages,
+OpenAI shapes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models. Anthropic shape: POST /v1/messages,
 POST /v1/messages/count_tokens. Probes: GET /healthz, GET /readyz. A refused or failed request
 gets its shape's error body and status (with Retry-After on 429), never a traceback. Streams are
 written frame by frame as upstream events arrive, and a client that goes away cancels the
@@ -41,11 +41,13 @@ from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
 from metis_core.gateway.shapes.base import InboundShape
 from metis_core.gateway.shapes.openai_chat import OpenAIChatShape
+from metis_core.gateway.shapes.openai_responses import OpenAIResponsesShape
 from metis_core.messages import Message, StreamEvent
 
 log = logging.getLogger("metis_core.gateway")
 CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError)
 OPENAI = OpenAIChatShape()
+RESPONSES = OpenAIResponsesShape()
 ANTHROPIC = AnthropicMessagesShape()
 
 
@@ -121,6 +123,9 @@ class GatewayApp:
 
     async def chat_completions(self, request: Request) -> Response:
         return await self.call(request, OPENAI)
+
+    async def responses(self, request: Request) -> Response:
+        return await self.call(request, RESPONSES)
 
     async def messages(self, request: Request) -> Response:
         return await self.call(request, ANTHROPIC)
@@ -266,6 +271,7 @@ def create_app(service: GatewayService) -> Starlette:
     app = GatewayApp(service)
     routes = [
         Route("/v1/chat/completions", app.chat_completions, methods=["POST"]),
+        Route("/v1/responses", app.responses, methods=["POST"]),
         Route("/v1/messages", app.messages, methods=["POST"]),
         Route("/v1/messages/count_tokens", app.count_tokens, methods=["POST"]),
         Route("/v1/models", app.models, methods=["GET"]),

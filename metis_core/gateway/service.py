@@ -9,6 +9,7 @@ been scrubbed of anything that looks like a key.
 from __future__ import annotations
 
 import fnmatch
+import logging
 import threading
 import time
 from collections.abc import AsyncIterator
@@ -47,6 +48,7 @@ from metis_core.store.gateway_keys import GatewayKeyRecord, GatewayKeyStore
 if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
 
+log = logging.getLogger("metis_core.gateway")
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
 
 
@@ -191,9 +193,9 @@ class GatewayService:
 
     def read(self, shape: InboundShape, body: dict[str, object], members: list[str]) -> tuple[InboundRequest, str]:
         """The body in canonical form, and the session id its messages belong to."""
-        raw_messages = body.get("messages")
-        if not isinstance(raw_messages, list) or not raw_messages or not all(isinstance(m, dict) for m in raw_messages):
-            raise GatewayRequestError("`messages` must be a non-empty list of message objects")
+        problem = shape.body_problem(body)
+        if problem is not None:
+            raise GatewayRequestError(problem)
         session_id = new_session_id()
         provider, _, name = members[0].partition(":")
         model_name = name if provider == shape.natural_provider else str(body["model"])
@@ -206,8 +208,12 @@ class GatewayService:
                 f"the request body does not have the {shape.name} shape ({type(error).__name__}: "
                 f"{redact(str(error), 200)}); check it against the API reference"
             ) from None
+        dropped = sorted(read.options.extra)
+        if dropped and not all(m.partition(":")[0] in shape.extra_providers for m in members):
+            log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)
+            read.options.extra = {}
         if not any(m.role is Role.USER for m in read.messages):
-            raise GatewayRequestError("`messages` holds no user message metis can read; a conversation starts with one")
+            raise GatewayRequestError("the request holds no user message metis can read; a conversation starts with one")
         return read, session_id
 
     def open_call(

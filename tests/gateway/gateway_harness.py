@@ -25,7 +25,8 @@ from metis_core.gateway.service import GatewayService, GatewaySettings
 from metis_core.store.gateway_keys import SqliteGatewayKeyStore
 from metis_core.transport.retry import RetryPolicy
 
-UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002"}
+UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002",
+                 "openai_responses": "sk-upstream-SECRET-0003"}
 
 
 def free_port() -> int:
@@ -37,7 +38,8 @@ def free_port() -> int:
 class GatewayHarness:
     def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None) -> None:
         client = ModelClient(
-            base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1"},
+            base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
+                       "openai_responses": upstream.base_url + "/v1"},
             api_keys=UPSTREAM_KEYS, retry=RetryPolicy(max_retries=0),
         )  # fmt: skip
         self.runtime = Runtime(home=home, client=client, configured_providers=set(UPSTREAM_KEYS))

@@ -66,6 +66,7 @@ class AnthropicMessagesShape(InboundShape):
     namespace = "anthropic"
     id_style = "anthropic"
     natural_provider = "anthropic"
+    extra_providers = frozenset({"anthropic"})
 
     def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:
         tool_ids = ToolIdMap()

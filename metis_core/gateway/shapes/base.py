@@ -61,6 +61,16 @@ class InboundShape(ABC):
     id_style: ClassVar[IdStyle]
     natural_provider: ClassVar[str]
     """Where a bare model name (no `provider:`) is looked up first."""
+    extra_providers: ClassVar[frozenset[str]]
+    """Providers whose requests take this shape's unmapped fields (`AdapterOptions.extra`) verbatim;
+    for any other upstream they are dropped, since its API would reject them."""
+
+    def body_problem(self, body: dict[str, Any]) -> str | None:
+        """What is wrong with the body's shape before reading it (None: nothing found)."""
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not messages or not all(isinstance(m, dict) for m in messages):
+            return "`messages` must be a non-empty list of message objects"
+        return None
 
     @abstractmethod
     def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:

@@ -62,6 +62,7 @@ class OpenAIChatShape(InboundShape):
     namespace = "openai"
     id_style = "openai"
     natural_provider = "openai"
+    extra_providers = frozenset({"openai", "openrouter", "openai_compatible"})
 
     def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:
         reader = ChatRequestReader(provider="openai", session_id=session_id)
