@@ -213,7 +213,8 @@ class GatewayService:
             log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)
             read.options.extra = {}
         if not any(m.role is Role.USER for m in read.messages):
-            raise GatewayRequestError("the request holds no user message metis can read; a conversation starts with one")
+            raise GatewayRequestError("the request holds no user message metis can read; a conversation starts "
+                                      "with one")
         return read, session_id
 
     def open_call(
