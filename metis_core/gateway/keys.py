@@ -12,6 +12,7 @@ import hashlib
 import hmac
 import re
 import secrets
+import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -26,6 +27,10 @@ from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, Gatewa
 TOKEN_PREFIX = "mk_"
 _TOKEN = re.compile(r"^mk_([A-Za-z0-9]{8})_[A-Za-z0-9_-]{20,}$")
 _ALPHANUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+
+
+KEY_CACHE_SECONDS = 1.0
+"""How long a checked key's row is reused: a revocation by another process takes effect within this."""
 
 
 def hash_token(token: str) -> str:
@@ -91,6 +96,8 @@ class KeyService:
         self.store = store
         self.bus = bus
         self.workspace_path = workspace_path
+        self._recent: dict[str, tuple[float, GatewayKeyRecord]] = {}
+        """token hash -> (when read, the key's row): a key is read from the store at most once a second."""
 
     def _emit(self, event_type: str, payload: dict[str, Any]) -> None:
         self.bus.emit_new(event_type, payload, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)
@@ -128,6 +135,7 @@ class KeyService:
     def revoke(self, key_id: str, *, reason: str = "admin_revoke", now: datetime | None = None) -> GatewayKeyRecord:
         record = self.store.get_key(key_id)
         now = now or datetime.now(UTC)
+        self._recent.clear()
         if not self.store.revoke(key_id, now, reason):
             raise GatewayKeyError(f"gateway key {key_id} is already revoked")
         self._emit("gateway.key_revoked", {"gateway_key_id": key_id, "revoked_at": now, "reason": reason})
@@ -147,6 +155,7 @@ class KeyService:
         issued = self.issue(terms, now=now)
         until = now + grace
         self.store.start_grace(key_id, issued.record.id, until)
+        self._recent.clear()
         self._emit("gateway.key_rotated", {
             "old_gateway_key_id": key_id, "new_gateway_key_id": issued.record.id, "grace_period_until": until,
             "workspace_path": self.workspace_path, "user_id": old.user_id, "team_id": old.team_id,
@@ -162,9 +171,18 @@ class KeyService:
         """The key a token belongs to; GatewayAuthError (reason in `.reason`) otherwise."""
         if not token:
             raise _refused("missing_token", "no API key: send it as `Authorization: Bearer <key>` or `x-api-key`")
-        match = _TOKEN.match(token)
-        record = self.store.key_by_prefix(f"{TOKEN_PREFIX}{match.group(1)}") if match else None
         presented = hash_token(token)
+        cached = self._recent.get(presented)
+        clock = time.monotonic()
+        if cached is not None and clock - cached[0] < KEY_CACHE_SECONDS:
+            record: GatewayKeyRecord | None = cached[1]
+        else:
+            match = _TOKEN.match(token)
+            record = self.store.key_by_prefix(f"{TOKEN_PREFIX}{match.group(1)}") if match else None
+            if record is not None and hmac.compare_digest(presented, record.secret_hash):
+                if len(self._recent) >= 10_000:
+                    self._recent.clear()
+                self._recent[presented] = (clock, record)
         expected = record.secret_hash if record is not None else presented[::-1]
         if not hmac.compare_digest(presented, expected) or record is None:
             raise _refused("invalid_token", "invalid API key; ask the gateway operator for a valid one")
@@ -172,6 +190,7 @@ class KeyService:
         if record.revoked_at is not None:
             raise _refused("key_revoked", "this API key was revoked; use its replacement", record.id)
         if record.grace_until is not None and now >= record.grace_until:
+            self._recent.pop(presented, None)
             if self.store.revoke(record.id, now, "grace_period_expired"):
                 self._emit("gateway.key_revoked", {
                     "gateway_key_id": record.id, "revoked_at": now, "reason": "grace_period_expired"})

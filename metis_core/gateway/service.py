@@ -50,6 +50,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metis_core.gateway")
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+POLICY_RECHECK_SECONDS = 1.0
 
 
 @dataclass(slots=True)
@@ -125,6 +126,9 @@ class GatewayService:
         self.engine = runtime.engine_for(self.settings.workspace)
         self.auth_failures = AuthFailureLimiter(self.settings.auth_failure_events_per_minute)
         self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-gateway-record")
+        self._policy_version, self._policy_read_at = "", -1e9
+        self._resolved: dict[tuple[str, str, str], list[str]] = {}
+        """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""
 
     # --- gates --------------------------------------------------------------------------------
 
@@ -144,6 +148,19 @@ class GatewayService:
         """Model ids for the `model` field: an id, alias or chain, or a bare name of a known model."""
         if not isinstance(asked, str) or not asked.strip():
             raise GatewayRequestError("`model` must be a non-empty string naming a model, alias or chain")
+        clock = time.monotonic()
+        if clock - self._policy_read_at > POLICY_RECHECK_SECONDS:  # routing.yaml is re-read at most this often
+            self._policy_version, self._policy_read_at = self.engine.policy.version, clock
+        cache_key = (asked, shape.natural_provider, self._policy_version)
+        found = self._resolved.get(cache_key)
+        if found is None:
+            found = self._resolve(asked, shape)
+            if len(self._resolved) >= 4096:
+                self._resolved.clear()
+            self._resolved[cache_key] = found
+        return list(found)
+
+    def _resolve(self, asked: str, shape: InboundShape) -> list[str]:
         try:
             return self.engine.expand(asked)
         except AliasCycleError as error:
