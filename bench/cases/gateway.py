@@ -160,7 +160,7 @@ async def _first_byte(client: httpx.AsyncClient, base: str, headers: dict[str, s
 async def _sequential(ways: dict[str, tuple[str, dict[str, str]]], rounds: int, block: int,
                       measure: Callable[[str, dict[str, str]], Awaitable[float]]) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in ways}
-    for name, (base, headers) in ways.items():
+    for base, headers in ways.values():
         for _ in range(5):
             await measure(base, headers)
     for _ in range(rounds):
@@ -251,7 +251,8 @@ def main() -> None:
     for figure in figures:
         verdict = {True: "met", False: "MISSED", None: ""}[figure.passed]
         ratio = f"  ({figure.ratio:.2f}x)" if figure.ratio is not None and not figure.is_floor else ""
-        print(f"{figure.row:<58} {figure.impl:<20} {figure.value:10.2f} {figure.unit:<6}{ratio} {verdict} {figure.note}")
+        print(f"{figure.row:<58} {figure.impl:<20} {figure.value:10.2f} {figure.unit:<6}{ratio} {verdict} "
+              f"{figure.note}")
 
 
 if __name__ == "__main__":
