@@ -165,12 +165,12 @@ class GatewayApp:
         return error_response(shape, failure.status, failure.kind, failure.message, failure.retry_after)
 
     def finish(self, record: CallRecord, final: Message, subjects: list[Subject]) -> None:
-        completed = record.completed(final)
         usage = final.metadata.usage
+        alerts = []
         if usage is not None:
             tokens = usage.total_input_tokens + usage.output_tokens
-            self.service.quotas.charge(subjects, usage.cost_usd, tokens, session_id=record.session_id,
-                                       parent=completed)
+            alerts = self.service.quotas.charge(subjects, usage.cost_usd, tokens)
+        record.completed(final, alerts)
 
     async def stream(self, shape: InboundShape, record: CallRecord, members: list[str],
                      subjects: list[Subject]) -> Response:

@@ -3,7 +3,8 @@
 `admit` runs before any upstream call: a spent budget or a full minute refuses the request with
 GatewayQuotaError (Retry-After = seconds to the window's end) and one gateway.quota_exceeded per
 subject and window per process. `charge` runs after the call: the call is finished and paid for
-even if it crosses the budget, and quota.alert fires once per window at 50, 80 and 100 %.
+even if it crosses the budget, and quota.alert fires once per window at 50, 80 and 100 % (the
+caller records it under the call's llm.call_completed).
 Counters move by single atomic statements in the key store, so several workers share them.
 """
 
@@ -17,7 +18,7 @@ from typing import Any
 
 from metis_core.errors import GatewayQuotaError
 from metis_core.events.bus import EventBus
-from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope
 
 ALERT_THRESHOLDS = (50, 80, 100)
@@ -123,13 +124,12 @@ class QuotaGate:
 
     # --- after the call -----------------------------------------------------------------------
 
-    def charge(
-        self, subjects: list[Subject], cost: Decimal | None, tokens: int, *,
-        session_id: str = SYSTEM_SESSION_ID, parent: Event | None = None,
-    ) -> None:
-        """Count the call's tokens and spend against every subject; alert on crossed thresholds."""
+    def charge(self, subjects: list[Subject], cost: Decimal | None, tokens: int) -> list[dict[str, Any]]:
+        """Count the call's tokens and spend against every subject, now (the next request must see
+        them); return the quota.alert payloads of thresholds this call crossed, for the record."""
         now = datetime.now(UTC)
         minute = int(time.time() // 60)
+        alerts: list[dict[str, Any]] = []
         for subject in subjects:
             if subject.tpm is not None and tokens:
                 self.store.add_tokens(subject.scope, subject.subject_id, minute, tokens)
@@ -144,11 +144,12 @@ class QuotaGate:
             for threshold in ALERT_THRESHOLDS:
                 if percent >= threshold and self.store.claim_alert(subject.scope, subject.subject_id, window,
                                                                    threshold):
-                    self.bus.emit_new("quota.alert", {
+                    alerts.append({
                         "scope": subject.scope, "subject_id": subject.subject_id,
                         "cap_type": _CAP_TYPES[subject.budget_period], "threshold_percent": threshold,
                         "cap_usd": subject.budget_usd, "spent_usd": total, "window_start": start, "window_end": end,
-                    }, session_id=session_id, parent=parent, actor=Actor.SYSTEM)  # fmt: skip
+                    })  # fmt: skip
+        return alerts
 
 
 def _who(subject: Subject) -> str:
