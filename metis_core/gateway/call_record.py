@@ -188,9 +188,10 @@ class CallRecord:
                 message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
         messages = [*self.request.messages, *([final] if final is not None else [])]
         try:
-            store.create_session(f"gateway:{self.key.id}", active_model=self.model or None,
-                                 session_id=self.session_id, title=f"gateway {self.shape} {self.asked_model}")
-            store.append_messages(messages)
-            store.update_session(self.session_id, tool_id_map=self.request.tool_ids.to_dict())
+            store.store_conversation(f"gateway:{self.key.id}", self.session_id, messages,
+                                     active_model=self.model or None, title=f"gateway {self.shape} {self.asked_model}")
+            tool_map = self.request.tool_ids.to_dict()
+            if tool_map:
+                store.update_session(self.session_id, tool_id_map=tool_map)
         except MetisError as error:  # the answer has left; the record must not take the server down
             log.warning("gateway call %s not stored: %s", self.session_id, error)
