@@ -19,9 +19,11 @@ from typing import Any
 from metis_core.errors import GatewayQuotaError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
-from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope
+from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope, SubjectLimits
 
 ALERT_THRESHOLDS = (50, 80, 100)
+LIMITS_CACHE_SECONDS = 1.0
+"""A change made by `metis gateway limits set` reaches running gateways within this."""
 _CAP_TYPES = {"day": "daily", "month": "monthly", "total": "total"}
 _FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
 
@@ -54,15 +56,28 @@ class QuotaGate:
     def __init__(self, store: GatewayKeyStore, bus: EventBus) -> None:
         self.store = store
         self.bus = bus
+        self._limits_read: dict[tuple[str, str], tuple[float, SubjectLimits | None]] = {}
         self._reported: set[tuple[str, str, str, int]] = set()
         """(scope, subject, cap type, window start) already reported as exceeded by this process."""
+
+    def _limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
+        """A user's or team's limits, read from the store at most once a second per subject."""
+        clock = time.monotonic()
+        cached = self._limits_read.get((scope, subject_id))
+        if cached is not None and clock - cached[0] < LIMITS_CACHE_SECONDS:
+            return cached[1]
+        found = self.store.limits(scope, subject_id)
+        if len(self._limits_read) >= 10_000:
+            self._limits_read.clear()
+        self._limits_read[(scope, subject_id)] = (clock, found)
+        return found
 
     def subjects(self, key: GatewayKeyRecord) -> list[Subject]:
         found = [Subject("gateway_key", key.id, key.budget_usd, key.budget_period, key.rpm, key.tpm)]
         for scope, subject_id in (("user", key.user_id), ("team", key.team_id)):
             if subject_id is None:
                 continue
-            limits = self.store.limits(scope, subject_id)  # type: ignore[arg-type]
+            limits = self._limits(scope, subject_id)  # type: ignore[arg-type]
             if limits is not None:
                 found.append(Subject(limits.scope, subject_id, limits.budget_usd, limits.budget_period,
                                      limits.rpm, limits.tpm))
