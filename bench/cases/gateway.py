@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -41,6 +42,8 @@ MODEL = "claude-haiku-4-5"
 REQUEST = {"model": MODEL, "max_tokens": 256, "system": "You are terse.",
            "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}
 P50_TARGET_MS = 1.0
+LITELLM_KEY = "sk-" + secrets.token_hex(32)
+"""The proxy refuses to start without a master key; a random one for this run's local server."""
 
 
 def _free_port() -> int:
@@ -130,10 +133,11 @@ def _targets(upstream: str, python: str) -> Iterator[tuple[dict[str, tuple[str, 
                 "model_list:\n  - model_name: " + MODEL + "\n    litellm_params:\n      model: anthropic/" + MODEL
                 + "\n      api_base: " + upstream + "\n      api_key: bench\n"
                 "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
+                "general_settings:\n  master_key: " + LITELLM_KEY + "\n"
             )
             stack.enter_context(_process([litellm, "--config", str(config), "--host", "127.0.0.1", "--port",
                                           str(port), "--num_workers", "1"], base_env, f"http://127.0.0.1:{port}"))
-            ways[LITELLM] = (f"http://127.0.0.1:{port}", {"authorization": "Bearer bench"})
+            ways[LITELLM] = (f"http://127.0.0.1:{port}", {"authorization": f"Bearer {LITELLM_KEY}"})
         yield ways, missing
     shutil.rmtree(home, ignore_errors=True)
 
