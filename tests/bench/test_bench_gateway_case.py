@@ -11,9 +11,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from bench.cases.gateway import DIRECT, FLOOR_NAME, LITELLM, REQUEST, _figures  # noqa: E402
-from bench.figures import METIS  # noqa: E402
-from bench.server import serve_in_thread  # noqa: E402
+from bench.cases.gateway import DIRECT, FLOOR_NAME, LITELLM, REQUEST, _figures
+from bench.figures import METIS
+from bench.server import serve_in_thread
 
 
 async def test_the_floor_forwards_the_upstreams_bytes_unchanged(monkeypatch: pytest.MonkeyPatch) -> None:
