@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from decimal import Decimal
+from pathlib import Path
 
 import anthropic
 import openai
@@ -64,3 +65,39 @@ def test_cost_by_key_user_and_team_counts_only_calls_the_gateway_made(
                                                       .output)["user"]}
     assert by_user[user]["calls"] == 2 and by_user["-"]["calls"] == 1
     assert CliRunner().invoke(app, ["cost", "--by", "nonsense"]).exit_code != 0
+
+
+def test_a_fallback_chain_answers_from_the_next_member_and_records_both_attempts(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, Reply.recording("anthropic", "error__529_overloaded_error.json", 529))
+    gateway.upstream.script(OPENAI, Reply.recording("openai_chat", "response__text.json"))
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    answer = client.messages.create(model="anthropic:claude-haiku-4-5,openai:gpt-4o", max_tokens=20,
+                                    messages=[{"role": "user", "content": "hi"}])
+    assert answer.content[0].text.startswith("I'm unable")  # type: ignore[union-attr]
+    [failed] = gateway.of_type("llm.call_failed")
+    [completed] = gateway.of_type("llm.call_completed")
+    assert failed.payload["model"] == "anthropic:claude-haiku-4-5" and failed.payload["error_class"] == "server_error"
+    assert completed.payload["model"] == "openai:gpt-4o" and completed.payload["inbound_shape"] == "anthropic"
+
+
+async def test_the_serve_factory_builds_a_ready_app(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import httpx
+
+    from metis_core.gateway.serve import build_app
+
+    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv("METIS_GATEWAY_MAX_BODY_BYTES", "1000")
+    app = build_app()
+    service = app.state.service
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://gw") as client:
+            assert (await client.get("/readyz")).json() == {"status": "ready"}
+            assert (await client.get("/healthz")).status_code == 200
+            assert (await client.get("/v1/models")).status_code == 401
+            too_big = await client.post("/v1/messages", content=b"x" * 2000, headers={"x-api-key": "mk_x"})
+            assert too_big.status_code == 401  # the key is checked before the body is read
+        assert service.settings.max_body_bytes == 1000
+    finally:
+        service.close()
