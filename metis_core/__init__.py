@@ -47,6 +47,15 @@ _EXPORTS: dict[str, str] = {
     "system_message": "metis_core.messages",
     "tool_result_message": "metis_core.messages",
     "check_tool_schema": "metis_core.messages.tool_schema",
+    "normalize_schema": "metis_core.messages.schema_normalize",
+    "NormalizedSchema": "metis_core.messages.schema_normalize",
+    "SchemaChange": "metis_core.messages.schema_normalize",
+    "tool": "metis_core.agent.tools.python_tool",
+    "PythonTool": "metis_core.agent.tools.python_tool",
+    "load_tool_module": "metis_core.agent.tools.python_tool",
+    "ToolContext": "metis_core.agent.tools.base",
+    "ToolOutcome": "metis_core.agent.tools.base",
+    "ToolRegistry": "metis_core.agent.tools.registry",
     "validate_tool_input": "metis_core.messages.tool_input",
     "tool_input_violations": "metis_core.messages.tool_input",
     "new_ulid": "metis_core.ids",
@@ -161,6 +170,8 @@ _EXPORTS: dict[str, str] = {
     "SessionExistsError": "metis_core.errors",
     "ToolError": "metis_core.errors",
     "PathEscapeError": "metis_core.errors",
+    "ToolModuleError": "metis_core.errors",
+    "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
     "GatewayError": "metis_core.errors",
@@ -171,6 +182,16 @@ _EXPORTS: dict[str, str] = {
     "GatewayUnknownModelError": "metis_core.errors",
     "GatewayQuotaError": "metis_core.errors",
     "GatewayKeyError": "metis_core.errors",
+    "CassetteError": "metis_core.errors",
+    "CassetteFormatError": "metis_core.errors",
+    "CassetteMissError": "metis_core.errors",
+    "ReplayError": "metis_core.errors",
+    "Cassette": "metis_core.cassettes.cassette",
+    "Scrubber": "metis_core.cassettes.scrub",
+    "replay_session": "metis_core.replay.session_replay",
+    "ReplayReport": "metis_core.replay.session_replay",
+    "replay_sessions": "metis_core.replay.batch",
+    "BatchReport": "metis_core.replay.batch",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -225,6 +246,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         tool_result_message,
     )
     from metis_core.messages.tool_schema import check_tool_schema
+    from metis_core.messages.schema_normalize import normalize_schema, NormalizedSchema, SchemaChange
+    from metis_core.agent.tools.python_tool import tool, PythonTool, load_tool_module
+    from metis_core.agent.tools.base import ToolContext, ToolOutcome
+    from metis_core.agent.tools.registry import ToolRegistry
     from metis_core.messages.tool_input import validate_tool_input, tool_input_violations
     from metis_core.ids import new_ulid, new_tool_use_id, new_session_id
     from metis_core.hashing import json_hash, canonical_json
@@ -311,6 +336,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SessionExistsError,
         ToolError,
         PathEscapeError,
+        ToolModuleError,
+        InvalidToolPathError,
         RoutingPolicyError,
         GatewayError,
         GatewayRequestError,
@@ -321,4 +348,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         GatewayQuotaError,
         GatewayKeyError,
         ExportError,
+        CassetteError,
+        CassetteFormatError,
+        CassetteMissError,
+        ReplayError,
     )
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import Scrubber
+    from metis_core.replay.session_replay import replay_session, ReplayReport
+    from metis_core.replay.batch import replay_sessions, BatchReport

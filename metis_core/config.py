@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
-from metis_core.field_defaults import empty_dict
+from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.yaml_text import read_yaml_file
 
 CONFIG_FILE_NAME = "config.yaml"
@@ -120,6 +120,8 @@ class MetisConfig(BaseModel):
     """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
     aliases: dict[str, str] = Field(default_factory=empty_dict)
     chains: dict[str, list[str]] = Field(default_factory=empty_dict)
+    tool_modules: list[Path] = Field(default_factory=empty_list)
+    """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
 

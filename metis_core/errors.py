@@ -2,7 +2,9 @@
 
 Every class is named for what happened and carries the fields a caller needs to react
 (provider, HTTP status, retry_after ...). Messages say what to do next. No exception here
-ever holds an API key: provider errors are built from response bodies and status codes only.
+ever holds an API key: provider errors are built from response bodies and status codes only,
+and `ProviderError` scrubs every known key value and key shape from what it carries (a body may
+echo the key it was sent), so `str`, `repr` and `.detail` are clean.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.events.envelope import Event
@@ -169,6 +173,9 @@ class ProviderError(MetisError):
         provider_code: str | None = None,
         retry_count: int = 0,
     ) -> None:
+        message = scrub_secrets(str(message))  # the one place a response body enters an exception
+        provider_code = scrub_secrets(str(provider_code)) if provider_code else None
+        request_id = scrub_secrets(str(request_id)) if request_id else None
         self.provider = provider
         self.status = status
         self.request_id = request_id
@@ -325,6 +332,41 @@ class ExportError(MetisError):
     """A trace export could not be written; the message names the target and what to check."""
 
 
+# --- record and replay ---------------------------------------------------------------------
+
+
+class CassetteError(MetisError):
+    """Base for record/replay failures: a cassette that cannot be read or does not hold a call."""
+
+
+class CassetteFormatError(CassetteError):
+    """A cassette file is missing, not a metis cassette, or has a malformed line (named)."""
+
+
+class CassetteMissError(CassetteError):
+    """A replayed request has no recording; says which recorded request is closest and what differs."""
+
+    def __init__(self, path: str, model: str, differences: Sequence[str], closest_index: int | None) -> None:
+        self.path = path
+        self.model = model
+        self.differences = list(differences)
+        self.closest_index = closest_index
+        if closest_index is None:
+            detail = "the cassette holds no calls"
+        else:
+            lines = "\n".join(f"  - {d}" for d in self.differences) or "  - (identical request, already used up)"
+            detail = f"closest recorded request is call #{closest_index}; it differs by:\n{lines}"
+        super().__init__(
+            f"no recording in {path} for this {model} request; {detail}\n"
+            "re-record the cassette (pytest --metis-record, metis run --record, or ModelClient(record=...)) "
+            "if the change is intended"
+        )
+
+
+class ReplayError(MetisError):
+    """A stored session cannot be replayed as asked (no user turns, a bad --turns range, no sessions match)."""
+
+
 # --- tools and the agent loop --------------------------------------------------------------
 
 
@@ -334,6 +376,18 @@ class ToolError(MetisError):
 
 class PathEscapeError(ToolError):
     """A path resolves outside the session's workspace (through `..` or a symlink)."""
+
+
+class ToolModuleError(ToolError):
+    """A module of Python tools (`--tools-from`, `tools:` in config) could not be loaded."""
+
+    def __init__(self, path: str, problem: str) -> None:
+        self.path = path
+        super().__init__(f"cannot load tools from {path}: {problem}")
+
+
+class InvalidToolPathError(ToolError):
+    """A tool was given a path no file can have (a NUL byte in it)."""
 
 
 class RoutingPolicyError(MetisError):

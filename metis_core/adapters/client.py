@@ -4,14 +4,16 @@ Resolves the adapter from the model id's provider, checks the history fits the m
 capabilities before any HTTP call, builds the wire request, adds the API key to the headers at
 send time only, retries transient failures, and parses the response or translates the stream.
 It does not route, fall back to other models or persist anything, and it does not resolve
-`file_ref` images (the agent reads the workspace and inlines them before calling).
+`file_ref` images (the agent reads the workspace and inlines them before calling). With a
+cassette (`record=` / `replay=`) every call goes through the cassette transport instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlencode
 
 import orjson
@@ -20,6 +22,7 @@ from pydantic import SecretStr
 from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
+from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
 from metis_core.adapters.registry import adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
@@ -27,6 +30,7 @@ from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, Too
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import check_fits
 from metis_core.models.model_id import parse_model_id
+from metis_core.secret_scrub import remember_secret
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
@@ -35,6 +39,8 @@ from metis_core.transport.wire import WireChunk, WireResponse
 if TYPE_CHECKING:
     import httpx
 
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
@@ -43,20 +49,22 @@ if TYPE_CHECKING:
 class _PreparedCall:
     """Everything a call needs once translated: the adapter, the wire request and its body."""
 
-    __slots__ = ("adapter", "body", "context", "request", "url")
+    __slots__ = ("adapter", "body", "canonical", "context", "request", "url")
 
-    def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext) -> None:
+    def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext,
+                 canonical: dict[str, Any] | None = None) -> None:
         self.adapter = adapter
         self.request = request
         self.url = url
         self.body = body
         self.context = context
+        self.canonical = canonical
 
 
 def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
     """Feed an event the body ended without terminating: if it does not parse, the body was cut off."""
     try:
-        return translator.feed(chunk)
+        return feed_checked(translator, chunk, provider)
     except MalformedResponseError:
         raise TruncatedStreamError(
             "the stream ended in the middle of an event (body cut off); "
@@ -71,6 +79,8 @@ class ModelClient:
     Explicit `base_urls` / `api_keys` (by provider key) win over the configuration
     (`load_config()`: environment, then config file, then built-in defaults). `prices="default"`
     prices usage with the built-in table plus config overrides; `prices=None` leaves costs None.
+    `record="calls.jsonl"` writes every call to a cassette, `replay="calls.jsonl"` serves calls from
+    one without any network (docs/record-replay.md); `scrub_fields` adds JSON field names to blank.
     """
 
     def __init__(
@@ -85,12 +95,25 @@ class ModelClient:
         registry: ModelRegistry | None = None,
         config: MetisConfig | None = None,
         timeout: TimeoutArg = None,
+        record: str | Path | None = None,
+        replay: str | Path | None = None,
+        cassette: Cassette | None = None,
+        scrub_fields: Sequence[str] = (),
     ) -> None:
         self._transport = HttpTransport(http_client, async_http_client, timeout=timeout)
+        self._cassette = _open_cassette(record, replay, cassette, scrub_fields)
+        self._cassette_transport: CassetteTransport | None = None
+        if self._cassette is not None:
+            from metis_core.cassettes.transport import CassetteTransport
+
+            self._cassette_transport = CassetteTransport(self._transport, self._cassette)
         self._base_urls = {k: v.rstrip("/") for k, v in (base_urls or {}).items()}
         self._api_keys = {k: v if isinstance(v, SecretStr) else SecretStr(v) for k, v in (api_keys or {}).items()}
         self._prices = prices
         self.retry = retry or RetryPolicy()
+        if self._cassette is not None and not self._cassette.recording:
+            # a replayed 429 is retried as recorded, without waiting out its retry-after again
+            self.retry = dataclasses.replace(self.retry, sleep=_no_wait, async_sleep=_ano_wait)
         self._registry = registry
         self._config = config
         self._adapters: dict[str, Adapter] = {}
@@ -98,6 +121,17 @@ class ModelClient:
     def __repr__(self) -> str:
         providers = sorted(set(self._base_urls) | set(self._api_keys))
         return f"ModelClient(configured_providers={providers})"
+
+    @property
+    def cassette(self) -> Cassette | None:
+        """The cassette calls are recorded to or replayed from, if any."""
+        return self._cassette
+
+    def _wire(self, call: _PreparedCall) -> HttpTransport | CassetteCall:
+        """The transport this call goes through: the HTTP transport, or the cassette bound to its request."""
+        if self._cassette_transport is None or call.canonical is None:
+            return self._transport
+        return self._cassette_transport.bind(call.canonical)
 
     # --- resolution ------------------------------------------------------------------------
 
@@ -137,9 +171,19 @@ class ModelClient:
 
     def _auth_headers(self, provider: str, adapter: Adapter) -> dict[str, str]:
         """Key and configured extra headers, revealed here only, right before sending."""
+        if self._cassette is not None and not self._cassette.recording:
+            return {}  # a replay sends nothing: it needs no key, so tests run where there is none
         key = self._api_keys.get(provider) or self.config.require_api_key(provider)
         headers = self.config.extra_headers(provider)
-        headers.update(adapter.auth_headers(key.get_secret_value() if key is not None else None))
+        for value in headers.values():  # configured headers may hold gateway keys
+            remember_secret(value)
+        revealed = key.get_secret_value() if key is not None else None
+        remember_secret(revealed)  # a body echoing it is scrubbed out of every ProviderError
+        headers.update(adapter.auth_headers(revealed))
+        if self._cassette is not None and self._cassette.recording:
+            scrubber = self._cassette.scrubber
+            secrets = [v for k, v in headers.items() if scrubber.header_is_secret(k)]
+            self._cassette.add_known_secrets(secrets + ([revealed] if revealed is not None else []))
         return headers
 
     # --- preparing a call --------------------------------------------------------------------
@@ -181,7 +225,12 @@ class ModelClient:
         context = RequestContext(
             model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices
         )
-        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context)
+        canonical = None
+        if self._cassette is not None:
+            from metis_core.cassettes.canonical import canonical_request, options_json
+
+            canonical = canonical_request(model_id, history, tool_list, options_json(options))
+        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical)
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
         auth = self._auth_headers(call.adapter.provider, call.adapter)
@@ -190,7 +239,7 @@ class ModelClient:
     @staticmethod
     def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
         if not 200 <= response.status < 300:
-            raise call.adapter.classify_error(response)
+            raise classify_checked(call.adapter, response)
 
     # --- non-streaming -----------------------------------------------------------------------
 
@@ -212,9 +261,9 @@ class ModelClient:
         provider = call.adapter.provider
 
         def attempt() -> Message:
-            response = self._transport.send(call.request.method, call.url, call.body, headers, provider=provider)
+            response = self._wire(call).send(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
-            return call.adapter.from_wire_response(response, call.context)
+            return parse_response_checked(call.adapter, response, call.context)
 
         return self.retry.call(attempt)
 
@@ -235,9 +284,10 @@ class ModelClient:
         provider = call.adapter.provider
 
         async def attempt() -> Message:
-            response = await self._transport.asend(call.request.method, call.url, call.body, headers, provider=provider)
+            wire = self._wire(call)
+            response = await wire.asend(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
-            return call.adapter.from_wire_response(response, call.context)
+            return parse_response_checked(call.adapter, response, call.context)
 
         return await self.retry.acall(attempt)
 
@@ -281,25 +331,26 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> Iterator[StreamEvent]:
         adapter = call.adapter
-        with self._transport.stream(
+        provider = adapter.provider
+        with self._wire(call).stream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
-                raise adapter.classify_error(wire.read())
+                raise classify_checked(adapter, wire.read())
             decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
             translator = adapter.stream_translator(call.context)
             try:
                 for raw in wire.iter_raw():
                     for chunk in decoder.feed(raw):
-                        yield from gate.push(translator.feed(chunk))
+                        yield from gate.push(feed_checked(translator, chunk, provider))
                 for chunk in decoder.finish():
                     yield from gate.push(_feed_last(translator, chunk, adapter.provider))
             except ProviderError as error:
                 if not gate.open:
                     raise
-                yield from annotate_failure(translator.finish(), error)
+                yield from annotate_failure(finish_checked(translator, provider), error)
                 return
-            yield from gate.push(translator.finish())
+            yield from gate.push(finish_checked(translator, provider))
             yield from gate.close()
 
     async def astream(
@@ -334,17 +385,18 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> AsyncIterator[StreamEvent]:
         adapter = call.adapter
-        async with self._transport.astream(
+        provider = adapter.provider
+        async with self._wire(call).astream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
-                raise adapter.classify_error(await wire.read())
+                raise classify_checked(adapter, await wire.read())
             decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
             translator = adapter.stream_translator(call.context)
             try:
                 async for raw in wire.aiter_raw():
                     for chunk in decoder.feed(raw):
-                        for event in gate.push(translator.feed(chunk)):
+                        for event in gate.push(feed_checked(translator, chunk, provider)):
                             yield event
                 for chunk in decoder.finish():
                     for event in gate.push(_feed_last(translator, chunk, adapter.provider)):
@@ -352,10 +404,10 @@ class ModelClient:
             except ProviderError as error:
                 if not gate.open:
                     raise
-                for event in annotate_failure(translator.finish(), error):
+                for event in annotate_failure(finish_checked(translator, provider), error):
                     yield event
                 return
-            for event in [*gate.push(translator.finish()), *gate.close()]:
+            for event in [*gate.push(finish_checked(translator, provider)), *gate.close()]:
                 yield event
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -377,3 +429,32 @@ class ModelClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _no_wait(seconds: float) -> None:
+    del seconds
+
+
+async def _ano_wait(seconds: float) -> None:
+    del seconds
+
+
+def _open_cassette(record: str | Path | None, replay: str | Path | None, cassette: Cassette | None,
+                   scrub_fields: Sequence[str]) -> Cassette | None:
+    chosen = [name for name, value in (("record", record), ("replay", replay), ("cassette", cassette))
+              if value is not None]
+    if len(chosen) > 1:
+        raise ValueError(f"pass one of record=, replay= or cassette=, not {' and '.join(chosen)}")
+    if cassette is not None:
+        return cassette
+    if record is None and replay is None:
+        return None
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import DEFAULT_FIELDS, Scrubber
+
+    scrubber = Scrubber(fields=(*DEFAULT_FIELDS, *scrub_fields))
+    if record is not None:
+        return Cassette(record, "record", scrubber=scrubber)
+    if replay is not None:
+        return Cassette(replay, "replay", scrubber=scrubber)
+    return None

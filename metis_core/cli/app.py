@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from metis_core.cli import admin, cost, gateway, models, sessions, trace
+from metis_core.cli import admin, cassette_flags, cost, gateway, models, replay, sessions, trace
 from metis_core.cli import chat as chat_module
 from metis_core.cli import run as run_module
 from metis_core.cli.demo.tour import run_demo
@@ -34,6 +34,9 @@ SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Cont
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation.")]
 WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
                                                file_okay=False, exists=True)]
+ToolsFromOption = Annotated[list[Path] | None, typer.Option(
+    "--tools-from", metavar="FILE", dir_okay=False,
+    help="Offer the @tool functions of this Python file too (repeatable).")]
 
 
 @app.command("chat")
@@ -46,9 +49,14 @@ def chat(
     confirm_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an unanswered confirmation "
                                                                "is denied.")] = 300.0,
     thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
-    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking)
+    cassette_flags.use_cassette(record, replay)
+    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking,
+                     tool_modules=tools_from or [])
 
 
 @app.command("run")
@@ -62,9 +70,14 @@ def run(
                                                          "usage, cost.")] = False,
     attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
     workspace: WorkspaceOption = Path("."),
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
-    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace)
+    cassette_flags.use_cassette(record, replay)
+    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace,
+                          tool_modules=tools_from or [])
     if code is not ExitCode.OK:
         raise typer.Exit(int(code))
 
@@ -87,6 +100,7 @@ app.add_typer(trace.app, name="trace")
 app.command("backup")(admin.backup)
 app.command("restore")(admin.restore)
 app.add_typer(admin.audit_app, name="audit")
+app.command("replay")(replay.replay)
 app.add_typer(gateway.app, name="gateway")
 
 

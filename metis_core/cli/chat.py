@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.cli import first_run
+from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
@@ -129,10 +131,10 @@ class ChatLoop:
 
 
 def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, confirm_timeout: float,
-         show_thinking: bool = True) -> None:
+         show_thinking: bool = True, tool_modules: Sequence[Path] = ()) -> None:
     config = load_cli_config()
     terminal = Terminal.open(config)
-    if model is None and session_id is None and not first_run.has_any_provider(config):
+    if model is None and session_id is None and not first_run.has_any_provider(config) and not replaying():
         choice = first_run.guide(terminal, config)
         if choice is None:
             run_demo(terminal)
@@ -144,7 +146,7 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
-    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
+    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
     runtime.tools = shown_tools(runtime.tools, printer)
     try:
         if model is not None:

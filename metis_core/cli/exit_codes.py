@@ -18,6 +18,7 @@ from metis_core.errors import (
     ProviderError,
     RoutingPolicyError,
     StoreError,
+    ToolModuleError,
     UnknownModelError,
 )
 from metis_core.routing.engine import NoRoutableModelError
@@ -45,7 +46,7 @@ class ExitCode(IntEnum):
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.CANCELLED
-    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError):
+    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError | ToolModuleError):
         return ExitCode.USAGE
     if isinstance(error, ConfigError | RoutingPolicyError):
         return ExitCode.CONFIGURATION
