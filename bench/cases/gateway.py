@@ -42,6 +42,8 @@ MODEL = "claude-haiku-4-5"
 REQUEST = {"model": MODEL, "max_tokens": 256, "system": "You are terse.",
            "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}
 P50_TARGET_MS = 1.0
+SEQUENTIAL_BUDGET_S = 20.0
+"""Seconds of sequential calls (or streams) per implementation before a slow one stops."""
 LITELLM_KEY = "sk-" + secrets.token_hex(32)
 """The proxy refuses to start without a master key; a random one for this run's local server."""
 
@@ -164,13 +166,18 @@ async def _first_byte(client: httpx.AsyncClient, base: str, headers: dict[str, s
 async def _sequential(ways: dict[str, tuple[str, dict[str, str]]], rounds: int, block: int,
                       measure: Callable[[str, dict[str, str]], Awaitable[float]]) -> dict[str, list[float]]:
     samples: dict[str, list[float]] = {name: [] for name in ways}
+    spent = dict.fromkeys(ways, 0.0)
     for base, headers in ways.values():
         for _ in range(5):
             await measure(base, headers)
     for _ in range(rounds):
         for name, (base, headers) in ways.items():
+            if spent[name] > SEQUENTIAL_BUDGET_S:
+                continue  # a slow peer stops early (it has at least one block)
+            start = time.perf_counter()
             for _ in range(block):
                 samples[name].append(await measure(base, headers))
+            spent[name] += time.perf_counter() - start
     return samples
 
 
