@@ -181,19 +181,25 @@ async def _sequential(ways: dict[str, tuple[str, dict[str, str]]], rounds: int, 
     return samples
 
 
-async def _throughput(client: httpx.AsyncClient, base: str, headers: dict[str, str], seconds: float) -> float:
-    done = 0
+async def _throughput(client: httpx.AsyncClient, base: str, headers: dict[str, str],
+                      seconds: float) -> tuple[float, int]:
+    """(answered requests per second, failed requests) with CONCURRENCY clients for `seconds`."""
+    done = failed = 0
     stop = time.perf_counter() + seconds
 
     async def worker() -> None:
-        nonlocal done
+        nonlocal done, failed
         while time.perf_counter() < stop:
-            await _call(client, base, headers)
+            try:
+                await _call(client, base, headers)
+            except (httpx.HTTPError, RuntimeError):
+                failed += 1  # counted, and the rate counts answers only
+                continue
             done += 1
 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return done / (time.perf_counter() - start)
+    return done / (time.perf_counter() - start), failed
 
 
 async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool) -> dict[str, Any]:
@@ -209,9 +215,12 @@ async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool) -> 
         calls = await _sequential(ways, rounds, block, timed_call)
         firsts = await _sequential(ways, rounds, block, lambda b, h: _first_byte(client, b, h))
         seconds = 2.0 if quick else THROUGHPUT_SECONDS
-        rates = {name: await _throughput(client, base, headers, seconds) for name, (base, headers) in ways.items()
-                 if name != DIRECT}
-    return {"calls": calls, "firsts": firsts, "rates": rates}
+        rates: dict[str, float] = {}
+        failures: dict[str, int] = {}
+        for name, (base, headers) in ways.items():
+            if name != DIRECT:
+                rates[name], failures[name] = await _throughput(client, base, headers, seconds)
+    return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures}
 
 
 def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
@@ -234,9 +243,11 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
                               is_floor=name == FLOOR_NAME, note=f"direct {direct_ttfb * 1e3:.2f} ms"))
     floor_rate = rates[FLOOR_NAME]
     for name, rate in rates.items():
+        failed = result.get("failures", {}).get(name, 0)
         figures.append(Figure(CASE, f"requests per second, {CONCURRENCY} concurrent clients", name, rate, "req/s",
                               1, floor=floor_rate, is_floor=name == FLOOR_NAME, higher_is_better=True,
-                              target=Target("ratio_min", 0.5) if name == METIS else None))
+                              target=Target("ratio_min", 0.5) if name == METIS else None,
+                              note=f"{failed} failed requests" if failed else ""))
     if LITELLM in rates:
         figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
                               rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,
