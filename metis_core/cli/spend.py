@@ -46,10 +46,16 @@ class SpendRow:
 def model_calls(messages: Iterable[Message]) -> list[Message]:
     """Assistant messages that came from a model call (the ones that carry usage or a model).
 
-    Assistant messages a gateway client sent as its history (`from_client`) were no call of ours.
+    Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
+    were paid for once, by the original. So are assistant messages a gateway client sent as its
+    history (`from_client`): they were no call of ours.
     """
     return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
-            and not (m.metadata.model_extra or {}).get("from_client")]
+            and not is_copy(m) and not (m.metadata.model_extra or {}).get("from_client")]
+
+
+def is_copy(message: Message) -> bool:
+    return bool((message.metadata.model_extra or {}).get("copied_from"))
 
 
 def extra_field(message: Message, name: str) -> str:
