@@ -163,6 +163,8 @@ _EXPORTS: dict[str, str] = {
     "PathEscapeError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "McpServerError": "metis_core.errors",
+    "McpSdkMissingError": "metis_core.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -305,4 +307,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PathEscapeError,
         RoutingPolicyError,
         ExportError,
+        McpServerError,
+        McpSdkMissingError,
     )

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
+from metis_core.agent_config import AgentSections
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict
 from metis_core.yaml_text import read_yaml_file
@@ -106,7 +107,9 @@ class DefaultsConfig(BaseModel):
     """Default model id, alias or chain for new sessions."""
 
 
-class MetisConfig(BaseModel):
+class MetisConfig(AgentSections):
+    """The whole file; the agent sections (mcp_servers, delegation, memory, skills) come from AgentSections."""
+
     model_config = ConfigDict(extra="forbid")
 
     home: Path

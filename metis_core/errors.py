@@ -338,3 +338,19 @@ class PathEscapeError(ToolError):
 
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""
+
+
+class McpServerError(ToolError):
+    """An MCP server could not be started, reached or listed; `server` names it."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"MCP server {server!r}: {message}")
+
+
+class McpSdkMissingError(ConfigError):
+    """mcp_servers are configured but the `mcp` package is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__("mcp_servers are configured but the MCP SDK is not installed; "
+                         "run `pip install 'metis-core[mcp]'` or remove mcp_servers from config.yaml")

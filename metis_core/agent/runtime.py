@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextvars
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
@@ -29,6 +29,9 @@ from metis_core.routing.policy_file import PolicyLoader
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 
+if TYPE_CHECKING:
+    from metis_core.agent.mcp.hub import McpHub
+
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
 
 
@@ -45,6 +48,7 @@ class Runtime:
         approve_everything: bool = False,
         health: HealthTracker | None = None,
         configured_providers: set[str] | None = None,
+        connect_mcp: bool = True,
     ) -> None:
         """`configured_providers` overrides the key lookup (for a client built with explicit keys)."""
         self.home = home or metis_home()
@@ -64,6 +68,7 @@ class Runtime:
         self.health = health or HealthTracker(on_event=self._health_event)
         self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
         self.tools = ToolRegistry.with_builtins()
+        self.mcp = self._start_mcp() if connect_mcp and self.config.mcp_servers else None
         self.confirmer = confirmer
         self.approve_everything = approve_everything
         self.configured_providers = configured_providers
@@ -81,6 +86,14 @@ class Runtime:
         self.bus.emit_new("routing.policy_invalid", {
             "policy_path": path, "errors": errors, "using_last_known_good": using_last_known_good,
         }, session_id=self.current_session.get(), actor=Actor.SYSTEM)
+
+    def _start_mcp(self) -> McpHub:
+        from metis_core.agent.mcp.hub import McpHub
+
+        hub = McpHub(self.config.mcp_servers, log_dir=self.home / "logs")
+        hub.start()
+        hub.register_into(self.tools)
+        return hub
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
@@ -109,6 +122,8 @@ class Runtime:
     def close(self) -> None:
         if not self.bus.closed:
             self.bus.shutdown(drain=True)
+        if self.mcp is not None:
+            self.mcp.close()
         self.trace.close()
         self.store.close()
         self.client.close()
