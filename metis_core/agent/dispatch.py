@@ -9,6 +9,7 @@ its schema gets tool.input_invalid and an error result the model can correct fro
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -17,7 +18,7 @@ import orjson
 
 from metis_core.agent.confirmation import ConfirmationPolicy, ConfirmationRequest
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.tools.base import ToolContext, ToolOutcome
+from metis_core.agent.tools.base import ToolCallScope, ToolContext, ToolOutcome
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import json_hash
@@ -49,7 +50,12 @@ class ToolDispatcher:
     async def run_all(
         self, uses: list[ToolUseBlock], recorder: TurnRecorder, parent: Event | None
     ) -> list[DispatchResult]:
-        return list(await asyncio.gather(*(self.run_one(use, recorder, parent) for use in uses)))
+        results = list(await asyncio.gather(*(self.run_one(use, recorder, parent) for use in uses)))
+        # Calls finish in any order but their results are stored in call order, and a session's
+        # message ids must increase: stamp the ids now, in that order.
+        for result in results:
+            result.message = result.message.model_copy(update={"id": new_ulid()})
+        return results
 
     async def run_one(self, use: ToolUseBlock, recorder: TurnRecorder, parent: Event | None) -> DispatchResult:
         session_id = recorder.session_id
@@ -74,8 +80,9 @@ class ToolDispatcher:
             refused = await self._confirm(use, recorder, called)
             if refused is not None:
                 return self._finish(use, refused, recorder, called, started)
+        context = dataclasses.replace(self.context, call=ToolCallScope(use.id, recorder, parent))
         try:
-            outcome = await tool.run(use.input, self.context)
+            outcome = await tool.run(use.input, context)
         except asyncio.CancelledError:
             self._finish(use, ToolOutcome.failure("cancelled", "cancelled by the user"), recorder, called, started)
             raise

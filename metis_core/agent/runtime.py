@@ -69,6 +69,10 @@ class Runtime:
         self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
         self.tools = ToolRegistry.with_builtins()
         self.mcp = self._start_mcp() if connect_mcp and self.config.mcp_servers else None
+        if self.config.delegation.tiers:
+            from metis_core.agent.delegation.tool import DelegateTool
+
+            self.tools.register(DelegateTool(self))
         self.confirmer = confirmer
         self.approve_everything = approve_everything
         self.configured_providers = configured_providers

@@ -16,6 +16,7 @@ from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.tools.base import ToolContext
+from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.events.envelope import Actor
 from metis_core.hashing import sha256_hex
 from metis_core.messages import Message, Role
@@ -38,6 +39,16 @@ class Session:
     turn_count: int = 0
     opened_at: float = field(default_factory=time.monotonic)
     command_timeout_seconds: float = 30.0
+    parent_session_id: str | None = None
+    """The planner session, when this is a delegated worker session."""
+    delegate_model: str | None = None
+    """A worker's tier model (id, alias or chain); it fills the routing chain's delegate_request slot."""
+    tools: ToolRegistry | None = None
+    """The tools this session offers; None means the runtime's registry."""
+
+    @property
+    def is_worker(self) -> bool:
+        return self.parent_session_id is not None
 
     def append(self, message: Message, store: SessionStore, *, provider: str | None = None) -> None:
         """Persist one message (with its tool_call rows) and add it to the history."""
@@ -52,20 +63,27 @@ class Session:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(workspace=self.workspace, session_id=self.id,
-                           command_timeout_seconds=self.command_timeout_seconds)
+                           command_timeout_seconds=self.command_timeout_seconds, session=self)
 
 
 class SessionManager:
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
 
-    def create(self, workspace: Path, *, model: str | None = None, title: str | None = None) -> Session:
+    def create(
+        self, workspace: Path, *, model: str | None = None, title: str | None = None,
+        parent_session_id: str | None = None, delegate_model: str | None = None, tools: ToolRegistry | None = None,
+        confirmation: ConfirmationPolicy | None = None,
+    ) -> Session:
+        """A new session; a delegated worker names its planner, tier model, tools and confirmations."""
         rt = self.rt
         workspace = workspace.resolve()
         engine = rt.engine_for(workspace)
-        record = rt.store.create_session(workspace, active_model=model, title=title)
+        record = rt.store.create_session(workspace, active_model=model, title=title,
+                                         parent_session_id=parent_session_id)
         session = Session(id=record.id, workspace=workspace, engine=engine, sticky_model=model,
-                          confirmation=rt.confirmation_policy())
+                          confirmation=confirmation or rt.confirmation_policy(),
+                          parent_session_id=parent_session_id, delegate_model=delegate_model, tools=tools)
         rt.bus.emit_new("session.created", {
             "workspace_path": str(workspace), "workspace_hash": sha256_hex(str(workspace)),
             "initial_active_model": model, "routing_policy_version": engine.policy.version,
@@ -82,6 +100,7 @@ class SessionManager:
             tool_ids=ToolIdMap.from_dict(dict(record.tool_id_map)),
             sticky_model=record.active_model, confirmation=rt.confirmation_policy(),
             turn_count=sum(1 for m in history if m.role is Role.USER),
+            parent_session_id=record.parent_session_id,
         )
         rt.bus.flush()
         last = rt.trace.replay(session_id)

@@ -43,6 +43,14 @@ EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
 MAX_LLM_CALLS_PER_TURN = 25
 
 
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    """How far one turn may go: model calls, and input plus output tokens across them (None: no cap)."""
+
+    max_llm_calls: int = MAX_LLM_CALLS_PER_TURN
+    max_tokens: int | None = None
+
+
 @dataclass
 class TurnResult:
     turn_id: str
@@ -59,6 +67,9 @@ class TurnResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    pricing_version: str | None = None
+    limit_reached: str | None = None
+    """"llm_calls" or "tokens" when the turn stopped at its TurnLimits."""
 
     @property
     def answer(self) -> str:
@@ -68,8 +79,11 @@ class TurnResult:
 class _CallObserver:
     """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
 
-    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int) -> None:
+    def __init__(
+        self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int, *, is_worker: bool = False
+    ) -> None:
         self.recorder = recorder
+        self.is_worker = is_worker
         self.parent = parent
         self.estimated_tokens = estimated_tokens
         self.started: Event | None = None
@@ -83,7 +97,7 @@ class _CallObserver:
         self.started_at = time.perf_counter()
         self.started = self.recorder.emit("llm.call_started", {
             "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
-            "request_id": new_ulid(), "is_worker": False,
+            "request_id": new_ulid(), "is_worker": self.is_worker,
         }, self.parent, actor=Actor.AGENT)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
@@ -134,8 +148,10 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        limits: TurnLimits | None = None,
     ) -> TurnResult:
         rt = self.rt
+        limits = limits or TurnLimits()
         turn_id = new_ulid()
         result = TurnResult(turn_id=turn_id)
         recorder = TurnRecorder(rt.bus, session.id, turn_id)
@@ -144,7 +160,8 @@ class TurnRunner:
 
         user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
         session.append(user, rt.store)
-        tools = rt.tools.definitions()
+        registry = session.tools or rt.tools
+        tools = registry.definitions()
         needs = turn_needs(session.history, tools, session.workspace, user_text)
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
@@ -153,7 +170,8 @@ class TurnRunner:
         }, None, actor=Actor.USER)
 
         try:
-            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model,
+                                             delegate=session.delegate_model)
         except MetisError as error:  # no model can take this turn: close it on the record, then say why
             result.error = str(error)
             result.failure = error
@@ -164,14 +182,14 @@ class TurnRunner:
         del routed  # llm.call_started descends from turn.started (spec §8.1), not route.decided
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
-        dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
+        dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
         base = options or AdapterOptions(model=decision.chosen_model)
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, is_worker=session.is_worker)
                 tracker = StreamTracker()
                 final: Message | None = None
                 stream_error: StreamError | None = None
@@ -190,6 +208,7 @@ class TurnRunner:
                 result.llm_calls += observer.attempts
                 assert final is not None
                 session.append(final, rt.store, provider=final.metadata.provider)
+                tracker = StreamTracker()  # stored: a cancel during its tool calls must not store it twice
                 result.produced.append(final)
                 result.final = final
                 result.model = final.metadata.model
@@ -206,8 +225,14 @@ class TurnRunner:
                 result.stop_reason = final.metadata.stop_reason or "end_turn"
                 if not uses:
                     break
-                if result.llm_calls >= MAX_LLM_CALLS_PER_TURN:
-                    result.error = f"stopped after {MAX_LLM_CALLS_PER_TURN} model calls in one turn"
+                if limits.max_tokens is not None and result.input_tokens + result.output_tokens > limits.max_tokens:
+                    result.limit_reached = "tokens"
+                    result.error = (f"stopped after {result.input_tokens + result.output_tokens} tokens, over the "
+                                    f"turn's budget of {limits.max_tokens}")
+                    break
+                if result.llm_calls >= limits.max_llm_calls:
+                    result.limit_reached = "llm_calls"
+                    result.error = f"stopped after {limits.max_llm_calls} model calls in one turn"
                     break
                 outcomes = await dispatcher.run_all(uses, recorder, completed)
                 for outcome in outcomes:
@@ -248,6 +273,7 @@ class TurnRunner:
             result.input_tokens += usage.total_input_tokens
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
+            result.pricing_version = usage.pricing_version or result.pricing_version
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,

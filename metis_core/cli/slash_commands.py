@@ -94,7 +94,8 @@ class SlashCommands:
         runtime = self.chat.runtime
         runtime.bus.flush()
         runtime.trace.flush()
-        self.out.print(trace_tree(self.chat.session.id, runtime.trace.replay(self.chat.session.id)), soft_wrap=False)
+        self.out.print(trace_tree(self.chat.session.id, runtime.trace.replay(self.chat.session.id),
+                                  runtime.trace.replay), soft_wrap=False)
         return True
 
     def sessions(self, argument: str) -> bool:

@@ -46,7 +46,10 @@ def show(session_id: SessionArgument) -> None:
 @app.command("tree")
 @guarded
 def tree(session_id: SessionArgument) -> None:
-    Terminal.open().out.print(trace_tree(session_id, session_events(session_id)), soft_wrap=False)
+    events = session_events(session_id)
+    with trace_store() as trace:
+        tree_view = trace_tree(session_id, events, trace.replay)
+    Terminal.open().out.print(tree_view, soft_wrap=False)
 
 
 @app.command("replay")

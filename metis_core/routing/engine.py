@@ -4,8 +4,9 @@ Policies are tried in order — per-message `@model` override, sticky `/model` c
 pattern, delegate request, workspace default, global default — and every candidate is validated
 against what the turn needs (images, tools, context size, system prompt, structured output,
 health, a configured key). A rejected candidate is recorded with its validation_failure and the
-next policy tried. The pattern and delegate slots report not_applicable: metis has no pattern
-store or planner delegation yet, but the record keeps their places so the chain shape is stable.
+next policy tried. The pattern slot reports not_applicable (no pattern store yet). The
+delegate_request slot chooses only inside a delegated worker session, from the worker's tier;
+there the rule slot stands aside, so the planner's choice of tier is what decides.
 """
 
 from __future__ import annotations
@@ -157,10 +158,14 @@ class RoutingEngine:
 
     # --- the chain --------------------------------------------------------------------------
 
-    def decide(self, needs: TurnNeeds, *, override: str | None = None, sticky: str | None = None) -> RouteDecision:
+    def decide(
+        self, needs: TurnNeeds, *, override: str | None = None, sticky: str | None = None,
+        delegate: str | None = None,
+    ) -> RouteDecision:
+        """`delegate` is a worker session's tier model (id, alias or chain), None elsewhere."""
         started = time.perf_counter()
         policy = self.policy
-        rule_hit = self._matching_rule(policy, needs)
+        rule_hit = self._matching_rule(policy, needs) if delegate is None else None
         rule_model, rule_why, rule_name = (None, "", None)
         if rule_hit is not None:
             scope, rule = rule_hit
@@ -170,7 +175,7 @@ class RoutingEngine:
             ("manual_sticky", sticky, "chosen with /model", None),
             ("rule", rule_model, rule_why, rule_name),
             ("pattern", None, "", None),
-            ("delegate_request", None, "", None),
+            ("delegate_request", delegate, "the worker's delegation tier", None),
             ("workspace_default", policy.workspace.default, "workspace default", None),
             ("global_default", policy.global_.default or self.global_default, "global default", None),
         ]
@@ -181,7 +186,10 @@ class RoutingEngine:
                 chain.append(PolicyVerdict(name, "not_applicable", spec, "an earlier policy chose", slot_rule))
                 continue
             if spec is None:
-                chain.append(PolicyVerdict(name, "not_applicable", None, _not_applicable_reason(name), slot_rule))
+                reason = _not_applicable_reason(name)
+                if name == "rule" and delegate is not None:
+                    reason = "a delegated worker routes by its tier"
+                chain.append(PolicyVerdict(name, "not_applicable", None, reason, slot_rule))
                 continue
             verdict, members = self._try(name, spec, why, slot_rule, needs)
             chain.append(verdict)

@@ -164,10 +164,17 @@ def _v3_trace_bookkeeping(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE trace_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+def _v4_worker_sessions(conn: sqlite3.Connection) -> None:
+    """A delegated worker session names the planner session that started it (docs/delegation.md)."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN parent_session_id TEXT")
+    conn.execute("CREATE INDEX idx_sessions_parent ON sessions(parent_session_id)")
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
     ("trace_bookkeeping", _v3_trace_bookkeeping),
+    ("worker_sessions", _v4_worker_sessions),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
