@@ -69,6 +69,10 @@ class Runtime:
         self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
         self.tools = ToolRegistry.with_builtins()
         self.mcp = self._start_mcp() if connect_mcp and self.config.mcp_servers else None
+        if self.config.memory.enabled:
+            from metis_core.agent.memory.tool import MemoryTool
+
+            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes))
         if self.config.delegation.tiers:
             from metis_core.agent.delegation.tool import DelegateTool
 

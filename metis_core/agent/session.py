@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
+from metis_core.agent.system_prefix import build_system_prefix
 from metis_core.agent.tools.base import ToolContext
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.events.envelope import Actor
@@ -45,6 +46,12 @@ class Session:
     """A worker's tier model (id, alias or chain); it fills the routing chain's delegate_request slot."""
     tools: ToolRegistry | None = None
     """The tools this session offers; None means the runtime's registry."""
+    system_prefix: Message | None = None
+    """Memory and skills, built at create/resume and sent first on every request; never stored."""
+
+    def request_history(self) -> list[Message]:
+        """What a request carries: the stable prefix, then the stored history."""
+        return [self.system_prefix, *self.history] if self.system_prefix is not None else self.history
 
     @property
     def is_worker(self) -> bool:
@@ -84,10 +91,12 @@ class SessionManager:
         session = Session(id=record.id, workspace=workspace, engine=engine, sticky_model=model,
                           confirmation=confirmation or rt.confirmation_policy(),
                           parent_session_id=parent_session_id, delegate_model=delegate_model, tools=tools)
-        rt.bus.emit_new("session.created", {
+        created = rt.bus.emit_new("session.created", {
             "workspace_path": str(workspace), "workspace_hash": sha256_hex(str(workspace)),
             "initial_active_model": model, "routing_policy_version": engine.policy.version,
         }, session_id=session.id, actor=Actor.SYSTEM)
+        if not session.is_worker:
+            session.system_prefix = build_system_prefix(rt, session, created)
         return session
 
     def resume(self, session_id: str, *, workspace: Path | None = None) -> Session:
@@ -104,9 +113,11 @@ class SessionManager:
         )
         rt.bus.flush()
         last = rt.trace.replay(session_id)
-        rt.bus.emit_new("session.resumed", {
+        resumed = rt.bus.emit_new("session.resumed", {
             "workspace_hash": sha256_hex(str(root)), "last_event_id_at_resume": last[-1].id if last else None,
         }, session_id=session_id, actor=Actor.SYSTEM)
+        if not session.is_worker:
+            session.system_prefix = build_system_prefix(rt, session, resumed)
         totals = rt.store.session_totals(session_id)
         rt.costs.seed(session_id, totals.cost_usd)
         return session
@@ -119,8 +130,9 @@ class SessionManager:
         rt = self.rt
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
-        tools = rt.tools.definitions()
-        check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        tools = (session.tools or rt.tools).definitions()
+        history = session.request_history()
+        check_fits(history, tools, capabilities, members[0], estimate_tokens(history, tools))
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
 

@@ -162,7 +162,7 @@ class TurnRunner:
         session.append(user, rt.store)
         registry = session.tools or rt.tools
         tools = registry.definitions()
-        needs = turn_needs(session.history, tools, session.workspace, user_text)
+        needs = turn_needs(session.request_history(), tools, session.workspace, user_text)
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
             "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
@@ -193,7 +193,7 @@ class TurnRunner:
                 tracker = StreamTracker()
                 final: Message | None = None
                 stream_error: StreamError | None = None
-                history = resolve_file_refs(session.history, session.workspace)
+                history = resolve_file_refs(session.request_history(), session.workspace)
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
                     routing=decision.record, observer=observer,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from metis_core.cli.memory_command import memory_command
 from metis_core.cli.render import format_usd
 from metis_core.cli.tables import sessions_table, tools_table
 from metis_core.cli.trace_view import trace_tree
@@ -30,6 +31,7 @@ HELP = [
     ("/sessions", "recent sessions"),
     ("/resume ID", "continue another session (this one is saved)"),
     ("/attach PATH", "attach an image to your next message"),
+    ("/memory", "MEMORY.md and USER.md; /memory add [user] TEXT, /memory remove [user] N"),
     ("/help", "this list"),
     ("/exit", "save the session and leave (Ctrl-D does the same)"),
 ]
@@ -41,7 +43,7 @@ class SlashCommands:
         self.table: dict[str, Callable[[str], bool]] = {
             "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
             "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/help": self.help,
-            "/exit": self.exit, "/quit": self.exit,
+            "/exit": self.exit, "/quit": self.exit, "/memory": lambda a: memory_command(self.chat, a),
         }  # fmt: skip
 
     def handle(self, line: str) -> bool:
