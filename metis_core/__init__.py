@@ -165,6 +165,9 @@ _EXPORTS: dict[str, str] = {
     "ExportError": "metis_core.errors",
     "McpServerError": "metis_core.errors",
     "McpSdkMissingError": "metis_core.errors",
+    "MemoryEditError": "metis_core.errors",
+    "SkillFormatError": "metis_core.errors",
+    "NoModelForTierError": "metis_core.errors",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -309,4 +312,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ExportError,
         McpServerError,
         McpSdkMissingError,
+        MemoryEditError,
+        SkillFormatError,
+        NoModelForTierError,
     )

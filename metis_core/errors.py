@@ -354,3 +354,15 @@ class McpSdkMissingError(ConfigError):
     def __init__(self) -> None:
         super().__init__("mcp_servers are configured but the MCP SDK is not installed; "
                          "run `pip install 'metis-core[mcp]'` or remove mcp_servers from config.yaml")
+
+
+class MemoryEditError(ToolError):
+    """A memory change cannot be applied as asked (no or several matching entries, an entry over the cap)."""
+
+
+class SkillFormatError(ConfigError):
+    """A SKILL.md is not in the skill format; the message names the file and what is wrong."""
+
+
+class NoModelForTierError(MetisError):
+    """A delegation tier names no model that can take the worker's turn."""

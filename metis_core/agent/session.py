@@ -24,6 +24,7 @@ from metis_core.messages import Message, Role
 from metis_core.models.fit import check_fits
 
 if TYPE_CHECKING:
+    from metis_core.agent.skills.session_skills import SkillState
     from metis_core.routing.engine import RoutingEngine
     from metis_core.store.sessions import SessionStore
 
@@ -48,6 +49,8 @@ class Session:
     """The tools this session offers; None means the runtime's registry."""
     system_prefix: Message | None = None
     """Memory and skills, built at create/resume and sent first on every request; never stored."""
+    skills: SkillState | None = None
+    """The skills found for this session and those loaded into its context."""
 
     def request_history(self) -> list[Message]:
         """What a request carries: the stable prefix, then the stored history."""

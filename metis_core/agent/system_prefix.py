@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metis_core.agent.memory.files import MemoryFiles
 from metis_core.events.envelope import Event
 from metis_core.messages import Message, Role, TextBlock
 
@@ -22,16 +21,17 @@ def build_system_prefix(rt: Any, session: Session, cause: Event | None) -> Messa
 
     `cause` (session.created or session.resumed) parents the skill.loaded events of always-on skills.
     """
+    from metis_core.agent.memory.files import MemoryFiles  # on first session, not on import
+    from metis_core.agent.skills.session_skills import attach_skills
+
     sections: list[str] = []
     if rt.config.memory.enabled:
         memory = MemoryFiles(session.workspace, rt.home, rt.config.memory.max_bytes).prefix_text()
         if memory:
             sections.append(memory)
-    skills = getattr(rt, "skills_prefix", None)
-    if skills is not None:
-        text = skills(session, cause)
-        if text:
-            sections.append(text)
+    skills = attach_skills(rt, session, cause)
+    if skills:
+        sections.append(skills)
     if not sections:
         return None
     return Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text="\n\n".join(sections))])

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from metis_core.cli import admin, cost, mcp_servers, models, sessions, trace
+from metis_core.cli import admin, cost, mcp_servers, models, sessions, skills, trace
 from metis_core.cli import chat as chat_module
 from metis_core.cli import run as run_module
 from metis_core.cli.demo.tour import run_demo
@@ -88,6 +88,7 @@ app.command("backup")(admin.backup)
 app.command("restore")(admin.restore)
 app.add_typer(admin.audit_app, name="audit")
 app.add_typer(mcp_servers.app, name="mcp")
+app.add_typer(skills.app, name="skills")
 
 
 def main() -> None:

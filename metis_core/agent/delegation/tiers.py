@@ -13,15 +13,11 @@ from dataclasses import dataclass
 from metis_core.agent.tools.base import Tool
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent_config import DelegationConfig
-from metis_core.errors import MetisError
+from metis_core.errors import MetisError, NoModelForTierError
 from metis_core.routing.engine import RouteDecision, RoutingEngine, TurnNeeds
 
 TIERS = ("fast", "balanced", "deep")
 DELEGATE_TOOL_NAME = "delegate"
-
-
-class NoModelForTierError(MetisError):
-    """The tier names no model that can take the worker's turn."""
 
 
 def tier_spec(config: DelegationConfig, tier: str) -> str:

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.agent.context import turn_needs
-from metis_core.agent.delegation.tiers import NoModelForTierError, resolve_tier, tier_spec, worker_tools
+from metis_core.agent.delegation.tiers import resolve_tier, tier_spec, worker_tools
 from metis_core.agent.tools.base import ToolCallScope, ToolOutcome, cap_output
 from metis_core.agent.tools.workspace import confine
 from metis_core.agent.turn import TurnLimits, TurnResult
-from metis_core.errors import PathEscapeError
+from metis_core.errors import NoModelForTierError, PathEscapeError
 from metis_core.events.envelope import Actor, Event
 from metis_core.messages import Message, Role, TextBlock
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from metis_core.errors import ToolError
+from metis_core.errors import MemoryEditError
 from metis_core.hashing import sha256_hex
 
 MemoryName = Literal["MEMORY.md", "USER.md"]
@@ -24,10 +24,6 @@ HEADERS: dict[str, str] = {
     "MEMORY.md": "# MEMORY.md — what the agent learned about this work\n",
     "USER.md": "# USER.md — what the agent learned about the user\n",
 }
-
-
-class MemoryEditError(ToolError):
-    """A memory change cannot be applied as asked (no or several matches, an entry over the cap)."""
 
 
 def memory_path(name: MemoryName, workspace: Path, home: Path) -> Path:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis_core.agent.memory.files import FILES, MemoryChange, MemoryEditError, MemoryFiles, MemoryName
+from metis_core.agent.memory.files import FILES, MemoryChange, MemoryFiles, MemoryName
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
+from metis_core.errors import MemoryEditError
 from metis_core.events.envelope import Actor, Event
 from metis_core.messages import SideEffects, ToolDefinition
 

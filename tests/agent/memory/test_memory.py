@@ -12,10 +12,10 @@ import yaml
 from support_servers import Reply
 
 from metis_core.agent.dispatch import DispatchResult, ToolDispatcher
-from metis_core.agent.memory.files import MemoryEditError
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.session import Session
 from metis_core.cli.demo.anthropic_wire import message_stream, new_tool_use_id
+from metis_core.errors import MemoryEditError
 from metis_core.events.envelope import Event
 from metis_core.export import EXPORT_FORMATS, ExportOptions
 from metis_core.hashing import sha256_hex
