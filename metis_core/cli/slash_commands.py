@@ -7,6 +7,7 @@ the trace) and prints the outcome; a refusal is one red line and changes nothing
 from __future__ import annotations
 
 from collections.abc import Callable
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -86,10 +87,16 @@ class SlashCommands:
             f"this session: {format_usd(totals.cost_usd)}{unpriced} · {totals.assistant_message_count} model "
             f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
             f"{', '.join(totals.models) or '-'}", markup=False)
+        workers = chat.runtime.store.worker_sessions(chat.session.id)
+        if workers:
+            spent = sum((w.total_cost_usd for w in workers), Decimal(0))
+            self.out.print(f"delegated: {format_usd(spent)} in {len(workers)} worker session(s) · with workers: "
+                           f"{format_usd(totals.cost_usd + spent)}", markup=False)
         return True
 
     def tools(self, argument: str) -> bool:
-        self.out.print(tools_table(self.chat.runtime.tools, self.chat.session.confirmation), soft_wrap=False)
+        registry = self.chat.session.tools or self.chat.runtime.tools
+        self.out.print(tools_table(registry, self.chat.session.confirmation), soft_wrap=False)
         return True
 
     def trace(self, argument: str) -> bool:

@@ -18,6 +18,8 @@ from metis_core.routing.engine import RouteDecision, RoutingEngine, TurnNeeds
 
 TIERS = ("fast", "balanced", "deep")
 DELEGATE_TOOL_NAME = "delegate"
+SESSION_BOUND_TOOLS = frozenset({DELEGATE_TOOL_NAME, "skill_load", "skill_search"})
+"""Never a worker's: no recursive delegation, and a worker has no skills of its own."""
 
 
 def tier_spec(config: DelegationConfig, tier: str) -> str:
@@ -48,8 +50,8 @@ class WorkerTools:
 
 
 def worker_tools(planner: ToolRegistry, config: DelegationConfig, requested: list[str] | None) -> WorkerTools:
-    """The worker's tools: the planner's, minus delegate (no recursion), within `worker_tools`."""
-    permitted = [name for name in planner.names() if name != DELEGATE_TOOL_NAME
+    """The worker's tools: the planner's, minus the session-bound ones, within `worker_tools`."""
+    permitted = [name for name in planner.names() if name not in SESSION_BOUND_TOOLS
                  and (config.worker_tools is None or name in config.worker_tools)]
     wanted = permitted if requested is None else list(dict.fromkeys(requested))
     kept: list[Tool] = []

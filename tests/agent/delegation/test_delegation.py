@@ -185,3 +185,26 @@ async def test_trace_tree_shows_the_workers_events_under_delegate_started(harnes
     assert nested and nested[0].index("llm.call_started") > depth
     completed = next(line for line in block if "delegate.completed" in line)
     assert completed.index("delegate.completed") > depth and f"anthropic:{WORKER_MODEL}" in lines[started]
+
+
+def test_delegate_is_offered_only_when_tiers_are_configured(harness: DelegationHarness, tmp_path: object) -> None:
+    from pathlib import Path
+
+    from metis_core.agent.runtime import Runtime
+    from metis_core.agent.tools.registry import ToolRegistry
+    from metis_core.agent_config import DelegationConfig
+
+    assert "delegate" in harness.runtime.tools.names()
+    home = Path(str(tmp_path)) / "plain-home"
+    home.mkdir()
+    with Runtime(home=home, configured_providers={"anthropic"}) as plain:
+        assert "delegate" not in plain.tools.names()
+    from metis_core.agent.delegation.tiers import worker_tools
+
+    registry = harness.runtime.tools
+    chosen = worker_tools(registry, DelegationConfig(worker_tools=["read_file", "write_file"]), None)
+    assert chosen.registry.names() == ["read_file", "write_file"] and chosen.dropped == []
+    with_skills = registry.extended([])
+    assert isinstance(with_skills, ToolRegistry)
+    asked = worker_tools(registry, DelegationConfig(), ["skill_load", "run_command"])
+    assert asked.registry.names() == ["run_command"] and asked.dropped == ["skill_load"]
