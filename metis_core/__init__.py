@@ -107,6 +107,11 @@ _EXPORTS: dict[str, str] = {
     "RoutingEngine": "metis_core.routing.engine",
     "NoRoutableModelError": "metis_core.routing.engine",
     "Runtime": "metis_core.agent.runtime",
+    "TurnLimits": "metis_core.agent.turn",
+    "McpServerConfig": "metis_core.agent_config",
+    "DelegationConfig": "metis_core.agent_config",
+    "MemoryConfig": "metis_core.agent_config",
+    "SkillsConfig": "metis_core.agent_config",
     "export_otel": "metis_core.export",
     "export_openwop": "metis_core.export",
     "export_event_log": "metis_core.export",
@@ -251,6 +256,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.routing.fallback import FallbackChain
     from metis_core.routing.engine import RoutingEngine, NoRoutableModelError
     from metis_core.agent.runtime import Runtime
+    from metis_core.agent.turn import TurnLimits
+    from metis_core.agent_config import DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
     from metis_core.export import (
         ExportOptions,
         ExportSummary,

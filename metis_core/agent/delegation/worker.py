@@ -21,9 +21,10 @@ from metis_core.agent.delegation.tiers import resolve_tier, tier_spec, worker_to
 from metis_core.agent.tools.base import ToolCallScope, ToolOutcome, cap_output
 from metis_core.agent.tools.workspace import confine
 from metis_core.agent.turn import TurnLimits, TurnResult
-from metis_core.errors import NoModelForTierError, PathEscapeError
+from metis_core.errors import MetisError, NoModelForTierError, PathEscapeError
 from metis_core.events.envelope import Actor, Event
 from metis_core.messages import Message, Role, TextBlock
+from metis_core.routing.engine import NoRoutableModelError
 
 if TYPE_CHECKING:
     from metis_core.agent.session import Session
@@ -131,7 +132,12 @@ class Delegation:
         }, self.call.caused_by, actor=Actor.SYSTEM)
 
         limits = TurnLimits(max_llm_calls=config.max_llm_calls, max_tokens=config.max_tokens)
-        result = await rt.turns.run(worker, prompt, limits=limits)
+        try:
+            result = await rt.turns.run(worker, prompt, limits=limits)
+        except NoRoutableModelError as error:  # the tier's model went away between the check and the turn
+            raise DelegationFailed("no_model_available_for_tier", str(error)) from None
+        except MetisError as error:
+            raise DelegationFailed("worker_error", str(error)) from None
         self.result = result
         if result.cancelled:
             self._failed("cancelled_by_user", "the user cancelled the turn while the worker was running")
