@@ -173,6 +173,16 @@ _EXPORTS: dict[str, str] = {
     "MemoryEditError": "metis_core.errors",
     "SkillFormatError": "metis_core.errors",
     "NoModelForTierError": "metis_core.errors",
+    "CassetteError": "metis_core.errors",
+    "CassetteFormatError": "metis_core.errors",
+    "CassetteMissError": "metis_core.errors",
+    "ReplayError": "metis_core.errors",
+    "Cassette": "metis_core.cassettes.cassette",
+    "Scrubber": "metis_core.cassettes.scrub",
+    "replay_session": "metis_core.replay.session_replay",
+    "ReplayReport": "metis_core.replay.session_replay",
+    "replay_sessions": "metis_core.replay.batch",
+    "BatchReport": "metis_core.replay.batch",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -322,4 +332,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MemoryEditError,
         SkillFormatError,
         NoModelForTierError,
+        CassetteError,
+        CassetteFormatError,
+        CassetteMissError,
+        ReplayError,
     )
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import Scrubber
+    from metis_core.replay.session_replay import replay_session, ReplayReport
+    from metis_core.replay.batch import replay_sessions, BatchReport

@@ -325,6 +325,41 @@ class ExportError(MetisError):
     """A trace export could not be written; the message names the target and what to check."""
 
 
+# --- record and replay ---------------------------------------------------------------------
+
+
+class CassetteError(MetisError):
+    """Base for record/replay failures: a cassette that cannot be read or does not hold a call."""
+
+
+class CassetteFormatError(CassetteError):
+    """A cassette file is missing, not a metis cassette, or has a malformed line (named)."""
+
+
+class CassetteMissError(CassetteError):
+    """A replayed request has no recording; says which recorded request is closest and what differs."""
+
+    def __init__(self, path: str, model: str, differences: Sequence[str], closest_index: int | None) -> None:
+        self.path = path
+        self.model = model
+        self.differences = list(differences)
+        self.closest_index = closest_index
+        if closest_index is None:
+            detail = "the cassette holds no calls"
+        else:
+            lines = "\n".join(f"  - {d}" for d in self.differences) or "  - (identical request, already used up)"
+            detail = f"closest recorded request is call #{closest_index}; it differs by:\n{lines}"
+        super().__init__(
+            f"no recording in {path} for this {model} request; {detail}\n"
+            "re-record the cassette (pytest --metis-record, metis run --record, or ModelClient(record=...)) "
+            "if the change is intended"
+        )
+
+
+class ReplayError(MetisError):
+    """A stored session cannot be replayed as asked (no user turns, a bad --turns range, no sessions match)."""
+
+
 # --- tools and the agent loop --------------------------------------------------------------
 
 

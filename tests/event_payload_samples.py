@@ -42,6 +42,11 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "wall_time_seconds": 1.5,
     },
     "turn.cancelled": {"reason": "user_cancel", "partial_llm_calls": 1, "partial_tool_calls": 0},
+    "turn.replay_diverged": {
+        "source_session_id": "ses_1", "source_turn_id": "01J0000000000000000000000T", "turn_index": 1, "step": 0,
+        "divergence_kind": "output", "divergence_point": "tool_call", "original_model": "anthropic:sonnet",
+        "replay_model": "openai:gpt-4o", "detail": "get_weather: arguments differ in location",
+    },
     "llm.call_started": {
         "model": "anthropic:sonnet",
         "provider": "anthropic",

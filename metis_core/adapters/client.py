@@ -4,14 +4,16 @@ Resolves the adapter from the model id's provider, checks the history fits the m
 capabilities before any HTTP call, builds the wire request, adds the API key to the headers at
 send time only, retries transient failures, and parses the response or translates the stream.
 It does not route, fall back to other models or persist anything, and it does not resolve
-`file_ref` images (the agent reads the workspace and inlines them before calling).
+`file_ref` images (the agent reads the workspace and inlines them before calling). With a
+cassette (`record=` / `replay=`) every call goes through the cassette transport instead.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Literal
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlencode
 
 import orjson
@@ -35,6 +37,8 @@ from metis_core.transport.wire import WireChunk, WireResponse
 if TYPE_CHECKING:
     import httpx
 
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
@@ -43,14 +47,16 @@ if TYPE_CHECKING:
 class _PreparedCall:
     """Everything a call needs once translated: the adapter, the wire request and its body."""
 
-    __slots__ = ("adapter", "body", "context", "request", "url")
+    __slots__ = ("adapter", "body", "canonical", "context", "request", "url")
 
-    def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext) -> None:
+    def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext,
+                 canonical: dict[str, Any] | None = None) -> None:
         self.adapter = adapter
         self.request = request
         self.url = url
         self.body = body
         self.context = context
+        self.canonical = canonical
 
 
 def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
@@ -71,6 +77,8 @@ class ModelClient:
     Explicit `base_urls` / `api_keys` (by provider key) win over the configuration
     (`load_config()`: environment, then config file, then built-in defaults). `prices="default"`
     prices usage with the built-in table plus config overrides; `prices=None` leaves costs None.
+    `record="calls.jsonl"` writes every call to a cassette, `replay="calls.jsonl"` serves calls from
+    one without any network (docs/record-replay.md); `scrub_fields` adds JSON field names to blank.
     """
 
     def __init__(
@@ -85,12 +93,25 @@ class ModelClient:
         registry: ModelRegistry | None = None,
         config: MetisConfig | None = None,
         timeout: TimeoutArg = None,
+        record: str | Path | None = None,
+        replay: str | Path | None = None,
+        cassette: Cassette | None = None,
+        scrub_fields: Sequence[str] = (),
     ) -> None:
         self._transport = HttpTransport(http_client, async_http_client, timeout=timeout)
+        self._cassette = _open_cassette(record, replay, cassette, scrub_fields)
+        self._cassette_transport: CassetteTransport | None = None
+        if self._cassette is not None:
+            from metis_core.cassettes.transport import CassetteTransport
+
+            self._cassette_transport = CassetteTransport(self._transport, self._cassette)
         self._base_urls = {k: v.rstrip("/") for k, v in (base_urls or {}).items()}
         self._api_keys = {k: v if isinstance(v, SecretStr) else SecretStr(v) for k, v in (api_keys or {}).items()}
         self._prices = prices
         self.retry = retry or RetryPolicy()
+        if self._cassette is not None and not self._cassette.recording:
+            # a replayed 429 is retried as recorded, without waiting out its retry-after again
+            self.retry = dataclasses.replace(self.retry, sleep=_no_wait, async_sleep=_ano_wait)
         self._registry = registry
         self._config = config
         self._adapters: dict[str, Adapter] = {}
@@ -98,6 +119,17 @@ class ModelClient:
     def __repr__(self) -> str:
         providers = sorted(set(self._base_urls) | set(self._api_keys))
         return f"ModelClient(configured_providers={providers})"
+
+    @property
+    def cassette(self) -> Cassette | None:
+        """The cassette calls are recorded to or replayed from, if any."""
+        return self._cassette
+
+    def _wire(self, call: _PreparedCall) -> HttpTransport | CassetteCall:
+        """The transport this call goes through: the HTTP transport, or the cassette bound to its request."""
+        if self._cassette_transport is None or call.canonical is None:
+            return self._transport
+        return self._cassette_transport.bind(call.canonical)
 
     # --- resolution ------------------------------------------------------------------------
 
@@ -137,9 +169,15 @@ class ModelClient:
 
     def _auth_headers(self, provider: str, adapter: Adapter) -> dict[str, str]:
         """Key and configured extra headers, revealed here only, right before sending."""
+        if self._cassette is not None and not self._cassette.recording:
+            return {}  # a replay sends nothing: it needs no key, so tests run where there is none
         key = self._api_keys.get(provider) or self.config.require_api_key(provider)
         headers = self.config.extra_headers(provider)
         headers.update(adapter.auth_headers(key.get_secret_value() if key is not None else None))
+        if self._cassette is not None and self._cassette.recording:
+            scrubber = self._cassette.scrubber
+            secrets = [v for k, v in headers.items() if scrubber.header_is_secret(k)]
+            self._cassette.add_known_secrets(secrets + ([key.get_secret_value()] if key is not None else []))
         return headers
 
     # --- preparing a call --------------------------------------------------------------------
@@ -181,7 +219,12 @@ class ModelClient:
         context = RequestContext(
             model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices
         )
-        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context)
+        canonical = None
+        if self._cassette is not None:
+            from metis_core.cassettes.canonical import canonical_request, options_json
+
+            canonical = canonical_request(model_id, history, tool_list, options_json(options))
+        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical)
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
         auth = self._auth_headers(call.adapter.provider, call.adapter)
@@ -212,7 +255,7 @@ class ModelClient:
         provider = call.adapter.provider
 
         def attempt() -> Message:
-            response = self._transport.send(call.request.method, call.url, call.body, headers, provider=provider)
+            response = self._wire(call).send(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
             return call.adapter.from_wire_response(response, call.context)
 
@@ -235,7 +278,8 @@ class ModelClient:
         provider = call.adapter.provider
 
         async def attempt() -> Message:
-            response = await self._transport.asend(call.request.method, call.url, call.body, headers, provider=provider)
+            wire = self._wire(call)
+            response = await wire.asend(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
             return call.adapter.from_wire_response(response, call.context)
 
@@ -281,7 +325,7 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> Iterator[StreamEvent]:
         adapter = call.adapter
-        with self._transport.stream(
+        with self._wire(call).stream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
@@ -334,7 +378,7 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> AsyncIterator[StreamEvent]:
         adapter = call.adapter
-        async with self._transport.astream(
+        async with self._wire(call).astream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
@@ -377,3 +421,32 @@ class ModelClient:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
+
+
+def _no_wait(seconds: float) -> None:
+    del seconds
+
+
+async def _ano_wait(seconds: float) -> None:
+    del seconds
+
+
+def _open_cassette(record: str | Path | None, replay: str | Path | None, cassette: Cassette | None,
+                   scrub_fields: Sequence[str]) -> Cassette | None:
+    chosen = [name for name, value in (("record", record), ("replay", replay), ("cassette", cassette))
+              if value is not None]
+    if len(chosen) > 1:
+        raise ValueError(f"pass one of record=, replay= or cassette=, not {' and '.join(chosen)}")
+    if cassette is not None:
+        return cassette
+    if record is None and replay is None:
+        return None
+    from metis_core.cassettes.cassette import Cassette
+    from metis_core.cassettes.scrub import DEFAULT_FIELDS, Scrubber
+
+    scrubber = Scrubber(fields=(*DEFAULT_FIELDS, *scrub_fields))
+    if record is not None:
+        return Cassette(record, "record", scrubber=scrubber)
+    if replay is not None:
+        return Cassette(replay, "replay", scrubber=scrubber)
+    return None

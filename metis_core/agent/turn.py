@@ -22,7 +22,7 @@ from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
-from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, MetisError, ProviderError
+from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, CassetteError, MetisError, ProviderError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
@@ -39,6 +39,8 @@ from metis_core.messages import (
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
+"""Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
 MAX_LLM_CALLS_PER_TURN = 25
 
@@ -148,6 +150,7 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        before_completed: TurnClosingHook | None = None,
         limits: TurnLimits | None = None,
     ) -> TurnResult:
         rt = self.rt
@@ -244,7 +247,7 @@ class TurnRunner:
         except asyncio.CancelledError:
             self._cancelled(session, recorder, started, tracker, observer, result)
             return result
-        except (ProviderError, CapabilityMismatchError, AllModelsFailedError) as error:
+        except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
             result.failure = error
             if observer is not None:  # the failed attempts of the call that raised
@@ -252,6 +255,8 @@ class TurnRunner:
         finally:
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
+        if before_completed is not None:
+            before_completed(result, recorder, started)
         self._completed(recorder, started, result, started_clock)
         return result
 

@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from metis_core.cli import admin, cost, mcp_servers, models, sessions, skills, trace
+from metis_core.cli import admin, cassette_flags, cost, mcp_servers, models, replay, sessions, skills, trace
 from metis_core.cli import chat as chat_module
 from metis_core.cli import run as run_module
 from metis_core.cli.demo.tour import run_demo
@@ -46,8 +46,11 @@ def chat(
     confirm_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an unanswered confirmation "
                                                                "is denied.")] = 300.0,
     thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
 ) -> None:
     """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
+    cassette_flags.use_cassette(record, replay)
     chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking)
 
 
@@ -62,8 +65,11 @@ def run(
                                                          "usage, cost.")] = False,
     attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
     workspace: WorkspaceOption = Path("."),
+    record: cassette_flags.RecordOption = None,
+    replay: cassette_flags.ReplayOption = None,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
+    cassette_flags.use_cassette(record, replay)
     code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace)
     if code is not ExitCode.OK:
         raise typer.Exit(int(code))
@@ -87,6 +93,7 @@ app.add_typer(trace.app, name="trace")
 app.command("backup")(admin.backup)
 app.command("restore")(admin.restore)
 app.add_typer(admin.audit_app, name="audit")
+app.command("replay")(replay.replay)
 app.add_typer(mcp_servers.app, name="mcp")
 app.add_typer(skills.app, name="skills")
 

@@ -18,6 +18,7 @@ from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.cli import first_run
+from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
@@ -132,7 +133,7 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
          show_thinking: bool = True) -> None:
     config = load_cli_config()
     terminal = Terminal.open(config)
-    if model is None and session_id is None and not first_run.has_any_provider(config):
+    if model is None and session_id is None and not first_run.has_any_provider(config) and not replaying():
         choice = first_run.guide(terminal, config)
         if choice is None:
             run_demo(terminal)

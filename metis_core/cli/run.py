@@ -17,6 +17,7 @@ from typing import Any
 
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.turn import TurnResult
+from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
 from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.first_run import has_any_provider
@@ -82,7 +83,7 @@ def run(prompt: str, model: str | None, session_id: str | None, yes: bool, as_js
 
 def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None, session_id: str | None, yes: bool,
          as_json: bool, attach: list[Path], workspace: Path) -> ExitCode:
-    if model is None and session_id is None and not has_any_provider(config):
+    if model is None and session_id is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not as_json

@@ -8,10 +8,19 @@ exporting a single key. It does not prompt, print or decide what happens on firs
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metis_core.adapters.client import ModelClient
+from metis_core.adapters.registry import provider_keys
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
+from metis_core.cli.cassette_flags import active_cassette
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
+
+if TYPE_CHECKING:
+    from metis_core.cassettes.cassette import CassetteMode
 
 DEFAULT_MODEL_BY_PROVIDER = {
     "anthropic": "anthropic:claude-sonnet-4-6",
@@ -38,9 +47,29 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 def open_runtime(
     config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False
 ) -> Runtime:
+    active = active_cassette()
+    if active is not None:
+        return _cassette_runtime(config, active[0], active[1], confirmer, approve_everything)
     if config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
     return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+
+
+def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
+                      approve_everything: bool) -> Runtime:
+    """A Runtime whose client records to or replays from `path` (`--record` / `--replay`)."""
+    client = ModelClient(config=config, record=path if mode == "record" else None,
+                         replay=path if mode == "replay" else None)
+    configured: set[str] | None = None
+    if mode == "replay":
+        configured = set(provider_keys())  # a replay sends nothing, so no provider needs a key
+        cassette = client.cassette
+        if config.defaults.model is None and cassette is not None and cassette.entries:
+            config.defaults.model = str(cassette.entries[0].canonical.get("model"))
+    elif config.defaults.model is None:
+        config.defaults.model = fallback_default_model(config)
+    return Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
+                   approve_everything=approve_everything, configured_providers=configured)
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

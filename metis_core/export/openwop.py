@@ -3,7 +3,8 @@
 One run per turn, `runId` = the turn id: an OpenWOP run is over once it is completed, failed or
 cancelled, and a metis session goes on after each of those. Every LLM call is a node (a fallback
 attempt retries the same node), tool calls are agent.toolCalled/toolReturned, routing is
-agent.decided. Sequences start at 0 per run. Events without a counterpart are skipped and counted.
+agent.decided, a replay's turn.replay_diverged is replay.diverged (sourceRunId = the original turn).
+Sequences start at 0 per run. Events without a counterpart are skipped and counted.
 """
 
 from __future__ import annotations
@@ -34,6 +35,11 @@ MISSING_CAPABILITY = {
     "no_structured_output_support": "structured-output",
 }
 """Routing validation failures that are capabilities; provider_unavailable/not_configured are not."""
+DIVERGENCE_POINTS = {
+    "tool_call": "agent.toolCalled", "text": "node.completed", "structured_output": "node.completed",
+    "error": "node.failed",
+}
+"""turn.replay_diverged points as the RunEventType of the document that differs (RFC 0027 §F)."""
 
 
 def _timestamp(event: Event) -> str:
@@ -90,6 +96,7 @@ class _RunBuilder:
             "llm.call_failed": self._node_failed, "tool.called": self._tool_called,
             "tool.completed": self._tool_returned, "tool.failed": self._tool_returned,
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
+            "turn.replay_diverged": self._replay_diverged,
         }.get(event.type)
         if handler is None or (event.type == "turn.started" and event is not self.started):
             return False
@@ -179,6 +186,25 @@ class _RunBuilder:
             "fallbackProvider": chosen.partition(":")[0], "fallbackModel": chosen.partition(":")[2],
             "missingCapabilities": missing,
         }
+
+    def _replay_diverged(self, event: Event) -> bool:
+        """`atSequence` / `originalEventId`: the original run's document the replay differs from (the
+        model call index when the original's trace did not have it)."""
+        p = event.payload
+        at = p.get("original_sequence")
+        payload: dict[str, Any] = {
+            "sourceRunId": p["source_turn_id"], "atSequence": at if at is not None else p["step"],
+            "divergenceKind": p["divergence_kind"],
+            "divergencePoint": DIVERGENCE_POINTS[p["divergence_point"]], "nodeId": f"llm-call-{p['step'] + 1}",
+            "sourceSessionId": p["source_session_id"], "turnIndex": p["turn_index"],
+            "originalModel": p["original_model"], "replayModel": p["replay_model"], "detail": p["detail"],
+        }
+        if p.get("text_similarity") is not None:
+            payload["textSimilarity"] = p["text_similarity"]
+        if p.get("original_event_id"):
+            payload["originalEventId"] = p["original_event_id"]
+        self.add(event, "replay.diverged", payload)
+        return True
 
     # --- model calls as nodes --------------------------------------------------------------
 

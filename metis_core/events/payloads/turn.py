@@ -1,4 +1,7 @@
-"""Payloads of the turn domain (spec §6.2): started, completed, cancelled.
+"""Payloads of the turn domain (spec §6.2): started, completed, cancelled, and replay_diverged.
+
+turn.replay_diverged is designed in this repo (docs/record-replay.md): a turn re-run on another
+model by `metis replay` differed from the recorded original; OpenWOP exports it as replay.diverged.
 
 turn.started is the one opt-in event here: when the user shares traces, the redacted message
 text is included and the recording moves from private to user_controlled (§4.4.1).
@@ -6,11 +9,13 @@ text is included and the recording moves from private to user_controlled (§4.4.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
 
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import EventSpec
-from metis_core.events.payloads.fields import NonNegativeFloat, NonNegativeInt, PayloadModel, StopReason
+from metis_core.events.payloads.fields import NonNegativeFloat, NonNegativeInt, PayloadModel, StopReason, UnitInterval
 
 
 class TurnStartedPayload(PayloadModel):
@@ -46,6 +51,29 @@ class TurnCancelledPayload(PayloadModel):
     partial_tool_calls: NonNegativeInt
 
 
+class TurnReplayDivergedPayload(PayloadModel):
+    """A replayed turn first differed from its original here; names and keys only, never content."""
+
+    source_session_id: str
+    source_turn_id: str
+    turn_index: Annotated[int, Field(ge=1)]
+    """1-based user turn of the source session."""
+    step: NonNegativeInt
+    """0-based model call within the turn where the divergence shows."""
+    divergence_kind: Literal["output", "missing", "extra", "type-mismatch"]
+    """OpenWOP's kinds: differing output, an original action missing, an extra action, another shape."""
+    divergence_point: Literal["tool_call", "text", "structured_output", "error"]
+    original_model: str
+    replay_model: str
+    detail: str
+    """Tool names and argument keys, similarity scores: never argument values or answer text."""
+    text_similarity: UnitInterval | None = None
+    original_sequence: NonNegativeInt | None = None
+    """OpenWOP `sequence` of the original run's document the replay differs from, when it was found."""
+    original_event_id: str | None = None
+    """That document's `eventId` (the original event), when found."""
+
+
 def turn_started_sensitivity(payload: TurnStartedPayload) -> Sensitivity:
     """Private by default; user_controlled once the user opted in to sharing the redacted text."""
     if payload.user_message_text_redacted is not None:
@@ -63,4 +91,6 @@ SPECS = (
     ),
     EventSpec("turn.completed", TurnCompletedPayload, Sensitivity.PSEUDONYMOUS, (Actor.AGENT,), ("turn.started",)),
     EventSpec("turn.cancelled", TurnCancelledPayload, Sensitivity.PSEUDONYMOUS, (Actor.USER,), ("turn.started",)),
+    EventSpec("turn.replay_diverged", TurnReplayDivergedPayload, Sensitivity.PSEUDONYMOUS, (Actor.SYSTEM,),
+              ("turn.started",), phase="3"),
 )
