@@ -226,7 +226,6 @@ class TurnRunner:
                 in_call = False
                 tracker = StreamTracker()  # what it held is in `final` now
                 session.append(final, rt.store, provider=final.metadata.provider)
-                tracker = StreamTracker()  # stored: a cancel during its tool calls must not store it twice
                 result.produced.append(final)
                 result.final = final
                 result.model = final.metadata.model
