@@ -58,6 +58,7 @@ class McpConnection:
         self._client: Client | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
+        self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._errlog: TextIO | None = None
 
@@ -72,16 +73,17 @@ class McpConnection:
         try:
             return ready.result(timeout=self.config.connect_timeout_seconds)
         except concurrent.futures.TimeoutError:
-            self.close()
+            self.close(abandon=True)
             raise McpServerError(self.name, f"did not finish connecting within "
                                             f"{self.config.connect_timeout_seconds:g}s; check the command or URL, "
                                             "or raise connect_timeout_seconds") from None
 
-    def close(self) -> None:
-        loop, stop = self._loop, self._stop
+    def close(self, *, abandon: bool = False) -> None:
+        """Stop the connection; `abandon` cancels a connect still in progress (the process is ended)."""
+        loop, stop, task = self._loop, self._stop, self._task
         if loop is not None and stop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
-                loop.call_soon_threadsafe(stop.set)
+                loop.call_soon_threadsafe(task.cancel if abandon and task is not None else stop.set)
         if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join(CLOSE_TIMEOUT_SECONDS)
         if self._errlog is not None:
@@ -100,6 +102,7 @@ class McpConnection:
     async def _serve(self, ready: concurrent.futures.Future[list[Tool]]) -> None:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
+        self._task = asyncio.current_task()
         try:
             async with self._new_client() as client:
                 tools = await self._list_all_tools(client)

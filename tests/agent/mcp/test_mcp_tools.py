@@ -4,6 +4,7 @@ calls through the dispatcher and the turn loop, confirmation, errors, hangs and 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Any
 
 from support_servers import Reply
@@ -16,6 +17,19 @@ from metis_core.messages import Role, SideEffects
 from .conftest import McpHarness, stdio_server
 
 PROBE_TOOLS = ["probe__add", "probe__greet", "probe__fail", "probe__die", "probe__hang", "probe__whoami"]
+
+
+def processes_mentioning(text: str) -> list[str]:
+    """Pids whose command line contains `text` (read from /proc, no external tool)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if text.encode() in (entry / "cmdline").read_bytes():
+                    found.append(entry.name)
+            except OSError:
+                continue
+    return found
 
 
 def of_type(events: list[Event], event_type: str) -> list[Event]:
@@ -153,3 +167,23 @@ def test_a_server_that_cannot_start_is_reported_and_the_rest_still_work(make_har
     assert not statuses["broken"].connected and "broken" in (statuses["broken"].error or "")
     assert statuses["probe"].connected
     assert "read_file" in h.runtime.tools.names() and "probe__add" in h.runtime.tools.names()
+
+
+def test_a_server_that_never_answers_the_handshake_times_out_and_is_ended(make_harness: Any) -> None:
+    import sys
+
+    marker = "metis-mcp-silent-probe-7d1"
+    silent = {"command": sys.executable, "args": ["-c", f"import time; time.sleep(120)  # {marker}"],
+              "connect_timeout_seconds": 1}
+    started = time.monotonic()
+    h: McpHarness = make_harness({"silent": silent})
+    assert time.monotonic() - started < 15
+    status = h.runtime.mcp.statuses["silent"]  # type: ignore[union-attr]
+    assert not status.connected and "did not finish connecting within 1s" in (status.error or "")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:  # the abandoned server process is ended, not left behind
+        running = processes_mentioning(marker)
+        if not running:
+            break
+        time.sleep(0.2)
+    assert not running
