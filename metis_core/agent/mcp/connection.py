@@ -209,9 +209,15 @@ class _ClosingTransport:
             await self._http.__aexit__(None, None, None)
 
 
+_CLOSED_TYPES = frozenset({"ClosedResourceError", "BrokenResourceError", "EndOfStream", "BrokenPipeError",
+                           "ConnectionResetError", "ConnectError", "RemoteProtocolError"})
+
+
 def _connection_closed(exc: BaseException) -> bool:
+    """The SDK reports a dead peer as MCPError("Connection closed") or as the stream's own errors."""
     text = str(exc).lower()
-    return "connection closed" in text or ("closed" in text and "stream" in text)
+    return (type(exc).__name__ in _CLOSED_TYPES or "connection closed" in text
+            or ("closed" in text and "stream" in text))
 
 
 def _describe(exc: BaseException) -> str:

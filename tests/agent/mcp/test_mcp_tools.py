@@ -187,3 +187,16 @@ def test_a_server_that_never_answers_the_handshake_times_out_and_is_ended(make_h
             break
         time.sleep(0.2)
     assert not running
+
+
+async def test_an_http_server_that_dies_mid_call_fails_that_call_and_the_next(make_harness: Any,
+                                                                              http_probe: str) -> None:
+    h: McpHarness = make_harness({"remote": {"url": http_probe, "call_timeout_seconds": 20}})
+    started = time.monotonic()
+    died = await h.call("remote__die", {})
+    after = await h.call("remote__add", {"a": 1, "b": 2})
+    assert time.monotonic() - started < 25
+    assert not died.succeeded and not after.succeeded
+    failures = [e.payload for e in of_type(h.events(), "tool.failed")]
+    assert [f["error_class"] for f in failures] == ["execution_error", "execution_error"]
+    assert all("MCP server 'remote' is not running" in f["error_message"] for f in failures)
