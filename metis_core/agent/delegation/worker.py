@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.agent.context import turn_needs
 from metis_core.agent.delegation.tiers import resolve_tier, tier_spec, worker_tools
-from metis_core.agent.tools.base import ToolCallScope, ToolOutcome, cap_output
+from metis_core.agent.tools.base import MAX_OUTPUT_BYTES, ToolCallScope, ToolOutcome, cap_output
 from metis_core.agent.tools.workspace import confine
 from metis_core.agent.turn import TurnLimits, TurnResult
 from metis_core.errors import MetisError, NoModelForTierError, PathEscapeError
@@ -180,7 +180,7 @@ class Delegation:
             "tool_call_count": result.tool_calls, "wall_time_seconds": round(time.perf_counter() - self.clock, 3),
             "model": result.model or "",
         }, self.started, actor=Actor.SYSTEM)
-        return ToolOutcome(answer)
+        return ToolOutcome(cap_output(answer, MAX_OUTPUT_BYTES))
 
     def _failed(self, mode: str, message: str) -> ToolOutcome:
         cost, pricing = self._cost()
