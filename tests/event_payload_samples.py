@@ -123,6 +123,23 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "models_recovered": ["openai:gpt-4o"],
         "downtime_seconds": 30.0,
     },
+    "llm.prompt_composed": {
+        "kind": "system-only",
+        "hash": "a" * 64,
+        "content_trust": "trusted",
+        "parts": [{"kind": "system", "ref": None, "version": None, "hash": "b" * 64, "size_chars": 12,
+                   "trusted": True}],
+        "variable_hashes": {},
+    },
+    "routing.constraint_failure": {
+        "action": "model_swap",
+        "requested": "ollama:llama3",
+        "candidate_model": "ollama:llama3",
+        "active_model": None,
+        "validation_failure": "no_vision_support",
+        "missing_capability": "supports_images",
+        "reason": "the conversation holds 1 image(s) and this model takes no image input",
+    },
     "route.overridden": {
         "original_chosen_model": "anthropic:haiku",
         "new_chosen_model": "anthropic:sonnet",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -90,6 +90,8 @@ class RequestContext:
     tool_ids: ToolIdMap = field(default_factory=ToolIdMap)
     routing: RoutingDecisionRecord | None = None
     prices: PriceTable | None = None
+    tools: Sequence[ToolDefinition] = ()
+    """The tools the request offered: tool calls in the answer are validated against them."""
     started_at: float = field(default_factory=time.perf_counter)
     message_id: str = field(default_factory=new_ulid)
     """Id given to the assistant message this call produces."""

@@ -18,12 +18,12 @@ import orjson
 
 from metis_core.agent.confirmation import ConfirmationPolicy, ConfirmationRequest
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.tools.base import ToolCallScope, ToolContext, ToolOutcome
+from metis_core.agent.tools.base import ToolCallScope, ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import json_hash
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, ToolUseBlock, tool_result_message
+from metis_core.messages import ImageBlock, Message, TextBlock, ToolUseBlock, tool_result_message
 from metis_core.messages.tool_input import tool_input_violations
 
 SUMMARY_LIMIT = 200
@@ -63,7 +63,7 @@ class ToolDispatcher:
         if tool is None:
             problems = [f"there is no tool named {use.name!r}; available: {', '.join(self.registry.names())}"]
         else:
-            problems = tool_input_violations(tool.definition, use.input)
+            problems = tool_input_violations(tool.definition, use.input) or extra_input_violations(tool, use.input)
         if tool is None or problems:
             event = recorder.emit("tool.input_invalid", {"tool_name": use.name, "validation_errors": problems}, parent)
             text = "error: invalid tool input:\n" + "\n".join(f"- {p}" for p in problems)
@@ -136,6 +136,6 @@ class ToolDispatcher:
                 "latency_ms": latency_ms, "files_modified": outcome.files_modified,
                 "command_executed": outcome.command_executed,
             }, called, actor=Actor.TOOL)
-        message = tool_result_message(use.id, outcome.content, is_error=outcome.is_error,
-                                      session_id=recorder.session_id)
+        content: str | list[TextBlock | ImageBlock] = outcome.blocks if outcome.blocks else outcome.content
+        message = tool_result_message(use.id, content, is_error=outcome.is_error, session_id=recorder.session_id)
         return DispatchResult(message, event, not outcome.is_error)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
 from metis_core.agent.cost import CostAccumulator
-from metis_core.agent.session import SessionManager
+from metis_core.agent.session import Session, SessionManager
+from metis_core.agent.system_prefix import session_prefix_source
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnRunner
 from metis_core.config import MetisConfig, load_config, metis_home
@@ -23,6 +24,7 @@ from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
+from metis_core.prompts import PromptComposer, PromptPart
 from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.policy_file import PolicyLoader
@@ -68,6 +70,11 @@ class Runtime:
         self.health = health or HealthTracker(on_event=self._health_event)
         self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
         self.tools = ToolRegistry.with_builtins()
+        self.prompts = PromptComposer()
+        """Where templates, memory and skills add to each turn's system prompt (add_part / add_source)."""
+        self.prefixes: dict[str, tuple[PromptPart, ...]] = {}
+        """Each open session's stable parts (memory, skills), served to the composer by session id."""
+        self.prompts.add_source(session_prefix_source(self.prefixes))
         self.mcp = self._start_mcp() if connect_mcp and self.config.mcp_servers else None
         if self.config.memory.enabled:
             from metis_core.agent.memory.tool import MemoryTool
@@ -103,9 +110,16 @@ class Runtime:
         hub.register_into(self.tools)
         return hub
 
+    def attach_prefix(self, session: Session, parts: tuple[PromptPart, ...]) -> None:
+        session.prefix_parts = parts
+        if parts:
+            self.prefixes[session.id] = parts
+        else:
+            self.prefixes.pop(session.id, None)
+
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS:
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers

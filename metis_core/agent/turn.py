@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -20,7 +21,6 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import (
@@ -32,6 +32,8 @@ from metis_core.errors import (
     ProviderError,
 )
 from metis_core.events.envelope import Actor, Event
+from metis_core.events.payloads.fields import StopReason as EventStopReason
+from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -44,13 +46,20 @@ from metis_core.messages import (
     TextBlock,
     ThinkingBlock,
 )
+from metis_core.prompts import CompositionContext
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
+"""turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
+`task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
+EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
+"""Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
-EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
 MAX_LLM_CALLS_PER_TURN = 25
+SHARED_TEXT_LIMIT = 4000
+"""Characters of the scrubbed user message turn.started carries when trace sharing is on."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +77,8 @@ class TurnResult:
     final: Message | None = None
     stop_reason: str = "end_turn"
     cancelled: bool = False
+    cancel_reason: str | None = None
+    """One of CANCEL_REASONS when `cancelled`."""
     error: str | None = None
     failure: BaseException | None = None
     """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
@@ -89,11 +100,12 @@ class TurnResult:
 class _CallObserver:
     """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
 
-    def __init__(
-        self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int, *, is_worker: bool = False
-    ) -> None:
+    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int,
+                 composed: dict[str, Any] | None = None, *, is_worker: bool = False) -> None:
         self.recorder = recorder
         self.is_worker = is_worker
+        self.composed = composed
+        """llm.prompt_composed payload, emitted once under the first attempt's llm.call_started."""
         self.parent = parent
         self.estimated_tokens = estimated_tokens
         self.started: Event | None = None
@@ -109,6 +121,8 @@ class _CallObserver:
             "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
             "request_id": new_ulid(), "is_worker": self.is_worker,
         }, self.parent, actor=Actor.AGENT)
+        if self.composed is not None and self.attempts == 1:
+            self.recorder.emit("llm.prompt_composed", self.composed, self.started, actor=Actor.AGENT)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         failed = self.failed(model, getattr(error, "error_class", "other"), str(error),
@@ -158,9 +172,12 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        timeout_seconds: float | None = None,
         before_completed: TurnClosingHook | None = None,
         limits: TurnLimits | None = None,
     ) -> TurnResult:
+        """One turn. Past `timeout_seconds` (or when its task is cancelled) it ends as turn.cancelled
+        with the reason given (CANCEL_REASONS; a bare cancel is user_cancel), keeping the partial answer."""
         rt = self.rt
         limits = limits or TurnLimits()
         turn_id = new_ulid()
@@ -173,9 +190,11 @@ class TurnRunner:
         session.append(user, rt.store)
         registry = session.tools or rt.tools
         tools = registry.definitions()
-        needs = turn_needs(session.request_history(), tools, session.workspace, user_text)
+        system, composed = self._compose(session, user_text)
+        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text)
+        shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
-            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
             "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
             "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
         }, None, actor=Actor.USER)
@@ -198,15 +217,18 @@ class TurnRunner:
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
+        expired: list[bool] = []
+        deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
         in_call = False  # between llm.call_started and the final message of that call
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, is_worker=session.is_worker)
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
+                                         is_worker=session.is_worker)
                 tracker = StreamTracker()
                 in_call = True
                 final: Message | None = None
                 stream_error: StreamError | None = None
-                history = resolve_file_refs(session.request_history(), session.workspace)
+                history = [*system, *resolve_file_refs(session.history, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
                     routing=decision.record, observer=observer,
@@ -258,8 +280,9 @@ class TurnRunner:
                 result.tool_calls += len(uses)
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
-        except asyncio.CancelledError:
-            self._cancelled(session, recorder, started, tracker, observer, result)
+        except asyncio.CancelledError as cancel:
+            reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+            self._cancelled(session, recorder, started, tracker, observer, result, reason)
             return result
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
@@ -274,12 +297,26 @@ class TurnRunner:
                 return result
             raise
         finally:
+            if deadline is not None:
+                deadline.cancel()
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
         if before_completed is not None:
             before_completed(result, recorder, started)
         self._completed(recorder, started, result, started_clock)
         return result
+
+    def _compose(self, session: Session, user_text: str) -> tuple[list[Message], dict[str, Any] | None]:
+        """The composed system message for this turn's requests (not stored), and its record."""
+        prompts = self.rt.prompts
+        if prompts.empty:
+            return [], None
+        composition = prompts.compose(CompositionContext(session.id, session.workspace, user_text,
+                                                         tuple(session.history)))
+        if composition is None:
+            return [], None
+        system = Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text=composition.text)])
+        return [system], composition.record()
 
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
@@ -323,10 +360,11 @@ class TurnRunner:
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
-        observer: _CallObserver | None, result: TurnResult,
+        observer: _CallObserver | None, result: TurnResult, reason: str = "user_cancel",
     ) -> None:
         rt = self.rt
         result.cancelled = True
+        result.cancel_reason = reason
         result.stop_reason = "cancelled"
         partial_calls = 0
         if tracker.has_content() and observer is not None:
@@ -338,9 +376,21 @@ class TurnRunner:
         rt.store.cancel_pending_tool_calls(session.id)
         session.turn_count += 1
         recorder.emit("turn.cancelled", {
-            "reason": "user_cancel", "partial_llm_calls": partial_calls,
+            "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
-        }, started, actor=Actor.USER)
+        }, started, actor=Actor.USER if reason == "user_cancel" else Actor.SYSTEM)
+
+
+def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:
+    """Cancel the running task after `seconds`, noting in `expired` that the clock did it."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def expire() -> None:
+        expired.append(True)
+        task.cancel("timeout")
+
+    return asyncio.get_running_loop().call_later(seconds, expire)
 
 
 def thinking_text(message: Message) -> str:

@@ -34,6 +34,9 @@ SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Cont
 YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation.")]
 WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
                                                file_okay=False, exists=True)]
+ToolsFromOption = Annotated[list[Path] | None, typer.Option(
+    "--tools-from", metavar="FILE", dir_okay=False,
+    help="Offer the @tool functions of this Python file too (repeatable).")]
 
 
 @app.command("chat")
@@ -48,10 +51,12 @@ def chat(
     thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
     record: cassette_flags.RecordOption = None,
     replay: cassette_flags.ReplayOption = None,
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
     cassette_flags.use_cassette(record, replay)
-    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking)
+    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking,
+                     tool_modules=tools_from or [])
 
 
 @app.command("run")
@@ -67,10 +72,12 @@ def run(
     workspace: WorkspaceOption = Path("."),
     record: cassette_flags.RecordOption = None,
     replay: cassette_flags.ReplayOption = None,
+    tools_from: ToolsFromOption = None,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
     cassette_flags.use_cassette(record, replay)
-    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace)
+    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace,
+                          tool_modules=tools_from or [])
     if code is not ExitCode.OK:
         raise typer.Exit(int(code))
 

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from metis_core.agent.confirmation import Confirmer, deny_all
@@ -130,7 +131,7 @@ class ChatLoop:
 
 
 def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, confirm_timeout: float,
-         show_thinking: bool = True) -> None:
+         show_thinking: bool = True, tool_modules: Sequence[Path] = ()) -> None:
     config = load_cli_config()
     terminal = Terminal.open(config)
     if model is None and session_id is None and not first_run.has_any_provider(config) and not replaying():
@@ -145,7 +146,7 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
-    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
+    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
     runtime.tools = shown_tools(runtime.tools, printer)
     try:
         if model is not None:

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from metis_core.agent.tools.base import Tool, ToolContext, ToolOutcome
+from metis_core.agent.tools.base import Tool, ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnResult
 from metis_core.messages import (
@@ -100,6 +100,9 @@ class ShownTool:
         self.tool = tool
         self.definition = tool.definition
         self.printer = printer
+
+    def input_violations(self, tool_input: dict[str, Any]) -> list[str]:
+        return extra_input_violations(self.tool, tool_input)
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
         outcome = await self.tool.run(tool_input, context)

@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +70,11 @@ def outcome_code(result: TurnResult | None) -> ExitCode:
 
 
 def run(prompt: str, model: str | None, session_id: str | None, yes: bool, as_json: bool,
-        attach: list[Path], workspace: Path) -> ExitCode:
+        attach: list[Path], workspace: Path, tool_modules: Sequence[Path] = ()) -> ExitCode:
     config = load_cli_config()
     terminal = Terminal.open(config)
     try:
-        return _run(terminal, config, prompt, model, session_id, yes, as_json, attach, workspace)
+        return _run(terminal, config, prompt, model, session_id, yes, as_json, attach, workspace, tool_modules)
     except MetisError as error:
         if as_json:
             terminal.raw(json.dumps({"session_id": session_id, "error": str(error),
@@ -82,13 +83,13 @@ def run(prompt: str, model: str | None, session_id: str | None, yes: bool, as_js
 
 
 def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None, session_id: str | None, yes: bool,
-         as_json: bool, attach: list[Path], workspace: Path) -> ExitCode:
+         as_json: bool, attach: list[Path], workspace: Path, tool_modules: Sequence[Path] = ()) -> ExitCode:
     if model is None and session_id is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not as_json
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
-    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
+    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
     try:
         if model is not None:
             require_a_key_for(runtime, model)

@@ -31,6 +31,7 @@ from metis_core.messages.metadata import (
     MessageStatus,
     RoutingDecisionRecord,
     RoutingMode,
+    StopReason,
     Usage,
 )
 from metis_core.messages.stream import (
@@ -61,6 +62,7 @@ __all__ = [
     "RoutingDecisionRecord",
     "RoutingMode",
     "SideEffects",
+    "StopReason",
     "StreamError",
     "StreamEvent",
     "TextBlock",

@@ -3,13 +3,14 @@
 Resolves a verbatim `<provider>:<model>` id to a ModelInfo with honest capabilities, from
 models.yaml plus the user's config (docs/model-registry.md). Providers may share a family's data
 (openai_responses serves the openai models) or accept any model name with defaults (ollama,
-openrouter, openai_compatible). It does not price models (pricing.py) or pick one (routing).
+openrouter, openai_compatible); a named provider from a METIS_PROVIDER_<NAME> DSN joins the
+family of its kind when its name is first asked. It does not price models (pricing.py) or pick one.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +61,11 @@ class ModelRegistry:
         overlays: dict[str, ModelEntry] | None = None,
         aliases: dict[str, list[str]] | None = None,
         config_source: str = "config.yaml",
+        named_kind: Callable[[str], str] | None = None,
     ) -> None:
         self._providers: dict[str, ProviderEntry] = dict(data.providers)
+        self._named_kind = named_kind
+        """provider name -> its adapter kind (config.provider_kind); consulted for unknown names."""
         self._entries: dict[str, ModelEntry] = dict(data.models)
         self._aliases: dict[str, list[str]] = {k: _members(v) for k, v in data.aliases.items()}
         self._config_source = config_source
@@ -99,7 +103,7 @@ class ModelRegistry:
             raise ConfigError(f"{source}: {clash} defined both under aliases and chains; keep one")
         aliases = {name: _members(value) for name, value in config.aliases.items()}
         aliases.update({name: list(members) for name, members in config.chains.items()})
-        return cls(data, overlays=overlays, aliases=aliases, config_source=source)
+        return cls(data, overlays=overlays, aliases=aliases, config_source=source, named_kind=config.provider_kind)
 
     def _index(self, model_id: str, entry: ModelEntry) -> None:
         provider, name = parse_model_id(model_id)
@@ -111,6 +115,10 @@ class ModelRegistry:
 
     def _provider_chain(self, provider: str) -> list[str]:
         """[family root, ..., provider]: whose defaults apply, in merge order."""
+        if provider not in self._providers and self._named_kind is not None:
+            kind = self._named_kind(provider)
+            if kind != provider and kind in self._providers:  # a named provider serves its kind's models
+                self._providers[provider] = ProviderEntry(family=kind)
         chain: list[str] = []
         current: str | None = provider
         while current is not None and current in self._providers:

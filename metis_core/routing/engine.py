@@ -92,6 +92,16 @@ class RouteDecision:
         }
 
 
+VALIDATION_FAILURE_FOR_CAPABILITY = {
+    "supports_images": "no_vision_support",
+    "supports_tools": "no_tool_support",
+    "supports_system_prompt": "no_system_prompt_support",
+    "supports_structured_output": "no_structured_output_support",
+    "max_context_tokens": "exceeds_context_window",
+}
+"""check_fits' capability names -> the validation_failure values of route.decided and its kin."""
+
+
 class RoutingEngine:
     def __init__(
         self,
@@ -131,6 +141,11 @@ class RoutingEngine:
             else:
                 members += self.registry.parse(part)
         return list(dict.fromkeys(members))
+
+    @staticmethod
+    def failure_for_capability(capability: str) -> str:
+        """The route.* validation_failure naming a missing capability field (check_fits' vocabulary)."""
+        return VALIDATION_FAILURE_FOR_CAPABILITY[capability]
 
     def validation_failure(self, model: str, needs: TurnNeeds) -> tuple[str, str] | None:
         """(validation_failure, reason) if `model` cannot take the turn, else None."""

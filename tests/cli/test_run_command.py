@@ -155,7 +155,8 @@ def test_continuing_with_a_model_that_cannot_read_the_history_exits_5(
     assert done.returncode == 5
     assert done.stderr.startswith("error: cannot use openai:gpt-3.5-turbo:") and "supports_images" in done.stderr
     assert len(stored_messages(home, session_id)) == 2
-    assert types(stored_events(home, session_id))[-2:] == ["session.resumed", "session.ended"]
+    assert types(stored_events(home, session_id))[-3:] == ["session.resumed", "routing.constraint_failure",
+                                                           "session.ended"]
     nothing = metis(["run", "@gpt-4o   "], env, workspace)
     assert nothing.returncode == 2 and "nothing to send after @gpt-4o" in nothing.stderr
 

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from metis_core.adapters._common.tool_input_ingress import ingress_violations
 from metis_core.errors import ErrorClass, MalformedResponseError
 from metis_core.hashing import canonical_json
 from metis_core.messages import (
@@ -294,7 +295,11 @@ class MessageAssembler:
         ctx = self.context
         if status is MessageStatus.COMPLETE and not content:
             content.append(TextBlock(text=""))
+        violations = None
+        if status is MessageStatus.COMPLETE and ctx.tools:
+            violations = ingress_violations(content, ctx.tools, message_id=ctx.message_id, model=ctx.model)
         metadata = MessageMetadata(
+            tool_input_violations=violations,
             model=ctx.model,
             provider=ctx.provider,
             routing=ctx.routing_record(),

@@ -28,6 +28,7 @@ from metis_core.messages import (
     ToolUseBlock,
 )
 from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.model_id import parse_model_id
 
 log = logging.getLogger("metis_core.adapters.ollama")
 
@@ -51,8 +52,11 @@ def think_value(model_name: str, effort: str | None) -> bool | str:
 class _Projector:
     """Walks a repaired history once; remembers tool names so results can say which tool ran."""
 
-    def __init__(self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities]) -> None:
+    def __init__(self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities],
+                 namespace: str = PROVIDER) -> None:
         self.model_name = model_name
+        self.namespace = namespace
+        """The provider key of the target (a named provider's name), which thinking origins must match."""
         self.session_id = session_id
         self.dropped: list[DroppedBlock] = []
         self._capabilities = capabilities
@@ -118,12 +122,13 @@ class _Projector:
                 self._tool_names[block.id] = block.name
                 calls.append({"function": {"index": len(calls), "name": block.name, "arguments": block.input}})
             elif isinstance(block, ThinkingBlock):
-                if replayable_to(block, PROVIDER, API, self.model_name):
+                if replayable_to(block, self.namespace, API, self.model_name):
                     if block.text:
                         thinking.append(block.text)
                 else:
                     self._drop(
-                        message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name)
+                        message, index, "thinking",
+                        origin_mismatch_reason(block, self.namespace, API, self.model_name),
                     )
             elif isinstance(block, RedactedThinkingBlock):
                 self._drop(message, index, "redacted_thinking", "Ollama has no field for redacted thinking")
@@ -200,7 +205,7 @@ def build_chat_request(
     """The whole request. `stream` is always written: Ollama streams when it is left out."""
     model_name = options.model_name
     history = repair_history(messages, session_id=options.session_id)
-    projector = _Projector(model_name, options.session_id, capabilities)
+    projector = _Projector(model_name, options.session_id, capabilities, parse_model_id(options.model).provider)
     wire_messages = [wire for message in history if (wire := projector.message(message)) is not None]
     body: dict[str, Any] = {"model": model_name, "messages": wire_messages, "stream": options.stream}
     if tools and _tools_allowed(options):

@@ -1,16 +1,15 @@
 """An MCP server's tool as a metis tool: name, portable schema, side effects, and the call.
 
 A tool is offered as `<server>__<tool>` so names from different servers never collide with each
-other or with the built-ins. Its input schema is reduced to the tool-schema subset by
-`reduce_schema` (the seam where the general schema normalizer plugs in); a tool whose schema
-still fails `check_tool_schema` is skipped with its reason, never offered half-described.
+other or with the built-ins. Its input schema goes through ToolDefinition, which normalizes it into
+the portable subset (messages/schema_normalize.py) exactly as for any other tool; a tool whose
+schema cannot be carried is skipped with its reason, never offered half-described.
 Results become text: text blocks joined, other blocks summarised; `isError` becomes a tool error.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -24,43 +23,6 @@ if TYPE_CHECKING:
 
 NAME_SEPARATOR = "__"
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-_DROPPED_KEYWORDS = ("$schema",)
-
-SchemaReducer = Callable[[str, dict[str, Any]], dict[str, Any]]
-"""(tool name, server schema) -> schema in the portable subset, or ToolSchemaError."""
-
-
-def reduce_schema(tool_name: str, schema: dict[str, Any]) -> dict[str, Any]:
-    """The conservative reductions every MCP schema needs; everything else is left to the check.
-
-    Drops `$schema` and folds `default` values into the description (OpenAI strict mode rejects
-    `default`; the model still learns it). Issue 17's normalizer replaces this function wholesale.
-    """
-
-    def walk(node: Any) -> Any:
-        if not isinstance(node, dict):
-            return node
-        out: dict[str, Any] = {}
-        for key, value in node.items():
-            if key in _DROPPED_KEYWORDS or key == "default":
-                continue
-            if key == "properties" and isinstance(value, dict):
-                value = {name: walk(sub) for name, sub in value.items()}
-            elif key == "items":
-                value = walk(value)
-            elif key == "anyOf" and isinstance(value, list):
-                value = [walk(branch) for branch in value]
-            out[key] = value
-        if "default" in node and not isinstance(node["default"], dict | list):
-            note = f"Default: {node['default']!r}."
-            out["description"] = f"{out['description']} {note}" if out.get("description") else note
-        return out
-
-    reduced = walk(schema)
-    if reduced.get("type") == "object" and "properties" not in reduced:
-        reduced["properties"] = {}
-    return dict(reduced)
-
 
 @dataclass(frozen=True, slots=True)
 class SkippedTool:
@@ -122,9 +84,7 @@ def tool_name_for(server: str, remote: str) -> str:
     return f"{server}{NAME_SEPARATOR}{remote}"
 
 
-def build_tools(
-    connection: McpConnection, remote_tools: list[Tool], *, reducer: SchemaReducer = reduce_schema
-) -> tuple[list[McpTool], list[SkippedTool]]:
+def build_tools(connection: McpConnection, remote_tools: list[Tool]) -> tuple[list[McpTool], list[SkippedTool]]:
     """metis tools for a server's listing, and the ones skipped with their reasons."""
     config = connection.config
     tools: list[McpTool] = []
@@ -137,10 +97,9 @@ def build_tools(
             continue
         side_effects = SideEffects(config.tool_side_effects.get(remote.name, config.side_effects))
         try:
-            schema = reducer(name, dict(remote.input_schema))
             definition = ToolDefinition(
                 name=name, description=(remote.description or remote.title or remote.name)[:1024],
-                input_schema=schema, side_effects=side_effects, requires_workspace=False,
+                input_schema=dict(remote.input_schema), side_effects=side_effects, requires_workspace=False,
             )
         except ToolSchemaError as error:
             skipped.append(SkippedTool(connection.name, remote.name, f"schema outside the portable subset: {error}"))

@@ -50,6 +50,14 @@ class Skill:
     def blocked(self) -> bool:
         return self.scan.verdict == "blocked"
 
+    @property
+    def semantic_version(self) -> str | None:
+        """The version as a semantic version ("3" -> "3.0.0", "1.2" -> "1.2.0"), None if it is not numeric."""
+        parts = self.version.strip().lstrip("v").split(".")
+        if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+            return None
+        return ".".join([*parts, *["0"] * (3 - len(parts))])
+
 
 def parse_skill(path: Path, source: SkillSource) -> Skill:
     """Read one SKILL.md; SkillFormatError says what is missing."""

@@ -1,9 +1,9 @@
 """A session's skills: discovered at create/resume, `always` ones inlined, the rest indexed.
 
-`attach_skills` returns the skills part of the stable system prefix (agent/system_prefix.py):
-the bodies of `always` skills within `skills.always_budget_tokens` (each with skill.loaded,
-load_reason always, parent session.created or session.resumed, outside any turn), then one line
-per other loadable skill for the model to choose from. When there is anything to load, the
+`attach_skills` returns the skills' parts of the stable system prefix (agent/system_prefix.py):
+one `skill` part per `always` skill within `skills.always_budget_tokens` (each with skill.loaded,
+load_reason always, parent session.created or session.resumed, outside any turn), then a part
+listing every other loadable skill for the model to choose from. When there is anything to load, the
 session gets the skill_load and skill_search tools. Blocked skills are neither inlined nor listed.
 """
 
@@ -15,9 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.agent.skills.catalog import Skill, SkillCatalog
 from metis_core.events.envelope import Actor, Event
+from metis_core.prompts import PromptPart
 
 if TYPE_CHECKING:
     from metis_core.agent.session import Session
+
 
 log = logging.getLogger("metis_core.agent.skills")
 
@@ -38,10 +40,10 @@ def skill_block(skill: Skill) -> str:
     return f'<skill name="{skill.name}" version="{skill.version}">\n{skill.body}\n</skill>'
 
 
-def attach_skills(rt: Any, session: Session, cause: Event | None) -> str:
+def attach_skills(rt: Any, session: Session, cause: Event | None) -> list[PromptPart]:
     settings = rt.config.skills
     if not settings.enabled:
-        return ""
+        return []
     catalog = SkillCatalog.discover(rt.home, session.workspace)
     for problem in catalog.problems:
         log.warning("skill not loaded: %s", problem)
@@ -51,7 +53,7 @@ def attach_skills(rt: Any, session: Session, cause: Event | None) -> str:
                         "; ".join(skill.scan.findings))
     state = SkillState(catalog, settings.session_budget_tokens)
     session.skills = state
-    sections: list[str] = []
+    parts: list[PromptPart] = []
     always_used = 0
     for skill in catalog.loadable():
         if not skill.always:
@@ -62,7 +64,8 @@ def attach_skills(rt: Any, session: Session, cause: Event | None) -> str:
             continue
         always_used += skill.tokens
         state.loaded[skill.name] = skill.tokens
-        sections.append(skill_block(skill))
+        parts.append(PromptPart(kind="skill", text=skill_block(skill), template_id=skill.name,
+                                version=skill.semantic_version))
         rt.bus.emit_new("skill.loaded", {
             "skill_id": skill.name, "skill_version": skill.version, "load_reason": "always",
             "load_size_tokens": skill.tokens, "source": skill.source, "triggered_by_tool_use_id": None,
@@ -70,12 +73,10 @@ def attach_skills(rt: Any, session: Session, cause: Event | None) -> str:
     listed = [s for s in catalog.loadable() if s.name not in state.loaded]
     if listed:
         lines = "\n".join(f"- {s.name}: {s.description}" for s in listed)
-        sections.append(f"Skills you can load with skill_load(name) when a task matches one "
-                        f"(skill_search finds more by text):\n{lines}")
+        parts.append(PromptPart(kind="system", text=f"Skills you can load with skill_load(name) when a task "
+                                                     f"matches one (skill_search finds more by text):\n{lines}"))
     if listed or state.loaded:
         from metis_core.agent.skills.tools import SkillLoadTool, SkillSearchTool
 
         session.tools = (session.tools or rt.tools).extended([SkillLoadTool(), SkillSearchTool()])
-    if sections and state.loaded:
-        sections.insert(0, "Skills in force for this session:")
-    return "\n\n".join(sections)
+    return parts

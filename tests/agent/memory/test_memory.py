@@ -124,13 +124,15 @@ async def test_memory_is_in_the_next_sessions_prefix_but_never_stored_or_exporte
     h = harness
     first = h.runtime.sessions.create(h.workspace)
     await call(h, first, {"action": "add", "file": "USER.md", "text": "prefers answers in French"})
-    assert first.system_prefix is None  # stable within a session: takes effect next session
+    assert first.prefix_parts == ()  # stable within a session: takes effect next session
     h.script.script("anthropic", [stream(message_stream("claude-haiku-4-5", text="Bonjour.", input_tokens=30))])
     second = h.runtime.sessions.create(h.workspace)
-    assert second.system_prefix is not None
+    assert [p.kind for p in second.prefix_parts] == ["memory"]
     await h.runtime.turns.run(second, "hello")
     sent = h.requests_to("anthropic.test")[0]
     assert "prefers answers in French" in str(sent["system"])
+    composed = of_type(h.events(second.id), "llm.prompt_composed")[0].payload
+    assert [p["kind"] for p in composed["parts"]] == ["memory"] and "French" not in str(composed)
     stored = h.runtime.store.load_messages(second.id)
     assert [m.role for m in stored] == [Role.USER, Role.ASSISTANT]
     assert "French" not in str([m.model_dump() for m in stored])
@@ -141,7 +143,7 @@ async def test_memory_is_in_the_next_sessions_prefix_but_never_stored_or_exporte
         exporter(second.id, h.runtime.store, h.runtime.trace, out, ExportOptions(include_content=False))
         assert b"French" not in out.getvalue(), name
     resumed = h.runtime.sessions.resume(second.id)
-    assert resumed.system_prefix is not None and "French" in resumed.system_prefix.text()
+    assert "French" in resumed.prefix_text()
 
 
 def test_slash_memory_shows_adds_and_removes_with_events(harness: Harness, capsys: Any) -> None:

@@ -79,7 +79,7 @@ async def test_always_skills_are_inlined_with_events_and_the_rest_are_listed(har
         "load_size_tokens": len("Answer in short sentences.") // 4, "source": "global",
         "triggered_by_tool_use_id": None}]
     assert loaded[0].parent_event_id == created.id and loaded[0].turn_id is None
-    prefix = session.system_prefix.text()  # type: ignore[union-attr]
+    prefix = session.prefix_text()
     assert "Answer in short sentences." in prefix
     assert "- deploy: Deploying the service to staging" in prefix  # the workspace skill shadows the global one
     assert "release-notes" in prefix and "helpful" not in prefix  # blocked: never listed
@@ -89,6 +89,9 @@ async def test_always_skills_are_inlined_with_events_and_the_rest_are_listed(har
     h.script.script("anthropic", [stream(message_stream("claude-haiku-4-5", text="Short.", input_tokens=80))])
     await h.runtime.turns.run(session, "hi")
     assert "Answer in short sentences." in str(h.requests_to("anthropic.test")[0]["system"])
+    composed = of_type(h.events(session.id), "llm.prompt_composed")[0].payload
+    assert [(p["kind"], p["ref"]) for p in composed["parts"]] == [
+        ("skill", "prompt:house-style@1.0.0"), ("system", None)]
 
 
 async def test_skill_load_on_demand_through_a_turn_records_the_tool_use(harness: Harness) -> None:
@@ -163,7 +166,7 @@ async def test_a_load_over_the_session_budget_is_a_tool_error(tmp_path: Path) ->
     try:
         session = h.runtime.sessions.create(workspace)
         assert of_type(h.events(session.id), "skill.loaded") == []  # over the always budget: listed instead
-        assert "- huge-always: Too big to inline" in session.system_prefix.text()  # type: ignore[union-attr]
+        assert "- huge-always: Too big to inline" in session.prefix_text()
         over = await call(h.runtime, session, "skill_load", {"name": "big"})
         assert not over.succeeded and "would exceed this session's skill budget" in result_text(over)
         assert of_type(h.events(session.id), "tool.failed")[0].payload["error_class"] == "validation_error"
