@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "BlockOrigin": "metis_core.messages",
+    "Citation": "metis_core.messages",
+    "CompactionBlock": "metis_core.messages",
     "ContentBlock": "metis_core.messages",
     "ImageBlock": "metis_core.messages",
     "ImageSource": "metis_core.messages",
@@ -22,6 +24,8 @@ _EXPORTS: dict[str, str] = {
     "MessageComplete": "metis_core.messages",
     "MessageMetadata": "metis_core.messages",
     "MessageStatus": "metis_core.messages",
+    "ProviderToolCallBlock": "metis_core.messages",
+    "ProviderToolResultBlock": "metis_core.messages",
     "RedactedThinkingBlock": "metis_core.messages",
     "Role": "metis_core.messages",
     "RoutingDecisionRecord": "metis_core.messages",
@@ -225,6 +229,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.messages import (
         BlockOrigin,
+        Citation,
+        CompactionBlock,
         ContentBlock,
         ImageBlock,
         ImageSource,
@@ -232,6 +238,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MessageComplete,
         MessageMetadata,
         MessageStatus,
+        ProviderToolCallBlock,
+        ProviderToolResultBlock,
         RedactedThinkingBlock,
         Role,
         RoutingDecisionRecord,

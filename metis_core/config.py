@@ -109,6 +109,9 @@ class DefaultsConfig(BaseModel):
 
     model: str | None = None
     """Default model id, alias or chain for new sessions."""
+    hosted_tools: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
+    """Provider-hosted tools every turn asks for, name -> settings (`{web_search: {}}`); routing then
+    only picks models whose registry entry declares them (docs/hosted-tools.md)."""
 
 
 class SessionsConfig(BaseModel):

@@ -26,6 +26,8 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
     },
     "session.resumed": {"workspace_hash": HASH, "last_event_id_at_resume": None},
     "session.ended": {"disposition": "completed", "turn_count": 3, "total_cost_usd": 0.02, "duration_seconds": 61.5},
+    "session.deleted": {"deleted_session_id": "sess_01", "workspace_hash": "ab12", "message_count": 4,
+                        "events_deleted": 12, "audit_events_kept": 1},
     "turn.started": {
         "user_message_hash": HASH,
         "estimated_input_tokens": 12,

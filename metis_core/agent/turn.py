@@ -13,7 +13,7 @@ import contextlib
 import time
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -45,6 +45,7 @@ from metis_core.messages import (
     StreamEvent,
     TextBlock,
     ThinkingBlock,
+    tool_result_message,
 )
 from metis_core.prompts import CompositionContext
 from metis_core.routing.fallback import FallbackChain
@@ -57,6 +58,7 @@ EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
 """Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
+TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
 MAX_LLM_CALLS_PER_TURN = 25
 SHARED_TEXT_LIMIT = 4000
 """Characters of the scrubbed user message turn.started carries when trace sharing is on."""
@@ -91,6 +93,8 @@ class TurnResult:
     pricing_version: str | None = None
     limit_reached: str | None = None
     """"llm_calls" or "tokens" when the turn stopped at its TurnLimits."""
+    unpriced_calls: int = 0
+    """Answers whose model has no price: `cost_usd` leaves them out, so a total is then incomplete."""
 
     @property
     def answer(self) -> str:
@@ -191,7 +195,8 @@ class TurnRunner:
         registry = session.tools or rt.tools
         tools = registry.definitions()
         system, composed = self._compose(session, user_text)
-        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text)
+        hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
+        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
         shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
@@ -213,18 +218,21 @@ class TurnRunner:
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
         dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
-        base = options or AdapterOptions(model=decision.chosen_model)
+        base = (replace(options, model=decision.chosen_model) if options
+                else AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools))
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
         expired: list[bool] = []
         deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
+        awaiting: list[Any] = []  # the tool calls of the stored answer that have no result stored yet
         in_call = False  # between llm.call_started and the final message of that call
         try:
             while True:
                 observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
                                          is_worker=session.is_worker)
                 tracker = StreamTracker()
+                awaiting = []
                 in_call = True
                 final: Message | None = None
                 stream_error: StreamError | None = None
@@ -246,7 +254,7 @@ class TurnRunner:
                         "the stream ended without a final message", provider=observer.model.partition(":")[0]
                     )
                 in_call = False
-                tracker = StreamTracker()  # what it held is in `final` now
+                tracker = StreamTracker()  # what it held is in `final` now: nothing partial to save on Ctrl-C
                 session.append(final, rt.store, provider=final.metadata.provider)
                 result.produced.append(final)
                 result.final = final
@@ -273,7 +281,9 @@ class TurnRunner:
                     result.limit_reached = "llm_calls"
                     result.error = f"stopped after {limits.max_llm_calls} model calls in one turn"
                     break
+                awaiting = uses
                 outcomes = await dispatcher.run_all(uses, recorder, completed)
+                awaiting = []
                 for outcome in outcomes:
                     session.append(outcome.message, rt.store)
                     result.produced.append(outcome.message)
@@ -282,7 +292,8 @@ class TurnRunner:
                 parent = max(finished, key=lambda e: e.id) if finished else completed
         except asyncio.CancelledError as cancel:
             reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
-            self._cancelled(session, recorder, started, tracker, observer, result, reason)
+            self._answer_awaiting(session, dispatcher, awaiting, result)
+            self._cancelled(session, recorder, started, tracker, observer if in_call else None, result, reason)
             return result
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
@@ -320,7 +331,9 @@ class TurnRunner:
 
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
-        stop = result.stop_reason if result.stop_reason in EVENT_STOP_REASONS else "end_turn"
+        if result.error is not None and result.stop_reason != "max_tokens":
+            result.stop_reason = "error"  # a failed turn never reads as an ordinary end_turn
+        stop = result.stop_reason if result.stop_reason in TURN_STOP_REASONS else "end_turn"
         recorder.emit("turn.completed", {
             "stop_reason": stop, "llm_call_count": result.llm_calls, "tool_call_count": result.tool_calls,
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
@@ -337,6 +350,20 @@ class TurnRunner:
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
             result.pricing_version = usage.pricing_version or result.pricing_version
+        if usage is None or usage.cost_usd is None:
+            result.unpriced_calls += 1
+
+    def _answer_awaiting(self, session: Session, dispatcher: ToolDispatcher, awaiting: list[Any],
+                         result: TurnResult) -> None:
+        """Store a result for every call of the stored answer, so the history stays valid after Ctrl-C."""
+        for use in awaiting:
+            settled = dispatcher.settled.get(use.id)
+            # A settled result got its id when its call finished; stamp it now so ids follow call order.
+            message = settled.message.model_copy(update={"id": new_ulid()}) if settled is not None else \
+                tool_result_message(use.id, "cancelled by the user", is_error=True, session_id=session.id)
+            session.append(message, self.rt.store)
+            result.produced.append(message)
+            result.tool_calls += 1
 
     def _interrupted(
         self, session: Session, tracker: StreamTracker, observer: _CallObserver | None, result: TurnResult,
@@ -367,6 +394,8 @@ class TurnRunner:
         result.cancel_reason = reason
         result.stop_reason = "cancelled"
         partial_calls = 0
+        if observer is not None:  # only for a call still in flight: its attempts are not counted yet
+            result.llm_calls += observer.attempts  # the call the cancel interrupted still happened
         if tracker.has_content() and observer is not None:
             partial = tracker.cancelled_message(session.id, observer.model)
             session.append(partial, rt.store, provider=partial.metadata.provider)

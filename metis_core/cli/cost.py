@@ -15,6 +15,7 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
 from metis_core.cli.output import Terminal
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.spend import spend_by, stored_calls, total
 from metis_core.cli.tables import spend_table
 from metis_core.messages import Message
@@ -22,7 +23,8 @@ from metis_core.messages import Message
 
 @guarded
 def cost(
-    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    session_id: Annotated[str | None, typer.Option(
+        "--session", help="Only this session (id, prefix or `latest`).")] = None,
     since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
     reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
@@ -33,7 +35,7 @@ def cost(
     start = parse_when(since, "--since")
     with session_store() as store:
         if session_id is not None:
-            store.get_session(session_id)  # SessionNotFoundError names the store
+            session_id = resolve_session_id(store, session_id)  # a prefix or `latest` works too
         calls = stored_calls(store, session_id=session_id, since=start)
     if reprice:
         _show_repricing(terminal, calls, as_json)

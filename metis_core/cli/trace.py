@@ -18,6 +18,7 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
 from metis_core.cli.output import Terminal
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.trace_view import events_table, trace_tree
 from metis_core.errors import SessionNotFoundError
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Event
@@ -25,10 +26,25 @@ from metis_core.trace.retention import DEFAULT_RETENTION_DAYS
 
 app = typer.Typer(help="Show, replay and prune the event trace.", no_args_is_help=True)
 
-SessionArgument = Annotated[str, typer.Argument(help=f"Session id ({SYSTEM_SESSION_ID!r} for system events).")]
+SessionArgument = Annotated[str, typer.Argument(
+    help=f"Session id, a unique prefix of one, `latest`, or {SYSTEM_SESSION_ID!r} for system events.")]
+
+
+def resolved(session_id: str) -> str:
+    """The whole id a prefix or `latest` names; ids with events but no stored session pass through."""
+    if session_id == SYSTEM_SESSION_ID:
+        return session_id
+    with session_store() as store:
+        if store.has_session(session_id):
+            return session_id
+        try:
+            return resolve_session_id(store, session_id)
+        except SessionNotFoundError:
+            return session_id  # e.g. gateway traffic: events without a session row
 
 
 def session_events(session_id: str) -> list[Event]:
+    session_id = resolved(session_id)
     with trace_store() as trace:
         events = trace.replay(session_id)
     if not events and session_id != SYSTEM_SESSION_ID:
@@ -47,6 +63,7 @@ def show(session_id: SessionArgument) -> None:
 @app.command("tree")
 @guarded
 def tree(session_id: SessionArgument) -> None:
+    session_id = resolved(session_id)
     events = session_events(session_id)
     with trace_store() as trace:
         tree_view = trace_tree(session_id, events, trace.replay)
@@ -96,6 +113,7 @@ def export(
     if exporter is None:
         raise UsageProblem(f"unknown export format {export_format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     terminal = Terminal.open()
+    session_id = resolved(session_id)
     with session_store() as store, trace_store() as trace:
         summary = exporter(session_id, store, trace, out if out is not None else sys.stdout.buffer,
                            ExportOptions(include_content=include_content))

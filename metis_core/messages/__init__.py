@@ -5,10 +5,15 @@ errors and field_defaults. It knows no provider: adapters translate to and from 
 """
 
 from metis_core.messages.blocks import (
+    HOSTED_BLOCK_TYPES,
     BlockOrigin,
+    Citation,
+    CompactionBlock,
     ContentBlock,
     ImageBlock,
     ImageSource,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -48,8 +53,11 @@ from metis_core.messages.stream import (
 from metis_core.messages.tools import SideEffects, ToolDefinition
 
 __all__ = [
+    "HOSTED_BLOCK_TYPES",
     "SCHEMA_VERSION",
     "BlockOrigin",
+    "Citation",
+    "CompactionBlock",
     "ContentBlock",
     "ImageBlock",
     "ImageSource",
@@ -57,6 +65,8 @@ __all__ = [
     "MessageComplete",
     "MessageMetadata",
     "MessageStatus",
+    "ProviderToolCallBlock",
+    "ProviderToolResultBlock",
     "RedactedThinkingBlock",
     "Role",
     "RoutingDecisionRecord",

@@ -35,12 +35,22 @@ POLICY_MODES = {
 }
 
 
+POLICY_LABELS = {
+    "per_message_override": "@model", "manual_sticky": "the model chosen with /model or --model",
+    "rule": "the routing rule's model", "pattern": "the learned pattern's model",
+    "delegate_request": "the delegated model", "workspace_default": "the workspace default",
+    "global_default": "the default model",
+}  # fmt: skip
+"""How a person reads each policy slot in an error message (the slot names stay in the trace)."""
+
+
 class NoRoutableModelError(MetisError):
     """No policy produced a model that can carry this turn; `chain` says why each was rejected."""
 
     def __init__(self, chain: list[PolicyVerdict]) -> None:
         self.chain = chain
-        reasons = "; ".join(f"{v.policy}: {v.reason}" for v in chain if v.verdict == "rejected")
+        reasons = "; ".join(f"{POLICY_LABELS.get(v.policy, v.policy)} {v.candidate_model or ''}: {v.reason}"
+                            .replace(" :", ":") for v in chain if v.verdict == "rejected")
         hint = reasons or "no default model is configured (set defaults.model in config.yaml or use --model)"
         super().__init__(f"no model can take this turn: {hint}")
 
@@ -54,6 +64,8 @@ class TurnNeeds:
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
+    hosted_tools: tuple[str, ...] = ()
+    """Provider-hosted tools the turn asks for (web_search, code_execution, ...)."""
 
 
 @dataclass(slots=True)
@@ -161,6 +173,13 @@ class RoutingEngine:
             return "no_system_prompt_support", f"{model} takes no system prompt"
         if needs.needs_structured_output and not caps.supports_structured_output:
             return "no_structured_output_support", f"{model} cannot return structured output"
+        missing = [name for name in needs.hosted_tools if name not in caps.hosted_tools]
+        if missing:
+            offered = ", ".join(caps.hosted_tools) or "none"
+            # the catalog's validation_failure set is closed: a hosted tool is a tool the model lacks
+            return "no_tool_support", (
+                f"{model} cannot run the hosted tool(s) {', '.join(missing)} the turn asks for (it offers: {offered})"
+            )
         if needs.estimated_input_tokens > caps.max_context_tokens:
             return "exceeds_context_window", (
                 f"~{needs.estimated_input_tokens} tokens exceed {model}'s {caps.max_context_tokens}-token window"

@@ -24,6 +24,8 @@ DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged"
 for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
 `routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
 was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`)."""
+ADDED_HERE = {"session.deleted"}
+"""Audit types this repo added beyond the spec (docs/cli.md: `metis sessions delete`)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -49,7 +51,7 @@ def _spec_catalog_entries() -> dict[str, str]:
 def test_catalog_has_exactly_the_spec_types_plus_the_types_designed_here() -> None:
     spec_types = set(_spec_catalog_entries())
     assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
-    assert set(CATALOG) == spec_types | DESIGNED_HERE
+    assert set(CATALOG) == spec_types | DESIGNED_HERE | ADDED_HERE
 
 
 def test_every_spec_sensitivity_floor_matches_the_catalog() -> None:
@@ -62,9 +64,9 @@ def test_analytics_types_are_not_in_the_catalog_because_their_domain_is_not_clos
     assert "analytics" not in CATALOG_DOMAINS
 
 
-def test_audit_set_is_the_ten_spec_types_plus_trace_swept() -> None:
+def test_audit_set_is_the_ten_spec_types_plus_trace_swept_and_session_deleted() -> None:
     assert len(SPEC_AUDIT_SET) == 10
-    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"}
+    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"} | ADDED_HERE
     assert {t for t, spec in CATALOG.items() if spec.audit} == AUDIT_EVENT_TYPES
 
 

@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -118,6 +119,11 @@ class _Projector:
         for index, block in enumerate(message.content):
             if isinstance(block, TextBlock):
                 texts.append(block.text)
+                note_foreign_citations(self._drop, message, index, block)
+            elif isinstance(block, HOSTED_CLASSES):
+                text = text_for_other_target(self._drop, message, index, block)  # never a tool call
+                if text:
+                    texts.append(text)
             elif isinstance(block, ToolUseBlock):
                 self._tool_names[block.id] = block.name
                 calls.append({"function": {"index": len(calls), "name": block.name, "arguments": block.input}})
