@@ -120,6 +120,8 @@ class MetisConfig(BaseModel):
     """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
     aliases: dict[str, str] = Field(default_factory=empty_dict)
     chains: dict[str, list[str]] = Field(default_factory=empty_dict)
+    learning: dict[str, Any] = Field(default_factory=empty_dict)
+    """Feedback, evaluator and pattern-store settings; validated by metis_core.learning.settings."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
 

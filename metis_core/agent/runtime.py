@@ -8,12 +8,14 @@ the one object the CLI, the demo and the tests create; closing it drains the bus
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
 from metis_core.agent.cost import CostAccumulator
+from metis_core.agent.route_advice import RouteAdviceAsker
 from metis_core.agent.session import SessionManager
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnRunner
@@ -25,6 +27,7 @@ from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
 from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
+from metis_core.routing.pattern_slot import PatternAdvisor
 from metis_core.routing.policy_file import PolicyLoader
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
@@ -67,6 +70,12 @@ class Runtime:
         self.confirmer = confirmer
         self.approve_everything = approve_everything
         self.configured_providers = configured_providers
+        self.pattern_advisor: PatternAdvisor | None = None
+        """Answers the routing chain's `pattern` slot; set by the learning layer (metis_core/learning/)."""
+        self.route_advice: RouteAdviceAsker | None = None
+        """Asked when a rule outranks a pattern recommendation (`/route override|ignore` in the chat)."""
+        self.on_close: list[Callable[[], None]] = []
+        """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -97,6 +106,7 @@ class Runtime:
             health=self.health,
             global_default=self.config.default_model,
             is_configured=self.is_configured,
+            advisor=self.pattern_advisor,
         )
 
     def confirmation_policy(self) -> ConfirmationPolicy:
@@ -109,6 +119,9 @@ class Runtime:
     def close(self) -> None:
         if not self.bus.closed:
             self.bus.shutdown(drain=True)
+        for release in self.on_close:
+            release()
+        self.on_close.clear()
         self.trace.close()
         self.store.close()
         self.client.close()

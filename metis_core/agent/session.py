@@ -8,6 +8,7 @@ process rebuilds all of that from the store, so a conversation continues on any 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,9 +56,14 @@ class Session:
                            command_timeout_seconds=self.command_timeout_seconds)
 
 
+ModelSwapListener = Callable[["Session", str | None, str], None]
+"""Called after a successful `/model` swap with the session, the previous and the new choice."""
+
+
 class SessionManager:
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
+        self.swap_listeners: list[ModelSwapListener] = []
 
     def create(self, workspace: Path, *, model: str | None = None, title: str | None = None) -> Session:
         rt = self.rt
@@ -102,8 +108,11 @@ class SessionManager:
         capabilities = rt.registry.capabilities(members[0])
         tools = rt.tools.definitions()
         check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        previous = session.sticky_model
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
+        for listener in self.swap_listeners:
+            listener(session, previous, model)
 
     def end(self, session: Session, disposition: str = "completed") -> None:
         rt = self.rt
