@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
+from metis_core.events.envelope import Event
 from metis_core.events.subscription import SubscriptionHandle
 from metis_core.learning.database import LearningDatabase
 from metis_core.learning.evaluator.evaluator import Evaluator, EvaluatorSettings
@@ -68,6 +69,10 @@ class LearningLoop:
         runtime.sessions.swap_listeners.append(loop._model_swapped)
         runtime.on_close.append(loop.close)
         return loop
+
+    def clear_patterns(self) -> Event | None:
+        """`metis patterns clear`: forget every fingerprint and outcome (pattern.evicted manual_clear)."""
+        return self.recorder.emit_eviction(self.patterns.clear(), ended_session=None, parent=None)
 
     def _model_swapped(self, session: Session, previous: str | None, new: str) -> None:
         try:

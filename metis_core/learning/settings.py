@@ -20,7 +20,7 @@ class PatternSettings(BaseModel):
 
     k: int = Field(default=8, ge=1, le=100)
     """Neighbouring fingerprints consulted per turn."""
-    max_distance: float = Field(default=0.35, ge=0.0, le=1.0)
+    max_distance: float = Field(default=0.2, ge=0.0, le=1.0)
     """Fingerprints farther than this (0 = identical, 1 = nothing shared) are not neighbours."""
     confidence_floor: float = Field(default=0.6, ge=0.0, le=1.0)
     min_samples: int = Field(default=3, ge=1)
