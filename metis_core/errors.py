@@ -2,7 +2,9 @@
 
 Every class is named for what happened and carries the fields a caller needs to react
 (provider, HTTP status, retry_after ...). Messages say what to do next. No exception here
-ever holds an API key: provider errors are built from response bodies and status codes only.
+ever holds an API key: provider errors are built from response bodies and status codes only,
+and `ProviderError` scrubs every known key value and key shape from what it carries (a body may
+echo the key it was sent), so `str`, `repr` and `.detail` are clean.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from enum import StrEnum
 from typing import TYPE_CHECKING
+
+from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.events.envelope import Event
@@ -169,6 +173,9 @@ class ProviderError(MetisError):
         provider_code: str | None = None,
         retry_count: int = 0,
     ) -> None:
+        message = scrub_secrets(str(message))  # the one place a response body enters an exception
+        provider_code = scrub_secrets(str(provider_code)) if provider_code else None
+        request_id = scrub_secrets(str(request_id)) if request_id else None
         self.provider = provider
         self.status = status
         self.request_id = request_id
@@ -369,6 +376,10 @@ class ToolError(MetisError):
 
 class PathEscapeError(ToolError):
     """A path resolves outside the session's workspace (through `..` or a symlink)."""
+
+
+class InvalidToolPathError(ToolError):
+    """A tool was given a path no file can have (a NUL byte in it)."""
 
 
 class RoutingPolicyError(MetisError):

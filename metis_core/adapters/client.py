@@ -22,6 +22,7 @@ from pydantic import SecretStr
 from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
+from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
 from metis_core.adapters.registry import adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
@@ -29,6 +30,7 @@ from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, Too
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import check_fits
 from metis_core.models.model_id import parse_model_id
+from metis_core.secret_scrub import remember_secret
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
@@ -62,7 +64,7 @@ class _PreparedCall:
 def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
     """Feed an event the body ended without terminating: if it does not parse, the body was cut off."""
     try:
-        return translator.feed(chunk)
+        return feed_checked(translator, chunk, provider)
     except MalformedResponseError:
         raise TruncatedStreamError(
             "the stream ended in the middle of an event (body cut off); "
@@ -173,11 +175,15 @@ class ModelClient:
             return {}  # a replay sends nothing: it needs no key, so tests run where there is none
         key = self._api_keys.get(provider) or self.config.require_api_key(provider)
         headers = self.config.extra_headers(provider)
-        headers.update(adapter.auth_headers(key.get_secret_value() if key is not None else None))
+        for value in headers.values():  # configured headers may hold gateway keys
+            remember_secret(value)
+        revealed = key.get_secret_value() if key is not None else None
+        remember_secret(revealed)  # a body echoing it is scrubbed out of every ProviderError
+        headers.update(adapter.auth_headers(revealed))
         if self._cassette is not None and self._cassette.recording:
             scrubber = self._cassette.scrubber
             secrets = [v for k, v in headers.items() if scrubber.header_is_secret(k)]
-            self._cassette.add_known_secrets(secrets + ([key.get_secret_value()] if key is not None else []))
+            self._cassette.add_known_secrets(secrets + ([revealed] if revealed is not None else []))
         return headers
 
     # --- preparing a call --------------------------------------------------------------------
@@ -233,7 +239,7 @@ class ModelClient:
     @staticmethod
     def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
         if not 200 <= response.status < 300:
-            raise call.adapter.classify_error(response)
+            raise classify_checked(call.adapter, response)
 
     # --- non-streaming -----------------------------------------------------------------------
 
@@ -257,7 +263,7 @@ class ModelClient:
         def attempt() -> Message:
             response = self._wire(call).send(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
-            return call.adapter.from_wire_response(response, call.context)
+            return parse_response_checked(call.adapter, response, call.context)
 
         return self.retry.call(attempt)
 
@@ -281,7 +287,7 @@ class ModelClient:
             wire = self._wire(call)
             response = await wire.asend(call.request.method, call.url, call.body, headers, provider=provider)
             self._raise_for_status(call, response)
-            return call.adapter.from_wire_response(response, call.context)
+            return parse_response_checked(call.adapter, response, call.context)
 
         return await self.retry.acall(attempt)
 
@@ -325,25 +331,26 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> Iterator[StreamEvent]:
         adapter = call.adapter
+        provider = adapter.provider
         with self._wire(call).stream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
-                raise adapter.classify_error(wire.read())
+                raise classify_checked(adapter, wire.read())
             decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
             translator = adapter.stream_translator(call.context)
             try:
                 for raw in wire.iter_raw():
                     for chunk in decoder.feed(raw):
-                        yield from gate.push(translator.feed(chunk))
+                        yield from gate.push(feed_checked(translator, chunk, provider))
                 for chunk in decoder.finish():
                     yield from gate.push(_feed_last(translator, chunk, adapter.provider))
             except ProviderError as error:
                 if not gate.open:
                     raise
-                yield from annotate_failure(translator.finish(), error)
+                yield from annotate_failure(finish_checked(translator, provider), error)
                 return
-            yield from gate.push(translator.finish())
+            yield from gate.push(finish_checked(translator, provider))
             yield from gate.close()
 
     async def astream(
@@ -378,17 +385,18 @@ class ModelClient:
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> AsyncIterator[StreamEvent]:
         adapter = call.adapter
+        provider = adapter.provider
         async with self._wire(call).astream(
             call.request.method, call.url, call.body, headers, provider=adapter.provider
         ) as wire:
             if not 200 <= wire.status < 300:
-                raise adapter.classify_error(await wire.read())
+                raise classify_checked(adapter, await wire.read())
             decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
             translator = adapter.stream_translator(call.context)
             try:
                 async for raw in wire.aiter_raw():
                     for chunk in decoder.feed(raw):
-                        for event in gate.push(translator.feed(chunk)):
+                        for event in gate.push(feed_checked(translator, chunk, provider)):
                             yield event
                 for chunk in decoder.finish():
                     for event in gate.push(_feed_last(translator, chunk, adapter.provider)):
@@ -396,10 +404,10 @@ class ModelClient:
             except ProviderError as error:
                 if not gate.open:
                     raise
-                for event in annotate_failure(translator.finish(), error):
+                for event in annotate_failure(finish_checked(translator, provider), error):
                     yield event
                 return
-            for event in [*gate.push(translator.finish()), *gate.close()]:
+            for event in [*gate.push(finish_checked(translator, provider)), *gate.close()]:
                 yield event
 
     # --- lifecycle ---------------------------------------------------------------------------

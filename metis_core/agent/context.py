@@ -13,7 +13,7 @@ from pathlib import Path
 
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.agent.tools.workspace import confine
-from metis_core.errors import PathEscapeError
+from metis_core.errors import InvalidToolPathError, PathEscapeError
 from metis_core.messages import (
     ImageBlock,
     ImageSource,
@@ -61,7 +61,7 @@ def resolve_file_refs(messages: list[Message], workspace: Path) -> list[Message]
             if isinstance(block, ImageBlock) and block.source.kind == "file_ref":
                 try:
                     data = confine(workspace, block.source.data).read_bytes()
-                except (PathEscapeError, OSError) as exc:
+                except (PathEscapeError, InvalidToolPathError, OSError) as exc:
                     log.warning("image %s not sent: %s", block.source.data, exc)
                     continue
                 block = ImageBlock(source=ImageSource(kind="base64", data=base64.b64encode(data).decode()),

@@ -1,8 +1,9 @@
-"""Keeps what a stream has delivered so far, so a cancelled response can still be saved.
+"""Keeps what a stream has delivered so far, so a cancelled or broken response can still be saved.
 
-The assembler inside the adapter owns the final message; when the user cancels, that message
-never arrives, so the loop rebuilds the visible part (text, thinking, finished tool calls) from
-the events it has already shown and stores it with status CANCELLED.
+The assembler inside the adapter owns the final message; when the user cancels, or something
+fails before it arrives, that message never comes, so the loop rebuilds the visible part (text,
+thinking, finished tool calls) from the events it has already shown and stores it with status
+CANCELLED or PARTIAL.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ class StreamTracker:
         return bool(self._blocks)
 
     def cancelled_message(self, session_id: str, model: str) -> Message:
+        return self.partial_message(session_id, model, MessageStatus.CANCELLED, "cancelled")
+
+    def partial_message(self, session_id: str, model: str, status: MessageStatus, stop_reason: str) -> Message:
         content: list[Any] = []
         for index in sorted(self._blocks):
             kind, value = self._blocks[index]
@@ -52,5 +56,5 @@ class StreamTracker:
         return Message(
             role=Role.ASSISTANT, session_id=session_id, content=content,
             metadata=MessageMetadata(model=model or None, provider=model.partition(":")[0] or None,
-                                     status=MessageStatus.CANCELLED, stop_reason="cancelled"),
+                                     status=status, stop_reason=stop_reason),
         )

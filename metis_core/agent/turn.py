@@ -9,6 +9,7 @@ message as CANCELLED, emits turn.cancelled, and leaves the session usable.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,7 +24,14 @@ from metis_core.agent.redaction import redact
 from metis_core.agent.route_advice import RouteSuggestion
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
-from metis_core.errors import AllModelsFailedError, CapabilityMismatchError, CassetteError, MetisError, ProviderError
+from metis_core.errors import (
+    AllModelsFailedError,
+    CapabilityMismatchError,
+    CassetteError,
+    MalformedResponseError,
+    MetisError,
+    ProviderError,
+)
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
@@ -194,10 +202,12 @@ class TurnRunner:
             base = replace(base, model=members[0])
         tracker = StreamTracker()
         observer: _CallObserver | None = None
+        in_call = False  # between llm.call_started and the final message of that call
         try:
             while True:
                 observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
                 tracker = StreamTracker()
+                in_call = True
                 final: Message | None = None
                 stream_error: StreamError | None = None
                 history = resolve_file_refs(session.history, session.workspace)
@@ -213,7 +223,12 @@ class TurnRunner:
                     if on_stream is not None:
                         on_stream(event)
                 result.llm_calls += observer.attempts
-                assert final is not None
+                if final is None:
+                    raise MalformedResponseError(
+                        "the stream ended without a final message", provider=observer.model.partition(":")[0]
+                    )
+                in_call = False
+                tracker = StreamTracker()  # what it held is in `final` now
                 session.append(final, rt.store, provider=final.metadata.provider)
                 result.produced.append(final)
                 result.final = final
@@ -247,8 +262,15 @@ class TurnRunner:
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
             result.failure = error
-            if observer is not None:  # the failed attempts of the call that raised
+            if observer is not None and in_call:  # the failed attempts of the call that raised
                 result.llm_calls += observer.attempts
+        except Exception as error:  # anything else still closes the turn on the record, then surfaces
+            self._interrupted(session, tracker, observer if in_call else None, result, error)
+            session.turn_count += 1
+            self._completed(recorder, started, result, started_clock)
+            if isinstance(error, MetisError):
+                return result
+            raise
         finally:
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
@@ -323,6 +345,26 @@ class TurnRunner:
             result.input_tokens += usage.total_input_tokens
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
+
+    def _interrupted(
+        self, session: Session, tracker: StreamTracker, observer: _CallObserver | None, result: TurnResult,
+        error: Exception,
+    ) -> None:
+        """An unexpected failure: the in-flight call is marked failed and what it showed is kept PARTIAL."""
+        message = str(error) if isinstance(error, MetisError) else f"unexpected {type(error).__name__}: {error}"
+        result.error = message
+        result.failure = error
+        if observer is None:
+            return
+        result.llm_calls += observer.attempts
+        if observer.started is not None:
+            observer.failed(observer.model, getattr(error, "error_class", "other"), message)
+        if tracker.has_content():
+            partial = tracker.partial_message(session.id, observer.model, MessageStatus.PARTIAL, "error")
+            with contextlib.suppress(MetisError):  # a failing store: the partial stays in the result only
+                session.append(partial, self.rt.store, provider=partial.metadata.provider)
+            result.produced.append(partial)
+            result.final = partial
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,

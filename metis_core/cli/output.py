@@ -17,10 +17,7 @@ from typing import TextIO
 from rich.console import Console
 
 from metis_core.config import STANDARD_KEY_ENV, MetisConfig
-
-REDACTED = "[redacted key]"
-MIN_SECRET_LENGTH = 6
-"""Shorter values are not scrubbed: replacing them would mangle ordinary text."""
+from metis_core.secret_scrub import MIN_SECRET_LENGTH, REDACTED
 
 
 def known_secret_values(config: MetisConfig | None = None) -> list[str]:

@@ -32,7 +32,9 @@ from metis_core.errors import (
 from metis_core.events.catalog import make_event, validate_event
 from metis_core.events.dispatch_worker import DispatchWorker, FlushBarrier, ProcessEvent
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event, Sensitivity
+from metis_core.events.exit_drain import track
 from metis_core.events.filters import EventFilter
+from metis_core.events.overflow_log import OverflowLog
 from metis_core.events.subscription import EventHandler, Subscription, SubscriptionHandle, is_slow
 from metis_core.ids import new_ulid
 
@@ -124,6 +126,9 @@ class EventBus:
         self._routes: tuple[_Route, ...] = ()
         self._routes_lock = threading.Lock()
         self._dispatcher = DispatchWorker("metis-event-bus", self._dispatch, queue_capacity)
+        self._overflow = OverflowLog(logger)
+        self._backlog_overflow = OverflowLog(logger)
+        track(self)  # drained at interpreter exit if never shut down
 
     # --- emitting -------------------------------------------------------------------------
 
@@ -174,16 +179,19 @@ class EventBus:
 
     def _enqueue(self, event: Event) -> None:
         depth = self._dispatcher.put(event)
-        if depth is not None:
-            logger.error(
-                "event bus overflow: rejected event_type=%s queue_depth=%d queue_capacity=%d",
-                event.type, depth, self.queue_capacity,
-                extra={"event_type": event.type, "queue_depth": depth, "queue_capacity": self.queue_capacity},
-            )  # fmt: skip
-            raise EventBusOverflowError(
-                f"event bus queue is full ({depth} events waiting); {event.type} was not enqueued. "
-                "A subscriber is stalling the fast path or something is emitting in a loop."
-            )
+        if depth is None:
+            if self._overflow.active:
+                self._overflow.recovered("event bus overflow ended")
+            return
+        self._overflow.rejected(
+            "event bus overflow: rejected event_type=%s queue_depth=%d queue_capacity=%d",
+            event.type, depth, self.queue_capacity,
+            extra={"event_type": event.type, "queue_depth": depth, "queue_capacity": self.queue_capacity},
+        )  # fmt: skip
+        raise EventBusOverflowError(
+            f"event bus queue is full ({depth} events waiting); {event.type} was not enqueued. "
+            "A subscriber is stalling the fast path or something is emitting in a loop."
+        )
 
     def _log_dropped(self, event_type: str, error: EventValidationError) -> None:
         logger.warning(
@@ -200,12 +208,14 @@ class EventBus:
             if route.batch_worker is None:
                 await _call_isolated(route.name, route.handler, event)
             elif (depth := route.batch_worker.put(event)) is not None:
-                logger.error(
+                self._backlog_overflow.rejected(
                     "batch subscriber backlog full: subscription=%s dropped event_id=%s event_type=%s "
                     "queue_depth=%d", route.name, event.id, event.type, depth,
                     extra={"subscription": route.name, "event_id": event.id, "event_type": event.type,
                            "queue_depth": depth},
                 )  # fmt: skip
+            elif self._backlog_overflow.active:
+                self._backlog_overflow.recovered("batch subscriber backlog accepts events again")
 
     # --- subscriptions --------------------------------------------------------------------
 

@@ -13,6 +13,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
 from metis_core.field_defaults import empty_list
 
+MAX_TOKEN_COUNT = 2**53 - 1
+"""The largest token count a Usage holds: exact in JSON and a double, far past any real call.
+A provider reporting more (2^64 ...) has sent a malformed answer, and the adapter says so."""
+
 
 class MessageStatus(StrEnum):
     COMPLETE = "complete"
@@ -48,11 +52,11 @@ class Usage(BaseModel):
     does not); adapters normalize exactly once so that pricing can add the parts up.
     """
 
-    input_tokens: int = 0
-    output_tokens: int = 0
-    cached_input_tokens: int = 0
-    cache_creation_input_tokens: int = 0
-    reasoning_tokens: int = 0
+    input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
+    output_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
+    cached_input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
+    cache_creation_input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
+    reasoning_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
     """Already included in `output_tokens`; reported separately for analysis."""
     cost_usd: Decimal | None = None
     pricing_version: str | None = None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fixture_files import read_json
+from fixture_files import read_bytes, read_json
 
 from metis_core.messages import Role
 
@@ -158,3 +158,23 @@ def test_continuing_with_a_model_that_cannot_read_the_history_exits_5(
     assert types(stored_events(home, session_id))[-2:] == ["session.resumed", "session.ended"]
     nothing = metis(["run", "@gpt-4o   "], env, workspace)
     assert nothing.returncode == 2 and "nothing to send after @gpt-4o" in nothing.stderr
+
+
+def test_a_malformed_stream_event_is_named_and_the_partial_answer_and_trace_are_kept(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    # The issue-24 symptom: a content_block_delta without "index" printed `unexpected KeyError: 'index'`,
+    # saved nothing and left the trace at llm.call_started.
+    body = read_bytes("anthropic", "stream__text_basic.sse").replace(
+        b'"index":0,"delta":{"type":"text_delta","text":" there"}', b'"delta":{"type":"text_delta"}'
+    )
+    server.script(ANTHROPIC, Reply(200, body))
+    done = metis(["run", "--json", "Say hello"], cli_env(home, server.base_url), workspace)
+    assert "unexpected KeyError" not in done.stderr
+    document = json.loads(done.stdout)
+    assert document["answer"] == "Hello" and "content_block_delta" in document["error"]
+    assert "KeyError: 'index'" in document["error"] and done.returncode != 0
+    session_id = only_session_id(home)
+    assert stored_messages(home, session_id)[-1].text() == "Hello"
+    events = stored_events(home, session_id)
+    assert types(events)[-4:] == ["llm.call_started", "llm.call_failed", "turn.completed", "session.ended"]

@@ -194,3 +194,112 @@ def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> No
         assert writer.returncode == 0, writer.stderr.read() if writer.stderr else ""
         assert reader.message_count(sid) == 300
     assert seen_counts == sorted(seen_counts)
+
+
+# --- SIGKILL while the database is being created or migrated ----------------------------------
+
+_MIGRATION_CHILD = """
+import sys, time
+from metis_core.store import migrations
+stop_at = int(sys.argv[2])
+
+def pausing(step, number):
+    def run(conn):
+        step(conn)  # the step's work is done, uncommitted: the worst moment to die
+        print(f"inside {number}", flush=True)
+        time.sleep(60)
+    return run
+
+migrations.MIGRATIONS = tuple(
+    (name, pausing(step, n) if n == stop_at else step) for n, (name, step) in enumerate(migrations.MIGRATIONS, 1)
+)
+from metis_core.store import SessionStore
+print("go", flush=True)
+SessionStore(sys.argv[1])
+print("done", flush=True)
+"""
+
+
+def _kill_inside_step(db: Path, step: int) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _MIGRATION_CHILD, str(db), str(step)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "go"
+    assert child.stdout.readline().strip() == f"inside {step}"
+    child.send_signal(signal.SIGKILL)
+    child.wait(timeout=30)
+    child.stdout.close()
+    assert child.returncode == -signal.SIGKILL
+
+
+def _assert_whole_current_schema(db: Path) -> None:
+    from metis_core.store import SCHEMA_VERSION
+
+    with SessionStore(db) as store:
+        conn = store._conn
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        steps = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]
+        assert steps == list(range(1, SCHEMA_VERSION + 1))  # each step applied exactly once
+        sid = store.create_session("/w").id  # and the file is usable
+        store.append_message(user_message("after the crash", session_id=sid))
+
+
+def test_sigkill_inside_each_step_of_the_first_creation_leaves_a_file_that_opens(tmp_path: Path) -> None:
+    from metis_core.store import SCHEMA_VERSION
+
+    for step in range(1, SCHEMA_VERSION + 1):
+        db = tmp_path / f"fresh-{step}.db"
+        _kill_inside_step(db, step)
+        conn = sqlite3.connect(db)
+        assert conn.execute("PRAGMA user_version").fetchone()[0] == step - 1  # the killed step left nothing
+        conn.close()
+        _assert_whole_current_schema(db)
+
+
+def test_sigkill_at_random_moments_of_the_first_creation_leaves_a_file_that_opens(tmp_path: Path) -> None:
+    rng = random.Random(24)
+    code = "import sys\nfrom metis_core.store import SessionStore\nprint('go', flush=True)\nSessionStore(sys.argv[1])\n"
+    code += "print('created', flush=True)\nimport time\ntime.sleep(60)\n"
+    mid_creation = 0
+    for attempt in range(12):
+        db = tmp_path / f"random-{attempt}.db"
+        child = subprocess.Popen([sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True)
+        assert child.stdout is not None and child.stdout.readline().strip() == "go"
+        time.sleep(rng.uniform(0.0, 0.04))
+        child.send_signal(signal.SIGKILL)
+        out = child.stdout.read()
+        child.stdout.close()
+        child.wait(timeout=30)
+        mid_creation += "created" not in out
+        _assert_whole_current_schema(db)
+    print(f"\n{mid_creation} of 12 random kills landed before the creation finished")
+
+
+def test_sigkill_inside_a_migration_of_an_old_file_keeps_its_data(tmp_path: Path) -> None:
+    from metis_core.store import SCHEMA_VERSION
+    from metis_core.store.db import connect
+    from metis_core.store.message_rows import message_row
+    from metis_core.store.migrations import migrate
+
+    for start in range(1, SCHEMA_VERSION):
+        for step in range(start + 1, SCHEMA_VERSION + 1):
+            db = tmp_path / f"old-{start}-{step}.db"
+            conn = connect(db)
+            migrate(conn, db, up_to=start)
+            conn.close()
+            written = [user_message(f"old {n}", session_id="sess_old") for n in range(5)]
+            raw = sqlite3.connect(db)
+            raw.execute(
+                "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, schema_version, "
+                "created_at, updated_at) VALUES ('sess_old', '/w', 'anthropic:x', NULL, 1, 1000, 2000)"
+            )
+            for message in written:
+                raw.execute("INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)", message_row(message)[:7])
+            raw.commit()
+            raw.close()
+            _kill_inside_step(db, step)
+            _assert_whole_current_schema(db)
+            with SessionStore(db) as store:
+                assert [m.text() for m in store.load_messages("sess_old")] == [f"old {n}" for n in range(5)]

@@ -4,7 +4,9 @@ Translators call `text`, `thinking`, `tool_start`, `tool_input`, ... with the pr
 key; the assembler assigns canonical content positions, issues canonical tool ids, emits the
 canonical StreamEvents and, at the end, builds the Message. A stream that ends early or with tool
 JSON that does not parse yields an `error` event and a PARTIAL/ERROR message, never a corrupt
-COMPLETE one.
+COMPLETE one. What translators hand it is checked here, once for every provider: a fragment that
+is not a string raises MalformedResponseError, and tool arguments that cannot be canonically
+hashed (numbers past 2^53, nesting past the interpreter's depth) count as broken arguments.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from metis_core.errors import ErrorClass, MalformedResponseError
+from metis_core.hashing import canonical_json
 from metis_core.messages import (
     BlockOrigin,
     Message,
@@ -35,9 +39,38 @@ from metis_core.messages import (
     Usage,
     UsageUpdate,
 )
+from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+
+
+MAX_TOOL_INPUT_DEPTH = 100
+"""Tool arguments nested deeper are refused: no real tool takes them, and hashing, storing and
+validating them recursively would run out of stack somewhere later, far from the cause."""
+
+
+def _depth_within(value: Any, limit: int) -> bool:
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict | list):
+            if depth > limit:
+                return False
+            children = item.values() if isinstance(item, dict) else item
+            stack.extend((child, depth + 1) for child in children)
+    return True
+
+
+def _hashable_json(value: Any) -> bool:
+    """True if `value` can be canonically hashed (RFC 8785), as every stored tool input must be."""
+    if not _depth_within(value, MAX_TOOL_INPUT_DEPTH):
+        return False
+    try:
+        canonical_json(value)
+    except (ValueError, TypeError, RecursionError):
+        return False
+    return True
 
 
 class _Slot:
@@ -80,6 +113,13 @@ class MessageAssembler:
 
     # --- blocks ------------------------------------------------------------------------------
 
+    def _text(self, value: object, what: str) -> str:
+        if not isinstance(value, str):
+            raise MalformedResponseError(
+                f"{what} is {type(value).__name__}, not a string", provider=self.context.provider
+            )
+        return value
+
     def _slot(self, key: Hashable, kind: str) -> tuple[int, _Slot]:
         index = self._by_key.get(key)
         if index is None or self._slots[index].kind != kind:
@@ -89,24 +129,31 @@ class MessageAssembler:
         return index, self._slots[index]
 
     def text(self, key: Hashable, text: str) -> TextDelta:
+        text = self._text(text, "text")
         index, slot = self._slot(key, "text")
         slot.parts.append(text)
         return TextDelta(index=index, text=text)
 
     def thinking(self, key: Hashable, text: str) -> ThinkingDelta:
+        text = self._text(text, "thinking text")
         index, slot = self._slot(key, "thinking")
         slot.parts.append(text)
         return ThinkingDelta(index=index, text=text)
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
+        signature = self._text(signature, "thinking signature")
         _, slot = self._slot(key, "thinking")
         slot.signature = (slot.signature or "") + signature
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
+        data = self._text(data, "redacted thinking data")
         _, slot = self._slot(key, "redacted_thinking")
         slot.parts.append(data)
 
     def tool_start(self, key: Hashable, provider_id: str | None, name: str) -> ToolUseStart:
+        name = self._text(name, "tool name")
+        if provider_id is not None:
+            provider_id = self._text(provider_id, "tool call id")
         index, slot = self._slot(key, "tool_use")
         slot.tool_id = self.context.tool_ids.issue(self.context.provider, provider_id)
         slot.tool_name = name
@@ -117,14 +164,21 @@ class MessageAssembler:
         return index is not None and self._slots[index].kind == "tool_use"
 
     def tool_input(self, key: Hashable, fragment: str) -> ToolUseInputDelta:
+        fragment = self._text(fragment, "tool arguments fragment")
         index, slot = self._slot(key, "tool_use")
         slot.parts.append(fragment)
         return ToolUseInputDelta(index=index, id=slot.tool_id, partial_json=fragment)
 
     def tool_input_object(self, key: Hashable, value: dict[str, Any]) -> None:
         """For providers that send arguments as a whole object (Gemini, Ollama)."""
+        if not isinstance(value, dict):
+            raise MalformedResponseError(
+                f"tool arguments are {type(value).__name__}, not an object", provider=self.context.provider
+            )
         _, slot = self._slot(key, "tool_use")
-        slot.tool_input = value
+        slot.tool_input = value if _hashable_json(value) else None
+        if slot.tool_input is None:
+            slot.parts = ["<arguments with numbers or nesting no JSON hash can hold>"]
 
     def tool_end(self, key: Hashable) -> StreamEvent:
         """Close a tool block: its whole parsed input, or an error event if the JSON is broken."""
@@ -154,9 +208,11 @@ class MessageAssembler:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return None
-        return value if isinstance(value, dict) else None
+        return value if isinstance(value, dict) and _hashable_json(value) else None
 
     def set_usage(self, usage: Usage) -> UsageUpdate:
+        if not isinstance(usage, Usage):
+            raise MalformedResponseError("usage could not be read", provider=self.context.provider)
         self.usage = usage
         return UsageUpdate(usage=usage)
 
@@ -184,8 +240,22 @@ class MessageAssembler:
     def fail(self, error_class: str, message: str, *, retryable: bool = False) -> list[StreamEvent]:
         """The stream broke: an error event, then the partial message (PARTIAL if it holds content)."""
         status = MessageStatus.PARTIAL if self._slots else MessageStatus.ERROR
+        message = scrub_secrets(message)  # a provider's error event may echo the key
         error = StreamError(error_class=error_class, message=message, retryable=retryable)
         return [error, *self._end(status, "error", note=message)]
+
+    def abandon(self, message: str) -> list[StreamEvent]:
+        """End a stream whose translator broke: `fail`, and if even the partial message cannot be
+        built, an ERROR message without content. Returns [] if the message was already ended."""
+        if self.finished:
+            return []
+        try:
+            return self.fail(ErrorClass.OTHER.value, message)
+        except (ValueError, TypeError, LookupError, RecursionError):
+            self.finished = False
+            self._slots.clear()
+            self._by_key.clear()
+            return self.fail(ErrorClass.OTHER.value, message)
 
     def _end(self, status: MessageStatus, stop_reason: str | None, note: str | None = None) -> list[StreamEvent]:
         if self.finished:
@@ -197,6 +267,10 @@ class MessageAssembler:
         return [MessageComplete(message=message, stop_reason=stop_reason)]
 
     def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
+        dropped = sum(1 for slot in self._slots if slot.kind == "tool_use" and slot.tool_input is None)
+        if dropped and status is MessageStatus.COMPLETE:  # a tool call whose arguments were unusable
+            status = MessageStatus.PARTIAL
+            self.provider_raw.setdefault("incomplete", "invalid tool arguments")
         content: list[Any] = []
         for slot in self._slots:
             if slot.kind == "text":

@@ -9,7 +9,6 @@ Overloaded (529) is a retryable ServerError; "prompt is too long" is a ContextOv
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import orjson
 
@@ -54,8 +53,13 @@ _NEXT_STEP: dict[type[ProviderError], str] = {
 }
 
 
+def _text_or_none(value: object) -> str | None:
+    """A field read from an error body: strings as they are, anything else (odd bodies) dropped."""
+    return value if isinstance(value, str) and value else None
+
+
 def class_for(error_type: str | None, status: int | None, message: str) -> type[ProviderError]:
-    found = ERROR_TYPE_CLASSES.get(error_type or "")
+    found = ERROR_TYPE_CLASSES.get(error_type if isinstance(error_type, str) else "")
     if found is None:
         if status in (401, 403):
             found = AuthenticationError
@@ -72,11 +76,13 @@ def class_for(error_type: str | None, status: int | None, message: str) -> type[
     return found
 
 
-def error_class_name(error: dict[str, Any] | None) -> tuple[ErrorClass, str]:
+def error_class_name(error: object) -> tuple[ErrorClass, str]:
     """For an `error` object inside a stream: the canonical class and the message."""
-    error = error or {}
-    message = str(error.get("message") or error.get("type") or "stream error")
-    return class_for(error.get("type"), None, message).error_class, message
+    if not isinstance(error, dict):
+        return ErrorClass.OTHER, f"stream error event with an unreadable error object: {str(error)[:200]!r}"
+    error_type = _text_or_none(error.get("type"))
+    message = _text_or_none(error.get("message")) or error_type or "stream error"
+    return class_for(error_type, None, message).error_class, message
 
 
 def classify_error(response: WireResponse) -> ProviderError:
@@ -90,9 +96,9 @@ def classify_error(response: WireResponse) -> ProviderError:
     if isinstance(body, dict):
         error = body.get("error")
         if isinstance(error, dict):
-            error_type = error.get("type")
-            message = str(error.get("message") or "")
-        request_id = request_id or body.get("request_id")
+            error_type = _text_or_none(error.get("type"))
+            message = _text_or_none(error.get("message")) or ""
+        request_id = request_id or _text_or_none(body.get("request_id"))
     if not message:
         excerpt = response.body[:200].decode("utf-8", "replace").strip()
         message = excerpt or f"HTTP {response.status} with an empty body"

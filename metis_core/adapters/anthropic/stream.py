@@ -55,7 +55,12 @@ class AnthropicStreamTranslator(StreamTranslator):
                 return [self._assembler.tool_end(index)]
             return []
         if kind == "message_delta":
-            self._stop_reason = (data.get("delta") or {}).get("stop_reason") or self._stop_reason
+            stop_reason = (data.get("delta") or {}).get("stop_reason")
+            if stop_reason is not None and not isinstance(stop_reason, str):
+                raise MalformedResponseError(
+                    f"message_delta stop_reason is {type(stop_reason).__name__}, not a string", provider="anthropic"
+                )
+            self._stop_reason = stop_reason or self._stop_reason
             self._message.update({k: v for k, v in (data.get("delta") or {}).items() if v is not None})
             return [self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, data.get("usage"))))]
         if kind == "message_start":

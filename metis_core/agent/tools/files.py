@@ -2,14 +2,52 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from metis_core.agent.tools.base import ToolContext, ToolOutcome, cap_output
+from metis_core.agent.tools.file_io import NotARegularFileError, read_head, write_atomically
 from metis_core.agent.tools.workspace import confine, display
-from metis_core.errors import PathEscapeError
+from metis_core.errors import InvalidToolPathError, PathEscapeError
 from metis_core.messages import SideEffects, ToolDefinition
 
 _PATH = {"type": "string", "description": "Path relative to the workspace root."}
+
+
+def confined(context: ToolContext, relative: str) -> Path | ToolOutcome:
+    """The confined path, or the failure outcome to hand back to the model."""
+    try:
+        return confine(context.workspace, relative)
+    except PathEscapeError as exc:
+        return ToolOutcome.failure("permission_denied", str(exc))
+    except InvalidToolPathError as exc:
+        return ToolOutcome.failure("validation_error", str(exc))
+
+
+def _write(context: ToolContext, relative: str, path: Path, text: str) -> ToolOutcome | None:
+    """Write through the confined atomic writer; a refusal becomes a failure outcome."""
+    try:
+        write_atomically(context.workspace, relative, path, text.encode("utf-8"))
+    except PathEscapeError as exc:
+        return ToolOutcome.failure("permission_denied", str(exc))
+    except NotARegularFileError as exc:
+        return ToolOutcome.failure("execution_error", str(exc))
+    except OSError as exc:
+        return ToolOutcome.failure("execution_error", f"could not write {relative!r}: {exc.strerror or exc}")
+    return None
+
+
+def _decode_head(data: bytes, truncated: bool) -> str:
+    """Decode the bytes read; a cut inside a multi-byte character drops that character only."""
+    if truncated:
+        lead = len(data) - 1
+        while lead > 0 and len(data) - lead < 4 and data[lead] & 0xC0 == 0x80:
+            lead -= 1
+        if lead >= 0 and data and data[lead] >= 0xC0:
+            needed = 2 if data[lead] < 0xE0 else 3 if data[lead] < 0xF0 else 4
+            if len(data) - lead < needed:
+                data = data[:lead]
+    return data.decode("utf-8", "replace")
 
 
 class ReadFile:
@@ -22,16 +60,26 @@ class ReadFile:
     )
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        try:
-            path = confine(context.workspace, tool_input["path"])
-        except PathEscapeError as exc:
-            return ToolOutcome.failure("permission_denied", str(exc))
-        if not path.is_file():
+        path = confined(context, tool_input["path"])
+        if isinstance(path, ToolOutcome):
+            return path
+        if not path.exists():
             return ToolOutcome.failure("not_found", f"no file at {tool_input['path']!r}")
-        data = path.read_bytes()
-        if b"\x00" in data[:8192]:
+        limit = context.max_output_bytes
+        try:
+            head = read_head(path, limit)  # reads only what is returned, never a whole large file
+        except NotARegularFileError as exc:
+            return ToolOutcome.failure("execution_error", str(exc))
+        except OSError as exc:
+            return ToolOutcome.failure("execution_error", f"could not read {tool_input['path']!r}: {exc.strerror}")
+        if b"\x00" in head.data[:8192]:
             return ToolOutcome.failure("execution_error", f"{tool_input['path']!r} is a binary file")
-        return ToolOutcome(cap_output(data.decode("utf-8", "replace"), context.max_output_bytes))
+        truncated = head.total_bytes > len(head.data)
+        text = _decode_head(head.data, truncated)
+        if not truncated:
+            return ToolOutcome(cap_output(text, limit))
+        hidden = head.total_bytes - len(head.data)
+        return ToolOutcome(f"{text}\n[output truncated: {hidden} of {head.total_bytes} bytes not shown]")
 
 
 class ListDirectory:
@@ -43,10 +91,9 @@ class ListDirectory:
     )
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        try:
-            path = confine(context.workspace, tool_input.get("path", "."))
-        except PathEscapeError as exc:
-            return ToolOutcome.failure("permission_denied", str(exc))
+        path = confined(context, tool_input.get("path", "."))
+        if isinstance(path, ToolOutcome):
+            return path
         if not path.is_dir():
             return ToolOutcome.failure("not_found", f"no directory at {tool_input.get('path', '.')!r}")
         names = sorted(p.name + ("/" if p.is_dir() else "") for p in path.iterdir())
@@ -63,16 +110,15 @@ class WriteFile:
     )
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        try:
-            path = confine(context.workspace, tool_input["path"])
-        except PathEscapeError as exc:
-            return ToolOutcome.failure("permission_denied", str(exc))
+        path = confined(context, tool_input["path"])
+        if isinstance(path, ToolOutcome):
+            return path
         if path.is_dir():
             return ToolOutcome.failure("execution_error", f"{tool_input['path']!r} is a directory")
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.metis-tmp")
-        tmp.write_text(tool_input["content"], encoding="utf-8")
-        tmp.replace(path)  # atomic: a reader never sees half a file
+        failed = _write(context, tool_input["path"], path, tool_input["content"])  # atomic and confined
+        if failed is not None:
+            return failed
         shown = display(context.workspace, path)
         return ToolOutcome(f"wrote {len(tool_input['content'].encode())} bytes to {shown}", files_modified=[shown])
 
@@ -91,10 +137,9 @@ class EditFile:
     )
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        try:
-            path = confine(context.workspace, tool_input["path"])
-        except PathEscapeError as exc:
-            return ToolOutcome.failure("permission_denied", str(exc))
+        path = confined(context, tool_input["path"])
+        if isinstance(path, ToolOutcome):
+            return path
         if not path.is_file():
             return ToolOutcome.failure("not_found", f"no file at {tool_input['path']!r}")
         text = path.read_text(encoding="utf-8")
@@ -104,8 +149,9 @@ class EditFile:
             return ToolOutcome.failure(
                 "validation_error", f"old_text must occur exactly once in {tool_input['path']!r}, {found}"
             )
-        tmp = path.with_name(f".{path.name}.metis-tmp")
-        tmp.write_text(text.replace(tool_input["old_text"], tool_input["new_text"], 1), encoding="utf-8")
-        tmp.replace(path)
+        edited = text.replace(tool_input["old_text"], tool_input["new_text"], 1)
+        failed = _write(context, tool_input["path"], path, edited)
+        if failed is not None:
+            return failed
         shown = display(context.workspace, path)
         return ToolOutcome(f"edited {shown}", files_modified=[shown])
