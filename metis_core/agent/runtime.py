@@ -7,6 +7,7 @@ the one object the CLI, the demo and the tests create; closing it drains the bus
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +21,7 @@ from metis_core.agent.session import SessionManager
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnRunner
 from metis_core.config import MetisConfig, load_config, metis_home
+from metis_core.errors import MetisError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.models.model_id import parse_model_id
@@ -74,6 +76,8 @@ class Runtime:
         """Answers the routing chain's `pattern` slot; set by the learning layer (metis_core/learning/)."""
         self.route_advice: RouteAdviceAsker | None = None
         """Asked when a rule outranks a pattern recommendation (`/route override|ignore` in the chat)."""
+        self.learning: Any = None
+        """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
         self.on_close: list[Callable[[], None]] = []
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
         self.sessions = SessionManager(self)
@@ -118,6 +122,10 @@ class Runtime:
 
     def close(self) -> None:
         if not self.bus.closed:
+            # Let batch subscribers (the learning layer) finish what they were handed while the bus
+            # still accepts the events they emit; shutdown then drains those.
+            with contextlib.suppress(MetisError):
+                self.bus.flush(timeout=30.0)
             self.bus.shutdown(drain=True)
         for release in self.on_close:
             release()

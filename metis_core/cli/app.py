@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from metis_core.cli import admin, cassette_flags, cost, models, replay, sessions, trace
+from metis_core.cli import admin, cassette_flags, cost, learning, models, replay, sessions, trace
 from metis_core.cli import chat as chat_module
 from metis_core.cli import run as run_module
 from metis_core.cli.demo.tour import run_demo
@@ -94,6 +94,9 @@ app.command("backup")(admin.backup)
 app.command("restore")(admin.restore)
 app.add_typer(admin.audit_app, name="audit")
 app.command("replay")(replay.replay)
+app.command("feedback")(learning.feedback)
+app.add_typer(learning.eval_app, name="eval")
+app.add_typer(learning.patterns_app, name="patterns")
 
 
 def main() -> None:

@@ -17,12 +17,14 @@ from pathlib import Path
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult
 from metis_core.cli import first_run
 from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
+from metis_core.cli.route_prompt import TerminalRouteAdvisor, describe
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
 from metis_core.cli.slash_commands import SlashCommands
 from metis_core.cli.turn_execution import execute_turn
@@ -43,6 +45,7 @@ class ChatLoop:
         self.interactive = interactive
         self.confirm_timeout = confirm_timeout
         self.pending_attachments: list[ContentBlock] = []
+        self.last_result: TurnResult | None = None
         self.commands = SlashCommands(self)
         session.confirmation.timeout_seconds = confirm_timeout
 
@@ -108,8 +111,12 @@ class ChatLoop:
         if result is None or result.cancelled:
             self.terminal.warn("cancelled: the partial answer is kept and the chat goes on")
             return
+        self.last_result = result
         if result.error:
             self.terminal.fail(result.error)
+        if result.suggestion is not None:
+            self.terminal.out.print(f"{describe(result.suggestion)} · /route ignore dismisses it", style="yellow",
+                                    markup=False)
         if override is not None and result.model not in self.session.engine.expand(override):
             self.terminal.warn(f"@{override} could not take this message; {result.model} answered "
                                "(`metis trace show` has the routing reasons)")
@@ -144,9 +151,12 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
+    reader = LineReader(sys.stdin.fileno()) if interactive else None
+    confirmer: Confirmer = TerminalConfirmer(terminal, reader) if reader is not None else deny_all
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes)
     runtime.tools = shown_tools(runtime.tools, printer)
+    if reader is not None:
+        runtime.route_advice = TerminalRouteAdvisor(terminal, reader)
     try:
         if model is not None:
             require_a_key_for(runtime, model)

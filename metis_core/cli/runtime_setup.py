@@ -52,7 +52,23 @@ def open_runtime(
         return _cassette_runtime(config, active[0], active[1], confirmer, approve_everything)
     if config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    runtime = Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
+    return with_learning(runtime)
+
+
+def with_learning(runtime: Runtime) -> Runtime:
+    """Attach the learning layer unless config.yaml says `learning: {enabled: false}`."""
+    from metis_core.learning.loop import LearningLoop
+    from metis_core.learning.settings import LearningSettings
+
+    settings = LearningSettings.from_config(runtime.config.learning)
+    if settings.enabled:
+        try:
+            LearningLoop.attach(runtime, settings)
+        except BaseException:
+            runtime.close()
+            raise
+    return runtime
 
 
 def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
@@ -68,8 +84,8 @@ def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confi
             config.defaults.model = str(cassette.entries[0].canonical.get("model"))
     elif config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
-                   approve_everything=approve_everything, configured_providers=configured)
+    return with_learning(Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
+                                 approve_everything=approve_everything, configured_providers=configured))
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

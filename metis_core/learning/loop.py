@@ -66,6 +66,7 @@ class LearningLoop:
         for subscription in (loop.implicit.subscription(), loop.triggers.subscription(), loop.recorder.subscription()):
             loop._handles.append(bus.subscribe(subscription))
         runtime.pattern_advisor = loop.advisor
+        runtime.learning = loop
         runtime.sessions.swap_listeners.append(loop._model_swapped)
         runtime.on_close.append(loop.close)
         return loop
