@@ -1,14 +1,17 @@
 """The pattern slot's answer: among the k nearest fingerprints, the model with the best score
 per dollar that is nearly as good as the best one, when the evidence clears the confidence floor.
 
-Per model over the neighbours' scored outcomes (weighted by closeness): mean score, mean cost,
-sample size. Eligible: at least `min_samples` outcomes, a mean score of at least `success_floor`
-and within `score_tolerance` of the best model's. The cheapest per point of score wins.
-Confidence = n / (n + min_samples) × (1 − mean distance of its outcomes).
+Per model over the neighbours' scored outcomes (weighted by closeness): mean score, its standard
+error, mean cost, sample size. Eligible: at least `min_samples` outcomes, a mean score of at least
+`success_floor`, and a mean that could be within `score_tolerance` of the best model's (mean +
+one standard error), so a few early failures do not shut a cheap model out for good; routing
+keeps recording what it chose, so a model that keeps failing falls below the bar. The best score
+per dollar wins. Confidence = n / (n + 2) × (1 − mean distance of its outcomes).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass
 
@@ -26,6 +29,7 @@ COST_FLOOR_USD = 1e-6
 class _Tally:
     weight: float = 0.0
     score: float = 0.0
+    squares: float = 0.0
     cost: float = 0.0
     distance: float = 0.0
     count: int = 0
@@ -55,6 +59,7 @@ class PatternAdvisor:
             tally = tallies[outcome.model]
             tally.weight += weight
             tally.score += weight * outcome.score
+            tally.squares += weight * outcome.score * outcome.score
             tally.cost += weight * float(outcome.cost_usd)
             tally.distance += dist
             tally.count += 1
@@ -65,10 +70,10 @@ class PatternAdvisor:
         if not eligible:
             return None
         best = max(m.score for m in eligible)
-        eligible = [m for m in eligible if m.score >= best - s.score_tolerance]
+        eligible = [m for m in eligible if m.score + _standard_error(tallies[m.model]) >= best - s.score_tolerance]
         pick = max(eligible, key=lambda m: (m.score / max(m.mean_cost_usd, COST_FLOOR_USD), m.score))
         tally = tallies[pick.model]
-        confidence = pick.sample_size / (pick.sample_size + s.min_samples) * (1.0 - tally.distance / tally.count)
+        confidence = pick.sample_size / (pick.sample_size + 2) * (1.0 - tally.distance / tally.count)
         if confidence < s.confidence_floor:
             return None
         return PatternRecommendation(
@@ -76,3 +81,9 @@ class PatternAdvisor:
             fingerprint_kind="hybrid" if fp.embedding is not None else "structural",
             sample_size=pick.sample_size, k_cluster_size=len(near), alternatives=tuple(scored),
         )
+
+
+def _standard_error(tally: _Tally) -> float:
+    mean = tally.score / tally.weight
+    variance = max(0.0, tally.squares / tally.weight - mean * mean)
+    return math.sqrt(variance / tally.count)
