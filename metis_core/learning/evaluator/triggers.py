@@ -1,4 +1,5 @@
-"""When evaluations run: on the bus after a turn or session ends, when feedback arrives, in batch.
+"""When evaluations run: on the bus after a tool call, turn or session ends, when feedback arrives,
+and in batch.
 
 The bus subscriber is a batch subscriber (its own worker thread), never the fast path: it reads
 the trace and may call a judge model. `run_batch` scores the turns and sessions finished since a
@@ -27,13 +28,15 @@ class EvaluationTriggers:
         self.trace = trace
 
     def subscription(self) -> Subscription:
-        return Subscription(filter=EventFilter(event_types={"turn.completed", "session.ended", "feedback.explicit"}),
-                            handler=self.handle, name=SUBSCRIPTION_NAME)
+        wanted = {"turn.completed", "session.ended", "feedback.explicit", "tool.completed", "tool.failed"}
+        return Subscription(filter=EventFilter(event_types=wanted), handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
         try:
             if event.type == "turn.completed" and event.turn_id is not None:
                 self.evaluator.evaluate("turn", event.turn_id, trigger="bus", parent=event)
+            elif event.type in ("tool.completed", "tool.failed") and event.parent_event_id is not None:
+                self.evaluator.evaluate("tool_cycle", event.parent_event_id, trigger="bus", parent=event)
             elif event.type == "session.ended":
                 self.evaluator.evaluate("session", event.session_id, trigger="bus", parent=event)
             elif event.type == "feedback.explicit":
