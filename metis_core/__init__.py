@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "BlockOrigin": "metis_core.messages",
+    "Citation": "metis_core.messages",
+    "CompactionBlock": "metis_core.messages",
     "ContentBlock": "metis_core.messages",
     "ImageBlock": "metis_core.messages",
     "ImageSource": "metis_core.messages",
@@ -22,10 +24,13 @@ _EXPORTS: dict[str, str] = {
     "MessageComplete": "metis_core.messages",
     "MessageMetadata": "metis_core.messages",
     "MessageStatus": "metis_core.messages",
+    "ProviderToolCallBlock": "metis_core.messages",
+    "ProviderToolResultBlock": "metis_core.messages",
     "RedactedThinkingBlock": "metis_core.messages",
     "Role": "metis_core.messages",
     "RoutingDecisionRecord": "metis_core.messages",
     "RoutingMode": "metis_core.messages",
+    "StopReason": "metis_core.messages",
     "SideEffects": "metis_core.messages",
     "StreamError": "metis_core.messages",
     "StreamEvent": "metis_core.messages",
@@ -47,6 +52,15 @@ _EXPORTS: dict[str, str] = {
     "system_message": "metis_core.messages",
     "tool_result_message": "metis_core.messages",
     "check_tool_schema": "metis_core.messages.tool_schema",
+    "normalize_schema": "metis_core.messages.schema_normalize",
+    "NormalizedSchema": "metis_core.messages.schema_normalize",
+    "SchemaChange": "metis_core.messages.schema_normalize",
+    "tool": "metis_core.agent.tools.python_tool",
+    "PythonTool": "metis_core.agent.tools.python_tool",
+    "load_tool_module": "metis_core.agent.tools.python_tool",
+    "ToolContext": "metis_core.agent.tools.base",
+    "ToolOutcome": "metis_core.agent.tools.base",
+    "ToolRegistry": "metis_core.agent.tools.registry",
     "validate_tool_input": "metis_core.messages.tool_input",
     "tool_input_violations": "metis_core.messages.tool_input",
     "new_ulid": "metis_core.ids",
@@ -161,9 +175,19 @@ _EXPORTS: dict[str, str] = {
     "SessionExistsError": "metis_core.errors",
     "ToolError": "metis_core.errors",
     "PathEscapeError": "metis_core.errors",
+    "ToolModuleError": "metis_core.errors",
     "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "EventLogIntegrityError": "metis_core.errors",
+    "CriticalBlockDropError": "metis_core.errors",
+    "PromptCompositionError": "metis_core.errors",
+    "PromptComposer": "metis_core.prompts",
+    "PromptPart": "metis_core.prompts",
+    "Composition": "metis_core.prompts",
+    "NamedProvider": "metis_core.provider_dsn",
+    "reprice": "metis_core.models.repricing",
+    "Repricing": "metis_core.models.repricing",
     "CassetteError": "metis_core.errors",
     "CassetteFormatError": "metis_core.errors",
     "CassetteMissError": "metis_core.errors",
@@ -207,6 +231,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.messages import (
         BlockOrigin,
+        Citation,
+        CompactionBlock,
         ContentBlock,
         ImageBlock,
         ImageSource,
@@ -214,10 +240,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MessageComplete,
         MessageMetadata,
         MessageStatus,
+        ProviderToolCallBlock,
+        ProviderToolResultBlock,
         RedactedThinkingBlock,
         Role,
         RoutingDecisionRecord,
         RoutingMode,
+        StopReason,
         SideEffects,
         StreamError,
         StreamEvent,
@@ -240,6 +269,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         tool_result_message,
     )
     from metis_core.messages.tool_schema import check_tool_schema
+    from metis_core.messages.schema_normalize import normalize_schema, NormalizedSchema, SchemaChange
+    from metis_core.agent.tools.python_tool import tool, PythonTool, load_tool_module
+    from metis_core.agent.tools.base import ToolContext, ToolOutcome
+    from metis_core.agent.tools.registry import ToolRegistry
     from metis_core.messages.tool_input import validate_tool_input, tool_input_violations
     from metis_core.ids import new_ulid, new_tool_use_id, new_session_id
     from metis_core.hashing import json_hash, canonical_json
@@ -247,7 +280,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.model_id import ModelId, parse_model_id
     from metis_core.models.registry import ModelRegistry, ModelInfo, default_registry
     from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
+    from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
+    from metis_core.provider_dsn import NamedProvider
+    from metis_core.prompts import PromptComposer, PromptPart, Composition
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -330,9 +366,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         SessionExistsError,
         ToolError,
         PathEscapeError,
+        ToolModuleError,
         InvalidToolPathError,
         RoutingPolicyError,
         ExportError,
+        PromptCompositionError,
+        CriticalBlockDropError,
+        EventLogIntegrityError,
         CassetteError,
         LearningError,
         FeedbackTargetError,

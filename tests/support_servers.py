@@ -29,6 +29,31 @@ BASE_URLS = {
 API_KEYS = {p: f"test-key-{p}" for p in BASE_URLS if p != "ollama"}
 
 
+TOOL_USE_RECORDING = "stream__tool_use_input_json_delta.sse"
+RECORDED_TOOL_USE_ID = "toolu_01NRLabsLyVHZPKxbKvkfSMn"
+
+
+def tool_call_stream(name: str, tool_input: Any, tool_use_id: str = RECORDED_TOOL_USE_ID) -> bytes:
+    """The recorded Anthropic get_weather tool_use stream, turned into a call of another tool.
+
+    No recording calls our tools, so this keeps the recording's exact framing, usage and event
+    order (message_start, ping, caller, input_json_delta fragments) and replaces only the tool
+    name, the provider's tool id and the four input fragments.
+    """
+    body = read_bytes("anthropic", TOOL_USE_RECORDING)
+    assert body.count(b'"name":"get_weather"') == 1 and body.count(RECORDED_TOOL_USE_ID.encode()) == 1
+    body = body.replace(b'"name":"get_weather"', b'"name":' + json.dumps(name).encode())
+    body = body.replace(RECORDED_TOOL_USE_ID.encode(), tool_use_id.encode())
+    wanted = json.dumps(tool_input)
+    cut = [len(wanted) // 4, len(wanted) // 2, 3 * len(wanted) // 4]
+    pieces = [wanted[: cut[0]], wanted[cut[0] : cut[1]], wanted[cut[1] : cut[2]], wanted[cut[2] :]]
+    for old, new in zip(['{\\"locati', 'on\\": \\"P', "ar", 'is\\"}'], pieces, strict=True):
+        marker = f'"partial_json":"{old}"'.encode()
+        assert body.count(marker) == 1, marker
+        body = body.replace(marker, b'"partial_json":' + json.dumps(new).encode())
+    return body
+
+
 @dataclass
 class Reply:
     status: int

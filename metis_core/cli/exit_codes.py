@@ -13,11 +13,13 @@ from metis_core.errors import (
     AllModelsFailedError,
     CapabilityMismatchError,
     ConfigError,
+    EventLogIntegrityError,
     MetisError,
     ModelIdError,
     ProviderError,
     RoutingPolicyError,
     StoreError,
+    ToolModuleError,
     UnknownModelError,
 )
 from metis_core.routing.engine import NoRoutableModelError
@@ -38,6 +40,8 @@ class ExitCode(IntEnum):
     REFUSED = 5
     """A capability check or the router refused (e.g. a swap to a model that cannot read images)."""
     STORAGE = 6
+    INTEGRITY = 7
+    """A record does not verify: an event log's hash chain, payload hashes or schemas are broken."""
     CANCELLED = 130
     """Ctrl-C (128 + SIGINT), as shells report it."""
 
@@ -45,7 +49,7 @@ class ExitCode(IntEnum):
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.CANCELLED
-    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError):
+    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError | ToolModuleError):
         return ExitCode.USAGE
     if isinstance(error, ConfigError | RoutingPolicyError):
         return ExitCode.CONFIGURATION
@@ -53,6 +57,8 @@ def exit_code_for(error: BaseException) -> ExitCode:
         return ExitCode.PROVIDER
     if isinstance(error, CapabilityMismatchError | NoRoutableModelError):
         return ExitCode.REFUSED
+    if isinstance(error, EventLogIntegrityError):
+        return ExitCode.INTEGRITY
     if isinstance(error, StoreError):
         return ExitCode.STORAGE
     return ExitCode.UNEXPECTED

@@ -13,7 +13,7 @@ from typing import Any
 
 from rich.console import Console
 
-from metis_core.agent.tools.base import Tool, ToolContext, ToolOutcome
+from metis_core.agent.tools.base import Tool, ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnResult
 from metis_core.messages import (
@@ -38,6 +38,13 @@ def format_usd(amount: Decimal | float | None) -> str:
     if abs(value) < Decimal("0.01"):
         return "$" + format(value.quantize(Decimal("0.000001")), "f")
     return "$" + format(value.quantize(Decimal("0.0001")), "f")
+
+
+def cost_text(amount: Decimal, unpriced_calls: int) -> str:
+    """A total that may include unpriced calls: `$0.0012`, `$0.0012 + unknown`, or `cost unknown`."""
+    if not unpriced_calls:
+        return format_usd(amount)
+    return "cost unknown" if amount == 0 else f"{format_usd(amount)} + unknown"
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
@@ -101,6 +108,9 @@ class ShownTool:
         self.definition = tool.definition
         self.printer = printer
 
+    def input_violations(self, tool_input: dict[str, Any]) -> list[str]:
+        return extra_input_violations(self.tool, tool_input)
+
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
         outcome = await self.tool.run(tool_input, context)
         mark, style = ("✗", "red") if outcome.is_error else ("✓", "green")
@@ -123,4 +133,5 @@ def turn_summary(result: TurnResult, seconds: float) -> str:
     tokens = f"{result.input_tokens} in / {result.output_tokens} out tokens"
     calls = f"{result.llm_calls} call{'s' if result.llm_calls != 1 else ''}"
     tools = f" · {result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}" if result.tool_calls else ""
-    return f"{result.model or '?'} · {calls}{tools} · {tokens} · {format_usd(result.cost_usd)} · {seconds:.1f}s"
+    cost = cost_text(result.cost_usd, result.unpriced_calls)
+    return f"{result.model or '?'} · {calls}{tools} · {tokens} · {cost} · {seconds:.1f}s"

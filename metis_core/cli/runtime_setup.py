@@ -8,6 +8,7 @@ exporting a single key. It does not prompt, print or decide what happens on firs
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -15,6 +16,7 @@ from metis_core.adapters.client import ModelClient
 from metis_core.adapters.registry import provider_keys
 from metis_core.agent.confirmation import Confirmer, deny_all
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.tools.python_tool import PythonTool, load_tool_module
 from metis_core.cli.cassette_flags import active_cassette
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
@@ -45,15 +47,31 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 
 
 def open_runtime(
-    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False
+    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
+    tool_modules: Sequence[Path] = (),
+    db_path: Path | None = None,
 ) -> Runtime:
+    """The Runtime of one command, offering the built-in tools plus the @tool functions of `tool_modules`
+    and of config's `tool_modules` (loaded first, so a broken module fails before anything is opened);
+    `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`)."""
+    extra = python_tools(config, tool_modules)
     active = active_cassette()
     if active is not None:
-        return _cassette_runtime(config, active[0], active[1], confirmer, approve_everything)
-    if config.defaults.model is None:
-        config.defaults.model = fallback_default_model(config)
-    runtime = Runtime(home=config.home, config=config, confirmer=confirmer, approve_everything=approve_everything)
-    return with_learning(runtime)
+        runtime = with_learning(_cassette_runtime(config, active[0], active[1], confirmer, approve_everything,
+                                                  db_path))
+    else:
+        if config.defaults.model is None:
+            config.defaults.model = fallback_default_model(config)
+        runtime = with_learning(Runtime(home=config.home, config=config, confirmer=confirmer,
+                                        approve_everything=approve_everything, db_path=db_path))
+        runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
+    try:
+        for made in extra:
+            runtime.tools.register(made)
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
 
 
 def with_learning(runtime: Runtime) -> Runtime:
@@ -61,18 +79,24 @@ def with_learning(runtime: Runtime) -> Runtime:
     from metis_core.learning.loop import LearningLoop
     from metis_core.learning.settings import LearningSettings
 
-    settings = LearningSettings.from_config(runtime.config.learning)
-    if settings.enabled:
-        try:
+    try:
+        settings = LearningSettings.from_config(runtime.config.learning)
+        if settings.enabled:
             LearningLoop.attach(runtime, settings)
-        except BaseException:
-            runtime.close()
-            raise
+    except BaseException:
+        runtime.close()
+        raise
     return runtime
 
 
+def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list[PythonTool]:
+    """The @tool functions of config's `tool_modules` (relative to METIS_HOME) and of `tool_modules`."""
+    paths = [p if p.is_absolute() else config.home / p for p in (Path(m).expanduser() for m in config.tool_modules)]
+    return [made for path in [*paths, *tool_modules] for made in load_tool_module(path)]
+
+
 def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
-                      approve_everything: bool) -> Runtime:
+                      approve_everything: bool, db_path: Path | None) -> Runtime:
     """A Runtime whose client records to or replays from `path` (`--record` / `--replay`)."""
     client = ModelClient(config=config, record=path if mode == "record" else None,
                          replay=path if mode == "replay" else None)
@@ -84,8 +108,8 @@ def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confi
             config.defaults.model = str(cassette.entries[0].canonical.get("model"))
     elif config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
-    return with_learning(Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
-                                 approve_everything=approve_everything, configured_providers=configured))
+    return Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
+                   approve_everything=approve_everything, configured_providers=configured, db_path=db_path)
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

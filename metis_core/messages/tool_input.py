@@ -2,8 +2,9 @@
 
 The violations feed the `tool.input_invalid` event and the error tool_result the model sees, so
 each names its JSON path. Validators are compiled once per schema and cached, since dispatch
-validates every call. Formats are checked with the standard library only. This module does not
-check that a schema is inside the portable subset (tool_schema.py does that at definition time).
+validates every call. Formats are checked with the standard library only. When normalization made
+a lossy change, the input must also satisfy the schema as the tool declared it. This module does
+not check that a schema is inside the portable subset (tool_schema.py does that at definition time).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from functools import lru_cache
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema import Draft202012Validator, FormatChecker, validators
 from jsonschema.exceptions import ValidationError
+from jsonschema.protocols import Validator
 
 from metis_core.errors import ToolInputInvalidError
 from metis_core.messages.tool_schema import child_path
@@ -80,11 +82,15 @@ for _name, _test in _FORMAT_TESTS.items():
 
 
 @lru_cache(maxsize=1024)
-def _compiled_validator(schema_json: bytes) -> Draft202012Validator:
-    return Draft202012Validator(orjson.loads(schema_json), format_checker=FORMAT_CHECKER)
+def _compiled_validator(schema_json: bytes) -> Validator:
+    schema = orjson.loads(schema_json)
+    # A declared schema may name an older draft ($schema), whose keywords mean other things.
+    cls = validators.validator_for(schema, default=Draft202012Validator)
+    validator: Validator = cls(schema, format_checker=FORMAT_CHECKER)
+    return validator
 
 
-def validator_for(tool: ToolDefinition) -> Draft202012Validator:
+def validator_for(tool: ToolDefinition) -> Validator:
     """The compiled validator for a tool's schema; compiled once per distinct schema."""
     # Keyed by content, not identity: a tool rebuilt each turn, or a schema mutated in place,
     # still gets the right validator. Serializing a small schema costs about a microsecond.
@@ -98,11 +104,24 @@ def _error_path(error: ValidationError) -> str:
     return path
 
 
+def _declared_validator(tool: ToolDefinition) -> Validator | None:
+    """The validator of the schema as declared, when normalization made it accept other inputs."""
+    if not any(change.lossy for change in tool.schema_changes):
+        return None
+    return _compiled_validator(orjson.dumps(tool.source_schema, option=orjson.OPT_SORT_KEYS))
+
+
 def tool_input_violations(tool: ToolDefinition, tool_input: Any) -> list[str]:
-    """Every violation of `tool_input` against the tool's schema, as `<json path>: <message>`."""
-    errors = validator_for(tool).iter_errors(tool_input)
+    """Every violation of `tool_input` against the tool's schema, as `<json path>: <message>`.
+
+    After a lossy normalization the input must satisfy both the schema the model was shown and the
+    one the tool declared (a `multipleOf` said only in words is still enforced)."""
+    errors = list(validator_for(tool).iter_errors(tool_input))
+    declared = _declared_validator(tool)
+    if declared is not None:
+        errors.extend(declared.iter_errors(tool_input))
     ordered = sorted(errors, key=lambda e: (_error_path(e), e.message))
-    return [f"{_error_path(e)}: {e.message}" for e in ordered]
+    return list(dict.fromkeys(f"{_error_path(e)}: {e.message}" for e in ordered))
 
 
 def validate_tool_input(tool: ToolDefinition, tool_input: Any) -> None:

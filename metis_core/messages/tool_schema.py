@@ -1,18 +1,22 @@
 """The portable JSON Schema subset for tool input, checked when a tool is defined (§5.4).
 
 The subset is what Anthropic, OpenAI strict mode and Gemini all accept (docs/tool-schema-subset.md
-says why each keyword is in or out). `check_tool_schema` walks a schema and raises ToolSchemaError
-naming the first construct outside the subset and its JSON path. It does not validate tool input
-(see tool_input.py) and does not rewrite schemas for a provider (adapters do that).
+says why each keyword is in or out). `check_portable_subset` walks a schema and raises
+ToolSchemaError naming the first construct outside the subset and its JSON path;
+`check_tool_schema` normalizes first (schema_normalize.py) and reports what that changed. It does
+not validate tool input (see tool_input.py) and does not rewrite schemas for a provider (adapters do).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metis_core.errors import ToolSchemaError
+
+if TYPE_CHECKING:
+    from metis_core.messages.schema_normalize import NormalizedSchema, SchemaChange
 
 SCALAR_TYPES = frozenset({"string", "number", "integer", "boolean", "null"})
 SCHEMA_TYPES = SCALAR_TYPES | {"object", "array"}
@@ -66,8 +70,32 @@ _NON_PORTABLE_REGEX = re.compile(r"\(\?[=!]|\(\?<[=!]|\(\?P[<=]|\(\?<[A-Za-z]|\\
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
-def check_tool_schema(tool_name: str, schema: dict[str, Any]) -> None:
-    """Raise ToolSchemaError for the first construct outside the portable subset."""
+def check_tool_schema(tool_name: str, schema: dict[str, Any]) -> list[SchemaChange]:
+    """What normalization changes to bring `schema` into the subset (empty when it already is);
+    ToolSchemaError, with path and reason, for what cannot be carried."""
+    return list(portable_tool_schema(tool_name, schema).changes)
+
+
+def portable_tool_schema(tool_name: str, schema: dict[str, Any]) -> NormalizedSchema:
+    """`schema` normalized into the portable subset and checked; ToolSchemaError if it cannot be.
+
+    A schema already inside the subset is returned unchanged (titles included), so a recorded or
+    hand-written schema reaches the provider exactly as written."""
+    from metis_core.messages.schema_normalize import NormalizedSchema, normalize_schema
+
+    try:
+        check_portable_subset(tool_name, schema)
+    except ToolSchemaError:
+        pass
+    else:
+        return NormalizedSchema(dict(schema), ())
+    normalized = normalize_schema(schema, name=tool_name)
+    check_portable_subset(tool_name, normalized.schema)
+    return normalized
+
+
+def check_portable_subset(tool_name: str, schema: dict[str, Any]) -> None:
+    """Raise ToolSchemaError for the first construct outside the portable subset (no normalization)."""
     if not isinstance(schema, Mapping):
         raise ToolSchemaError(tool_name, "input_schema", "$", "must be a JSON object")
     if schema.get("type") != "object":

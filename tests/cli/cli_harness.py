@@ -23,7 +23,7 @@ from fcntl import ioctl
 from pathlib import Path
 from typing import Any
 
-from fixture_files import read_bytes
+from support_servers import tool_call_stream
 
 from metis_core.events.envelope import Event
 from metis_core.messages import Message
@@ -36,27 +36,11 @@ KEYS = (ANTHROPIC_KEY, OPENAI_KEY)
 ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[()][A-Z0-9]|\x1b[=>]|\r")
 METIS = Path(sys.executable).with_name("metis")
 COMMAND = [str(METIS)] if METIS.exists() else [sys.executable, "-c", "from metis_core.cli.app import main; main()"]
-TOOL_USE_RECORDING = "stream__tool_use_input_json_delta.sse"
 
 
 def write_file_call_stream(path: str, content: str) -> bytes:
-    """The recorded get_weather tool_use stream, turned into a call of the built-in write_file.
-
-    No recording calls a built-in tool, so this keeps the recording's exact framing, ids and usage
-    (message_start, ping, caller, input_json_delta fragments) and replaces only the tool name and
-    the four input fragments with those of a write_file input.
-    """
-    body = read_bytes("anthropic", TOOL_USE_RECORDING)
-    assert body.count(b'"name":"get_weather"') == 1
-    body = body.replace(b'"name":"get_weather"', b'"name":"write_file"')
-    wanted = json.dumps({"path": path, "content": content})
-    cut = [len(wanted) // 4, len(wanted) // 2, 3 * len(wanted) // 4]
-    pieces = [wanted[: cut[0]], wanted[cut[0] : cut[1]], wanted[cut[1] : cut[2]], wanted[cut[2] :]]
-    for old, new in zip(['{\\"locati', 'on\\": \\"P', "ar", 'is\\"}'], pieces, strict=True):
-        marker = f'"partial_json":"{old}"'.encode()
-        assert body.count(marker) == 1, marker
-        body = body.replace(marker, b'"partial_json":' + json.dumps(new).encode())
-    return body
+    """The recorded get_weather tool_use stream, turned into a call of the built-in write_file."""
+    return tool_call_stream("write_file", {"path": path, "content": content})
 
 
 def cli_env(home: Path, base_url: str | None, **extra: str) -> dict[str, str]:

@@ -36,6 +36,8 @@ class LearningHarness:
         self.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse") for _ in range(count)])
 
     def events(self, session_id: str | None = None) -> list[Event]:
+        # Twice: the first waits for the batch subscribers, the second for the events they emitted.
+        self.runtime.bus.flush()
         self.runtime.bus.flush()
         self.runtime.trace.flush()
         if session_id is None:

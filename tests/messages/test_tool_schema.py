@@ -9,7 +9,7 @@ import pytest
 
 from metis_core.errors import ToolInputInvalidError, ToolSchemaError
 from metis_core.messages.tool_input import tool_input_violations, validate_tool_input, validator_for
-from metis_core.messages.tool_schema import check_tool_schema
+from metis_core.messages.tool_schema import check_portable_subset, check_tool_schema
 from metis_core.messages.tools import SideEffects, ToolDefinition
 
 READ_FILE_SCHEMA: dict[str, Any] = {
@@ -52,8 +52,9 @@ def read_file_tool(schema: dict[str, Any] | None = None) -> ToolDefinition:
 
 
 def schema_error(schema: dict[str, Any]) -> ToolSchemaError:
+    """The subset check alone, without normalization (tests/messages/test_schema_normalize.py covers that)."""
     with pytest.raises(ToolSchemaError) as info:
-        check_tool_schema("t", schema)
+        check_portable_subset("t", schema)
     return info.value
 
 
@@ -65,23 +66,24 @@ def with_property(prop: Any) -> dict[str, Any]:
 
 
 def test_schema_using_every_supported_construct_is_accepted() -> None:
-    check_tool_schema("read_file", READ_FILE_SCHEMA)
+    check_portable_subset("read_file", READ_FILE_SCHEMA)
+    assert check_tool_schema("read_file", READ_FILE_SCHEMA) == []
     assert read_file_tool().name == "read_file"
 
 
 def test_tool_without_parameters_is_accepted() -> None:
-    check_tool_schema("now", {"type": "object", "properties": {}})
-    check_tool_schema("now", {"type": "object"})
+    assert check_tool_schema("now", {"type": "object", "properties": {}}) == []
+    assert check_tool_schema("now", {"type": "object"}) == []
 
 
-def test_registering_a_tool_with_one_of_fails_naming_construct_and_path() -> None:
-    schema = with_property({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+def test_registering_a_tool_with_a_construct_that_cannot_be_carried_fails_naming_construct_and_path() -> None:
+    schema = with_property({"type": "string", "not": {"enum": ["x"]}})
     with pytest.raises(ToolSchemaError) as info:
         ToolDefinition(name="t", description="d", input_schema=schema)
-    assert info.value.construct == "oneOf"
-    assert info.value.path == "$.properties.x.oneOf"
+    assert info.value.construct == "not"
+    assert info.value.path == "$.properties.x.not"
     assert info.value.tool == "t"
-    assert "$.properties.x.oneOf" in str(info.value)
+    assert "$.properties.x.not" in str(info.value)
     assert "docs/tool-schema-subset.md" in str(info.value)
 
 
@@ -198,7 +200,7 @@ def test_misused_keywords_are_rejected_with_the_construct_named(prop: Any, const
 
 
 def test_nullable_enum_may_list_null_but_plain_enum_may_not() -> None:
-    check_tool_schema("t", with_property({"type": ["string", "null"], "enum": ["a", None]}))
+    check_portable_subset("t", with_property({"type": ["string", "null"], "enum": ["a", None]}))
     assert schema_error(with_property({"type": "string", "enum": ["a", None]})).path == "$.properties.x.enum[1]"
 
 
@@ -208,7 +210,8 @@ def test_property_names_that_are_not_identifiers_are_quoted_in_the_path() -> Non
 
 
 def test_a_property_named_like_a_keyword_is_just_a_property() -> None:
-    check_tool_schema("t", {"type": "object", "properties": {"oneOf": {"type": "string"}, "not": {"type": "boolean"}}})
+    assert check_tool_schema(
+        "t", {"type": "object", "properties": {"oneOf": {"type": "string"}, "not": {"type": "boolean"}}}) == []
 
 
 # --- tool input validation ----------------------------------------------------------------------

@@ -35,6 +35,7 @@ from metis_core.messages import (
     ToolUseBlock,
     Usage,
 )
+from metis_core.messages.tool_schema import check_portable_subset
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
 
@@ -130,6 +131,8 @@ class ChatRequestReader:
                 "input_schema": function.get("parameters") or {"type": "object", "properties": {}},
             }
             try:
+                # Checked without normalizing: a schema the caller wrote for this API stays as written.
+                check_portable_subset(function["name"], fields["input_schema"])
                 tools.append(ToolDefinition(**fields))
             except ToolSchemaError as exc:
                 # The caller already chose this schema for its provider; keep it verbatim.

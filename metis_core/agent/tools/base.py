@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from metis_core.messages import ToolDefinition
+from metis_core.messages import ImageBlock, TextBlock, ToolDefinition
 
 MAX_OUTPUT_BYTES = 64 * 1024
 
@@ -32,6 +32,8 @@ class ToolOutcome:
     execution_error | cancelled | user_denied | confirmation_timeout."""
     files_modified: list[str] | None = None
     command_executed: str | None = None
+    blocks: list[TextBlock | ImageBlock] | None = None
+    """The result's blocks when it is more than text (images); `content` then summarises them."""
 
     @classmethod
     def failure(cls, error_class: str, message: str, **extra: Any) -> ToolOutcome:
@@ -42,6 +44,13 @@ class Tool(Protocol):
     definition: ToolDefinition
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome: ...
+
+
+def extra_input_violations(tool: Tool, tool_input: dict[str, Any]) -> list[str]:
+    """Violations a tool finds beyond its JSON Schema (an optional `input_violations` method), e.g.
+    the pydantic validation of a Python tool, whose types can say more than the portable subset."""
+    check = getattr(tool, "input_violations", None)
+    return list(check(tool_input)) if check is not None else []
 
 
 def cap_output(text: str, limit: int) -> str:

@@ -17,11 +17,11 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from metis_core.agent.redaction import redact
 from metis_core.errors import EvaluationError, MetisError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
 from metis_core.events.payloads.evaluation import RATIONALE_SIGNAL
+from metis_core.events.redaction import redact
 from metis_core.ids import new_ulid
 from metis_core.learning.evaluator.heuristic import HeuristicVerdict, judge_session, judge_tool_cycle, judge_turn
 from metis_core.learning.evaluator.llm_judge import LlmJudge, LlmVerdict

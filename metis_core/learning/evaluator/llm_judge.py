@@ -19,8 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.client import ModelClient
-from metis_core.agent.redaction import redact
 from metis_core.errors import JudgeCallFailedError, JudgeOutputInvalidError, MetisError
+from metis_core.events.redaction import redact
 from metis_core.learning.evaluator.rubrics import Rubric
 from metis_core.messages import Message, Role, TextBlock
 
