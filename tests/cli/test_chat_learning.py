@@ -14,7 +14,7 @@ from metis_core.learning.database import LearningDatabase
 from metis_core.learning.patterns.fingerprint import fingerprint
 from metis_core.learning.patterns.store import PatternStore
 
-from .cli_harness import PtySession, cli_env, first, only_session_id, stored_events
+from .cli_harness import PtySession, cli_env, first, metis, only_session_id, stored_events
 from .replay_server import ANTHROPIC, ReplayServer, Reply
 
 PROMPT = r"you> "
@@ -78,3 +78,24 @@ def test_route_override_and_ignore_at_the_route_question(home: Path, server: Rep
     assert rated.payload["scope"] == "session" and rated.payload["rating"] == "thumbs_down"
     assert rated.payload["comment"] == "not what I wanted"
     assert [e.type for e in events].count("pattern.recorded") == 2  # both turns recorded at session end
+
+
+def test_without_a_terminal_the_suggestion_is_shown_after_the_answer_and_route_ignore_dismisses_it(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    seed_history(home, workspace, "Summarize the notes")
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    result = metis(["chat"], cli_env(home, server.base_url), workspace,
+                   stdin="Summarize the notes\n/route override\n/route ignore\n/route\n/exit\n")
+    assert result.returncode == 0, result.stderr
+    out = result.stdout
+    assert "route> " not in out
+    assert f"pattern store suggests {CHEAP}" in out and "/route ignore dismisses it" in out
+    assert "that turn has finished" in out + result.stderr
+    assert "suggestion dismissed" in out and "no pattern suggestion is waiting" in out
+    assert [b["model"] for b in server.bodies(ANTHROPIC)] == ["claude-sonnet-4-6"]
+    events = stored_events(home, only_session_id(home), learning=True)
+    decided = first(events, "route.decided")
+    dismissed = first(events, "pattern.override_dismissed")
+    assert dismissed.parent_event_id == decided.id and dismissed.turn_id == decided.turn_id
+    assert "route.overridden" not in [e.type for e in events]
