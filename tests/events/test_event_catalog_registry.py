@@ -98,15 +98,22 @@ EXTENDED_STOP_REASONS = {"refusal"}
 """Added here to the spec's stop_reason enum (docs/event-bus.md, "Extended enums")."""
 
 
-@pytest.mark.parametrize("model", [LlmCallCompletedPayload, TurnCompletedPayload])
-def test_stop_reason_is_the_spec_enum_plus_refusal_and_every_value_is_canonical(model: type[PayloadModel]) -> None:
+TURN_ONLY_STOP_REASONS = {"error"}
+"""turn.completed's own end when the turn failed (docs/cli.md): never a model call's stop reason."""
+
+
+@pytest.mark.parametrize(("model", "turn_only"), [(LlmCallCompletedPayload, set()),
+                                                  (TurnCompletedPayload, TURN_ONLY_STOP_REASONS)])
+def test_stop_reason_is_the_spec_enum_plus_refusal_and_every_value_is_canonical(
+    model: type[PayloadModel], turn_only: set[str]
+) -> None:
     text = SPEC_PATH.read_text(encoding="utf-8")
     spec_sets = {frozenset(re.findall(r'"([a-z_]+)"', found))
                  for found in re.findall(r'"stop_reason": Literal\[([^\]]*)\]', text)}
     assert len(spec_sets) == 1, "the spec's two stop_reason enums differ"
     allowed = set(typing.get_args(model.model_fields["stop_reason"].annotation))
-    assert allowed == set(next(iter(spec_sets))) | EXTENDED_STOP_REASONS
-    assert allowed <= {reason.value for reason in StopReason}
+    assert allowed == set(next(iter(spec_sets))) | EXTENDED_STOP_REASONS | turn_only
+    assert allowed - turn_only <= {reason.value for reason in StopReason}
 
 
 @pytest.mark.parametrize("name", ["message.delta", "text.delta", "thinking.delta", "tool.use_start"])
