@@ -202,6 +202,18 @@ _EXPORTS: dict[str, str] = {
     "CassetteFormatError": "metis_core.errors",
     "CassetteMissError": "metis_core.errors",
     "ReplayError": "metis_core.errors",
+    "LearningError": "metis_core.errors",
+    "FeedbackTargetError": "metis_core.errors",
+    "EvaluationError": "metis_core.errors",
+    "RubricInvalidError": "metis_core.errors",
+    "EvalSubjectNotFoundError": "metis_core.errors",
+    "JudgeOutputInvalidError": "metis_core.errors",
+    "JudgeCallFailedError": "metis_core.errors",
+    "LearningLoop": "metis_core.learning.loop",
+    "LearningSettings": "metis_core.learning.settings",
+    "PatternAdvisor": "metis_core.routing.pattern_slot",
+    "PatternRecommendation": "metis_core.routing.pattern_slot",
+    "RouteSuggestion": "metis_core.agent.route_advice",
     "Cassette": "metis_core.cassettes.cassette",
     "Scrubber": "metis_core.cassettes.scrub",
     "replay_session": "metis_core.replay.session_replay",
@@ -302,6 +314,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.routing.health import HealthTracker, HealthPolicy
     from metis_core.routing.fallback import FallbackChain
     from metis_core.routing.engine import RoutingEngine, NoRoutableModelError
+    from metis_core.routing.pattern_slot import PatternAdvisor, PatternRecommendation
+    from metis_core.agent.route_advice import RouteSuggestion
+    from metis_core.learning.loop import LearningLoop
+    from metis_core.learning.settings import LearningSettings
     from metis_core.agent.runtime import Runtime
     from metis_core.agent.turn import TurnLimits
     from metis_core.agent_config import DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
@@ -375,6 +391,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         CriticalBlockDropError,
         EventLogIntegrityError,
         CassetteError,
+        LearningError,
+        FeedbackTargetError,
+        EvaluationError,
+        RubricInvalidError,
+        EvalSubjectNotFoundError,
+        JudgeOutputInvalidError,
+        JudgeCallFailedError,
         CassetteFormatError,
         CassetteMissError,
         ReplayError,

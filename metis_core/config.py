@@ -140,6 +140,8 @@ class MetisConfig(AgentSections):
     """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
     aliases: dict[str, str] = Field(default_factory=empty_dict)
     chains: dict[str, list[str]] = Field(default_factory=empty_dict)
+    learning: dict[str, Any] = Field(default_factory=empty_dict)
+    """Feedback, evaluator and pattern-store settings; validated by metis_core.learning.settings."""
     tool_modules: list[Path] = Field(default_factory=empty_list)
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
 

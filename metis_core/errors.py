@@ -443,3 +443,41 @@ class SkillFormatError(ConfigError):
 
 class NoModelForTierError(MetisError):
     """A delegation tier names no model that can take the worker's turn."""
+
+
+class LearningError(MetisError):
+    """The learning layer (feedback, evaluator, pattern store) could not do what was asked."""
+
+
+class FeedbackTargetError(LearningError):
+    """Feedback names a session or turn the record does not hold."""
+
+
+class EvaluationError(LearningError):
+    """One evaluation could not produce a verdict; `failure_mode` is eval.failed's."""
+
+    failure_mode = "judge_call_failed"
+
+
+class RubricInvalidError(EvaluationError):
+    """A rubric file failed to load or validate."""
+
+    failure_mode = "rubric_invalid"
+
+
+class EvalSubjectNotFoundError(EvaluationError):
+    """The subject of an evaluation resolved to no events."""
+
+    failure_mode = "subject_not_found"
+
+
+class JudgeOutputInvalidError(EvaluationError):
+    """The LLM judge answered with something that is not a valid verdict."""
+
+    failure_mode = "judge_output_invalid"
+
+
+class JudgeCallFailedError(EvaluationError):
+    """The LLM judge's model call failed (provider down, auth, budget)."""
+
+    failure_mode = "judge_call_failed"

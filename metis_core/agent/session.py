@@ -8,6 +8,7 @@ process rebuilds all of that from the store, so a conversation continues on any 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -81,9 +82,14 @@ class Session:
                            command_timeout_seconds=self.command_timeout_seconds, session=self)
 
 
+ModelSwapListener = Callable[["Session", str | None, str], None]
+"""Called after a successful `/model` swap with the session, the previous and the new choice."""
+
+
 class SessionManager:
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
+        self.swap_listeners: list[ModelSwapListener] = []
 
     def create(
         self, workspace: Path, *, model: str | None = None, title: str | None = None,
@@ -150,8 +156,11 @@ class SessionManager:
                 "missing_capability": error.capability, "reason": redact(error.reason),
             }, session_id=session.id, actor=Actor.SYSTEM)
             raise
+        previous = session.sticky_model
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
+        for listener in self.swap_listeners:
+            listener(session, previous, model)
 
     def end_inactive(self, *, idle_hours: float | None = None, now: datetime | None = None) -> list[str]:
         """End every open session idle for `idle_hours` (config sessions.inactivity_timeout_hours) as

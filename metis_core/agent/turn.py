@@ -21,6 +21,7 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.route_advice import RouteSuggestion
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import (
@@ -41,6 +42,8 @@ from metis_core.messages import (
     Message,
     MessageStatus,
     Role,
+    RoutingDecisionRecord,
+    RoutingMode,
     StreamError,
     StreamEvent,
     TextBlock,
@@ -48,6 +51,7 @@ from metis_core.messages import (
     tool_result_message,
 )
 from metis_core.prompts import CompositionContext
+from metis_core.routing.engine import RouteDecision, TurnNeeds
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
@@ -95,6 +99,9 @@ class TurnResult:
     """"llm_calls" or "tokens" when the turn stopped at its TurnLimits."""
     unpriced_calls: int = 0
     """Answers whose model has no price: `cost_usd` leaves them out, so a total is then incomplete."""
+    suggestion: RouteSuggestion | None = None
+    """A pattern recommendation a rule outranked (None when there was none, or it was overridden)."""
+    route_decided_id: str | None = None
 
     @property
     def answer(self) -> str:
@@ -214,13 +221,26 @@ class TurnRunner:
             self._completed(recorder, started, result, started_clock)
             raise
         routed = recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
-        del routed  # llm.call_started descends from turn.started (spec §8.1), not route.decided
+        result.route_decided_id = routed.id if routed is not None else None
         result.model = decision.chosen_model
-        chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
-        dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
-        base = (replace(options, model=decision.chosen_model) if options
-                else AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools))
+        members, record = decision.members, decision.record
+        # llm.call_started descends from turn.started (spec §8.1), or from route.overridden
         parent: Event | None = started
+        if decision.pattern_match is not None:
+            self._pattern_matched(recorder, decision, routed)
+        elif decision.deferred_pattern is not None:
+            try:
+                overridden = await self._ask_about_deferred(session, recorder, decision, routed, needs, result)
+            except asyncio.CancelledError:  # Ctrl-C at the question: the turn ends like any cancelled turn
+                self._cancelled(session, recorder, started, StreamTracker(), None, result)
+                return result
+            if overridden is not None:
+                parent, members, record = overridden
+                result.model = members[0]
+        chain = FallbackChain(rt.client, members, health=rt.health, settings=decision.settings)
+        dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
+        base = (replace(options, model=members[0]) if options
+                else AdapterOptions(model=members[0], hosted_tools=hosted_tools))
         tracker = StreamTracker()
         observer: _CallObserver | None = None
         expired: list[bool] = []
@@ -239,7 +259,7 @@ class TurnRunner:
                 history = [*system, *resolve_file_refs(session.history, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
-                    routing=decision.record, observer=observer,
+                    routing=record, observer=observer,
                 ):
                     tracker.observe(event)
                     if isinstance(event, StreamError):
@@ -328,6 +348,54 @@ class TurnRunner:
             return [], None
         system = Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text=composition.text)])
         return [system], composition.record()
+
+    @staticmethod
+    def _pattern_matched(recorder: TurnRecorder, decision: RouteDecision, routed: Event | None) -> None:
+        match = decision.pattern_match
+        assert match is not None
+        recorder.emit("pattern.matched", {
+            "fingerprint_id": match.fingerprint_id, "fingerprint_kind": match.fingerprint_kind,
+            "chosen_model": decision.chosen_model, "confidence": match.confidence,
+            "sample_size": match.sample_size, "k_cluster_size": match.k_cluster_size,
+            "alternatives_count": len(match.alternatives),
+        }, routed, actor=Actor.SYSTEM)
+
+    async def _ask_about_deferred(
+        self, session: Session, recorder: TurnRecorder, decision: RouteDecision, routed: Event | None,
+        needs: TurnNeeds, result: TurnResult,
+    ) -> tuple[Event | None, list[str], RoutingDecisionRecord] | None:
+        """Offer the deferred pattern model; (parent, members, record) when the user overrides."""
+        advice = decision.deferred_pattern
+        assert advice is not None
+        suggestion = RouteSuggestion(
+            turn_id=recorder.turn_id or "", chosen_model=decision.chosen_model, suggested_model=advice.model,
+            rule_name=decision.deferred_rule, confidence=advice.confidence, sample_size=advice.sample_size,
+        )
+        result.suggestion = suggestion
+        asker = self.rt.route_advice
+        answer = await asker(suggestion) if asker is not None else None
+        if answer == "ignore":
+            result.suggestion = None
+            dismiss_suggestion(recorder, suggestion, routed)
+            return None
+        if answer != "override":
+            return None
+        try:
+            members = session.engine.members_for(advice.model, needs)
+        except MetisError:  # the suggestion stopped fitting (benched since routing): keep the rule's model
+            return None
+        result.suggestion = None
+        overridden = recorder.emit("route.overridden", {
+            "original_chosen_model": decision.chosen_model, "new_chosen_model": members[0],
+            "deferred_policy": "pattern", "rule_name": decision.deferred_rule,
+            "pattern_confidence": advice.confidence,
+        }, routed, actor=Actor.USER)
+        record = RoutingDecisionRecord(
+            mode=RoutingMode.PATTERN, chosen_model=members[0], reason="pattern recommendation applied with "
+            "/route override", rule_name=decision.deferred_rule, confidence=advice.confidence,
+            alternatives_considered=[decision.chosen_model],
+        )
+        return overridden, members, record
 
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
@@ -420,6 +488,14 @@ def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:
         task.cancel("timeout")
 
     return asyncio.get_running_loop().call_later(seconds, expire)
+
+
+def dismiss_suggestion(recorder: TurnRecorder, suggestion: RouteSuggestion, routed: Event | str | None) -> None:
+    """pattern.override_dismissed for `suggestion` (`/route ignore`), parented to its route.decided."""
+    recorder.bus.emit_new("pattern.override_dismissed", {
+        "chosen_model": suggestion.chosen_model, "dismissed_pattern_model": suggestion.suggested_model,
+        "rule_name": suggestion.rule_name, "pattern_confidence": suggestion.confidence,
+    }, session_id=recorder.session_id, turn_id=suggestion.turn_id, parent=routed, actor=Actor.USER)
 
 
 def thinking_text(message: Message) -> str:
