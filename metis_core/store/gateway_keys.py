@@ -1,6 +1,6 @@
 """Gateway keys, limits and quota counters: the records, the store protocol, and its SQLite backend.
 
-Every query over the `gateway_*` tables (migration 4) lives here, behind `GatewayKeyStore`, so a
+Every query over the `gateway_*` tables (migration 6) lives here, behind `GatewayKeyStore`, so a
 PostgreSQL backend is one more class with the same methods. Counters change by single atomic
 statements (`x = x + ?`, `INSERT .. ON CONFLICT DO UPDATE .. RETURNING`), never read-modify-write,
 so several gateway workers can share one file. Money is integer picodollars (1e-12 USD) on disk and
