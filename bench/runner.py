@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "serve")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway", "serve")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
@@ -32,6 +32,8 @@ CASE_MODULES = {
     "cost": "bench.cases.cost",
     "store": "bench.cases.storage",
     "chain": "bench.cases.chain",
+    "learning": "bench.cases.learning",
+    "gateway": "bench.cases.gateway",
     "serve": "bench.cases.serve",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",

@@ -417,6 +417,138 @@ class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""
 
 
+class McpServerError(ToolError):
+    """An MCP server could not be started, reached or listed; `server` names it."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"MCP server {server!r}: {message}")
+
+
+class McpSdkMissingError(ConfigError):
+    """mcp_servers are configured but the `mcp` package is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__("mcp_servers are configured but the MCP SDK is not installed; "
+                         "run `pip install 'metis-core[mcp]'` or remove mcp_servers from config.yaml")
+
+
+class MemoryEditError(ToolError):
+    """A memory change cannot be applied as asked (no or several matching entries, an entry over the cap)."""
+
+
+class SkillFormatError(ConfigError):
+    """A SKILL.md is not in the skill format; the message names the file and what is wrong."""
+
+
+class NoModelForTierError(MetisError):
+    """A delegation tier names no model that can take the worker's turn."""
+
+
+class LearningError(MetisError):
+    """The learning layer (feedback, evaluator, pattern store) could not do what was asked."""
+
+
+class FeedbackTargetError(LearningError):
+    """Feedback names a session or turn the record does not hold."""
+
+
+class EvaluationError(LearningError):
+    """One evaluation could not produce a verdict; `failure_mode` is eval.failed's."""
+
+    failure_mode = "judge_call_failed"
+
+
+class RubricInvalidError(EvaluationError):
+    """A rubric file failed to load or validate."""
+
+    failure_mode = "rubric_invalid"
+
+
+class EvalSubjectNotFoundError(EvaluationError):
+    """The subject of an evaluation resolved to no events."""
+
+    failure_mode = "subject_not_found"
+
+
+class JudgeOutputInvalidError(EvaluationError):
+    """The LLM judge answered with something that is not a valid verdict."""
+
+    failure_mode = "judge_output_invalid"
+
+
+class JudgeCallFailedError(EvaluationError):
+    """The LLM judge's model call failed (provider down, auth, budget)."""
+
+    failure_mode = "judge_call_failed"
+
+
+# --- the gateway ---------------------------------------------------------------------------
+
+
+class GatewayError(MetisError):
+    """A gateway request was refused; `status` is the HTTP status the client gets.
+
+    `kind` names the refusal (auth, quota, body ...) so each inbound shape can write its own error
+    type; the message is safe to show the client: it never holds a key or an upstream secret.
+    """
+
+    status: int = 400
+    kind: str = "invalid_request"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class GatewayRequestError(GatewayError):
+    """The inbound body is not JSON, has wrong types, or asks for something metis cannot read."""
+
+
+class GatewayBodyTooLargeError(GatewayError):
+    """The inbound body is over the configured limit (`gateway.max_body_bytes`)."""
+
+    status = 413
+    kind = "too_large"
+
+
+class GatewayAuthError(GatewayError):
+    """No key, an unknown key, or a revoked or expired one (`reason` as gateway.auth_failed names it)."""
+
+    status = 401
+    kind = "auth"
+
+    def __init__(self, message: str, *, reason: str = "invalid_token", key_id: str | None = None) -> None:
+        self.reason = reason
+        self.key_id = key_id
+        super().__init__(message)
+
+
+class GatewayModelNotAllowedError(GatewayError):
+    """The key's allow-list does not cover the model asked for."""
+
+    status = 403
+    kind = "permission"
+
+
+class GatewayUnknownModelError(GatewayError):
+    """The `model` field names no model, alias or chain the registry knows."""
+
+    status = 404
+    kind = "not_found"
+
+
+class GatewayQuotaError(GatewayError):
+    """A spend budget, requests-per-minute or tokens-per-minute limit is reached."""
+
+    status = 429
+    kind = "rate_limit"
+
+
+class GatewayKeyError(MetisError):
+    """A key-management command named a key that does not exist or cannot take the change."""
+
+
 class ServeError(MetisError):
     """`metis serve` was asked for something it refuses (an open bind without a token, a bad request)."""
 
