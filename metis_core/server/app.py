@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from metis_core.agent.runtime import Runtime
 from metis_core.errors import MetisError, ServeAccessError, SessionNotFoundError
-from metis_core.server import api_routes, chat_routes
+from metis_core.server import api_routes, chat_routes, gateway_routes
 from metis_core.server.access import AccessMiddleware, ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.event_socket import event_socket
@@ -44,6 +44,7 @@ def routes() -> list[BaseRoute]:
         WebSocketRoute("/ws/events", event_socket),
         *api_routes.ROUTES,
         *chat_routes.ROUTES,
+        *gateway_routes.ROUTES,
     ]
 
 

@@ -64,3 +64,14 @@ def test_metis_serve_answers_on_loopback_until_interrupted(home: Path, workspace
         os.kill(process.pid, signal.SIGINT)
         out, _ = process.communicate(timeout=20)
     assert f"http://127.0.0.1:{port}/" in out
+
+
+def test_gateway_serve_web_refuses_several_workers_and_an_open_bind_without_a_token(
+    home: Path, workspace: Path,
+) -> None:
+    env = cli_env(home, None)
+    env.pop("METIS_SERVE_TOKEN", None)
+    several = metis(["gateway", "serve", "--web", "--workers", "2", "--port", str(free_port())], env, workspace)
+    assert several.returncode != 0 and "--workers 1" in several.stderr + several.stdout
+    open_bind = metis(["gateway", "serve", "--web", "--host", "0.0.0.0", "--port", str(free_port())], env, workspace)
+    assert open_bind.returncode != 0 and "--token" in open_bind.stderr + open_bind.stdout

@@ -61,9 +61,11 @@ def scripted_runtime(home: Path, script: ScriptedTransport, weather: WeatherTool
 class LiveServer:
     """uvicorn serving the app on an ephemeral 127.0.0.1 port, in a daemon thread."""
 
-    def __init__(self, runtime: Runtime, workspace: Path, *, access: ServerAccess | None = None,
-                 client_queue: int = 1_000) -> None:
-        self.app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue)
+    def __init__(self, runtime: Runtime | None, workspace: Path, *, access: ServerAccess | None = None,
+                 client_queue: int = 1_000, app: Any = None) -> None:
+        assert runtime is not None or app is not None
+        self.app = app or build_app(runtime, access=access, workspace=workspace,  # type: ignore[arg-type]
+                                    client_queue=client_queue)
         config = uvicorn.Config(self.app, host="127.0.0.1", port=0, log_level="warning",
                                 ws="websockets-sansio", lifespan="off")
         self.server = uvicorn.Server(config)
