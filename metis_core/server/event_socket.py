@@ -19,11 +19,14 @@ import orjson
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from metis_core.errors import StreamRequestError
+from metis_core.events.bus import UnsubscribeReason
 from metis_core.events.envelope import Event, Sensitivity
 from metis_core.server.client_stream import ClientStream
 from metis_core.server.stream_filter import parse_stream_filter
 from metis_core.server.wiring import ServerContext
 
+SUBSCRIBE_TIMEOUT = 10.0
+"""Seconds a client has, after the handshake, to send its subscription."""
 OVERFLOW_CLOSE_CODE = 4008
 BAD_REQUEST_CLOSE_CODE = 4400
 CLOSE_TIMEOUT = 1.0
@@ -42,7 +45,7 @@ async def event_socket(websocket: WebSocket) -> None:
     clearance: Sensitivity = websocket.scope["state"]["clearance"]
     await websocket.accept()
     try:
-        request = json.loads(await websocket.receive_text())
+        request = json.loads(await asyncio.wait_for(websocket.receive_text(), SUBSCRIBE_TIMEOUT))
         if not isinstance(request, dict):
             raise StreamRequestError("the first frame must be a JSON object (the subscription)")
         stream_filter = parse_stream_filter(request, clearance)
@@ -50,6 +53,9 @@ async def event_socket(websocket: WebSocket) -> None:
         if last_event_id is not None and not isinstance(last_event_id, str):
             raise StreamRequestError("last_event_id must be the id (a string) of the last event received")
     except WebSocketDisconnect:
+        return
+    except TimeoutError:
+        await websocket.close(BAD_REQUEST_CLOSE_CODE, f"no subscription within {SUBSCRIBE_TIMEOUT:g}s")
         return
     except (StreamRequestError, ValueError) as error:
         await websocket.send_text(_frame("error", detail=str(error)))
@@ -61,7 +67,7 @@ async def event_socket(websocket: WebSocket) -> None:
     await stream.close(reason)
 
 
-async def _serve(websocket: WebSocket, stream: ClientStream) -> Any:
+async def _serve(websocket: WebSocket, stream: ClientStream) -> UnsubscribeReason:
     """Run the sender until the client leaves (client_disconnect) or overflows (removed_after_errors)."""
     sender = asyncio.create_task(_send_events(websocket, stream))
     reader = asyncio.create_task(_wait_for_disconnect(websocket))

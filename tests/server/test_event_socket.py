@@ -174,3 +174,16 @@ async def test_an_unknown_event_type_is_refused_with_a_message_and_close_code_44
     with pytest.raises(ConnectionClosed) as closed:
         await ws.recv()
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+
+
+async def test_a_client_that_never_subscribes_is_closed_after_the_subscribe_timeout(
+    served: Served, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from metis_core.server import event_socket
+
+    monkeypatch.setattr(event_socket, "SUBSCRIBE_TIMEOUT", 0.2)
+    ws = await connect(served.server.ws_url)
+    with pytest.raises(ConnectionClosed) as closed:
+        await asyncio.wait_for(ws.recv(), 5)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400
+    assert "no subscription" in closed.value.rcvd.reason
