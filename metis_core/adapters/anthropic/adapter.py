@@ -9,9 +9,13 @@ from metis_core.adapters.anthropic.errors import classify_error
 from metis_core.adapters.anthropic.request import API, API_VERSION, PROVIDER, build_request
 from metis_core.adapters.anthropic.response import parse_response
 from metis_core.adapters.anthropic.stream import AnthropicStreamTranslator
+from metis_core.adapters.anthropic.structured import anthropic_structured_plan
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.structured.plan import StructuredPlan
+from metis_core.structured.spec import OutputSpec
 from metis_core.transport.wire import WireResponse
 
 
@@ -36,6 +40,9 @@ class AnthropicAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return AnthropicStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        return anthropic_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_error(response)

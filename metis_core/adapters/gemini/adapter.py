@@ -15,9 +15,12 @@ from metis_core.adapters.gemini.errors import classify_gemini_error
 from metis_core.adapters.gemini.request import build_request
 from metis_core.adapters.gemini.response import parse_response
 from metis_core.adapters.gemini.stream import GeminiStreamTranslator
+from metis_core.adapters.gemini.structured import gemini_structured_plan
 from metis_core.errors import ModelIdError, ProviderError, UnknownModelError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.structured.plan import StructuredPlan
+from metis_core.structured.spec import OutputSpec
 from metis_core.transport.wire import WireResponse
 
 UNLISTED_GEMINI = AdapterCapabilities(supports_thinking=True, supports_images=True, supports_structured_output=True)
@@ -51,6 +54,9 @@ class GeminiAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return GeminiStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        return gemini_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_gemini_error(response)

@@ -14,8 +14,12 @@ from metis_core.adapters.ollama.errors import classify_ollama_error
 from metis_core.adapters.ollama.request import API, PROVIDER, build_chat_request
 from metis_core.adapters.ollama.response import parse_chat_response
 from metis_core.adapters.ollama.stream import OllamaStreamTranslator
+from metis_core.adapters.ollama.structured import ollama_structured_plan
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.structured.plan import StructuredPlan
+from metis_core.structured.spec import OutputSpec
 from metis_core.transport.wire import WireResponse
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
@@ -42,6 +46,9 @@ class OllamaAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return OllamaStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        return ollama_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_ollama_error(response)

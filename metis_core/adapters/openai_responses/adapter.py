@@ -11,6 +11,7 @@ from typing import ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
+from metis_core.adapters.openai_chat.structured import openai_structured_plan
 from metis_core.adapters.openai_responses.errors import classify_error
 from metis_core.adapters.openai_responses.raw import API, PROVIDER
 from metis_core.adapters.openai_responses.request import build_request
@@ -19,6 +20,8 @@ from metis_core.adapters.openai_responses.stream import ResponsesStreamTranslato
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.structured.plan import StructuredPlan
+from metis_core.structured.spec import OutputSpec
 from metis_core.transport.wire import WireResponse
 
 UNLISTED_MODEL_CAPABILITIES = AdapterCapabilities(supports_images=True)
@@ -51,6 +54,9 @@ class OpenAIResponsesAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return ResponsesStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        return openai_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_error(response)
