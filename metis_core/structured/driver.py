@@ -119,7 +119,7 @@ class StructuredRun:
             return self._reformat(message.text())
         recovery: Recovery | None = None
         try:
-            value, recovery = self._read(message, number)
+            value, recovery = self._read(message, number, recover=stop != "max_tokens")
         except OutputInvalid as invalid:
             truncated = stop == "max_tokens"
             outcome: FailureReason = "truncation" if truncated else "parse-error" if invalid.parse_error \
@@ -133,7 +133,9 @@ class StructuredRun:
         return StructuredResult(value=value, model=self.model, mode=self.plan.mode, message=message,
                                 attempts=list(self.attempts), nl_to_format=kind == "reformat")
 
-    def _read(self, message: Message, number: int) -> tuple[Any, Recovery | None]:
+    def _read(self, message: Message, number: int, *, recover: bool) -> tuple[Any, Recovery | None]:
+        """The validated answer. A cut-off answer is never repaired: a repaired prefix can validate
+        while missing what the model had not written yet, so truncation is retried instead."""
         if self.plan.tool is not None:
             for block in message.content:
                 if isinstance(block, ToolUseBlock) and block.name == self.plan.tool.name:
@@ -144,25 +146,27 @@ class StructuredRun:
         try:
             return self.spec.validate_json(text), None
         except OutputInvalid as invalid:
-            if not invalid.parse_error or not self.policy.recover:
+            if not invalid.parse_error or not self.policy.recover or not recover:
                 raise
             try:
                 value, recovery = recover_json(text)
             except Unrecoverable:
                 raise invalid from None
+        validated = self.spec.validate_python(value)
         self._emit(RecoveryApplied(self.model, self.spec.name, number, recovery.path, recovery.byte_offset))
-        return self.spec.validate_python(value), recovery
+        return validated, recovery
 
     def _refused(self, message: Message, number: int, tokens: int | None) -> StructuredRequest:
-        text = message.text() or None
-        raw = message.metadata.provider_raw or {}
-        category = raw.get("finish_reason") or raw.get("finishReason") or raw.get("stop_reason")
-        category = category if isinstance(category, str) else None
+        text, category = refusal_details(message)
         self.attempts.append(OutputAttempt(number, "refusal", (), None, self.max_tokens, "refusal", tokens,
                                            self.kind))
         self._emit(OutputRefused(self.model, self.spec.name, text, category))
         self._emit(RetryExhausted(self.model, self.spec.name, number, "refusal", None))
         raise OutputRefusedError(self.model, text, safety_category=category, attempts=self.attempts)
+
+    def _emit(self, step: Any) -> None:
+        if self.observer is not None:
+            self.observer(step)
 
     def _truncated(self, invalid: OutputInvalid, tokens: int | None) -> StructuredRequest:
         current = self.max_tokens or min(DEFAULT_FIRST_BUDGET, self.limit)
@@ -198,9 +202,18 @@ class StructuredRun:
         self._emit(RetryExhausted(self.model, self.spec.name, len(self.attempts), reason, error))
         raise OutputValidationError(self.model, self.spec.name, self.attempts, reason)
 
-    def _emit(self, step: Any) -> None:
-        if self.observer is not None:
-            self.observer(step)
+
+_NOT_CATEGORIES = frozenset({"stop", "STOP", "length", "end_turn", "refusal", "tool_calls"})
 
 
-
+def refusal_details(message: Message) -> tuple[str | None, str | None]:
+    """The provider's refusal text and safety category, from the answer and what its adapter kept raw:
+    OpenAI's `refusal` text, Anthropic's `stop_details`, Gemini's finish reason, block reason and message."""
+    raw = message.metadata.provider_raw or {}
+    found = raw.get("stop_details")
+    details: dict[str, Any] = found if isinstance(found, dict) else {}
+    category = details.get("category") or raw.get("block_reason") or raw.get("finish_reason")
+    if not isinstance(category, str) or category in _NOT_CATEGORIES:
+        category = None
+    text = message.text() or details.get("explanation") or raw.get("finish_message")
+    return (text if isinstance(text, str) and text else None), category
