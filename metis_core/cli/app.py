@@ -17,7 +17,7 @@ from metis_core.cli import admin, cassette_flags, cost, models, replay, sessions
 from metis_core.cli import chat as chat_module
 from metis_core.cli import run as run_module
 from metis_core.cli.demo.tour import run_demo
-from metis_core.cli.exit_codes import ExitCode
+from metis_core.cli.exit_codes import ExitCode, UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
 
@@ -73,9 +73,27 @@ def run(
     record: cassette_flags.RecordOption = None,
     replay: cassette_flags.ReplayOption = None,
     tools_from: ToolsFromOption = None,
+    schema: Annotated[Path | None, typer.Option("--schema", metavar="FILE", help="Answer as JSON validated "
+                                                "against this JSON Schema (docs/structured-output.md).")] = None,
+    retries: Annotated[int, typer.Option("--retries", min=0, max=8, help="With --schema: corrective retries after "
+                                         "an invalid answer.")] = 2,
+    nl_to_format: Annotated[bool, typer.Option("--nl-to-format", help="With --schema: after the retries, one "
+                                               "free-form answer coerced into the schema.")] = False,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
     cassette_flags.use_cassette(record, replay)
+    if schema is not None:
+        from metis_core.cli.run_structured import run_with_schema
+        from metis_core.structured.policy import OutputPolicy
+
+        if session is not None or attach or tools_from:
+            raise UsageProblem("--schema runs a new session without tools or attachments; "
+                               "drop --session, --attach and --tools-from")
+        code = run_with_schema(prompt, schema, model, as_json, workspace,
+                               OutputPolicy(max_retries=retries, nl_to_format=nl_to_format))
+        if code is not ExitCode.OK:
+            raise typer.Exit(int(code))
+        return
     code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace,
                           tool_modules=tools_from or [])
     if code is not ExitCode.OK:

@@ -22,6 +22,7 @@ from metis_core.messages import RoutingDecisionRecord, RoutingMode
 from metis_core.models.registry import ModelRegistry
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.policy_file import LoadedPolicy, MemberSettings, PolicyLoader, RuleMatch
+from metis_core.structured.plan import carry_failure
 
 POLICY_MODES = {
     "per_message_override": RoutingMode.OVERRIDE,
@@ -50,6 +51,8 @@ class TurnNeeds:
     has_tools: bool = False
     has_system_prompt: bool = False
     needs_structured_output: bool = False
+    output_schema: dict[str, Any] | None = None
+    """A structured answer's JSON Schema: a model must carry it in its registry mode (structured/plan.py)."""
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
@@ -145,6 +148,10 @@ class RoutingEngine:
             return "no_system_prompt_support", f"{model} takes no system prompt"
         if needs.needs_structured_output and not caps.supports_structured_output:
             return "no_structured_output_support", f"{model} cannot return structured output"
+        if needs.output_schema is not None:
+            why = carry_failure(needs.output_schema, caps, model)
+            if why is not None:
+                return "no_structured_output_support", why
         if needs.estimated_input_tokens > caps.max_context_tokens:
             return "exceeds_context_window", (
                 f"~{needs.estimated_input_tokens} tokens exceed {model}'s {caps.max_context_tokens}-token window"

@@ -105,3 +105,14 @@ def corrective_fragment(spec: OutputSpec, errors: list[str] | tuple[str, ...], *
 def reformat_instructions(spec: OutputSpec) -> str:
     return (f"Convert the answer the user gives into the {spec.name} JSON described by the response format. "
             "Keep its content; do not add facts. Output only the JSON.")
+
+
+def carry_failure(schema: dict[str, Any], caps: AdapterCapabilities, model: str) -> str | None:
+    """Why `model` cannot carry an output `schema` in its registry mode, or None if it can (routing asks)."""
+    from metis_core.structured.spec import output_spec
+
+    try:
+        default_plan(output_spec(schema), caps, model)
+    except (CapabilityMismatchError, ToolSchemaError) as error:
+        return str(error)
+    return None

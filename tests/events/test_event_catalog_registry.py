@@ -17,9 +17,12 @@ from metis_core.events.payloads.llm import LlmCallFailedPayload
 from metis_core.events.payloads.turn import TurnStartedPayload
 
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
-DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged"}
+OUTPUT_STEPS = {"llm.output_retried", "llm.output_exhausted", "llm.output_refused", "llm.output_truncated",
+                "llm.output_nl_to_format", "llm.output_recovered"}
+DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", *OUTPUT_STEPS}
 """Named in the spec's §7.3 audit set without a catalog entry, or added for a feature the spec predates
-(turn.replay_diverged, `metis replay`, docs/record-replay.md); payloads designed in this repo."""
+(turn.replay_diverged, `metis replay`, docs/record-replay.md; the llm.output_* structured-output steps,
+docs/structured-output.md); payloads designed in this repo."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -116,3 +119,10 @@ def test_registering_a_type_twice_is_refused() -> None:
 def test_the_catalog_is_read_only() -> None:
     with pytest.raises(TypeError):
         CATALOG["turn.started"] = CATALOG["turn.completed"]  # type: ignore[index]
+
+
+def test_structured_output_steps_extend_the_llm_domain_with_their_floors() -> None:
+    floors = {t: CATALOG[t].floor for t in OUTPUT_STEPS}
+    assert floors.pop("llm.output_refused") is Sensitivity.PRIVATE  # the provider's refusal text may echo the prompt
+    assert set(floors.values()) == {Sensitivity.PSEUDONYMOUS}
+    assert all(CATALOG[t].domain == "llm" and not CATALOG[t].audit for t in OUTPUT_STEPS)
