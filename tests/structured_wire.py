@@ -169,3 +169,21 @@ WIRES = [
     Wire("openrouter", "openrouter:openai/gpt-4o-mini", "json_schema"),
     Wire("openai_compatible", "openai_compatible:local-model", "instructions"),
 ]
+
+
+ANTHROPIC_STRUCTURED_STREAM = "stream__recorded_structured_output.sse"
+"""A live Anthropic structured-output stream (`[12345,67890]`, stop_reason end_turn)."""
+
+
+def anthropic_stream(text: str | None = None, stop_reason: str = "end_turn") -> bytes:
+    """The recorded structured-output stream, its text deltas replaced by one carrying `text` (None keeps
+    the recorded ones) and its stop reason set to `stop_reason`."""
+    body = read_bytes("anthropic", ANTHROPIC_STRUCTURED_STREAM).decode()
+    events = body.split("\n\n")
+    if text is not None:
+        deltas = [i for i, e in enumerate(events) if "content_block_delta" in e]
+        replacement = "event: content_block_delta\ndata: " + json.dumps(
+            {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}})
+        events = [*events[:deltas[0]], replacement, *events[deltas[-1] + 1:]]
+    joined = "\n\n".join(events)
+    return joined.replace('"stop_reason":"end_turn"', f'"stop_reason":"{stop_reason}"').encode()

@@ -3,7 +3,8 @@
 One run per turn, `runId` = the turn id: an OpenWOP run is over once it is completed, failed or
 cancelled, and a metis session goes on after each of those. Every LLM call is a node (a fallback
 attempt retries the same node), tool calls are agent.toolCalled/toolReturned, routing is
-agent.decided, a replay's turn.replay_diverged is replay.diverged (sourceRunId = the original turn).
+agent.decided, a replay's turn.replay_diverged is replay.diverged (sourceRunId = the original turn),
+structured-output steps (llm.output_*) are envelope.* on their call's node (openwop_envelope.py).
 Sequences start at 0 per run. Events without a counterpart are skipped and counted.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 from metis_core import __version__
 from metis_core.events.envelope import Event
 from metis_core.export.message_rendering import tool_result_text
+from metis_core.export.openwop_envelope import ENVELOPE_TYPES, envelope_payload
 from metis_core.export.options import ExportOptions
 from metis_core.export.otlp_json import trace_id_for_session
 from metis_core.export.output import ExportTarget, jsonl_bytes, write_output
@@ -97,7 +99,7 @@ class _RunBuilder:
             "tool.completed": self._tool_returned, "tool.failed": self._tool_returned,
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
             "turn.replay_diverged": self._replay_diverged,
-        }.get(event.type)
+        }.get(event.type) or (self._envelope if event.type in ENVELOPE_TYPES else None)
         if handler is None or (event.type == "turn.started" and event is not self.started):
             return False
         return handler(event)
@@ -263,6 +265,18 @@ class _RunBuilder:
                        retryable=p["error_class"] in RETRYABLE_ERRORS)
         self.last_failure = (node_id, error)
         self.add(event, "node.failed", {"nodeId": node_id, "error": error, "attempts": attempt + 1}, node_id=node_id)
+        return True
+
+    def _envelope(self, event: Event) -> bool:
+        """A structured-output step, on the node of the model call it follows."""
+        call = self.rec.event(event.parent_event_id)
+        if call is not None and call.type == "llm.call_completed":
+            call = self.rec.event(call.parent_event_id)
+        if call is None or call.id not in self.nodes:
+            return False
+        node_id = self.nodes[call.id][0]
+        payload = envelope_payload(event, node_id, include_content=self.options.include_content)
+        self.add(event, ENVELOPE_TYPES[event.type], payload, node_id=node_id)
         return True
 
     # --- tools -----------------------------------------------------------------------------

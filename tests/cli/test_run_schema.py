@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fixture_files import read_bytes
+from structured_wire import anthropic_stream
 
 from .cli_harness import cli_env, metis, only_session_id, stored_events, types
 from .replay_server import ANTHROPIC, ReplayServer, Reply
@@ -23,17 +23,6 @@ def _schema_file(workspace: Path) -> Path:
     path = workspace / "numbers.schema.json"
     path.write_text(json.dumps(SCHEMA), encoding="utf-8")
     return path
-
-
-def _answer_stream(text: str) -> bytes:
-    """The recorded stream with its text deltas replaced by one delta carrying `text`."""
-    body = read_bytes("anthropic", RECORDED).decode()
-    events = body.split("\n\n")
-    deltas = [i for i, e in enumerate(events) if "content_block_delta" in e]
-    replacement = ("event: content_block_delta\ndata: " + json.dumps(
-        {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}))
-    kept = [*events[:deltas[0]], replacement, *events[deltas[-1] + 1:]]
-    return "\n\n".join(kept).encode()
 
 
 def test_schema_run_prints_the_validated_json(home: Path, server: ReplayServer, workspace: Path) -> None:
@@ -50,7 +39,7 @@ def test_schema_run_prints_the_validated_json(home: Path, server: ReplayServer, 
 def test_json_output_includes_every_attempt_and_the_retry_is_on_the_record(
     home: Path, server: ReplayServer, workspace: Path
 ) -> None:
-    server.script(ANTHROPIC, Reply(200, _answer_stream('["one", "two"]')), Reply.recording("anthropic", RECORDED))
+    server.script(ANTHROPIC, Reply(200, anthropic_stream('["one", "two"]')), Reply.recording("anthropic", RECORDED))
     done = metis(["run", "--json", "--schema", str(_schema_file(workspace)), "Two numbers please"],
                  cli_env(home, server.base_url), workspace)
     assert done.returncode == 0, done.stderr
