@@ -22,7 +22,6 @@ from metis_core.messages import RoutingDecisionRecord, RoutingMode
 from metis_core.models.registry import ModelRegistry
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.policy_file import LoadedPolicy, MemberSettings, PolicyLoader, RuleMatch
-from metis_core.structured.plan import carry_failure
 
 POLICY_MODES = {
     "per_message_override": RoutingMode.OVERRIDE,
@@ -149,6 +148,8 @@ class RoutingEngine:
         if needs.needs_structured_output and not caps.supports_structured_output:
             return "no_structured_output_support", f"{model} cannot return structured output"
         if needs.output_schema is not None:
+            from metis_core.structured.plan import carry_failure  # structured turns only
+
             why = carry_failure(needs.output_schema, caps, model)
             if why is not None:
                 return "no_structured_output_support", why

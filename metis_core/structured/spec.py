@@ -10,15 +10,15 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from jsonschema import Draft202012Validator, validators
-from jsonschema.exceptions import SchemaError
-from jsonschema.protocols import Validator
 from pydantic import BaseModel, ValidationError
 
 from metis_core.errors import OutputSchemaError
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 _NAME = re.compile(r"[^A-Za-z0-9_-]+")
 
@@ -93,6 +93,9 @@ def output_spec(output: type[BaseModel] | Mapping[str, Any] | OutputSpec, *, nam
         schema = output.model_json_schema()
         return OutputSpec(_clean_name(name or output.__name__), schema, output, (output.__doc__ or "").strip())
     if isinstance(output, Mapping):
+        from jsonschema import Draft202012Validator, validators  # only dict schemas need it
+        from jsonschema.exceptions import SchemaError
+
         schema = dict(output)
         try:
             cls = validators.validator_for(schema, default=Draft202012Validator)

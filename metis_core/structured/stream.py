@@ -49,7 +49,8 @@ class PartialParser:
         import json_repair
 
         value = json_repair.loads(text[start:])
-        if value == "" or value == self._last or not isinstance(value, dict | list):
-            return None
+        expected = dict if text[start] == "{" else list
+        if not isinstance(value, expected) or value == self._last:
+            return None  # a key still being written can read as something else: wait for more
         self._last = value
         return value

@@ -7,11 +7,10 @@ safe); Bearer auth added by the transport at send time.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
-from metis_core.adapters.openai_chat.structured import openai_structured_plan
 from metis_core.adapters.openai_responses.errors import classify_error
 from metis_core.adapters.openai_responses.raw import API, PROVIDER
 from metis_core.adapters.openai_responses.request import build_request
@@ -20,9 +19,11 @@ from metis_core.adapters.openai_responses.stream import ResponsesStreamTranslato
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
-from metis_core.structured.plan import StructuredPlan
-from metis_core.structured.spec import OutputSpec
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 UNLISTED_MODEL_CAPABILITIES = AdapterCapabilities(supports_images=True)
 """For a model the registry does not list: send images (the API says if it cannot take them) and
@@ -56,6 +57,8 @@ class OpenAIResponsesAdapter(Adapter):
         return ResponsesStreamTranslator(context)
 
     def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.openai_chat.structured import openai_structured_plan  # structured calls only
+
         return openai_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
