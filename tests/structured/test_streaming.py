@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from fixture_files import read_bytes
 from mock_http import serve, sse_response
-from structured_wire import anthropic_stream
+from structured_wire import WIRES, anthropic_stream
 
 from metis_core.errors import OutputValidationError
 from metis_core.messages.message import user_message
@@ -35,7 +35,7 @@ def test_partial_arrays_grow_then_the_final_value_is_validated_strictly() -> Non
 def test_a_forced_tools_input_streams_as_partial_objects() -> None:
     weather = output_spec({"type": "object", "properties": {"location": {"type": "string"}},
                            "required": ["location"]}, name="get_weather")
-    client, server = serve(sse_response(read_bytes("anthropic", "stream__tool_use_input_json_delta.sse")))
+    client, _server = serve(sse_response(read_bytes("anthropic", "stream__tool_use_input_json_delta.sse")))
     updates = list(client.stream(PROMPT, "anthropic:claude-3-5-haiku-latest", output=weather))
     partials = [u.value for u in updates if not u.final]
     assert partials[0] == {"location": "P"} and partials[-1] == {"location": "Paris"}
@@ -63,11 +63,9 @@ async def test_async_streaming_and_acomplete_take_output_too() -> None:
     client, server = serve(sse_response(anthropic_stream()))
     updates: list[PartialOutput] = [u async for u in client.astream_output(
         PROMPT, "anthropic:claude-sonnet-4-5", output=NUMBERS)]
-    assert updates[-1].final and updates[-1].value == [12345, 67890]
-    from structured_wire import WIRES
-
+    assert updates[-1].final and updates[-1].value == [12345, 67890] and len(server.requests) == 1
     wire = next(w for w in WIRES if w.model == "openai:gpt-4o")
-    client, server = serve(wire.answer('{"numbers": [1, 2]}'), provider="openai")
+    client, _server = serve(wire.answer('{"numbers": [1, 2]}'), provider="openai")
     result: Any = await client.acomplete(PROMPT, "openai:gpt-4o", output={
         "type": "object", "properties": {"numbers": NUMBERS}, "required": ["numbers"]})
     assert result.value == {"numbers": [1, 2]}
