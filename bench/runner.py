@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "call", "stream", "translate", "cost", "store", "chain")
+CASES = ("startup", "call", "stream", "translate", "cost", "store", "chain", "structured")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "call": "bench.cases.calls",
@@ -31,6 +31,7 @@ CASE_MODULES = {
     "cost": "bench.cases.cost",
     "store": "bench.cases.storage",
     "chain": "bench.cases.chain",
+    "structured": "bench.cases.structured",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
              "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich")

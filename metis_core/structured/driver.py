@@ -17,7 +17,7 @@ from metis_core.messages import Message, ToolDefinition, ToolUseBlock
 from metis_core.messages.message import system_message, user_message
 from metis_core.structured.plan import StructuredPlan, corrective_fragment, reformat_instructions
 from metis_core.structured.policy import OutputPolicy
-from metis_core.structured.recovery import Recovery, Unrecoverable, recover_json
+from metis_core.structured.recovery import Recovery
 from metis_core.structured.result import AttemptKind, OutputAttempt, StructuredResult
 from metis_core.structured.spec import OutputInvalid, OutputSpec
 from metis_core.structured.steps import (
@@ -30,6 +30,7 @@ from metis_core.structured.steps import (
     RetryAttempted,
     RetryExhausted,
 )
+from metis_core.structured.validation import validate_answer
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import AdapterOptions
@@ -143,18 +144,10 @@ class StructuredRun:
         text = message.text()
         if not text.strip():
             raise OutputInvalid(["the answer was empty"], parse_error=True)
-        try:
-            return self.spec.validate_json(text), None
-        except OutputInvalid as invalid:
-            if not invalid.parse_error or not self.policy.recover or not recover:
-                raise
-            try:
-                value, recovery = recover_json(text)
-            except Unrecoverable:
-                raise invalid from None
-        validated = self.spec.validate_python(value)
-        self._emit(RecoveryApplied(self.model, self.spec.name, number, recovery.path, recovery.byte_offset))
-        return validated, recovery
+        value, recovery = validate_answer(self.spec, text, recover=recover and self.policy.recover)
+        if recovery is not None:
+            self._emit(RecoveryApplied(self.model, self.spec.name, number, recovery.path, recovery.byte_offset))
+        return value, recovery
 
     def _refused(self, message: Message, number: int, tokens: int | None) -> StructuredRequest:
         text, category = refusal_details(message)
