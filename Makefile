@@ -1,36 +1,45 @@
 # Two commands a newcomer needs: `make chat` (the main job) and `make test` (the test suite).
-# Both create .venv with everything they need on first use.
+# Each creates .venv on first use with what it needs: chat installs metis-core and its runtime
+# dependencies only (`pip install -e .`); test adds the dev extra (pytest, ruff, mypy, the SDKs
+# the tests compare against). Separate stamps: `make chat` never pulls in the test tools.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+CHAT_STAMP := $(VENV)/.installed-chat
+DEV_STAMP := $(VENV)/.installed-dev
 
 .PHONY: chat demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml
+$(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
 
-chat: $(STAMP)
+$(CHAT_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	touch $(CHAT_STAMP)
+
+$(DEV_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(DEV_STAMP) $(CHAT_STAMP)
+
+chat: $(CHAT_STAMP)
 	$(BIN)/metis chat
 
-demo: $(STAMP)
+demo: $(CHAT_STAMP)
 	$(BIN)/metis demo
 
-test: $(STAMP)
+test: $(DEV_STAMP)
 	$(BIN)/ruff check metis_core tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest
 
-lint: $(STAMP)
+lint: $(DEV_STAMP)
 	$(BIN)/ruff check metis_core tests bench
 
-typecheck: $(STAMP)
+typecheck: $(DEV_STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
 
 clean:

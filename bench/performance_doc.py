@@ -14,7 +14,7 @@ from bench.history import RowHistory, judged_rows, same_code_runs, tree_of
 from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
-CASE_ORDER = ("startup", "call", "stream", "translate", "cost", "store", "chain", "structured")
+CASE_ORDER = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "structured")
 
 METHOD = """\
 Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds
@@ -87,6 +87,8 @@ MEANINGS = {
                "import to the checked answer of one call, so work deferred past import still counts. "
                "*RSS*: resident memory after those imports, client setup and one checked call (so lazily "
                "loaded parts count).",
+    "cli": "The command line's cold start: wall time of `metis --help` and `llm --help` in fresh processes, "
+           "against the interpreter starting and doing nothing; target (issue 26): `metis --help` <= 150 ms.",
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
             "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
             "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async.",

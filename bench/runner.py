@@ -22,9 +22,10 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "call", "stream", "translate", "cost", "store", "chain", "structured")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "structured")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
+    "cli": "bench.cases.cli",
     "call": "bench.cases.calls",
     "stream": "bench.cases.streaming",
     "translate": "bench.cases.translation",
@@ -34,7 +35,7 @@ CASE_MODULES = {
     "structured": "bench.cases.structured",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
-             "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich")
+             "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:

@@ -15,6 +15,8 @@ __version__ = "0.1.0"
 # public name -> module that defines it
 _EXPORTS: dict[str, str] = {
     "BlockOrigin": "metis_core.messages",
+    "Citation": "metis_core.messages",
+    "CompactionBlock": "metis_core.messages",
     "ContentBlock": "metis_core.messages",
     "ImageBlock": "metis_core.messages",
     "ImageSource": "metis_core.messages",
@@ -22,10 +24,13 @@ _EXPORTS: dict[str, str] = {
     "MessageComplete": "metis_core.messages",
     "MessageMetadata": "metis_core.messages",
     "MessageStatus": "metis_core.messages",
+    "ProviderToolCallBlock": "metis_core.messages",
+    "ProviderToolResultBlock": "metis_core.messages",
     "RedactedThinkingBlock": "metis_core.messages",
     "Role": "metis_core.messages",
     "RoutingDecisionRecord": "metis_core.messages",
     "RoutingMode": "metis_core.messages",
+    "StopReason": "metis_core.messages",
     "SideEffects": "metis_core.messages",
     "StreamError": "metis_core.messages",
     "StreamEvent": "metis_core.messages",
@@ -184,6 +189,15 @@ _EXPORTS: dict[str, str] = {
     "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "EventLogIntegrityError": "metis_core.errors",
+    "CriticalBlockDropError": "metis_core.errors",
+    "PromptCompositionError": "metis_core.errors",
+    "PromptComposer": "metis_core.prompts",
+    "PromptPart": "metis_core.prompts",
+    "Composition": "metis_core.prompts",
+    "NamedProvider": "metis_core.provider_dsn",
+    "reprice": "metis_core.models.repricing",
+    "Repricing": "metis_core.models.repricing",
     "CassetteError": "metis_core.errors",
     "CassetteFormatError": "metis_core.errors",
     "CassetteMissError": "metis_core.errors",
@@ -215,6 +229,8 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.messages import (
         BlockOrigin,
+        Citation,
+        CompactionBlock,
         ContentBlock,
         ImageBlock,
         ImageSource,
@@ -222,10 +238,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MessageComplete,
         MessageMetadata,
         MessageStatus,
+        ProviderToolCallBlock,
+        ProviderToolResultBlock,
         RedactedThinkingBlock,
         Role,
         RoutingDecisionRecord,
         RoutingMode,
+        StopReason,
         SideEffects,
         StreamError,
         StreamEvent,
@@ -259,7 +278,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.models.model_id import ModelId, parse_model_id
     from metis_core.models.registry import ModelRegistry, ModelInfo, default_registry
     from metis_core.models.pricing import PriceTable, ModelPrice, price_usage, default_price_table
+    from metis_core.models.repricing import reprice, Repricing
     from metis_core.config import MetisConfig, load_config, metis_home
+    from metis_core.provider_dsn import NamedProvider
+    from metis_core.prompts import PromptComposer, PromptPart, Composition
     from metis_core.adapters.registry import get_adapter
     from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest, StreamTranslator
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -350,6 +372,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidToolPathError,
         RoutingPolicyError,
         ExportError,
+        PromptCompositionError,
+        CriticalBlockDropError,
+        EventLogIntegrityError,
         CassetteError,
         CassetteFormatError,
         CassetteMissError,

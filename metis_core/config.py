@@ -2,7 +2,8 @@
 
 Resolves, per provider, the base URL and API key with a fixed precedence (environment over file
 over built-in default) and holds the user's model, price, alias and chain overrides for the
-registry and price table to apply. Keys are SecretStr end to end: they never reach a repr, a dump,
+registry and price table to apply. Named providers (`METIS_PROVIDER_<NAME>` DSNs, provider_dsn.py)
+are read on first use of their name. Keys are SecretStr end to end: they never reach a repr, a dump,
 a log line or an exception. It does not open connections or check that a key is valid.
 """
 
@@ -19,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict, empty_list
+from metis_core.provider_dsn import NamedProvider, dsn_names, dsn_variable, parse_provider_dsn
 from metis_core.yaml_text import read_yaml_file
 
 CONFIG_FILE_NAME = "config.yaml"
@@ -50,6 +52,8 @@ STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
 }
 # Local servers usually run without authentication; a key is used when one is configured.
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
+PROVIDER_KINDS = frozenset(STANDARD_KEY_ENV)
+"""The built-in provider keys, each an adapter kind a named provider may speak through."""
 
 _OLLAMA_DEFAULT_PORT = 11434
 _NAME_FORBIDDEN = re.compile(r"[:,\s]")
@@ -104,6 +108,18 @@ class DefaultsConfig(BaseModel):
 
     model: str | None = None
     """Default model id, alias or chain for new sessions."""
+    hosted_tools: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
+    """Provider-hosted tools every turn asks for, name -> settings (`{web_search: {}}`); routing then
+    only picks models whose registry entry declares them (docs/hosted-tools.md)."""
+
+
+class SessionsConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    inactivity_timeout_hours: float = Field(default=24.0, gt=0)
+    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
+    share_traces: bool = False
+    """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
 
 class MetisConfig(BaseModel):
@@ -114,6 +130,7 @@ class MetisConfig(BaseModel):
     """The config file, whether or not it exists."""
     providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
+    sessions: SessionsConfig = Field(default_factory=SessionsConfig)
     models: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Registry entries that override or extend models.yaml, keyed by model id."""
     prices: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
@@ -124,6 +141,7 @@ class MetisConfig(BaseModel):
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
+    _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
 
     @field_validator("chains", mode="before")
     @classmethod
@@ -146,10 +164,45 @@ class MetisConfig(BaseModel):
         """The provider's section of the file, or an empty one (a new object: callers may change it)."""
         return self.providers.get(provider) or ProviderConfig()
 
+    def named_provider(self, name: str) -> NamedProvider | None:
+        """The provider `METIS_PROVIDER_<NAME>` declares, parsed on first use; None if unset or built in."""
+        if name in PROVIDER_KINDS:
+            return None
+        try:
+            return self._named[name]
+        except KeyError:
+            pass
+        value = self._environ.get(dsn_variable(name), "").strip()
+        found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else None
+        self._named[name] = found
+        return found
+
+    def named_providers(self) -> dict[str, NamedProvider]:
+        """Every named provider the environment declares (parses them all: a bad DSN raises here)."""
+        found: dict[str, NamedProvider] = {}
+        for name in dsn_names(self._environ):
+            named = self.named_provider(name)
+            if named is None:  # a built-in name: parsing says why that is refused
+                parse_provider_dsn(name, self._environ[dsn_variable(name)], PROVIDER_KINDS)
+            else:
+                found[name] = named
+        return found
+
+    def provider_kind(self, provider: str) -> str:
+        """The adapter kind behind a provider key: a named provider's kind, else the key itself."""
+        named = self.named_provider(provider)
+        return named.kind if named is not None else provider
+
+    def is_keyless(self, provider: str) -> bool:
+        return self.provider_kind(provider) in KEYLESS_PROVIDERS
+
     def base_url(self, provider: str) -> str:
-        """Env METIS_<PROVIDER>_BASE_URL, then the SDK variable, then the file, then the default."""
+        """Env METIS_<PROVIDER>_BASE_URL, a named provider's DSN, the SDK variable, the file, the default."""
         env = self._environ
         url = env.get(base_url_env_var(provider), "").strip()
+        if not url and provider not in PROVIDER_KINDS:
+            named = self.named_provider(provider)
+            url = named.base_url if named is not None else ""
         if not url and provider in SDK_BASE_URL_ENV:
             url = env.get(SDK_BASE_URL_ENV[provider], "").strip()
             if url and provider == "ollama":
@@ -171,7 +224,10 @@ class MetisConfig(BaseModel):
         return STANDARD_KEY_ENV.get(provider, (default,))
 
     def api_key(self, provider: str) -> SecretStr | None:
-        """The key from the environment, else from the config file, else None."""
+        """A named provider's DSN key, else the key from the environment, else the config file, else None."""
+        named = self.named_provider(provider)
+        if named is not None and named.api_key is not None:
+            return named.api_key
         for name in self.api_key_env_vars(provider):
             value = self._environ.get(name, "").strip()
             if value:
@@ -182,12 +238,15 @@ class MetisConfig(BaseModel):
     def require_api_key(self, provider: str) -> SecretStr | None:
         """Like api_key, but raise MissingAPIKeyError for providers that need one.
 
-        Returns None only for keyless local providers (ollama, openai_compatible) with no key set.
+        Returns None only for keyless local providers (ollama, openai_compatible, or a named provider
+        of those kinds) with no key set.
         """
         key = self.api_key(provider)
-        if key is not None or provider in KEYLESS_PROVIDERS:
+        if key is not None or self.is_keyless(provider):
             return key
-        raise MissingAPIKeyError(provider, self.api_key_env_vars(provider)[0])
+        named = self.named_provider(provider)
+        variable = f"{named.variable} with a key (kind://KEY@host)" if named else self.api_key_env_vars(provider)[0]
+        raise MissingAPIKeyError(provider, variable)
 
     def extra_headers(self, provider: str) -> dict[str, str]:
         """Headers to send as-is; revealed here only, for the transport to use."""

@@ -127,6 +127,19 @@ class CapabilityMismatchError(MetisError):
         super().__init__(f"cannot use {model}: {reason} (needs {capability})")
 
 
+class CriticalBlockDropError(CapabilityMismatchError):
+    """An adapter would drop a block its message marks critical (metadata.critical_blocks, §4.2.2)."""
+
+    def __init__(self, adapter: str, message_id: str, block_index: int, block_type: str, reason: str) -> None:
+        self.model, self.capability, self.reason = adapter, block_type, reason
+        self.message_id, self.block_index = message_id, block_index
+        MetisError.__init__(
+            self,
+            f"{adapter} cannot carry {block_type} block {block_index} of message {message_id}, which is marked "
+            f"critical ({reason}); nothing was sent: pick a model that carries it, or unmark the block",
+        )
+
+
 class UnsupportedProviderError(MetisError):
     """No adapter is registered under that provider name."""
 
@@ -332,6 +345,12 @@ class ExportError(MetisError):
     """A trace export could not be written; the message names the target and what to check."""
 
 
+class EventLogIntegrityError(MetisError):
+    """An exported event log fails verification: a hash, the chain, a schema or the expected head."""
+
+    def __init__(self, message: str, *, line: int | None = None, sequence: int | None = None) -> None:
+        super().__init__(message)
+        self.line, self.sequence = line, sequence
 # --- record and replay ---------------------------------------------------------------------
 
 
@@ -384,6 +403,10 @@ class ToolModuleError(ToolError):
     def __init__(self, path: str, problem: str) -> None:
         self.path = path
         super().__init__(f"cannot load tools from {path}: {problem}")
+
+
+class PromptCompositionError(MetisError):
+    """A prompt part is malformed (a template id or version the record cannot carry)."""
 
 
 class InvalidToolPathError(ToolError):

@@ -4,7 +4,7 @@ A provider error body may echo the key it was sent (some 401s do). `scrub_secret
 exact value of every key the library has revealed for sending (`remember_secret`, called where a
 key becomes a header) and anything shaped like a well-known key format. It is applied in one
 place for errors, `ProviderError.__init__`, and for stream error events in the assembler. It does
-not redact personal data (agent/redaction.py does) and imports nothing of ours.
+not redact personal data (events/redaction.py does) and imports nothing of ours.
 """
 
 from __future__ import annotations

@@ -4,23 +4,36 @@
 and price table, paid by every process on its first call. `CSafeLoader` runs the same safe
 constructors over libyaml's C parser (shipped in PyYAML's wheels) in a tenth of the time; where
 libyaml is missing, the Python SafeLoader gives the same data. Errors are `yaml.YAMLError` either way.
+PyYAML itself (~15-40 ms to import) is imported on the first parse, not with this module: a
+process that reads the bundled data from its prepared form (prepared_data.py) and has no
+config.yaml never imports it.
 """
 
 from __future__ import annotations
 
+from functools import cache
 from pathlib import Path
-from typing import Any
-
-import yaml
+from typing import TYPE_CHECKING, Any
 
 from metis_core.errors import ConfigError
 
-SafeLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+if TYPE_CHECKING:
+    import yaml
+
+
+@cache
+def safe_loader() -> type[yaml.SafeLoader]:
+    """libyaml's CSafeLoader where PyYAML has it, else the pure-Python SafeLoader."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 def safe_load(text: str) -> Any:
     """`yaml.safe_load`, with libyaml's parser where available."""
-    return yaml.load(text, Loader=SafeLoader)
+    import yaml
+
+    return yaml.load(text, Loader=safe_loader())
 
 
 def read_yaml_file(path: Path, error: type[ConfigError], what: str) -> Any:
@@ -33,6 +46,17 @@ def read_yaml_file(path: Path, error: type[ConfigError], what: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise error(f"cannot read {what} {path}: {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise error(f"{path} is not UTF-8 text (byte {exc.object[exc.start]:#x} on line {line}); "
+                    "save it as UTF-8 and retry") from None
+    return parse_yaml_text(text, path, error)
+
+
+def parse_yaml_text(text: str, path: Path, error: type[ConfigError]) -> Any:
+    """`text` (read from `path`) as YAML data; `error` naming the file and position when it is not."""
+    import yaml
+
     try:
         return safe_load(text)
     except yaml.MarkedYAMLError as exc:

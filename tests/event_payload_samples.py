@@ -26,6 +26,8 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
     },
     "session.resumed": {"workspace_hash": HASH, "last_event_id_at_resume": None},
     "session.ended": {"disposition": "completed", "turn_count": 3, "total_cost_usd": 0.02, "duration_seconds": 61.5},
+    "session.deleted": {"deleted_session_id": "sess_01", "workspace_hash": "ab12", "message_count": 4,
+                        "events_deleted": 12, "audit_events_kept": 1},
     "turn.started": {
         "user_message_hash": HASH,
         "estimated_input_tokens": 12,
@@ -132,6 +134,23 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "scope": "provider_wide",
         "models_recovered": ["openai:gpt-4o"],
         "downtime_seconds": 30.0,
+    },
+    "llm.prompt_composed": {
+        "kind": "system-only",
+        "hash": "a" * 64,
+        "content_trust": "trusted",
+        "parts": [{"kind": "system", "ref": None, "version": None, "hash": "b" * 64, "size_chars": 12,
+                   "trusted": True}],
+        "variable_hashes": {},
+    },
+    "routing.constraint_failure": {
+        "action": "model_swap",
+        "requested": "ollama:llama3",
+        "candidate_model": "ollama:llama3",
+        "active_model": None,
+        "validation_failure": "no_vision_support",
+        "missing_capability": "supports_images",
+        "reason": "the conversation holds 1 image(s) and this model takes no image input",
     },
     "route.overridden": {
         "original_chosen_model": "anthropic:haiku",

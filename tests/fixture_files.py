@@ -24,6 +24,15 @@ def wire_files(provider: str, kind: str | None = None) -> list[Path]:
     return paths
 
 
+HOSTED_MARK = "__hosted_"
+"""Recordings of provider-hosted tools, compaction and citations (tests/adapters/hosted/ covers them)."""
+
+
+def plain_wire_files(provider: str, kind: str | None = None) -> list[Path]:
+    """`wire_files` without the hosted-tool recordings, for tests of the classic block set."""
+    return [p for p in wire_files(provider, kind) if HOSTED_MARK not in p.name and "partial_args" not in p.name]
+
+
 def read_bytes(provider: str, name: str) -> bytes:
     return (wire_dir(provider) / name).read_bytes()
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterator, Iterable, Iterator
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
@@ -57,6 +57,13 @@ class AdapterOptions:
     """Structured output: {"name": str, "schema": JSON Schema}."""
     stream: bool = False
     session_id: str = ""
+    hosted_tools: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Provider-hosted tools to enable, canonical name -> settings merged into the wire definition
+    (`{"web_search": {}, "file_search": {"vector_store_ids": ["vs_1"]}}`); routing refuses a target
+    whose capabilities lack one (see docs/hosted-tools.md)."""
+    provider_tools: list[dict[str, Any]] = field(default_factory=list)
+    """Provider tool definitions sent as-is after the client tools (what a request reader found,
+    e.g. `{"type": "web_search_20250305", "name": "web_search"}`)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-only knobs (e.g. OpenRouter `provider` routing); merged into the body as-is."""
 
@@ -92,6 +99,8 @@ class RequestContext:
     tool_ids: ToolIdMap = field(default_factory=ToolIdMap)
     routing: RoutingDecisionRecord | None = None
     prices: PriceTable | None = None
+    tools: Sequence[ToolDefinition] = ()
+    """The tools the request offered: tool calls in the answer are validated against them."""
     started_at: float = field(default_factory=time.perf_counter)
     message_id: str = field(default_factory=new_ulid)
     """Id given to the assistant message this call produces."""

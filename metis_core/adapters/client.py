@@ -23,7 +23,7 @@ from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
-from metis_core.adapters.registry import adapter_class
+from metis_core.adapters.registry import named_adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
@@ -180,7 +180,8 @@ class ModelClient:
     def adapter(self, provider: str) -> Adapter:
         found = self._adapters.get(provider)
         if found is None:
-            found = self._adapters[provider] = adapter_class(provider)(self.registry)
+            kind = self.config.provider_kind(provider)  # a named provider speaks through its kind
+            found = self._adapters[provider] = named_adapter_class(kind, provider)(self.registry)
         return found
 
     def base_url(self, provider: str) -> str:
@@ -241,7 +242,8 @@ class ModelClient:
         if request.query:
             url += "?" + urlencode(request.query)
         context = RequestContext(
-            model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices
+            model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices,
+            tools=tool_list,
         )
         canonical = None
         if self._cassette is not None:

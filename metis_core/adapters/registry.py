@@ -1,4 +1,8 @@
-"""Adapters by provider key. Classes are imported on first use so unused providers cost nothing."""
+"""Adapters by provider key. Classes are imported on first use so unused providers cost nothing.
+
+A named provider (a METIS_PROVIDER_<NAME> DSN) speaks through its kind's adapter, as a subclass
+whose `provider` is the name: errors, tool ids and block origins then name that server.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,15 @@ def adapter_class(provider: str) -> type[Adapter]:
     module_name, _, class_name = target.partition(":")
     cls: type[Adapter] = getattr(importlib.import_module(module_name), class_name)
     return cls
+
+
+@cache
+def named_adapter_class(kind: str, name: str) -> type[Adapter]:
+    """The adapter of `kind`, reporting `name` as its provider (one class per name)."""
+    base = adapter_class(kind)
+    if name == kind:
+        return base
+    return type(f"{base.__name__}[{name}]", (base,), {"provider": name, "__module__": base.__module__})
 
 
 @cache

@@ -15,6 +15,7 @@ from typing import Literal
 
 Decision = Literal["allow", "deny", "timeout"]
 Scope = Literal["once", "session"]
+Answerer = Literal["user", "policy"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,14 +34,21 @@ class ConfirmationRequest:
 class ConfirmationAnswer:
     decision: Decision
     scope: Scope | None = None
+    by: Answerer = "user"
+    """"policy" when no person answered (no terminal to ask): recorded with the system actor."""
+    reason: str | None = None
+    """Why a policy decided, for the tool result the model reads (e.g. "no terminal to ask")."""
 
 
 Confirmer = Callable[[ConfirmationRequest], Awaitable[ConfirmationAnswer]]
 
 
+NO_ONE_TO_ASK = "no terminal to ask for confirmation (pass --yes to allow tools)"
+
+
 async def deny_all(request: ConfirmationRequest) -> ConfirmationAnswer:
-    """The default when nobody can be asked (scripts without --yes)."""
-    return ConfirmationAnswer("deny")
+    """The default when nobody can be asked (scripts without --yes): a policy denial, not a user's."""
+    return ConfirmationAnswer("deny", by="policy", reason=NO_ONE_TO_ASK)
 
 
 async def allow_all(request: ConfirmationRequest) -> ConfirmationAnswer:

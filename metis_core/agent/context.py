@@ -37,8 +37,15 @@ def has_images(messages: list[Message]) -> bool:
     return False
 
 
-def turn_needs(history: list[Message], tools: list[ToolDefinition], workspace: Path, user_text: str) -> TurnNeeds:
+def turn_needs(
+    history: list[Message],
+    tools: list[ToolDefinition],
+    workspace: Path,
+    user_text: str,
+    hosted_tools: tuple[str, ...] = (),
+) -> TurnNeeds:
     return TurnNeeds(
+        hosted_tools=hosted_tools,
         has_images=has_images(history),
         has_tools=bool(tools),
         has_system_prompt=any(m.role is Role.SYSTEM for m in history),

@@ -3,7 +3,9 @@
 Every tool_use from one response runs at the same time. Each yields a TOOL message for the model
 and the events of the spec's examples: tool.called (parent llm.call_completed), the confirmation
 pair when one was needed, then tool.completed or tool.failed (parent tool.called). Input that fails
-its schema gets tool.input_invalid and an error result the model can correct from.
+its schema gets tool.input_invalid and an error result the model can correct from. A cancelled
+call (Ctrl-C, even at its confirmation question) still settles: its result is kept in `settled`
+so the turn can store an answer for every call it was given.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
-from metis_core.agent.confirmation import ConfirmationPolicy, ConfirmationRequest
+from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationPolicy, ConfirmationRequest
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.tools.base import ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
@@ -45,6 +47,8 @@ class ToolDispatcher:
         self.registry = registry
         self.confirmation = confirmation
         self.context = context
+        self.settled: dict[str, DispatchResult] = {}
+        """Every call's result by tool_use id, as it settles (cancelled ones included)."""
 
     async def run_all(
         self, uses: list[ToolUseBlock], recorder: TurnRecorder, parent: Event | None
@@ -61,7 +65,10 @@ class ToolDispatcher:
         if tool is None or problems:
             event = recorder.emit("tool.input_invalid", {"tool_name": use.name, "validation_errors": problems}, parent)
             text = "error: invalid tool input:\n" + "\n".join(f"- {p}" for p in problems)
-            return DispatchResult(tool_result_message(use.id, text, is_error=True, session_id=session_id), event, False)
+            invalid = DispatchResult(tool_result_message(use.id, text, is_error=True, session_id=session_id), event,
+                                     False)
+            self.settled[use.id] = invalid
+            return invalid
 
         definition = tool.definition
         called = recorder.emit("tool.called", {
@@ -70,11 +77,11 @@ class ToolDispatcher:
         }, parent)
         started = time.perf_counter()
 
-        if definition.needs_confirmation and self.confirmation.needs_asking(use.name):
-            refused = await self._confirm(use, recorder, called)
-            if refused is not None:
-                return self._finish(use, refused, recorder, called, started)
         try:
+            if definition.needs_confirmation and self.confirmation.needs_asking(use.name):
+                refused = await self._confirm(use, recorder, called)
+                if refused is not None:
+                    return self._finish(use, refused, recorder, called, started)
             outcome = await tool.run(use.input, self.context)
         except asyncio.CancelledError:
             self._finish(use, ToolOutcome.failure("cancelled", "cancelled by the user"), recorder, called, started)
@@ -102,17 +109,29 @@ class ToolDispatcher:
             "projected_modifications": request.projected_modifications,
             "command_summary": request.command_summary, "expires_at": expires,
         }, called)
-        answer = await self.confirmation.ask(request)
-        recorder.emit("tool.confirmation_resolved", {
-            "tool_use_id": use.id, "confirmation_request_id": request.request_id, "decision": answer.decision,
-            "scope": answer.scope if answer.decision == "allow" else None,
-            "responding_client_attach_token": None,
-        }, requested, actor=Actor.USER)
+        try:
+            answer = await self.confirmation.ask(request)
+        except asyncio.CancelledError:  # Ctrl-C at the question: the user stopped it, so it is a denial
+            self._resolved(recorder, use, request, ConfirmationAnswer("deny"), requested)
+            raise
+        self._resolved(recorder, use, request, answer, requested)
         if answer.decision == "allow":
             return None
         if answer.decision == "timeout":
             return ToolOutcome.failure("confirmation_timeout", "the user did not answer the confirmation in time")
+        if answer.by == "policy":
+            why = answer.reason or "denied by policy"
+            return ToolOutcome.failure("permission_denied", f"{use.name} was not run: {why}")
         return ToolOutcome.failure("user_denied", f"the user denied running {use.name}")
+
+    @staticmethod
+    def _resolved(recorder: TurnRecorder, use: ToolUseBlock, request: ConfirmationRequest,
+                  answer: ConfirmationAnswer, requested: Event | None) -> None:
+        recorder.emit("tool.confirmation_resolved", {
+            "tool_use_id": use.id, "confirmation_request_id": request.request_id, "decision": answer.decision,
+            "scope": answer.scope if answer.decision == "allow" else None,
+            "responding_client_attach_token": None,
+        }, requested, actor=Actor.SYSTEM if answer.by == "policy" else Actor.USER)
 
     def _finish(
         self, use: ToolUseBlock, outcome: ToolOutcome, recorder: TurnRecorder, called: Event | None, started: float
@@ -131,4 +150,6 @@ class ToolDispatcher:
             }, called, actor=Actor.TOOL)
         content: str | list[TextBlock | ImageBlock] = outcome.blocks if outcome.blocks else outcome.content
         message = tool_result_message(use.id, content, is_error=outcome.is_error, session_id=recorder.session_id)
-        return DispatchResult(message, event, not outcome.is_error)
+        settled = DispatchResult(message, event, not outcome.is_error)
+        self.settled[use.id] = settled
+        return settled

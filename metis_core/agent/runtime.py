@@ -23,6 +23,7 @@ from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
+from metis_core.prompts import PromptComposer
 from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.policy_file import PolicyLoader
@@ -64,6 +65,8 @@ class Runtime:
         self.health = health or HealthTracker(on_event=self._health_event)
         self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
         self.tools = ToolRegistry.with_builtins()
+        self.prompts = PromptComposer()
+        """Where templates, memory and skills add to each turn's system prompt (add_part / add_source)."""
         self.confirmer = confirmer
         self.approve_everything = approve_everything
         self.configured_providers = configured_providers
@@ -84,7 +87,7 @@ class Runtime:
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS:
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,7 +17,9 @@ from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.tools.base import ToolContext
+from metis_core.errors import CapabilityMismatchError
 from metis_core.events.envelope import Actor
+from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.messages import Message, Role
 from metis_core.models.fit import check_fits
@@ -95,15 +98,41 @@ class SessionManager:
     def swap_model(self, session: Session, model: str) -> None:
         """`/model`: refuse with CapabilityMismatchError when the model cannot carry this history.
 
-        The active model stays as it was on refusal (canonical format §8.4).
+        The active model stays as it was on refusal, and routing.constraint_failure records what was
+        asked and the missing capability (canonical format §8.4).
         """
         rt = self.rt
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
         tools = rt.tools.definitions()
-        check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        try:
+            check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+        except CapabilityMismatchError as error:
+            rt.bus.emit_new("routing.constraint_failure", {
+                "action": "model_swap", "requested": model, "candidate_model": members[0],
+                "active_model": session.sticky_model,
+                "validation_failure": session.engine.failure_for_capability(error.capability),
+                "missing_capability": error.capability, "reason": redact(error.reason),
+            }, session_id=session.id, actor=Actor.SYSTEM)
+            raise
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
+
+    def end_inactive(self, *, idle_hours: float | None = None, now: datetime | None = None) -> list[str]:
+        """End every open session idle for `idle_hours` (config sessions.inactivity_timeout_hours) as
+        `abandoned`, with session.ended; returns their ids. Ended sessions can still be resumed."""
+        rt = self.rt
+        hours = rt.config.sessions.inactivity_timeout_hours if idle_hours is None else idle_hours
+        cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
+        stale = [r for r in rt.store.list_sessions(limit=1_000_000) if r.ended_at is None and r.updated_at < cutoff]
+        for record in stale:
+            turns = sum(1 for m in rt.store.load_messages(record.id) if m.role is Role.USER)
+            rt.bus.emit_new("session.ended", {
+                "disposition": "abandoned", "turn_count": turns, "total_cost_usd": float(record.total_cost_usd),
+                "duration_seconds": round((record.updated_at - record.created_at).total_seconds(), 3),
+            }, session_id=record.id, actor=Actor.SYSTEM)
+            rt.store.end_session(record.id, "abandoned")
+        return [r.id for r in stale]
 
     def end(self, session: Session, disposition: str = "completed") -> None:
         rt = self.rt

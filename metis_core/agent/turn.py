@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from decimal import Decimal
 from typing import Any
 
@@ -20,7 +21,6 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.redaction import redact
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import (
@@ -32,6 +32,8 @@ from metis_core.errors import (
     ProviderError,
 )
 from metis_core.events.envelope import Actor, Event
+from metis_core.events.payloads.fields import StopReason as EventStopReason
+from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -43,14 +45,23 @@ from metis_core.messages import (
     StreamEvent,
     TextBlock,
     ThinkingBlock,
+    tool_result_message,
 )
+from metis_core.prompts import CompositionContext
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
+"""turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
+`task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
+EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
+"""Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
-EVENT_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
 MAX_LLM_CALLS_PER_TURN = 25
+SHARED_TEXT_LIMIT = 4000
+"""Characters of the scrubbed user message turn.started carries when trace sharing is on."""
 
 
 @dataclass
@@ -60,6 +71,8 @@ class TurnResult:
     final: Message | None = None
     stop_reason: str = "end_turn"
     cancelled: bool = False
+    cancel_reason: str | None = None
+    """One of CANCEL_REASONS when `cancelled`."""
     error: str | None = None
     failure: BaseException | None = None
     """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
@@ -69,6 +82,8 @@ class TurnResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    unpriced_calls: int = 0
+    """Answers whose model has no price: `cost_usd` leaves them out, so a total is then incomplete."""
 
     @property
     def answer(self) -> str:
@@ -78,8 +93,11 @@ class TurnResult:
 class _CallObserver:
     """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
 
-    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int) -> None:
+    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int,
+                 composed: dict[str, Any] | None = None) -> None:
         self.recorder = recorder
+        self.composed = composed
+        """llm.prompt_composed payload, emitted once under the first attempt's llm.call_started."""
         self.parent = parent
         self.estimated_tokens = estimated_tokens
         self.started: Event | None = None
@@ -95,6 +113,8 @@ class _CallObserver:
             "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
             "request_id": new_ulid(), "is_worker": False,
         }, self.parent, actor=Actor.AGENT)
+        if self.composed is not None and self.attempts == 1:
+            self.recorder.emit("llm.prompt_composed", self.composed, self.started, actor=Actor.AGENT)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         failed = self.failed(model, getattr(error, "error_class", "other"), str(error),
@@ -144,8 +164,11 @@ class TurnRunner:
         override: str | None = None,
         on_stream: StreamSink | None = None,
         options: AdapterOptions | None = None,
+        timeout_seconds: float | None = None,
         before_completed: TurnClosingHook | None = None,
     ) -> TurnResult:
+        """One turn. Past `timeout_seconds` (or when its task is cancelled) it ends as turn.cancelled
+        with the reason given (CANCEL_REASONS; a bare cancel is user_cancel), keeping the partial answer."""
         rt = self.rt
         turn_id = new_ulid()
         result = TurnResult(turn_id=turn_id)
@@ -156,9 +179,12 @@ class TurnRunner:
         user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
         session.append(user, rt.store)
         tools = rt.tools.definitions()
-        needs = turn_needs(session.history, tools, session.workspace, user_text)
+        system, composed = self._compose(session, user_text)
+        hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
+        needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
+        shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
-            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
             "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
             "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
         }, None, actor=Actor.USER)
@@ -176,19 +202,24 @@ class TurnRunner:
         result.model = decision.chosen_model
         chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
         dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
-        base = options or AdapterOptions(model=decision.chosen_model)
+        base = (replace(options, model=decision.chosen_model) if options
+                else AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools))
         parent: Event | None = started
         tracker = StreamTracker()
         observer: _CallObserver | None = None
+        expired: list[bool] = []
+        deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
+        awaiting: list[Any] = []  # the tool calls of the stored answer that have no result stored yet
         in_call = False  # between llm.call_started and the final message of that call
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed)
                 tracker = StreamTracker()
+                awaiting = []
                 in_call = True
                 final: Message | None = None
                 stream_error: StreamError | None = None
-                history = resolve_file_refs(session.history, session.workspace)
+                history = [*system, *resolve_file_refs(session.history, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
                     routing=decision.record, observer=observer,
@@ -206,7 +237,7 @@ class TurnRunner:
                         "the stream ended without a final message", provider=observer.model.partition(":")[0]
                     )
                 in_call = False
-                tracker = StreamTracker()  # what it held is in `final` now
+                tracker = StreamTracker()  # what it held is in `final` now: nothing partial to save on Ctrl-C
                 session.append(final, rt.store, provider=final.metadata.provider)
                 result.produced.append(final)
                 result.final = final
@@ -227,15 +258,19 @@ class TurnRunner:
                 if result.llm_calls >= MAX_LLM_CALLS_PER_TURN:
                     result.error = f"stopped after {MAX_LLM_CALLS_PER_TURN} model calls in one turn"
                     break
+                awaiting = uses
                 outcomes = await dispatcher.run_all(uses, recorder, completed)
+                awaiting = []
                 for outcome in outcomes:
                     session.append(outcome.message, rt.store)
                     result.produced.append(outcome.message)
                 result.tool_calls += len(uses)
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
-        except asyncio.CancelledError:
-            self._cancelled(session, recorder, started, tracker, observer, result)
+        except asyncio.CancelledError as cancel:
+            reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+            self._answer_awaiting(session, dispatcher, awaiting, result)
+            self._cancelled(session, recorder, started, tracker, observer if in_call else None, result, reason)
             return result
         except (ProviderError, CapabilityMismatchError, AllModelsFailedError, CassetteError) as error:
             result.error = str(error)
@@ -250,6 +285,8 @@ class TurnRunner:
                 return result
             raise
         finally:
+            if deadline is not None:
+                deadline.cancel()
             rt.store.update_session(session.id, tool_id_map=session.tool_ids.to_dict())
         session.turn_count += 1
         if before_completed is not None:
@@ -257,9 +294,23 @@ class TurnRunner:
         self._completed(recorder, started, result, started_clock)
         return result
 
+    def _compose(self, session: Session, user_text: str) -> tuple[list[Message], dict[str, Any] | None]:
+        """The composed system message for this turn's requests (not stored), and its record."""
+        prompts = self.rt.prompts
+        if prompts.empty:
+            return [], None
+        composition = prompts.compose(CompositionContext(session.id, session.workspace, user_text,
+                                                         tuple(session.history)))
+        if composition is None:
+            return [], None
+        system = Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text=composition.text)])
+        return [system], composition.record()
+
     @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
-        stop = result.stop_reason if result.stop_reason in EVENT_STOP_REASONS else "end_turn"
+        if result.error is not None and result.stop_reason != "max_tokens":
+            result.stop_reason = "error"  # a failed turn never reads as an ordinary end_turn
+        stop = result.stop_reason if result.stop_reason in TURN_STOP_REASONS else "end_turn"
         recorder.emit("turn.completed", {
             "stop_reason": stop, "llm_call_count": result.llm_calls, "tool_call_count": result.tool_calls,
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
@@ -275,6 +326,19 @@ class TurnRunner:
             result.input_tokens += usage.total_input_tokens
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
+        if usage is None or usage.cost_usd is None:
+            result.unpriced_calls += 1
+
+    def _answer_awaiting(self, session: Session, dispatcher: ToolDispatcher, awaiting: list[Any],
+                         result: TurnResult) -> None:
+        """Store a result for every call of the stored answer, so the history stays valid after Ctrl-C."""
+        for use in awaiting:
+            settled = dispatcher.settled.get(use.id)
+            message = settled.message if settled is not None else tool_result_message(
+                use.id, "cancelled by the user", is_error=True, session_id=session.id)
+            session.append(message, self.rt.store)
+            result.produced.append(message)
+            result.tool_calls += 1
 
     def _interrupted(
         self, session: Session, tracker: StreamTracker, observer: _CallObserver | None, result: TurnResult,
@@ -298,12 +362,15 @@ class TurnRunner:
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
-        observer: _CallObserver | None, result: TurnResult,
+        observer: _CallObserver | None, result: TurnResult, reason: str = "user_cancel",
     ) -> None:
         rt = self.rt
         result.cancelled = True
+        result.cancel_reason = reason
         result.stop_reason = "cancelled"
         partial_calls = 0
+        if observer is not None:  # only for a call still in flight: its attempts are not counted yet
+            result.llm_calls += observer.attempts  # the call the cancel interrupted still happened
         if tracker.has_content() and observer is not None:
             partial = tracker.cancelled_message(session.id, observer.model)
             session.append(partial, rt.store, provider=partial.metadata.provider)
@@ -313,9 +380,21 @@ class TurnRunner:
         rt.store.cancel_pending_tool_calls(session.id)
         session.turn_count += 1
         recorder.emit("turn.cancelled", {
-            "reason": "user_cancel", "partial_llm_calls": partial_calls,
+            "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
-        }, started, actor=Actor.USER)
+        }, started, actor=Actor.USER if reason == "user_cancel" else Actor.SYSTEM)
+
+
+def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:
+    """Cancel the running task after `seconds`, noting in `expired` that the clock did it."""
+    task = asyncio.current_task()
+    assert task is not None
+
+    def expire() -> None:
+        expired.append(True)
+        task.cancel("timeout")
+
+    return asyncio.get_running_loop().call_later(seconds, expire)
 
 
 def thinking_text(message: Message) -> str:

@@ -1,128 +1,71 @@
-"""The typer application behind the `metis` console script, and `main()`.
+"""The `metis` console script: the command table and `main()`.
 
-This file only declares commands and their options and hands each to the module that does the
-work (chat.py, run.py, sessions.py, trace.py, admin.py, models.py, cost.py, demo/). Exit codes
-are listed in exit_codes.py and docs/cli.md.
+Commands are registered by name with `lazy(...)` and imported only when they run, so `metis
+--help` and `metis --version` load no agent, store or rich code (lazy_commands.py). To add a
+command, write it in its own module and add one `lazy` line below (docs/cli.md, "Adding a
+command"); an eager `app.add_typer(...)` / `app.command(...)` still works, it only costs start-up.
 """
 
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from metis_core.cli import admin, cassette_flags, cost, models, replay, sessions, trace
-from metis_core.cli import chat as chat_module
-from metis_core.cli import run as run_module
-from metis_core.cli.demo.tour import run_demo
-from metis_core.cli.exit_codes import ExitCode, UsageProblem
-from metis_core.cli.failures import guarded
-from metis_core.cli.output import Terminal
+from metis_core.cli.lazy_commands import LazyGroup, lazy
 
 app = typer.Typer(
     name="metis",
+    cls=LazyGroup,
     help="One conversation across LLM providers, with every action on the record.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # the root help is plain click text: rendering it with rich costs ~100 ms
+    context_settings={"help_option_names": ["-h", "--help"]},
 )
 
-ModelOption = Annotated[str | None, typer.Option("--model", "-m", help="Model id, alias or chain, e.g. sonnet.")]
-SessionOption = Annotated[str | None, typer.Option("--session", "-s", help="Continue this stored session.")]
-YesOption = Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation.")]
-WorkspaceOption = Annotated[Path, typer.Option("--workspace", "-w", help="Directory the tools work in.",
-                                               file_okay=False, exists=True)]
-ToolsFromOption = Annotated[list[Path] | None, typer.Option(
-    "--tools-from", metavar="FILE", dir_okay=False,
-    help="Offer the @tool functions of this Python file too (repeatable).")]
+
+def _print_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            number = version("metis-core")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            number = "unknown"
+        typer.echo(f"metis {number}")
+        raise typer.Exit()
 
 
-@app.command("chat")
-@guarded
-def chat(
-    model: ModelOption = None,
-    session: SessionOption = None,
-    yes: YesOption = False,
-    workspace: WorkspaceOption = Path("."),
-    confirm_timeout: Annotated[float, typer.Option(min=1, help="Seconds before an unanswered confirmation "
-                                                               "is denied.")] = 300.0,
-    thinking: Annotated[bool, typer.Option(help="Show the model's thinking, dimmed.")] = True,
-    record: cassette_flags.RecordOption = None,
-    replay: cassette_flags.ReplayOption = None,
-    tools_from: ToolsFromOption = None,
+@app.callback()
+def root(
+    show_version: Annotated[bool, typer.Option("--version", "-V", is_eager=True, callback=_print_version,
+                                               help="Print the version and exit.")] = False,
 ) -> None:
-    """Chat interactively: streamed answers, /commands, @model per message, Ctrl-C to stop an answer."""
-    cassette_flags.use_cassette(record, replay)
-    chat_module.chat(model, session, yes, workspace, confirm_timeout, show_thinking=thinking,
-                     tool_modules=tools_from or [])
+    """One conversation across LLM providers, with every action on the record."""
 
 
-@app.command("run")
-@guarded
-def run(
-    prompt: Annotated[str, typer.Argument(help="The message; a leading @model sends it to that model.")],
-    model: ModelOption = None,
-    session: SessionOption = None,
-    yes: YesOption = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON document: session id, answer, model, "
-                                                         "usage, cost.")] = False,
-    attach: Annotated[list[Path] | None, typer.Option("--attach", help="Attach an image (repeatable).")] = None,
-    workspace: WorkspaceOption = Path("."),
-    record: cassette_flags.RecordOption = None,
-    replay: cassette_flags.ReplayOption = None,
-    tools_from: ToolsFromOption = None,
-    schema: Annotated[Path | None, typer.Option("--schema", metavar="FILE", help="Answer as JSON validated "
-                                                "against this JSON Schema (docs/structured-output.md).")] = None,
-    retries: Annotated[int, typer.Option("--retries", min=0, max=8, help="With --schema: corrective retries after "
-                                         "an invalid answer.")] = 2,
-    nl_to_format: Annotated[bool, typer.Option("--nl-to-format", help="With --schema: after the retries, one "
-                                               "free-form answer coerced into the schema.")] = False,
-) -> None:
-    """Send one message and print the answer (for scripts; see --json and the exit codes)."""
-    cassette_flags.use_cassette(record, replay)
-    if schema is not None:
-        from metis_core.cli.run_structured import run_with_schema
-        from metis_core.structured.policy import OutputPolicy
-
-        if session is not None or attach or tools_from:
-            raise UsageProblem("--schema runs a new session without tools or attachments; "
-                               "drop --session, --attach and --tools-from")
-        code = run_with_schema(prompt, schema, model, as_json, workspace,
-                               OutputPolicy(max_retries=retries, nl_to_format=nl_to_format))
-        if code is not ExitCode.OK:
-            raise typer.Exit(int(code))
-        return
-    code = run_module.run(prompt, model, session, yes, as_json, attach or [], workspace,
-                          tool_modules=tools_from or [])
-    if code is not ExitCode.OK:
-        raise typer.Exit(int(code))
-
-
-@app.command("demo")
-@guarded
-def demo(
-    keep: Annotated[bool, typer.Option("--keep", help="Store the demo session in your METIS_HOME instead of a "
-                                                      "temporary one.")] = False,
-) -> None:
-    """A tour of the real stack, offline, against a scripted model on a local server."""
-    run_demo(Terminal.open(), keep=keep)
-
-
-# After chat, run and demo, so `metis --help` lists the everyday commands first.
-app.command("models")(models.models)
-app.command("cost")(cost.cost)
-app.add_typer(sessions.app, name="sessions")
-app.add_typer(trace.app, name="trace")
-app.command("backup")(admin.backup)
-app.command("restore")(admin.restore)
-app.add_typer(admin.audit_app, name="audit")
-app.command("replay")(replay.replay)
+# The everyday commands first, as `metis --help` lists them.
+lazy("chat", "metis_core.cli.chat_command:chat", "Chat interactively: streamed answers, /commands, @model per message.")
+lazy("run", "metis_core.cli.run_command:run", "Send one message and print the answer (for scripts; stdin is appended).")
+lazy("demo", "metis_core.cli.demo.command:demo", "A tour of the real stack, offline, against a scripted model.")
+lazy("models", "metis_core.cli.models:app", "The model registry; `metis models default [MODEL]` sets the default.")
+lazy("aliases", "metis_core.cli.aliases:app", "Set, list and remove model aliases.")
+lazy("keys", "metis_core.cli.keys:app", "Store and list provider API keys (config.yaml, mode 0600).")
+lazy("templates", "metis_core.cli.templates:app", "Saved system prompts, models and options for `run -t`.")
+lazy("cost", "metis_core.cli.cost:cost", "What the model calls cost, by session, model and day.")
+lazy("sessions", "metis_core.cli.sessions:app", "List, show, export, import and delete stored sessions.")
+lazy("trace", "metis_core.cli.trace:app", "Show, replay, export and prune the event trace.")
+lazy("backup", "metis_core.cli.admin:backup", "Snapshot the database (consistent while metis runs).")
+lazy("restore", "metis_core.cli.admin:restore", "Replace the database with a backup (keeps the replaced one).")
+lazy("audit", "metis_core.cli.admin:audit_app", "Export the audit trail.")
+lazy("replay", "metis_core.cli.replay:replay", "Replay stored sessions on another model and compare.")
 
 
 def main() -> None:
     try:
         app()
     except KeyboardInterrupt:
-        sys.exit(int(ExitCode.CANCELLED))
+        sys.exit(130)  # ExitCode.CANCELLED, without importing exit_codes (and the agent) at start-up

@@ -15,18 +15,21 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
-from metis_core.agent.confirmation import Confirmer, deny_all
+from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.cli import first_run
 from metis_core.cli.cassette_flags import replaying
-from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
+from metis_core.cli.chat_input import MessageReader
+from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.slash_commands import SlashCommands
-from metis_core.cli.turn_execution import execute_turn
+from metis_core.cli.tool_choice import chosen_tools
+from metis_core.cli.turn_execution import add_system_prompt, execute_turn
 from metis_core.errors import MetisError
 from metis_core.messages import ContentBlock
 
@@ -45,6 +48,8 @@ class ChatLoop:
         self.confirm_timeout = confirm_timeout
         self.pending_attachments: list[ContentBlock] = []
         self.commands = SlashCommands(self)
+        self.reader = MessageReader(interactive=interactive, echo=lambda text: self.terminal.out.print(
+            text.rstrip(), style="dim", markup=False))
         session.confirmation.timeout_seconds = confirm_timeout
 
     # --- the loop ---------------------------------------------------------------------------
@@ -57,11 +62,14 @@ class ChatLoop:
             except (KeyboardInterrupt, EOFError):
                 self.terminal.out.print()
                 break
+            except MetisError as error:  # e.g. `!edit` with no usable editor
+                self.terminal.fail(str(error))
+                continue
             if line is None:
                 break
             if not line.strip():
                 continue
-            if line.lstrip().startswith("/"):
+            if line.lstrip().startswith("/") and "\n" not in line.strip():
                 if not self.commands.handle(line.strip()):
                     break
                 continue
@@ -69,13 +77,7 @@ class ChatLoop:
         self.end()
 
     def read_prompt(self) -> str | None:
-        if self.interactive:
-            return input(PROMPT)
-        line = sys.stdin.readline()
-        if not line:
-            return None
-        self.terminal.out.print(f"{PROMPT}{line.rstrip()}", style="dim", markup=False)
-        return line.rstrip("\n")
+        return self.reader.read(PROMPT)
 
     def banner(self) -> None:
         out = self.terminal.out
@@ -119,7 +121,7 @@ class ChatLoop:
     # --- switching sessions -----------------------------------------------------------------
 
     def switch_to(self, session_id: str) -> None:
-        resumed = self.runtime.sessions.resume(session_id)
+        resumed = self.runtime.sessions.resume(resolve_session_id(self.runtime.store, session_id))
         self.runtime.sessions.end(self.session, "completed")
         resumed.confirmation.timeout_seconds = self.confirm_timeout
         self.session = resumed
@@ -131,7 +133,8 @@ class ChatLoop:
 
 
 def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, confirm_timeout: float,
-         show_thinking: bool = True, tool_modules: Sequence[Path] = ()) -> None:
+         show_thinking: bool = True, *, system: str | None = None, no_tools: bool = False,
+         tools: list[str] | None = None, tool_modules: Sequence[Path] = ()) -> None:
     config = load_cli_config()
     terminal = Terminal.open(config)
     if model is None and session_id is None and not first_run.has_any_provider(config) and not replaying():
@@ -145,18 +148,21 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
+    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
+        else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
-    runtime.tools = shown_tools(runtime.tools, printer)
     try:
+        runtime.tools = shown_tools(chosen_tools(runtime.tools, no_tools=no_tools, names=tools), printer)
         if model is not None:
             require_a_key_for(runtime, model)
         if session_id is not None:
-            session = runtime.sessions.resume(session_id)
+            session = runtime.sessions.resume(resolve_session_id(runtime.store, session_id))
             if model is not None:
                 runtime.sessions.swap_model(session, model)
         else:
             session = runtime.sessions.create(workspace, model=model)
+        if system is not None:
+            add_system_prompt(runtime, session, system)
         with asyncio.Runner() as runner:
             ChatLoop(runtime, session, terminal, runner, printer, interactive=interactive,
                      confirm_timeout=confirm_timeout).run()

@@ -3,7 +3,7 @@
 The question names the tool, its side effects and what it would touch, and says when it will be
 denied by itself (the policy's timeout). Answers are read from stdin without blocking the event
 loop, so Ctrl-C and the timeout both cancel the question cleanly. Without a terminal nothing is
-asked: scripts get `deny_all` (or `--yes`) instead of this.
+asked: scripts get `NoTerminalDenier` (a policy denial with a note on stderr) or `--yes` instead.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import asyncio
 import os
 from datetime import UTC, datetime
 
-from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
+from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest, deny_all
 from metis_core.cli.output import Terminal
 
 ANSWERS = {
@@ -97,4 +97,16 @@ class TerminalConfirmer:
         outcome = "denied" if answer.decision == "deny" else (
             "allowed for this session" if answer.scope == "session" else "allowed once")
         self.terminal.out.print(f"  {outcome}", style="red" if answer.decision == "deny" else "green", markup=False)
+        return answer
+
+
+class NoTerminalDenier:
+    """Without a terminal: deny as a policy (recorded with the system actor) and say so on stderr."""
+
+    def __init__(self, terminal: Terminal) -> None:
+        self.terminal = terminal
+
+    async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
+        answer = await deny_all(request)
+        self.terminal.warn(f"note: {request.tool_name} was not run: {answer.reason}")
         return answer

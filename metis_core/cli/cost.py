@@ -2,6 +2,7 @@
 
 Sums each model call's own priced usage (spend.py); unpriced calls are counted and flagged.
 `--since` limits the window, `--session` to one session, `--json` prints the three groupings.
+`--reprice` shows the same calls priced with today's table beside what was stored (cost_reprice.py).
 """
 
 from __future__ import annotations
@@ -14,23 +15,31 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
 from metis_core.cli.output import Terminal
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.spend import spend_by, stored_calls, total
 from metis_core.cli.tables import spend_table
+from metis_core.messages import Message
 
 
 @guarded
 def cost(
-    session_id: Annotated[str | None, typer.Option("--session", help="Only this session.")] = None,
+    session_id: Annotated[str | None, typer.Option(
+        "--session", help="Only this session (id, prefix or `latest`).")] = None,
     since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+    reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
+                                                           "beside what was recorded; changes nothing.")] = False,
 ) -> None:
     """What the model calls cost, grouped by session, model and day."""
     terminal = Terminal.open()
     start = parse_when(since, "--since")
     with session_store() as store:
         if session_id is not None:
-            store.get_session(session_id)  # SessionNotFoundError names the store
+            session_id = resolve_session_id(store, session_id)  # a prefix or `latest` works too
         calls = stored_calls(store, session_id=session_id, since=start)
+    if reprice:
+        _show_repricing(terminal, calls, as_json)
+        return
     groupings = {
         "session": spend_by(calls, lambda m: m.session_id),
         "model": spend_by(calls, lambda m: m.metadata.model or "?"),
@@ -47,3 +56,11 @@ def cost(
         return
     for name, rows in groupings.items():
         terminal.out.print(spend_table(f"by {name}", name, rows, whole), soft_wrap=False)
+
+
+def _show_repricing(terminal: Terminal, calls: list[Message], as_json: bool) -> None:
+    from metis_core.cli.cost_reprice import show_repricing
+    from metis_core.cli.runtime_setup import load_cli_config
+    from metis_core.models.pricing import PriceTable
+
+    show_repricing(terminal, calls, PriceTable.load(load_cli_config()), as_json=as_json)

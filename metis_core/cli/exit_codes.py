@@ -13,6 +13,7 @@ from metis_core.errors import (
     AllModelsFailedError,
     CapabilityMismatchError,
     ConfigError,
+    EventLogIntegrityError,
     MetisError,
     ModelIdError,
     OutputRefusedError,
@@ -42,6 +43,8 @@ class ExitCode(IntEnum):
     REFUSED = 5
     """A capability check or the router refused (e.g. a swap to a model that cannot read images)."""
     STORAGE = 6
+    INTEGRITY = 7
+    """A record does not verify: an event log's hash chain, payload hashes or schemas are broken."""
     CANCELLED = 130
     """Ctrl-C (128 + SIGINT), as shells report it."""
 
@@ -58,6 +61,8 @@ def exit_code_for(error: BaseException) -> ExitCode:
         return ExitCode.PROVIDER
     if isinstance(error, CapabilityMismatchError | NoRoutableModelError | OutputRefusedError):
         return ExitCode.REFUSED
+    if isinstance(error, EventLogIntegrityError):
+        return ExitCode.INTEGRITY
     if isinstance(error, StoreError):
         return ExitCode.STORAGE
     return ExitCode.UNEXPECTED

@@ -40,6 +40,13 @@ def format_usd(amount: Decimal | float | None) -> str:
     return "$" + format(value.quantize(Decimal("0.0001")), "f")
 
 
+def cost_text(amount: Decimal, unpriced_calls: int) -> str:
+    """A total that may include unpriced calls: `$0.0012`, `$0.0012 + unknown`, or `cost unknown`."""
+    if not unpriced_calls:
+        return format_usd(amount)
+    return "cost unknown" if amount == 0 else f"{format_usd(amount)} + unknown"
+
+
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
@@ -126,4 +133,5 @@ def turn_summary(result: TurnResult, seconds: float) -> str:
     tokens = f"{result.input_tokens} in / {result.output_tokens} out tokens"
     calls = f"{result.llm_calls} call{'s' if result.llm_calls != 1 else ''}"
     tools = f" · {result.tool_calls} tool call{'s' if result.tool_calls != 1 else ''}" if result.tool_calls else ""
-    return f"{result.model or '?'} · {calls}{tools} · {tokens} · {format_usd(result.cost_usd)} · {seconds:.1f}s"
+    cost = cost_text(result.cost_usd, result.unpriced_calls)
+    return f"{result.model or '?'} · {calls}{tools} · {tokens} · {cost} · {seconds:.1f}s"

@@ -1,31 +1,42 @@
 """`metis run "prompt"`: one turn, for scripts — streamed text, or one JSON document with --json.
 
-`--session ID` continues a stored session (in a new process: history, tool ids and spend are
-rebuilt from the store). Without --yes, tool confirmations are asked on a terminal and denied
-when there is none. The exit code says how it went (exit_codes.py); with --json even a failure
-prints a JSON document with `error` and `exit_code`.
+Text piped on stdin is appended to the prompt (`git diff | metis run "review this"`). `--session
+ID` / `-c` continue a stored session (history, tool ids and spend rebuilt from the store);
+`-t NAME` applies a template, `-s` a system prompt, `-o` model options, `--tools`/`--no-tools`
+choose the tools offered, `--no-log` keeps nothing. Without --yes, tool confirmations are asked
+on a terminal and denied (as a policy, with a note) when there is none. The exit code says how
+it went (exit_codes.py); with --json even a failure prints a document with `error` and `exit_code`.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import shutil
 import sys
+import tempfile
 import time
-from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metis_core.agent.confirmation import Confirmer, deny_all
+from metis_core.adapters.base import AdapterOptions
+from metis_core.agent.confirmation import Confirmer
+from metis_core.agent.runtime import Runtime
+from metis_core.agent.session import Session
 from metis_core.agent.turn import TurnResult
 from metis_core.cli.cassette_flags import replaying
-from metis_core.cli.confirm_prompt import LineReader, TerminalConfirmer
-from metis_core.cli.exit_codes import ExitCode, exit_code_for
+from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
+from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
 from metis_core.cli.first_run import has_any_provider
+from metis_core.cli.model_options import model_options, parse_pairs
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, turn_summary
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
-from metis_core.cli.turn_execution import execute_turn, image_attachment, split_override
+from metis_core.cli.session_ids import LATEST, resolve_session_id
+from metis_core.cli.template_files import load_template
+from metis_core.cli.tool_choice import chosen_tools
+from metis_core.cli.turn_execution import add_system_prompt, execute_turn, image_attachment, split_override
 from metis_core.config import MetisConfig
 from metis_core.errors import ConfigError, MetisError
 from metis_core.messages import ContentBlock
@@ -36,12 +47,33 @@ NOTHING_CONFIGURED = (
 )
 
 
-def result_document(session_id: str, result: TurnResult | None, exit_code: ExitCode) -> dict[str, Any]:
+@dataclass
+class RunRequest:
+    """Everything `metis run` was asked, before any of it is checked."""
+
+    prompt: str | None
+    model: str | None = None
+    session: str | None = None
+    continue_latest: bool = False
+    system: str | None = None
+    options: list[str] = field(default_factory=list)
+    template: str | None = None
+    no_tools: bool = False
+    tools: list[str] | None = None
+    no_log: bool = False
+    yes: bool = False
+    as_json: bool = False
+    attach: list[Path] = field(default_factory=list)
+    workspace: Path = Path(".")
+    tool_modules: list[Path] = field(default_factory=list)
+    """Python files whose @tool functions this run offers too (`--tools-from`)."""
+
+
+def result_document(session_id: str | None, result: TurnResult | None, exit_code: ExitCode) -> dict[str, Any]:
     """The --json output: stable keys, cost as a decimal string (null when unpriced or no call)."""
     final = result.final if result is not None else None
     usage = final.metadata.usage if final is not None else None
-    priced = result is not None and not any(
-        m.metadata.usage is not None and m.metadata.usage.cost_usd is None for m in result.produced)
+    priced = result is not None and result.unpriced_calls == 0
     return {
         "session_id": session_id,
         "turn_id": result.turn_id if result else None,
@@ -69,61 +101,118 @@ def outcome_code(result: TurnResult | None) -> ExitCode:
     return ExitCode.PROVIDER if result.error else ExitCode.OK
 
 
-def run(prompt: str, model: str | None, session_id: str | None, yes: bool, as_json: bool,
-        attach: list[Path], workspace: Path, tool_modules: Sequence[Path] = ()) -> ExitCode:
+def piped_input() -> str | None:
+    """What was piped on stdin, if stdin is not a terminal and something came; None otherwise."""
+    if sys.stdin is None or sys.stdin.isatty():
+        return None
+    text = sys.stdin.read()
+    return text if text.strip() else None
+
+
+def full_prompt(prompt: str | None, piped: str | None) -> str:
+    """The prompt, then the piped text after a blank line; refused when both are empty."""
+    parts = [part.strip("\n") for part in (prompt, piped) if part and part.strip()]
+    if not parts:
+        raise UsageProblem('nothing to send: give a prompt (`metis run "hello"`) or pipe text into metis run')
+    return "\n\n".join(parts)
+
+
+def run(request: RunRequest) -> ExitCode:
     config = load_cli_config()
     terminal = Terminal.open(config)
     try:
-        return _run(terminal, config, prompt, model, session_id, yes, as_json, attach, workspace, tool_modules)
+        return _run(terminal, config, request)
     except MetisError as error:
-        if as_json:
-            terminal.raw(json.dumps({"session_id": session_id, "error": str(error),
+        if request.as_json:
+            terminal.raw(json.dumps({"session_id": request.session, "error": str(error),
                                      "exit_code": int(exit_code_for(error))}) + "\n")
         raise
 
 
-def _run(terminal: Terminal, config: MetisConfig, prompt: str, model: str | None, session_id: str | None, yes: bool,
-         as_json: bool, attach: list[Path], workspace: Path, tool_modules: Sequence[Path] = ()) -> ExitCode:
-    if model is None and session_id is None and not has_any_provider(config) and not replaying():
+def _settings(request: RunRequest, config: MetisConfig) -> tuple[str | None, str | None, dict[str, Any]]:
+    """(model, system prompt, model options): command-line values over the template's."""
+    template = load_template(request.template, config.home) if request.template else None
+    model = request.model or (template.model if template else None)
+    system = request.system if request.system is not None else (template.system if template else None)
+    options = {**(template.options if template else {}), **parse_pairs(request.options)}
+    return model, system, model_options(options)
+
+
+def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCode:
+    if request.no_log and (request.session or request.continue_latest):
+        raise UsageProblem("--no-log starts a conversation that is not kept; it cannot continue a stored session")
+    if request.session and request.continue_latest:
+        raise UsageProblem("give --session ID or --continue, not both")
+    session_arg = LATEST if request.continue_latest else request.session
+    model, system, options = _settings(request, config)
+    prompt = full_prompt(request.prompt, piped_input())
+    if model is None and session_arg is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
-    interactive = terminal.interactive and not as_json
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive else deny_all
-    runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
+    interactive = terminal.interactive and not request.as_json
+    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
+        else NoTerminalDenier(terminal)
+    scratch = Path(tempfile.mkdtemp(prefix="metis-no-log-")) if request.no_log else None
+    runtime = open_runtime(config, confirmer=confirmer, approve_everything=request.yes,
+                           tool_modules=request.tool_modules,
+                           db_path=scratch / "metis.db" if scratch else None)
+    session_id: str | None = None
     try:
+        runtime.tools = chosen_tools(runtime.tools, no_tools=request.no_tools, names=request.tools)
         if model is not None:
             require_a_key_for(runtime, model)
-        session = runtime.sessions.resume(session_id) if session_id else runtime.sessions.create(workspace, model=model)
-        disposition = "abandoned"
-        try:
-            if session_id is not None and model is not None:
-                runtime.sessions.swap_model(session, model)
-            attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in attach]
-            printer = None if as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
-            started = time.perf_counter()
-            disposition = "error"
-            with asyncio.Runner() as runner:
-                result, _ = execute_turn(runner, runtime, session, prompt, attachments=attachments or None,
-                                         on_stream=printer)
-            disposition = "abandoned" if result is None or result.cancelled else (
-                "error" if result.error else "completed")
-        finally:
-            runtime.sessions.end(session, disposition)
+        if session_arg is not None:
+            session = runtime.sessions.resume(resolve_session_id(runtime.store, session_arg))
+        else:
+            session = runtime.sessions.create(request.workspace, model=model)
+        session_id = None if request.no_log else session.id
+        result, started, printer = _turn(terminal, runtime, session, request, prompt, model, system, options,
+                                         resumed=session_arg is not None)
     finally:
         runtime.close()
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return _report(terminal, request, session_id, result, started, printer)
+
+
+def _turn(terminal: Terminal, runtime: Runtime, session: Session, request: RunRequest, prompt: str,
+          model: str | None, system: str | None, options: dict[str, Any], *, resumed: bool,
+          ) -> tuple[TurnResult | None, float, StreamPrinter | None]:
+    disposition = "abandoned"
+    try:
+        if resumed and model is not None:
+            runtime.sessions.swap_model(session, model)
+        if system is not None:
+            add_system_prompt(runtime, session, system)
+        attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in request.attach]
+        printer = None if request.as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
+        started = time.perf_counter()
+        disposition = "error"
+        with asyncio.Runner() as runner:
+            result, _ = execute_turn(runner, runtime, session, prompt, attachments=attachments or None,
+                                     on_stream=printer,
+                                     options=AdapterOptions(model="", **options) if options else None)
+        disposition = "abandoned" if result is None or result.cancelled else ("error" if result.error else "completed")
+    finally:
+        runtime.sessions.end(session, disposition)
+    return result, started, printer
+
+
+def _report(terminal: Terminal, request: RunRequest, session_id: str | None, result: TurnResult | None,
+            started: float, printer: StreamPrinter | None) -> ExitCode:
     code = outcome_code(result)
-    if as_json:
-        terminal.raw(json.dumps(result_document(session.id, result, code), ensure_ascii=False) + "\n")
+    if request.as_json:
+        terminal.raw(json.dumps(result_document(session_id, result, code), ensure_ascii=False) + "\n")
         if result is not None and result.error:
             terminal.fail(result.error)  # stdout stays one JSON document; stderr says it for people
-    else:
-        if printer is not None:
-            printer.finish()
-        if result is not None and result.error:
-            terminal.fail(result.error)
-        elif code is ExitCode.CANCELLED:
-            terminal.fail("cancelled")
-        if result is not None:
-            terminal.err.print(turn_summary(result, time.perf_counter() - started) + f" · session {session.id}",
-                               style="dim", markup=False)
+        return code
+    if printer is not None:
+        printer.finish()
+    if result is not None and result.error:
+        terminal.fail(result.error)
+    elif code is ExitCode.CANCELLED:
+        terminal.fail("cancelled")
+    if result is not None:
+        where = f" · session {session_id}" if session_id else " · not kept (--no-log)"
+        terminal.err.print(turn_summary(result, time.perf_counter() - started) + where, style="dim", markup=False)
     return code

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,9 @@ from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
 from metis_core.cli.first_run import has_any_provider
 from metis_core.cli.output import Terminal
-from metis_core.cli.run import NOTHING_CONFIGURED, result_document
+from metis_core.cli.run import NOTHING_CONFIGURED, full_prompt, piped_input, result_document
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
-from metis_core.cli.turn_execution import interruptible, split_override
+from metis_core.cli.turn_execution import add_system_prompt, interruptible, split_override
 from metis_core.errors import ConfigError, MetisError
 from metis_core.structured.policy import OutputPolicy
 from metis_core.structured.spec import OutputSpec, output_spec
@@ -53,11 +54,32 @@ def structured_document(session_id: str, outcome: StructuredTurnResult | None, c
     return doc
 
 
-def run_with_schema(prompt: str, schema_path: Path, model: str | None, as_json: bool, workspace: Path,
-                    policy: OutputPolicy) -> ExitCode:
+@dataclass(frozen=True)
+class SchemaRun:
+    """What `metis run --schema` was asked (run_command.py reads the flags)."""
+
+    prompt: str | None
+    schema: Path
+    model: str | None
+    as_json: bool
+    workspace: Path
+    retries: int = 2
+    nl_to_format: bool = False
+    system: str | None = None
+    unsupported: list[str] = field(default_factory=list)
+    """Flags given that a structured run does not take."""
+
+
+def run_with_schema(request: SchemaRun) -> ExitCode:
+    if request.unsupported:
+        raise UsageProblem(f"--schema runs one new session without tools or attachments; drop "
+                           f"{', '.join(request.unsupported)}")
     config = load_cli_config()
     terminal = Terminal.open(config)
-    spec = read_schema(schema_path)
+    spec = read_schema(request.schema)
+    prompt = full_prompt(request.prompt, piped_input())
+    model, as_json = request.model, request.as_json
+    policy = OutputPolicy(max_retries=request.retries, nl_to_format=request.nl_to_format)
     if model is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
     override, body = split_override(prompt)
@@ -65,9 +87,11 @@ def run_with_schema(prompt: str, schema_path: Path, model: str | None, as_json: 
     try:
         if model is not None:
             require_a_key_for(runtime, model)
-        session = runtime.sessions.create(workspace, model=model)
+        session = runtime.sessions.create(request.workspace, model=model)
         disposition = "error"
         try:
+            if request.system:
+                add_system_prompt(runtime, session, request.system)
             work = run_structured_turn(runtime.turns, session, body, spec, policy=policy, override=override)
             with asyncio.Runner() as runner:
                 outcome = runner.run(interruptible(work))

@@ -49,18 +49,21 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 def open_runtime(
     config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
     tool_modules: Sequence[Path] = (),
+    db_path: Path | None = None,
 ) -> Runtime:
-    """The Runtime, offering the built-in tools plus the @tool functions of `tool_modules` and of
-    config's `tool_modules` (loaded first, so a broken module fails before anything is opened)."""
+    """The Runtime of one command, offering the built-in tools plus the @tool functions of `tool_modules`
+    and of config's `tool_modules` (loaded first, so a broken module fails before anything is opened);
+    `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`)."""
     extra = python_tools(config, tool_modules)
     active = active_cassette()
     if active is not None:
-        runtime = _cassette_runtime(config, active[0], active[1], confirmer, approve_everything)
+        runtime = _cassette_runtime(config, active[0], active[1], confirmer, approve_everything, db_path)
     else:
         if config.defaults.model is None:
             config.defaults.model = fallback_default_model(config)
         runtime = Runtime(home=config.home, config=config, confirmer=confirmer,
-                          approve_everything=approve_everything)
+                          approve_everything=approve_everything, db_path=db_path)
+        runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
     try:
         for made in extra:
             runtime.tools.register(made)
@@ -77,7 +80,7 @@ def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list
 
 
 def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
-                      approve_everything: bool) -> Runtime:
+                      approve_everything: bool, db_path: Path | None) -> Runtime:
     """A Runtime whose client records to or replays from `path` (`--record` / `--replay`)."""
     client = ModelClient(config=config, record=path if mode == "record" else None,
                          replay=path if mode == "replay" else None)
@@ -90,7 +93,7 @@ def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confi
     elif config.defaults.model is None:
         config.defaults.model = fallback_default_model(config)
     return Runtime(home=config.home, config=config, client=client, confirmer=confirmer,
-                   approve_everything=approve_everything, configured_providers=configured)
+                   approve_everything=approve_everything, configured_providers=configured, db_path=db_path)
 
 
 def require_a_key_for(runtime: Runtime, spec: str) -> None:

@@ -1,8 +1,10 @@
-"""`metis sessions list|show|export|import`: the stored conversations.
+"""`metis sessions list|show|export|import|delete`: the stored conversations.
 
-Reads and writes through SessionStore only. `show` renders each message by its blocks (text,
-tool calls and results, images by reference), `export` writes the store's JSON export, and
-`import` refuses an id that already exists unless --as-new stores a renumbered copy.
+Reads and writes through SessionStore. `show` renders each message by its blocks (text, tool
+calls and results, images by reference), `export` writes the store's JSON export, `import`
+refuses an id that already exists unless --as-new stores a renumbered copy, and `delete` removes
+a session (its audit events stay) and records session.deleted in the audit trail. Ids may be
+given whole, as a unique prefix, or as `latest` (session_ids.py).
 """
 
 from __future__ import annotations
@@ -14,11 +16,14 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
+from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
-from metis_core.cli.local_data import progress, session_store
+from metis_core.cli.local_data import progress, session_store, trace_store
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import format_usd, preview
-from metis_core.cli.tables import sessions_table
+from metis_core.cli.render import cost_text, format_usd, preview
+from metis_core.cli.session_ids import resolve_session_id
+from metis_core.cli.tables import print_rows, sessions_rows
 from metis_core.messages import (
     ImageBlock,
     Message,
@@ -28,9 +33,11 @@ from metis_core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis_core.store.sessions import SessionDeletion
 
 app = typer.Typer(help="List, show, export and import stored sessions.", no_args_is_help=True)
 
+SessionArgument = Annotated[str, typer.Argument(help="Session id, a unique prefix of one, or `latest`.")]
 ROLE_STYLES = {"user": "bold", "assistant": "green", "tool": "cyan", "system": "magenta"}
 
 
@@ -40,7 +47,7 @@ def message_text(message: Message) -> Text:
     meta = message.metadata
     if meta.model:
         usage = meta.usage
-        cost = format_usd(usage.cost_usd) if usage is not None else "-"
+        cost = format_usd(usage.cost_usd) if usage is not None and usage.cost_usd is not None else "cost unknown"
         head.append(f"  {meta.model} · {cost}", style="dim")
     if message.status is not MessageStatus.COMPLETE:
         head.append(f"  [{message.status.value}]", style="yellow")
@@ -64,27 +71,30 @@ def message_text(message: Message) -> Text:
 @app.command("list")
 @guarded
 def list_sessions(
-    limit: Annotated[int, typer.Option(help="How many, most recent first.")] = 50,
+    limit: Annotated[int, typer.Option(min=1, help="How many, most recent first.")] = 50,
     search: Annotated[str | None, typer.Option(help="Only sessions whose title or text contains this.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON array for scripts.")] = False,
+    plain: PlainOption = False,
 ) -> None:
+    """Stored sessions, most recent first (plain tab-separated rows when piped)."""
     terminal = Terminal.open()
     with session_store() as store:
         records = store.search_sessions(search, limit) if search else store.list_sessions(limit)
     if as_json:
         terminal.raw(json.dumps([r.to_json_dict() for r in records], indent=2) + "\n")
     else:
-        terminal.out.print(sessions_table(records), soft_wrap=False)
+        print_rows(terminal, sessions_rows(records), plain=plain)
 
 
 @app.command("show")
 @guarded
 def show(
-    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    session_id: SessionArgument,
     as_json: Annotated[bool, typer.Option("--json", help="The session's export document.")] = False,
 ) -> None:
     terminal = Terminal.open()
     with session_store() as store:
+        session_id = resolve_session_id(store, session_id)
         if as_json:
             terminal.raw(json.dumps(store.export_session(session_id), indent=2, ensure_ascii=False) + "\n")
             return
@@ -94,7 +104,7 @@ def show(
     out = terminal.out
     out.print(f"session {record.id}" + (f" · {record.title}" if record.title else ""), style="bold", markup=False)
     out.print(f"workspace {record.workspace_path} · model {record.active_model or '(default)'} · "
-              f"{len(messages)} messages · {format_usd(totals.cost_usd)} · created "
+              f"{len(messages)} messages · {cost_text(totals.cost_usd, totals.unpriced_message_count)} · created "
               f"{record.created_at:%Y-%m-%d %H:%M} · {record.disposition or 'open'}", style="dim", markup=False)
     for message in messages:
         out.print()
@@ -104,11 +114,12 @@ def show(
 @app.command("export")
 @guarded
 def export(
-    session_id: Annotated[str, typer.Argument(help="Session id.")],
+    session_id: SessionArgument,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
 ) -> None:
     terminal = Terminal.open()
     with progress(terminal, f"exporting {session_id}") as update, session_store() as store:
+        session_id = resolve_session_id(store, session_id)
         document = store.export_session(session_id)
         update(1, 1)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
@@ -136,3 +147,44 @@ def import_(
         record = store.import_session(document, as_new_session=as_new)
         count = store.message_count(record.id)
     terminal.out.print(f"imported session {record.id} ({count} messages)", markup=False)
+
+
+@app.command("delete")
+@guarded
+def delete(
+    session_id: SessionArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Delete without asking.")] = False,
+) -> None:
+    """Delete a session: its messages, tool calls and trace (audit events are kept); recorded in the audit."""
+    terminal = Terminal.open()
+    with session_store() as store:
+        session_id = resolve_session_id(store, session_id)
+        record = store.get_session(session_id)
+        count = store.message_count(session_id)
+        if not yes:
+            if not terminal.interactive:
+                raise UsageProblem(f"deleting {session_id} needs --yes when there is no terminal to ask")
+            answer = input(f"delete {session_id} ({record.title or 'untitled'}, {count} messages)? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                terminal.out.print("kept", markup=False)
+                return
+        deletion = store.delete_session(session_id)
+    record_deletion(deletion)
+    terminal.out.print(f"deleted session {session_id} ({deletion.messages_deleted} messages, "
+                       f"{deletion.events_deleted} trace events; {deletion.audit_events_kept} audit events kept)",
+                       markup=False)
+
+
+def record_deletion(deletion: SessionDeletion) -> None:
+    """session.deleted in the `system` session (the deleted one is gone), as the person's act."""
+    from metis_core.events.catalog import make_event
+    from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+    from metis_core.hashing import sha256_hex
+
+    event = make_event("session.deleted", {
+        "deleted_session_id": deletion.record.id, "workspace_hash": sha256_hex(deletion.record.workspace_path),
+        "message_count": deletion.messages_deleted, "events_deleted": deletion.events_deleted,
+        "audit_events_kept": deletion.audit_events_kept,
+    }, session_id=SYSTEM_SESSION_ID, actor=Actor.USER)
+    with trace_store() as trace:
+        trace.append(event)

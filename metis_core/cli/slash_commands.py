@@ -1,4 +1,4 @@
-"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /help /exit.
+"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /save /help /exit.
 
 Each command reads or changes the chat's session through the library (swap_model, the stores,
 the trace) and prints the outcome; a refusal is one red line and changes nothing.
@@ -7,16 +7,18 @@ the trace) and prints the outcome; a refusal is one red line and changes nothing
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from metis_core.cli.render import format_usd
+from metis_core.cli.render import cost_text
 from metis_core.cli.tables import sessions_table, tools_table
 from metis_core.cli.trace_view import trace_tree
 from metis_core.cli.turn_execution import image_attachment
 from metis_core.errors import MetisError
+from metis_core.messages import Role
 
 if TYPE_CHECKING:
     from metis_core.cli.chat import ChatLoop
@@ -30,6 +32,9 @@ HELP = [
     ("/sessions", "recent sessions"),
     ("/resume ID", "continue another session (this one is saved)"),
     ("/attach PATH", "attach an image to your next message"),
+    ("/save [PATH]", "write the last answer to PATH (default answer-<time>.md in the workspace)"),
+    ("!multi … !end", "a message of several lines (a pasted block, or a line ending in \\, also works)"),
+    ("!edit", "write the message in $EDITOR"),
     ("/help", "this list"),
     ("/exit", "save the session and leave (Ctrl-D does the same)"),
 ]
@@ -40,8 +45,8 @@ class SlashCommands:
         self.chat = chat
         self.table: dict[str, Callable[[str], bool]] = {
             "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
-            "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/help": self.help,
-            "/exit": self.exit, "/quit": self.exit,
+            "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/save": self.save,
+            "/help": self.help, "/exit": self.exit, "/quit": self.exit,
         }  # fmt: skip
 
     def handle(self, line: str) -> bool:
@@ -79,9 +84,10 @@ class SlashCommands:
     def cost(self, argument: str) -> bool:
         chat = self.chat
         totals = chat.runtime.store.session_totals(chat.session.id)
-        unpriced = f" (+{totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
+        unpriced = f" ({totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
         self.out.print(
-            f"this session: {format_usd(totals.cost_usd)}{unpriced} · {totals.assistant_message_count} model "
+            f"this session: {cost_text(totals.cost_usd, totals.unpriced_message_count)}{unpriced} · "
+            f"{totals.assistant_message_count} model "
             f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
             f"{', '.join(totals.models) or '-'}", markup=False)
         return True
@@ -120,6 +126,24 @@ class SlashCommands:
             path = self.chat.session.workspace / path
         self.chat.pending_attachments.append(image_attachment(path, self.chat.session.workspace))
         self.out.print(f"attached {argument} to your next message", markup=False)
+        return True
+
+    def save(self, argument: str) -> bool:
+        session = self.chat.session
+        answer = next((m.text() for m in reversed(session.history) if m.role is Role.ASSISTANT and m.text()), "")
+        if not answer:
+            self.chat.terminal.fail("no answer to save yet")
+            return True
+        stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
+        path = Path(argument).expanduser() if argument else Path(f"answer-{stamp}.md")
+        if not path.is_absolute():
+            path = session.workspace / path
+        if path.exists():
+            self.chat.terminal.fail(f"{path} exists; /save another name")
+            return True
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(answer if answer.endswith("\n") else answer + "\n", encoding="utf-8")
+        self.out.print(f"saved the last answer ({len(answer)} characters) to {path}", markup=False)
         return True
 
     def help(self, argument: str) -> bool:

@@ -44,8 +44,17 @@ class SpendRow:
 
 
 def model_calls(messages: Iterable[Message]) -> list[Message]:
-    """Assistant messages that came from a model call (the ones that carry usage or a model)."""
-    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)]
+    """Assistant messages that came from a model call (the ones that carry usage or a model).
+
+    Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
+    were paid for once, by the original.
+    """
+    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
+            and not is_copy(m)]
+
+
+def is_copy(message: Message) -> bool:
+    return bool((message.metadata.model_extra or {}).get("copied_from"))
 
 
 def spend_by(messages: Iterable[Message], key: Callable[[Message], str]) -> list[SpendRow]:

@@ -1,9 +1,10 @@
-"""`metis trace show|tree|replay|export SESSION` and `metis trace prune`: the stored event trace.
+"""`metis trace show|tree|replay|export SESSION`, `trace prune`, `trace verify FILE`: the event trace.
 
 show is a table, tree the causal tree (model, tokens, cost and latency per call), replay the
 events as JSON lines in id order for scripts, export one session in an interoperable format
 (OpenTelemetry GenAI, OpenWOP, agent event log v0.2). prune deletes non-audit events older than
 the retention period (a dry run only counts) with a progress bar, and records trace.swept.
+verify checks an exported event log's chain, hashes and schemas (exit 7 at the first break).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
 from metis_core.cli.output import Terminal
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.trace_view import events_table, trace_tree
 from metis_core.errors import SessionNotFoundError
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Event
@@ -24,10 +26,25 @@ from metis_core.trace.retention import DEFAULT_RETENTION_DAYS
 
 app = typer.Typer(help="Show, replay and prune the event trace.", no_args_is_help=True)
 
-SessionArgument = Annotated[str, typer.Argument(help=f"Session id ({SYSTEM_SESSION_ID!r} for system events).")]
+SessionArgument = Annotated[str, typer.Argument(
+    help=f"Session id, a unique prefix of one, `latest`, or {SYSTEM_SESSION_ID!r} for system events.")]
+
+
+def resolved(session_id: str) -> str:
+    """The whole id a prefix or `latest` names; ids with events but no stored session pass through."""
+    if session_id == SYSTEM_SESSION_ID:
+        return session_id
+    with session_store() as store:
+        if store.has_session(session_id):
+            return session_id
+        try:
+            return resolve_session_id(store, session_id)
+        except SessionNotFoundError:
+            return session_id  # e.g. gateway traffic: events without a session row
 
 
 def session_events(session_id: str) -> list[Event]:
+    session_id = resolved(session_id)
     with trace_store() as trace:
         events = trace.replay(session_id)
     if not events and session_id != SYSTEM_SESSION_ID:
@@ -46,6 +63,7 @@ def show(session_id: SessionArgument) -> None:
 @app.command("tree")
 @guarded
 def tree(session_id: SessionArgument) -> None:
+    session_id = resolved(session_id)
     Terminal.open().out.print(trace_tree(session_id, session_events(session_id)), soft_wrap=False)
 
 
@@ -92,10 +110,58 @@ def export(
     if exporter is None:
         raise UsageProblem(f"unknown export format {export_format!r}; choose one of {', '.join(EXPORT_FORMATS)}")
     terminal = Terminal.open()
+    session_id = resolved(session_id)
     with session_store() as store, trace_store() as trace:
         summary = exporter(session_id, store, trace, out if out is not None else sys.stdout.buffer,
                            ExportOptions(include_content=include_content))
     skipped = f", {summary.skipped_total} without a counterpart" if summary.skipped_total else ""
     where = f" to {summary.path}" if summary.path else ""
+    head = f"; head {summary.head_hash} (check later: metis trace verify FILE --head HASH)" if summary.head_hash else ""
     terminal.err.print(f"exported {summary.exported} of {summary.events_read} events as {summary.documents} "
-                       f"{export_format} document(s){where}{skipped}", style="dim", markup=False)
+                       f"{export_format} document(s){where}{skipped}{head}", style="dim", markup=False)
+
+
+@app.command("verify")
+@guarded
+def verify(
+    file: Annotated[Path, typer.Argument(help="An event log v0.2 (JSON Lines) written by `trace export`.",
+                                         exists=True, dir_okay=False)],
+    head: Annotated[str | None, typer.Option("--head", help="The head hash recorded at export time; a log "
+                                                           "cut short ends elsewhere.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON document.")] = False,
+) -> None:
+    """Check an exported event log: hash chain, payload hashes, schemas; name the first broken entry."""
+    import orjson
+
+    from metis_core.cli.exit_codes import UsageProblem
+    from metis_core.errors import EventLogIntegrityError
+    from metis_core.export import verify_event_log
+
+    try:
+        with file.open("rb") as lines:
+            result = verify_event_log(lines)
+    except OSError as error:
+        raise UsageProblem(f"cannot read {file}: {error.strerror or error}; check the path and permissions") from None
+    failure: EventLogIntegrityError | None = None
+    broken = result.first_break
+    if broken is not None:
+        at = f"line {broken.line}" + (f" (sequence {broken.sequence})" if broken.sequence is not None else "")
+        failure = EventLogIntegrityError(
+            f"{file}: broken at {at}: {broken.reason}; the {result.entries} entries before it verify",
+            line=broken.line, sequence=broken.sequence)
+    elif head is not None and result.head_hash != head:
+        failure = EventLogIntegrityError(
+            f"{file}: the {result.entries} entries verify but end at head {result.head_hash}, not {head}: "
+            "entries were cut off the end, or this is another log")
+    terminal = Terminal.open()
+    if as_json:
+        terminal.raw(orjson.dumps({
+            "file": str(file), "ok": failure is None, "entries": result.entries, "head_hash": result.head_hash,
+            "first_break": None if broken is None else {"line": broken.line, "sequence": broken.sequence,
+                                                        "reason": broken.reason},
+            "error": None if failure is None else str(failure),
+        }).decode() + "\n")
+    if failure is not None:
+        raise failure
+    if not as_json:
+        terminal.out.print(f"{file}: intact, {result.entries} entries, head {result.head_hash}", markup=False)

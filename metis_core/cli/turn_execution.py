@@ -16,13 +16,14 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 
+from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
 from metis_core.agent.turn import StreamSink, TurnResult
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import clarify
 from metis_core.errors import MetisError
-from metis_core.messages import ContentBlock, ImageBlock, ImageSource
+from metis_core.messages import ContentBlock, ImageBlock, ImageSource, Message, Role, TextBlock
 
 T = TypeVar("T")
 OVERRIDE = re.compile(r"^@(\S+)(?:\s+|$)")
@@ -83,6 +84,7 @@ def execute_turn(
     *,
     attachments: list[ContentBlock] | None = None,
     on_stream: StreamSink | None = None,
+    options: AdapterOptions | None = None,
 ) -> tuple[TurnResult | None, str | None]:
     """(result, override) for one user message; result None when Ctrl-C came before the turn began.
 
@@ -92,11 +94,20 @@ def execute_turn(
     override, body = split_override(text)
     if override is not None:
         session.engine.expand(override)  # UnknownModelError names close matches
-    if session.history == [] and runtime.store.get_session(session.id).title is None:
+    if not any(m.role is Role.USER for m in session.history) and runtime.store.get_session(session.id).title is None:
         runtime.store.update_session(session.id, title=" ".join(body.split())[:80])
-    work = runtime.turns.run(session, body, attachments=attachments, override=override, on_stream=on_stream)
+    work = runtime.turns.run(session, body, attachments=attachments, override=override, on_stream=on_stream,
+                             options=options)
     try:
         result = runner.run(interruptible(work))
     except MetisError as error:
         raise clarify(error, runtime.config) from None
     return result, override
+
+
+def add_system_prompt(runtime: Runtime, session: Session, system: str) -> None:
+    """Store `system` as the conversation's system prompt, unless it already is the latest one."""
+    current = next((m for m in reversed(session.history) if m.role is Role.SYSTEM), None)
+    if current is not None and current.text() == system:
+        return
+    session.append(Message(role=Role.SYSTEM, session_id=session.id, content=[TextBlock(text=system)]), runtime.store)

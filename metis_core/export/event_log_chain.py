@@ -4,18 +4,21 @@
 same over the envelope (payload_hash in, payload and entry_hash out), and `prev_hash` repeats the
 previous `entry_hash` (64 zeros for the first), so an edited, dropped, inserted or reordered entry
 breaks the chain where it happened. Cutting entries off the end is only visible against a head
-hash kept elsewhere (ExportSummary.head_hash). No format mapping here; see event_log_v02.
+hash kept elsewhere (ExportSummary.head_hash). Verification also holds every payload to its type's
+SCHEMA.md schema. No format mapping here; see event_log_v02.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
+from jsonschema import Draft202012Validator, FormatChecker
 
-from metis_core.export.event_log_schemas import ENTRY_SCHEMA
+from metis_core.export.event_log_schemas import ENTRY_SCHEMA, PAYLOAD_SCHEMAS
 from metis_core.hashing import json_hash
 
 SPEC_VERSION = "0.2"
@@ -77,6 +80,24 @@ class EventLogVerification:
         return self.first_break is None
 
 
+@functools.cache
+def _validator(schema_key: str) -> Draft202012Validator:
+    schema = ENTRY_SCHEMA if schema_key == "" else PAYLOAD_SCHEMAS[schema_key]
+    return Draft202012Validator(schema, format_checker=FormatChecker())
+
+
+def _schema_problem(entry: dict[str, Any]) -> str | None:
+    """The first schema violation of the envelope, then of the payload, in words."""
+    for key, document, what in (("", entry, "the envelope"), (str(entry["event_type"]), entry["payload"], None)):
+        if key and key not in PAYLOAD_SCHEMAS:
+            return None  # the envelope check already refused an unknown event_type
+        error = next(iter(sorted(_validator(key).iter_errors(document), key=lambda e: list(e.path))), None)
+        if error is not None:
+            where = "/".join(str(part) for part in error.path) or "(top)"
+            return f"{what or 'the ' + key + ' payload'} breaks SCHEMA.md v0.2 at {where}: {error.message}"
+    return None
+
+
 def _problem(entry: Any, expected_sequence: int, previous: str) -> str | None:
     if not isinstance(entry, dict):
         return "the line is not a JSON object"
@@ -96,7 +117,7 @@ def _problem(entry: Any, expected_sequence: int, previous: str) -> str | None:
             return "entry_hash does not match the entry (an envelope field was altered)"
     except (TypeError, ValueError) as error:  # rfc8785 refuses values JSON cannot carry exactly
         return f"the entry cannot be canonicalised for hashing: {error}"
-    return None
+    return _schema_problem(entry)
 
 
 def verify_event_log(lines: Iterable[str | bytes]) -> EventLogVerification:

@@ -69,6 +69,7 @@ class _LogBuilder:
             "tool.input_invalid": self._input_invalid, "route.decided": self._route_decision,
             "tool.confirmation_resolved": self._confirmation_decision, "turn.completed": self._turn_error,
             "turn.cancelled": self._turn_cancelled, "feedback.explicit": self._feedback,
+            "routing.constraint_failure": self._swap_refused,
         }
         for event in self.rec.events:
             if event is self.created:
@@ -238,6 +239,20 @@ class _LogBuilder:
                                        "validation_failure": e.get("validation_failure")} for e in chain]},
             "outputs": {"chosen_model": p["chosen_model"], "winner_index": p["winner_index"]},
             "justification": f"{winner.get('policy', 'routing')}: {winner.get('reason', 'chosen')}",
+        }
+        if self.policy_version is not None:
+            payload["policy_version"] = self.policy_version
+        return self.add(event, "DECISION_TRACE", payload)
+
+    def _swap_refused(self, event: Event) -> bool:
+        p = event.payload
+        payload: dict[str, Any] = {
+            "decision_id": entry_uuid(event.id),
+            "inputs": {"action": p["action"], "requested": p["requested"], "candidate_model": p["candidate_model"],
+                       "active_model": p["active_model"]},
+            "outputs": {"decision": "refused", "validation_failure": p["validation_failure"],
+                        "missing_capability": p["missing_capability"], "active_model": p["active_model"]},
+            "justification": f"capability check: {p['candidate_model']} lacks {p['missing_capability']}",
         }
         if self.policy_version is not None:
             payload["policy_version"] = self.policy_version

@@ -12,9 +12,12 @@ from typing import Any
 import orjson
 
 from metis_core.messages import (
+    CompactionBlock,
     ContentBlock,
     ImageBlock,
     Message,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
@@ -58,6 +61,8 @@ def _block_text(block: ContentBlock) -> str:
         return tool_result_text(block)
     if isinstance(block, ImageBlock):
         return _image_label(block)
+    if isinstance(block, ProviderToolCallBlock | ProviderToolResultBlock | CompactionBlock):
+        return block.text  # the provider's own work, as its text rendering
     return ""  # reasoning is not conversation content
 
 
@@ -77,6 +82,10 @@ def _otel_part(block: ContentBlock) -> dict[str, Any] | None:
         return {"type": "reasoning", "content": block.text}
     if isinstance(block, ImageBlock):
         return {"type": "blob", "modality": "image", "mime_type": block.media_type}
+    if isinstance(block, ProviderToolCallBlock):
+        return {"type": "server_tool_call", "id": block.id, "name": block.name, "arguments": block.input}
+    if isinstance(block, ProviderToolResultBlock):
+        return {"type": "server_tool_call_response", "id": block.tool_use_id, "response": block.text}
     return None
 
 

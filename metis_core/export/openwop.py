@@ -2,10 +2,12 @@
 
 One run per turn, `runId` = the turn id: an OpenWOP run is over once it is completed, failed or
 cancelled, and a metis session goes on after each of those. Every LLM call is a node (a fallback
-attempt retries the same node), tool calls are agent.toolCalled/toolReturned, routing is
-agent.decided, a replay's turn.replay_diverged is replay.diverged (sourceRunId = the original turn),
-structured-output steps (llm.output_*) are envelope.* on their call's node (openwop_envelope.py).
-Sequences start at 0 per run. Events without a counterpart are skipped and counted.
+attempt retries the same node), its composed system prompt prompt.composed (hashes only), tool
+calls agent.toolCalled/toolReturned, routing agent.decided, a replay's turn.replay_diverged
+replay.diverged (sourceRunId = the original turn). A refused call is envelope.refusal and
+node.failed `envelope_refusal` (RFC 0032 §B.3); the other structured-output steps (llm.output_*)
+are envelope.* on their call's node (openwop_envelope.py). Sequences start at 0 per run. Events
+without a counterpart are skipped and counted.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 
 from metis_core import __version__
 from metis_core.events.envelope import Event
+from metis_core.events.redaction import redact
 from metis_core.export.message_rendering import tool_result_text
 from metis_core.export.openwop_envelope import ENVELOPE_TYPES, envelope_payload
 from metis_core.export.options import ExportOptions
@@ -21,7 +24,7 @@ from metis_core.export.otlp_json import trace_id_for_session
 from metis_core.export.output import ExportTarget, jsonl_bytes, write_output
 from metis_core.export.session_recording import SessionRecording, TurnEvents, load_recording
 from metis_core.export.summary import ExportSummary
-from metis_core.messages import Role
+from metis_core.messages import Message, Role
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 
@@ -98,6 +101,7 @@ class _RunBuilder:
             "llm.call_failed": self._node_failed, "tool.called": self._tool_called,
             "tool.completed": self._tool_returned, "tool.failed": self._tool_returned,
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
+            "llm.prompt_composed": self._prompt_composed,
             "turn.replay_diverged": self._replay_diverged,
         }.get(event.type) or (self._envelope if event.type in ENVELOPE_TYPES else None)
         if handler is None or (event.type == "turn.started" and event is not self.started):
@@ -234,15 +238,18 @@ class _RunBuilder:
         node = self._node_of(event)
         if node is None:
             return False
-        node_id, _, started = node
+        node_id, attempt, started = node
         p = event.payload
-        outputs: dict[str, Any] = {"model": p["model"], "stopReason": p["stop_reason"],
-                                   "producedToolCalls": p["produced_tool_calls"]}
         message = self.rec.messages.last_between(started.id, event.id, Role.ASSISTANT)
-        if self.options.include_content and message is not None:
-            outputs["text"] = message.text()
-        self.add(event, "node.completed", {"nodeId": node_id, "outputs": outputs,
-                                           "durationMs": _duration_ms(started, event)}, node_id=node_id)
+        if p["stop_reason"] == "refusal":
+            self._refusal(event, node_id, attempt, message)
+        else:
+            outputs: dict[str, Any] = {"model": p["model"], "stopReason": p["stop_reason"],
+                                       "producedToolCalls": p["produced_tool_calls"]}
+            if self.options.include_content and message is not None:
+                outputs["text"] = message.text()
+            self.add(event, "node.completed", {"nodeId": node_id, "outputs": outputs,
+                                               "durationMs": _duration_ms(started, event)}, node_id=node_id)
         input_tokens = p["input_tokens"] + p["cached_input_tokens"] + p["cache_creation_input_tokens"]
         usage: dict[str, Any] = {
             "provider": p["provider"], "model": str(p["model"]).partition(":")[2] or p["model"],
@@ -253,6 +260,36 @@ class _RunBuilder:
             usage["costEstimateUsd"] = p["cost_usd"]
         usage.update({"nodeId": node_id, "traceId": trace_id_for_session(self.rec.session_id)})
         self.add(event, "provider.usage", usage, suffix="-usage", node_id=node_id)
+        return True
+
+    def _refusal(self, event: Event, node_id: str, attempt: int, message: Message | None) -> None:
+        """envelope.refusal, then the node fails with envelope_refusal (not retryable)."""
+        p = event.payload
+        raw = (message.metadata.provider_raw if message is not None else None) or {}
+        details = raw.get("stop_details")  # Anthropic's refusal details: a category, when it gives one
+        category = details.get("category") if isinstance(details, dict) else None
+        text = redact(message.text()) if self.options.include_content and message is not None else None
+        self.add(event, "envelope.refusal", {
+            "nodeId": node_id, "provider": str(p["provider"]), "model": str(p["model"]),
+            "refusalText": text or None, "safetyCategory": category if isinstance(category, str) else None,
+        }, suffix="-refusal", node_id=node_id)
+        error = _error("envelope_refusal", f"{p['model']} refused to answer", retryable=False)
+        self.last_failure = (node_id, error)
+        self.add(event, "node.failed", {"nodeId": node_id, "error": error, "attempts": attempt + 1}, node_id=node_id)
+
+    def _prompt_composed(self, event: Event) -> bool:
+        """RFC 0027 prompt.composed, `observability: hashed`: refs, hashes and trust, never the body."""
+        node = self._node_of(event)
+        if node is None:
+            return False
+        node_id = node[0]
+        p = event.payload
+        refs = [part["ref"] for part in p["parts"] if part["ref"] is not None]
+        self.add(event, "prompt.composed", {
+            "nodeId": node_id, "refs": list(dict.fromkeys(refs)), "kind": p["kind"], "hash": f"sha256:{p['hash']}",
+            "variableHashes": {name: f"sha256:{value}" for name, value in p["variable_hashes"].items()},
+            "contentTrust": p["content_trust"],
+        }, node_id=node_id)
         return True
 
     def _node_failed(self, event: Event) -> bool:
@@ -271,12 +308,26 @@ class _RunBuilder:
         """A structured-output step, on the node of the model call it follows."""
         call = self.rec.event(event.parent_event_id)
         if call is not None and call.type == "llm.call_completed":
+            if event.type == "llm.output_refused" and call.payload["stop_reason"] == "refusal":
+                return self._fill_refusal(call, event)
             call = self.rec.event(call.parent_event_id)
         if call is None or call.id not in self.nodes:
             return False
         node_id = self.nodes[call.id][0]
         payload = envelope_payload(event, node_id, include_content=self.options.include_content)
         self.add(event, ENVELOPE_TYPES[event.type], payload, node_id=node_id)
+        return True
+
+    def _fill_refusal(self, call: Event, refused: Event) -> bool:
+        """The call's own envelope.refusal stands for llm.output_refused; a structured turn keeps no
+        refused message, so what the step recorded fills the fields the message would have given."""
+        doc = next((d for d in self.docs if d["eventId"] == call.id + "-refusal"), None)
+        if doc is None:
+            return False
+        filled = envelope_payload(refused, doc["nodeId"], include_content=self.options.include_content)
+        for key in ("refusalText", "safetyCategory"):
+            if doc["payload"].get(key) is None:
+                doc["payload"][key] = filled[key]
         return True
 
     # --- tools -----------------------------------------------------------------------------

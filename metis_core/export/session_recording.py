@@ -11,8 +11,10 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
 
-from metis_core.events.envelope import Event
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Event
 from metis_core.messages import Message, Role, ToolResultBlock, ToolUseBlock
 from metis_core.store.records import SessionRecord
 from metis_core.store.sessions import SessionStore
@@ -112,9 +114,27 @@ class SessionRecording:
         return list(turns.values())
 
 
+def system_record(events: list[Event]) -> SessionRecord:
+    """A stand-in record for the `system` pseudo-session, spanning its events."""
+    first = events[0].timestamp if events else datetime.now(UTC)
+    last = events[-1].timestamp if events else first
+    return SessionRecord(
+        id=SYSTEM_SESSION_ID, workspace_path="", active_model=None, routing_policy=None, tool_id_map={},
+        title="system events", schema_version=0, created_at=first, updated_at=last, ended_at=None,
+        disposition=None, total_cost_usd=Decimal(0), unpriced_message_count=0, total_input_tokens=0,
+        total_output_tokens=0,
+    )
+
+
 def load_recording(session_id: str, sessions: SessionStore, trace: TraceStore) -> SessionRecording:
-    """Read a session's record, events and messages. SessionNotFoundError if the id is unknown."""
-    record = sessions.get_session(session_id)
+    """Read a session's record, events and messages. SessionNotFoundError if the id is unknown.
+
+    The `system` session (sweeps, key and policy changes) has events but no stored record and no
+    messages; it gets a record made from its events so every format can export it.
+    """
     events = trace.replay(session_id)
+    if session_id == SYSTEM_SESSION_ID:
+        return SessionRecording(system_record(events), events, MessageIndex([]))
+    record = sessions.get_session(session_id)
     return SessionRecording(record, events, MessageIndex(sessions.load_messages(session_id)))
 

@@ -5,10 +5,15 @@ errors and field_defaults. It knows no provider: adapters translate to and from 
 """
 
 from metis_core.messages.blocks import (
+    HOSTED_BLOCK_TYPES,
     BlockOrigin,
+    Citation,
+    CompactionBlock,
     ContentBlock,
     ImageBlock,
     ImageSource,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
     RedactedThinkingBlock,
     TextBlock,
     ThinkingBlock,
@@ -31,6 +36,7 @@ from metis_core.messages.metadata import (
     MessageStatus,
     RoutingDecisionRecord,
     RoutingMode,
+    StopReason,
     Usage,
 )
 from metis_core.messages.stream import (
@@ -47,8 +53,11 @@ from metis_core.messages.stream import (
 from metis_core.messages.tools import SideEffects, ToolDefinition
 
 __all__ = [
+    "HOSTED_BLOCK_TYPES",
     "SCHEMA_VERSION",
     "BlockOrigin",
+    "Citation",
+    "CompactionBlock",
     "ContentBlock",
     "ImageBlock",
     "ImageSource",
@@ -56,11 +65,14 @@ __all__ = [
     "MessageComplete",
     "MessageMetadata",
     "MessageStatus",
+    "ProviderToolCallBlock",
+    "ProviderToolResultBlock",
     "RedactedThinkingBlock",
     "Role",
     "RoutingDecisionRecord",
     "RoutingMode",
     "SideEffects",
+    "StopReason",
     "StreamError",
     "StreamEvent",
     "TextBlock",

@@ -1,8 +1,9 @@
-"""The six canonical content blocks, a closed union discriminated on `type`.
+"""The nine canonical content blocks, a closed union discriminated on `type`.
 
 Blocks are pure values: they know nothing of providers, storage ids or sessions. Signatures on
 thinking blocks are opaque and only valid when replayed to the origin that issued them, so
-each carries its `BlockOrigin` (provider, API, model) next to the signature.
+each carries its `BlockOrigin` (provider, API, model) next to the signature. Hosted-tool,
+compaction and citation types (schema v2) live in hosted_blocks.py.
 """
 
 from typing import Annotated, Any, Literal
@@ -10,24 +11,26 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from metis_core.field_defaults import empty_list
+from metis_core.messages.hosted_blocks import (
+    Citation,
+    CompactionBlock,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
+)
+from metis_core.messages.origin import BlockOrigin
+
+__all__ = ["BlockOrigin", "Citation", "CompactionBlock", "ProviderToolCallBlock", "ProviderToolResultBlock"]
 
 
-class BlockOrigin(BaseModel):
-    """Who issued an opaque token: a signature replays only to the same provider, API and model."""
-
-    model_config = ConfigDict(frozen=True)
-
-    provider: str
-    api: str
-    model: str
-
-    def matches(self, provider: str, api: str, model: str) -> bool:
-        return self.provider == provider and self.api == api and self.model == model
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class TextBlock(BaseModel):
     type: Literal["text"] = "text"
     text: str
+    citations: list[Citation] | None = Field(default=None, exclude_if=_absent)
+    """Sources of this text (schema v2). Left out of JSON when None, so v1 text hashes the same."""
 
 
 class ToolUseBlock(BaseModel):
@@ -81,10 +84,30 @@ class ToolResultBlock(BaseModel):
 
 
 ContentBlock = Annotated[
-    TextBlock | ToolUseBlock | ToolResultBlock | ImageBlock | ThinkingBlock | RedactedThinkingBlock,
+    TextBlock
+    | ToolUseBlock
+    | ToolResultBlock
+    | ImageBlock
+    | ThinkingBlock
+    | RedactedThinkingBlock
+    | ProviderToolCallBlock
+    | ProviderToolResultBlock
+    | CompactionBlock,
     Field(discriminator="type"),
 ]
 
 BLOCK_TYPES: frozenset[str] = frozenset(
-    {"text", "tool_use", "tool_result", "image", "thinking", "redacted_thinking"}
+    {
+        "text",
+        "tool_use",
+        "tool_result",
+        "image",
+        "thinking",
+        "redacted_thinking",
+        "provider_tool_call",
+        "provider_tool_result",
+        "compaction",
+    }
 )
+HOSTED_BLOCK_TYPES: frozenset[str] = frozenset({"provider_tool_call", "provider_tool_result", "compaction"})
+"""Blocks holding a provider's own work, replayed only to their origin's provider and API."""

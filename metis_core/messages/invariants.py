@@ -10,14 +10,24 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from metis_core.errors import MessageInvariantError, SessionInvariantError
-from metis_core.messages.blocks import ToolResultBlock, ToolUseBlock
+from metis_core.messages.blocks import ProviderToolCallBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from metis_core.messages.message import Message
 
 ALLOWED_BLOCKS: dict[str, frozenset[str]] = {
     "user": frozenset({"text", "image"}),
-    "assistant": frozenset({"text", "tool_use", "thinking", "redacted_thinking"}),
+    "assistant": frozenset(
+        {
+            "text",
+            "tool_use",
+            "thinking",
+            "redacted_thinking",
+            "provider_tool_call",
+            "provider_tool_result",
+            "compaction",
+        }
+    ),
     "tool": frozenset({"tool_result"}),
     "system": frozenset({"text"}),
 }
@@ -33,6 +43,10 @@ def message_violations(message: Message) -> list[str]:
     for index, block in enumerate(message.content):
         if block.type not in allowed:
             found.append(f"content[{index}]: {block.type} block is not allowed in a {role} message")
+        if isinstance(block, ToolUseBlock) and (not block.id or not block.name):
+            found.append(f"content[{index}]: tool_use has an empty id or name (id={block.id!r}, name={block.name!r})")
+        elif isinstance(block, ProviderToolCallBlock) and not block.name:
+            found.append(f"content[{index}]: provider_tool_call {block.id!r} has no name")
     meta = message.metadata
     if role == "tool":
         if len(message.content) != 1:

@@ -26,7 +26,8 @@ from metis_core.messages.metadata import MessageMetadata, MessageStatus
 
 log = logging.getLogger("metis_core.messages")
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""v2 added provider_tool_call, provider_tool_result, compaction and TextBlock.citations."""
 
 
 class Role(StrEnum):

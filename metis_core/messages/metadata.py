@@ -25,6 +25,23 @@ class MessageStatus(StrEnum):
     ERROR = "error"
 
 
+class StopReason(StrEnum):
+    """Why a model stopped: the canonical set every adapter maps its provider's reasons onto.
+
+    `refusal` is the provider declining (a safety stop, a content filter, a `refusal` field), kept
+    apart from `end_turn` so the record shows it. `metadata.stop_reason` stays a plain string so a
+    reason added by a newer writer is still read (§10.3).
+    """
+
+    END_TURN = "end_turn"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+    TOOL_USE = "tool_use"
+    REFUSAL = "refusal"
+    ERROR = "error"
+    CANCELLED = "cancelled"
+
+
 class RoutingMode(StrEnum):
     """Coarse summary of why a turn used its model; the full chain lives in `route.decided`."""
 
@@ -81,8 +98,14 @@ class MessageMetadata(BaseModel):
     parent_tool_use_id: str | None = None
     status: MessageStatus = MessageStatus.COMPLETE
     stop_reason: str | None = None
-    """Canonical stop reason: end_turn | max_tokens | stop_sequence | tool_use | refusal | error."""
+    """Canonical stop reason, a StopReason value (end_turn, max_tokens, stop_sequence, tool_use,
+    refusal, error, cancelled)."""
     provider_raw: dict[str, Any] | None = None
     """Opaque round-trip aid; only the adapter that wrote it reads it (§6.5)."""
     user_id: str | None = None
     team_id: str | None = None
+    tool_input_violations: dict[str, list[str]] | None = None
+    """tool_use id -> why its input fails the offered tool's schema, found when the answer was parsed."""
+    critical_blocks: list[int] | None = None
+    """Indices of content blocks that must reach the model (§4.2.2): an adapter that cannot carry
+    one fails the request (CriticalBlockDropError) instead of dropping it."""

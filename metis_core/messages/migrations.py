@@ -19,9 +19,35 @@ log = logging.getLogger("metis_core.messages")
 MessageDict = dict[str, Any]
 Migration = Callable[[MessageDict], MessageDict]
 
-# version N -> function bringing a dict from N to N+1. Current schema is 1, so none yet; tests
-# register a v1 -> v2 step in a scoped registry to prove the chain (§11.1 test 4).
-MESSAGE_MIGRATIONS: dict[int, Migration] = {}
+
+
+def v1_to_v2_drop_phantom_tool_calls(data: MessageDict) -> MessageDict:
+    """v2 added hosted-tool blocks. v1 streams turned a hosted tool's input into a client
+    `tool_use` with an empty name (nothing could run it and providers refuse it as history):
+    such blocks are removed and counted in metadata.provider_raw["migrated_v2_dropped_tool_uses"].
+    A result that answered one becomes an orphan, which history repair drops before each request.
+    """
+    content = data.get("content")
+    if data.get("role") != "assistant" or not isinstance(content, list):
+        return data
+    kept = [
+        block
+        for block in content
+        if not (isinstance(block, dict) and block.get("type") == "tool_use" and not block.get("name"))
+    ]
+    dropped = len(content) - len(kept)
+    if dropped:
+        if not kept:
+            kept = [{"type": "text", "text": ""}]
+        data["content"] = kept
+        metadata = data.setdefault("metadata", {})
+        raw = metadata.get("provider_raw") or {}
+        metadata["provider_raw"] = {**raw, "migrated_v2_dropped_tool_uses": dropped}
+    return data
+
+
+# version N -> function bringing a dict from N to N+1.
+MESSAGE_MIGRATIONS: dict[int, Migration] = {1: v1_to_v2_drop_phantom_tool_calls}
 
 
 def migrate_message_dict(

@@ -29,6 +29,9 @@ class AdapterCapabilities(BaseModel):
     max_context_tokens: int = 8_192
     max_output_tokens: int = 4_096
     accepted_image_media_types: tuple[str, ...] = ()
+    hosted_tools: tuple[str, ...] = ()
+    """Provider-hosted tools the model runs itself and the adapter can enable: `web_search`,
+    `web_fetch`, `code_execution` (Anthropic), `web_search`, `file_search` (OpenAI Responses)."""
 
     # Wire quirks of OpenAI-compatible servers (docs/adapters.md). Defaults match OpenAI itself.
     tool_id_style: str = "default"

@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING
 
 from metis_core.errors import MetisError, PriceTableError
 from metis_core.messages.metadata import Usage
-from metis_core.models.price_file import RATE_KINDS, PriceEntry, PriceVersion, Rates, read_price_file
+from metis_core.models.price_file import RATE_KINDS, PriceEntry, PriceVersion, Rates, parse_price_data, read_price_file
+from metis_core.prepared_data import load_prepared
+from metis_core.yaml_text import parse_yaml_text
 
 if TYPE_CHECKING:
     from metis_core.config import MetisConfig
@@ -223,7 +225,10 @@ def builtin_price_path() -> Path:
 
 @lru_cache(maxsize=1)
 def _builtin_versions() -> tuple[PriceVersion, ...]:
-    return tuple(read_price_file(builtin_price_path()))
+    """prices.yaml shipped with metis-core: from its prepared form when one matches (prepared_data.py)."""
+    path = builtin_price_path()
+    data = load_prepared(path, lambda text: parse_yaml_text(text, path, PriceTableError))
+    return tuple(parse_price_data(data, str(path)))
 
 
 @lru_cache(maxsize=1)

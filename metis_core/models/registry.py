@@ -3,13 +3,14 @@
 Resolves a verbatim `<provider>:<model>` id to a ModelInfo with honest capabilities, from
 models.yaml plus the user's config (docs/model-registry.md). Providers may share a family's data
 (openai_responses serves the openai models) or accept any model name with defaults (ollama,
-openrouter, openai_compatible). It does not price models (pricing.py) or pick one (routing).
+openrouter, openai_compatible); a named provider from a METIS_PROVIDER_<NAME> DSN joins the
+family of its kind when its name is first asked. It does not price models (pricing.py) or pick one.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -19,6 +20,7 @@ from metis_core.errors import AliasCycleError, ConfigError, ModelIdError, Unknow
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.registry_file import (
+    UPSTREAM_FACTS,
     ModelEntry,
     ProviderEntry,
     RegistryFile,
@@ -60,8 +62,11 @@ class ModelRegistry:
         overlays: dict[str, ModelEntry] | None = None,
         aliases: dict[str, list[str]] | None = None,
         config_source: str = "config.yaml",
+        named_kind: Callable[[str], str] | None = None,
     ) -> None:
         self._providers: dict[str, ProviderEntry] = dict(data.providers)
+        self._named_kind = named_kind
+        """provider name -> its adapter kind (config.provider_kind); consulted for unknown names."""
         self._entries: dict[str, ModelEntry] = dict(data.models)
         self._aliases: dict[str, list[str]] = {k: _members(v) for k, v in data.aliases.items()}
         self._config_source = config_source
@@ -99,7 +104,7 @@ class ModelRegistry:
             raise ConfigError(f"{source}: {clash} defined both under aliases and chains; keep one")
         aliases = {name: _members(value) for name, value in config.aliases.items()}
         aliases.update({name: list(members) for name, members in config.chains.items()})
-        return cls(data, overlays=overlays, aliases=aliases, config_source=source)
+        return cls(data, overlays=overlays, aliases=aliases, config_source=source, named_kind=config.provider_kind)
 
     def _index(self, model_id: str, entry: ModelEntry) -> None:
         provider, name = parse_model_id(model_id)
@@ -111,6 +116,10 @@ class ModelRegistry:
 
     def _provider_chain(self, provider: str) -> list[str]:
         """[family root, ..., provider]: whose defaults apply, in merge order."""
+        if provider not in self._providers and self._named_kind is not None:
+            kind = self._named_kind(provider)
+            if kind != provider and kind in self._providers:  # a named provider serves its kind's models
+                self._providers[provider] = ProviderEntry(family=kind)
         chain: list[str] = []
         current: str | None = provider
         while current is not None and current in self._providers:
@@ -146,6 +155,8 @@ class ModelRegistry:
         fields: dict[str, Any] = {}
         for link in chain:
             fields.update(self._providers[link].defaults)
+        if catalog_id is None:
+            fields.update(self._upstream_facts(chain, name))
         display_name = None
         snapshots: tuple[str, ...] = ()
         if catalog_id is not None:
@@ -173,6 +184,24 @@ class ModelRegistry:
         )
         self._cache[model_id] = info
         return info
+
+    def _upstream_facts(self, chain: list[str], name: str) -> dict[str, Any]:
+        """For an aggregator's uncatalogued `vendor/model`: the upstream catalog entry's model facts
+        (`claude-sonnet-4.7` also tried as `claude-sonnet-4-7`), else the upstream provider's defaults."""
+        vendor, _, upstream_name = name.partition("/")
+        upstream = next((self._providers[p].upstream[vendor] for p in reversed(chain)
+                         if vendor in self._providers[p].upstream), None)
+        if not upstream_name or upstream is None or upstream not in self._providers:
+            return {}
+        facts: dict[str, Any] = {}
+        for link in self._provider_chain(upstream):
+            facts.update(self._providers[link].defaults)
+        for candidate in dict.fromkeys([upstream_name, upstream_name.replace(".", "-")]):
+            found = self._catalog_id(f"{upstream}:{candidate}")
+            if found is not None:
+                facts.update(self._entries[found].capabilities)
+                break
+        return {k: v for k, v in facts.items() if k in UPSTREAM_FACTS}
 
     def capabilities(self, model_id: str) -> AdapterCapabilities:
         return self.get(model_id).capabilities
@@ -211,7 +240,8 @@ class ModelRegistry:
         """Expand a model id, alias, or comma-separated chain to model ids: ordered, deduplicated.
 
         Aliases expand recursively (an alias may name a chain); ids are kept verbatim and must
-        resolve. A cycle raises AliasCycleError with its path.
+        resolve; a bare model name (`gpt-4o-mini`) stands for the one catalog id with that name and
+        is refused when several providers list it. A cycle raises AliasCycleError with its path.
         """
         result: list[str] = []
         for model_id in self._expand(spec, []):
@@ -233,7 +263,16 @@ class ModelRegistry:
                 self.get(member)
                 yield member
             else:
-                raise self._unknown(member, None, known_provider=True)
+                yield self._bare_name(member)
+
+    def _bare_name(self, name: str) -> str:
+        """A model name without its provider (`claude-sonnet-4-6`), when exactly one catalog entry has it."""
+        found = sorted({model_id for (_, entry_name), model_id in self._names.items() if entry_name == name})
+        if len(found) == 1:
+            return found[0]
+        if found:
+            raise UnknownModelError(f"{name!r} names {len(found)} models ({', '.join(found)}); write one of them")
+        raise self._unknown(name, None, known_provider=True)
 
     def _unknown(self, asked: str, provider: str | None, *, known_provider: bool) -> UnknownModelError:
         candidates = [*self._aliases, *(f"{p}:{n}" for p, n in self._names)]
@@ -242,7 +281,7 @@ class ModelRegistry:
         if not known_provider:
             what = f"unknown provider {provider!r} in {asked!r} (known: {', '.join(self.providers())})."
         elif provider is None:
-            what = f"{asked!r} is neither an alias nor a model id (<provider>:<model>)."
+            what = f"{asked!r} is not an alias, a model id (<provider>:<model>) or a listed model name."
         else:
             what = f"unknown model {asked!r}."
         return UnknownModelError(

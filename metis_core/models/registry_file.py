@@ -17,7 +17,8 @@ from metis_core.errors import ConfigError, ModelIdError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.yaml_text import read_yaml_file
+from metis_core.prepared_data import load_prepared
+from metis_core.yaml_text import parse_yaml_text, read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
@@ -32,6 +33,13 @@ class ProviderEntry(BaseModel):
     strip_tags: bool = False
     """`name:tag` falls back to the entry for `name` (Ollama tags such as qwen3:8b)."""
     defaults: dict[str, Any] = Field(default_factory=empty_dict)
+    upstream: dict[str, str] = Field(default_factory=empty_dict)
+    """Aggregators: model-name vendor prefix -> provider whose model facts an uncatalogued
+    `vendor/model` inherits (`anthropic/claude-x` -> anthropic's images and limits)."""
+
+
+UPSTREAM_FACTS = frozenset({"supports_images", "accepted_image_media_types", "max_context_tokens", "max_output_tokens"})
+"""What an aggregator's uncatalogued model takes from its upstream: facts of the model, not of a wire."""
 
 
 class ModelEntry(BaseModel):
@@ -102,5 +110,8 @@ def builtin_registry_path() -> Path:
 
 @lru_cache(maxsize=1)
 def builtin_registry_file() -> RegistryFile:
-    """models.yaml shipped with metis-core, parsed once per process."""
-    return read_registry_file(builtin_registry_path())
+    """models.yaml shipped with metis-core, parsed once per process (from its prepared form when one
+    matches the file: metis_core/prepared_data.py), validated every time."""
+    path = builtin_registry_path()
+    data = load_prepared(path, lambda text: parse_yaml_text(text, path, ConfigError))
+    return parse_registry_data(data, str(path))

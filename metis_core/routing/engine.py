@@ -34,12 +34,22 @@ POLICY_MODES = {
 }
 
 
+POLICY_LABELS = {
+    "per_message_override": "@model", "manual_sticky": "the model chosen with /model or --model",
+    "rule": "the routing rule's model", "pattern": "the learned pattern's model",
+    "delegate_request": "the delegated model", "workspace_default": "the workspace default",
+    "global_default": "the default model",
+}  # fmt: skip
+"""How a person reads each policy slot in an error message (the slot names stay in the trace)."""
+
+
 class NoRoutableModelError(MetisError):
     """No policy produced a model that can carry this turn; `chain` says why each was rejected."""
 
     def __init__(self, chain: list[PolicyVerdict]) -> None:
         self.chain = chain
-        reasons = "; ".join(f"{v.policy}: {v.reason}" for v in chain if v.verdict == "rejected")
+        reasons = "; ".join(f"{POLICY_LABELS.get(v.policy, v.policy)} {v.candidate_model or ''}: {v.reason}"
+                            .replace(" :", ":") for v in chain if v.verdict == "rejected")
         hint = reasons or "no default model is configured (set defaults.model in config.yaml or use --model)"
         super().__init__(f"no model can take this turn: {hint}")
 
@@ -55,6 +65,8 @@ class TurnNeeds:
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
+    hosted_tools: tuple[str, ...] = ()
+    """Provider-hosted tools the turn asks for (web_search, code_execution, ...)."""
 
 
 @dataclass(slots=True)
@@ -91,6 +103,16 @@ class RouteDecision:
             "elapsed_ms": round(self.elapsed_ms, 3),
             "chain": [v.to_payload() for v in self.chain],
         }
+
+
+VALIDATION_FAILURE_FOR_CAPABILITY = {
+    "supports_images": "no_vision_support",
+    "supports_tools": "no_tool_support",
+    "supports_system_prompt": "no_system_prompt_support",
+    "supports_structured_output": "no_structured_output_support",
+    "max_context_tokens": "exceeds_context_window",
+}
+"""check_fits' capability names -> the validation_failure values of route.decided and its kin."""
 
 
 class RoutingEngine:
@@ -133,6 +155,11 @@ class RoutingEngine:
                 members += self.registry.parse(part)
         return list(dict.fromkeys(members))
 
+    @staticmethod
+    def failure_for_capability(capability: str) -> str:
+        """The route.* validation_failure naming a missing capability field (check_fits' vocabulary)."""
+        return VALIDATION_FAILURE_FOR_CAPABILITY[capability]
+
     def validation_failure(self, model: str, needs: TurnNeeds) -> tuple[str, str] | None:
         """(validation_failure, reason) if `model` cannot take the turn, else None."""
         try:
@@ -153,6 +180,13 @@ class RoutingEngine:
             why = carry_failure(needs.output_schema, caps, model)
             if why is not None:
                 return "no_structured_output_support", why
+        missing = [name for name in needs.hosted_tools if name not in caps.hosted_tools]
+        if missing:
+            offered = ", ".join(caps.hosted_tools) or "none"
+            # the catalog's validation_failure set is closed: a hosted tool is a tool the model lacks
+            return "no_tool_support", (
+                f"{model} cannot run the hosted tool(s) {', '.join(missing)} the turn asks for (it offers: {offered})"
+            )
         if needs.estimated_input_tokens > caps.max_context_tokens:
             return "exceeds_context_window", (
                 f"~{needs.estimated_input_tokens} tokens exceed {model}'s {caps.max_context_tokens}-token window"

@@ -104,13 +104,7 @@ def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
         raise StoreError(f"{db_path} does not exist")
     with sqlite_errors(db_path):
         if read_only:
-            conn = sqlite3.connect(
-                f"{db_path.resolve().as_uri()}?mode=ro",
-                uri=True,
-                timeout=BUSY_TIMEOUT_SECONDS,
-                isolation_level=None,
-                check_same_thread=False,
-            )
+            conn = _connect_read_only(db_path)
         else:
             conn = sqlite3.connect(db_path, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None, check_same_thread=False)
         try:
@@ -125,15 +119,49 @@ def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
     return conn
 
 
+def _connect_read_only(db_path: Path) -> sqlite3.Connection:
+    """`mode=ro`; when SQLite cannot make the WAL index beside it (a read-only directory), `immutable=1`."""
+    uri = db_path.resolve().as_uri()
+    conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, timeout=BUSY_TIMEOUT_SECONDS, isolation_level=None,
+                           check_same_thread=False)
+    try:
+        conn.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError:
+        conn.close()
+        conn = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, timeout=BUSY_TIMEOUT_SECONDS,
+                               isolation_level=None, check_same_thread=False)
+    return conn
+
+
+def is_read_only_home(db_path: Path) -> bool:
+    """The database exists but its directory cannot be written: it can be read, not changed."""
+    return db_path.is_file() and not os.access(db_path.parent, os.W_OK)
+
+
 def open_database(path: Path | str | None = None) -> tuple[sqlite3.Connection, Path]:
     """Connect to `path` (default METIS_HOME/metis.db) and migrate it to the current schema.
 
-    Raises CorruptDatabaseError for a foreign or damaged file, SchemaVersionError for a file
-    written by a newer metis.
+    An existing database in a directory that cannot be written is opened read-only (reading
+    works; a write raises the read-only StorageFullError). Raises CorruptDatabaseError for a
+    foreign or damaged file, SchemaVersionError for a file written by a newer metis.
     """
-    from metis_core.store.migrations import migrate
+    from metis_core.store.migrations import SCHEMA_VERSION, check_is_metis_database, migrate
 
     db_path = Path(path) if path is not None else default_db_path()
+    if is_read_only_home(db_path):
+        conn = connect(db_path, read_only=True)
+        try:
+            version = check_is_metis_database(conn, db_path)
+        except BaseException:
+            conn.close()
+            raise
+        if version < SCHEMA_VERSION:
+            conn.close()
+            raise StorageFullError(
+                f"{db_path} needs upgrading to schema {SCHEMA_VERSION} but {db_path.parent} is read-only; "
+                "make it writable once so metis can upgrade it"
+            )
+        return conn, db_path
     conn = connect(db_path)
     try:
         migrate(conn, db_path)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
@@ -68,6 +69,16 @@ def _check_tool_id_map(value: Mapping[str, Mapping[str, str]]) -> ToolIdMap:
             raise StoreError(f"tool_id_map[{canonical!r}] must map provider names to id strings")
         checked[canonical] = inner
     return checked
+
+
+@dataclass(frozen=True)
+class SessionDeletion:
+    """What `delete_session` removed (and the audit events it kept)."""
+
+    record: SessionRecord
+    messages_deleted: int
+    events_deleted: int
+    audit_events_kept: int
 
 
 class SessionStore:
@@ -154,6 +165,39 @@ class SessionStore:
     def has_session(self, session_id: str) -> bool:
         with self._lock, sqlite_errors(self.path):
             return self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+    def delete_session(self, session_id: str) -> SessionDeletion:
+        """Delete a session, its messages, tool calls and trace events in one transaction.
+
+        Audit events of the session are kept (they are never deleted). SessionNotFoundError if
+        the id is unknown. Recording the deletion (session.deleted) is the caller's job.
+        """
+        from metis_core.events.catalog import AUDIT_EVENT_TYPES
+
+        record = self.get_session(session_id)
+        audit = sorted(AUDIT_EVENT_TYPES)
+        marks = ", ".join("?" for _ in audit)
+        with self._lock, write_transaction(self._conn, self.path):
+            messages = self._conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?",
+                                          (session_id,)).fetchone()[0]
+            self._conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+            self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            events = self._conn.execute(f"DELETE FROM events WHERE session_id = ? AND type NOT IN ({marks})",
+                                        (session_id, *audit)).rowcount
+            kept = self._conn.execute(f"SELECT COUNT(*) FROM events WHERE session_id = ? AND type IN ({marks})",
+                                      (session_id, *audit)).fetchone()[0]
+            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return SessionDeletion(record, int(messages), int(events), int(kept))
+
+    def session_ids_starting_with(self, prefix: str, limit: int = 10) -> list[str]:
+        """Stored session ids that begin with `prefix`, most recently updated first."""
+        pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+        with self._lock, sqlite_errors(self.path):
+            rows = self._conn.execute(
+                "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY updated_at DESC, id DESC LIMIT ?",
+                (pattern, limit),
+            ).fetchall()
+        return [str(row[0]) for row in rows]
 
     def list_sessions(self, limit: int = 50, workspace: str | Path | None = None) -> list[SessionRecord]:
         """Most recently updated first, optionally only those of one workspace."""

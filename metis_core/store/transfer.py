@@ -96,10 +96,16 @@ def _session_from_json(raw: Mapping[str, Any]) -> SessionRecord:
 
 
 def _renumbered(session: SessionRecord, messages: list[dict[str, Any]]) -> tuple[SessionRecord, list[dict[str, Any]]]:
-    """Fresh ids in the original order; tool_use ids and every reference to them rewritten."""
+    """Fresh ids in the original order; tool_use ids and every reference to them rewritten.
+
+    Each assistant message of the copy records the id it was copied from (`metadata.copied_from`),
+    so spend reports count a call once.
+    """
     new_sid = new_session_id()
     tool_ids: dict[str, str] = {}
     for message in messages:
+        if message.get("role") == "assistant" and isinstance(message.get("metadata"), dict):
+            message["metadata"].setdefault("copied_from", message.get("id"))  # paid for once, by the original
         message["id"] = new_ulid()
         message["session_id"] = new_sid
         for block in message.get("content") or []:

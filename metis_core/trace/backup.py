@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import shutil
 import sqlite3
-from dataclasses import dataclass
-from datetime import datetime
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 
 from metis_core.errors import BackupError, CorruptDatabaseError, SchemaVersionError
@@ -32,6 +32,8 @@ class BackupResult:
     event_count: int
     oldest_event: datetime | None
     newest_event: datetime | None
+    replaced_copy: Path | None = None
+    """On restore over an existing database: where the replaced database was kept."""
 
     def lines(self) -> list[str]:
         """Stable `key: value` lines for the CLI (and a checksum-able paper trail)."""
@@ -43,6 +45,7 @@ class BackupResult:
             f"event_count: {self.event_count}",
             f"oldest_event: {self.oldest_event.isoformat() if self.oldest_event else '-'}",
             f"newest_event: {self.newest_event.isoformat() if self.newest_event else '-'}",
+            *([f"replaced_database_kept_as: {self.replaced_copy}"] if self.replaced_copy else []),
         ]
 
 
@@ -94,12 +97,16 @@ def backup(db_path: Path | str | None, dest: Path | str, *, overwrite: bool = Fa
     if not source.is_file():
         raise BackupError(f"nothing to back up: {source} does not exist")
     if target.exists() and not overwrite:
-        raise BackupError(f"{target} already exists; choose another file or pass overwrite (--force)")
+        raise BackupError(f"{target} already exists; choose another file or pass --force to overwrite it")
     if target.resolve() == source.resolve():
         raise BackupError(f"backup destination {target} is the database itself; choose another file")
-    target.parent.mkdir(parents=True, exist_ok=True)
     temp = _temp_beside(target)
-    temp.unlink(missing_ok=True)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temp.unlink(missing_ok=True)
+    except OSError as error:
+        raise BackupError(f"cannot write the backup at {target} ({error.strerror}); name a writable place: "
+                          "metis backup DEST") from None
     conn = connect(source, read_only=True)
     try:
         with sqlite_errors(source):
@@ -150,19 +157,31 @@ def restore(
             "this one to migrate"
         )
     if target.exists() and not allow_overwrite:
-        raise BackupError(f"{target} exists; pass allow_overwrite (`metis restore --force`) to replace it")
+        raise BackupError(f"{target} exists; restore with --force to replace it (a copy of it is kept)")
     target.parent.mkdir(parents=True, exist_ok=True)
     temp = _temp_beside(target)
+    kept: Path | None = None
     try:
         shutil.copyfile(source, temp)
         _fsync(temp)
         _inspect(temp, source=source, dest=target, what="copied backup")
         if target.exists():
             _retire_live_database(target)
+            kept = _keep_replaced(target)
         os.replace(temp, target)
     finally:
         temp.unlink(missing_ok=True)
-    return _inspect(target, source=source, dest=target, what="restored database")
+    restored = _inspect(target, source=source, dest=target, what="restored database")
+    return replace(restored, replaced_copy=kept)
+
+
+def _keep_replaced(target: Path) -> Path:
+    """Copy the database about to be replaced into backups/ (checkpointed, so one file is whole)."""
+    kept = target.parent / "backups" / f"replaced-{datetime.now(UTC):%Y%m%d-%H%M%S-%f}.db"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(target, kept)
+    _fsync(kept)
+    return kept
 
 
 def _retire_live_database(target: Path) -> None:

@@ -148,7 +148,10 @@ def test_swap_to_a_text_only_model_is_refused_with_the_reason_and_the_model_stay
     sent = server.bodies(ANTHROPIC)[0]["messages"][0]["content"]
     assert sent[1]["type"] == "image" and sent[1]["source"]["media_type"] == "image/png"
     assert server.bodies(OPENAI) == []
-    assert types(stored_events(home, session_id)) == ["session.created", *TEXT_TURN, "session.ended"]
+    events = stored_events(home, session_id)
+    assert types(events) == ["session.created", *TEXT_TURN, "routing.constraint_failure", "session.ended"]
+    refusal = events[-2].payload
+    assert (refusal["candidate_model"], refusal["missing_capability"]) == ("openai:gpt-3.5-turbo", "supports_images")
     with SessionStore(home / "metis.db") as store:
         assert store.get_session(session_id).active_model is None
 

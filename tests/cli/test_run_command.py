@@ -120,9 +120,12 @@ def test_without_a_terminal_or_yes_tool_confirmations_are_denied(
     done = metis(["run", "--json", "write notes"], cli_env(home, server.base_url), workspace)
     assert done.returncode == 0 and json.loads(done.stdout)["answer"] == "Hello there!"
     assert not (workspace / "notes.txt").exists()
+    assert "note: write_file was not run: no terminal to ask for confirmation (pass --yes" in done.stderr
     events = stored_events(home, only_session_id(home))
-    assert first(events, "tool.confirmation_resolved").payload["decision"] == "deny"
-    assert first(events, "tool.failed").payload["error_class"] == "user_denied"
+    resolved = first(events, "tool.confirmation_resolved")
+    assert resolved.payload["decision"] == "deny" and resolved.actor == "system"  # a policy decided, not a person
+    failed = first(events, "tool.failed")
+    assert failed.payload["error_class"] == "permission_denied" and "user" not in failed.payload["error_message"]
 
 
 def test_yes_approves_tool_calls_without_asking(home: Path, server: ReplayServer, workspace: Path) -> None:
@@ -155,7 +158,8 @@ def test_continuing_with_a_model_that_cannot_read_the_history_exits_5(
     assert done.returncode == 5
     assert done.stderr.startswith("error: cannot use openai:gpt-3.5-turbo:") and "supports_images" in done.stderr
     assert len(stored_messages(home, session_id)) == 2
-    assert types(stored_events(home, session_id))[-2:] == ["session.resumed", "session.ended"]
+    assert types(stored_events(home, session_id))[-3:] == ["session.resumed", "routing.constraint_failure",
+                                                           "session.ended"]
     nothing = metis(["run", "@gpt-4o   "], env, workspace)
     assert nothing.returncode == 2 and "nothing to send after @gpt-4o" in nothing.stderr
 

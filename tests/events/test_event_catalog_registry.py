@@ -13,16 +13,22 @@ from metis_core.events.catalog import AUDIT_EVENT_TYPES, CATALOG, PAYLOAD_REGIST
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import CATALOG_DOMAINS, RESERVED_STREAMING_PREFIXES, EventSpec
 from metis_core.events.payloads.fields import PayloadModel
-from metis_core.events.payloads.llm import LlmCallFailedPayload
-from metis_core.events.payloads.turn import TurnStartedPayload
+from metis_core.events.payloads.llm import LlmCallCompletedPayload, LlmCallFailedPayload
+from metis_core.events.payloads.turn import TurnCompletedPayload, TurnStartedPayload
+from metis_core.messages import StopReason
 
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
 OUTPUT_STEPS = {"llm.output_retried", "llm.output_exhausted", "llm.output_refused", "llm.output_truncated",
                 "llm.output_nl_to_format", "llm.output_recovered"}
-DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", *OUTPUT_STEPS}
-"""Named in the spec's §7.3 audit set without a catalog entry, or added for a feature the spec predates
-(turn.replay_diverged, `metis replay`, docs/record-replay.md; the llm.output_* structured-output steps,
-docs/structured-output.md); payloads designed in this repo."""
+DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", "routing.constraint_failure",
+                 "llm.prompt_composed", *OUTPUT_STEPS}
+"""Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set; turn.replay_diverged
+for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
+`routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
+was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`); the llm.output_* structured-output steps
+(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`)."""
+ADDED_HERE = {"session.deleted"}
+"""Audit types this repo added beyond the spec (docs/cli.md: `metis sessions delete`)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -48,7 +54,7 @@ def _spec_catalog_entries() -> dict[str, str]:
 def test_catalog_has_exactly_the_spec_types_plus_the_types_designed_here() -> None:
     spec_types = set(_spec_catalog_entries())
     assert len(spec_types) == 47, "the spec parse found a different number of catalog headings"
-    assert set(CATALOG) == spec_types | DESIGNED_HERE
+    assert set(CATALOG) == spec_types | DESIGNED_HERE | ADDED_HERE
 
 
 def test_every_spec_sensitivity_floor_matches_the_catalog() -> None:
@@ -61,9 +67,9 @@ def test_analytics_types_are_not_in_the_catalog_because_their_domain_is_not_clos
     assert "analytics" not in CATALOG_DOMAINS
 
 
-def test_audit_set_is_the_ten_spec_types_plus_trace_swept() -> None:
+def test_audit_set_is_the_ten_spec_types_plus_trace_swept_and_session_deleted() -> None:
     assert len(SPEC_AUDIT_SET) == 10
-    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"}
+    assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"} | ADDED_HERE
     assert {t for t, spec in CATALOG.items() if spec.audit} == AUDIT_EVENT_TYPES
 
 
@@ -89,6 +95,28 @@ def test_typical_parents_name_catalog_types() -> None:
 def test_llm_call_failed_error_classes_match_the_adapter_error_class_enum() -> None:
     annotation = LlmCallFailedPayload.model_fields["error_class"].annotation
     assert set(typing.get_args(annotation)) == {c.value for c in ErrorClass}
+
+
+EXTENDED_STOP_REASONS = {"refusal"}
+"""Added here to the spec's stop_reason enum (docs/event-bus.md, "Extended enums")."""
+
+
+TURN_ONLY_STOP_REASONS = {"error"}
+"""turn.completed's own end when the turn failed (docs/cli.md): never a model call's stop reason."""
+
+
+@pytest.mark.parametrize(("model", "turn_only"), [(LlmCallCompletedPayload, set()),
+                                                  (TurnCompletedPayload, TURN_ONLY_STOP_REASONS)])
+def test_stop_reason_is_the_spec_enum_plus_refusal_and_every_value_is_canonical(
+    model: type[PayloadModel], turn_only: set[str]
+) -> None:
+    text = SPEC_PATH.read_text(encoding="utf-8")
+    spec_sets = {frozenset(re.findall(r'"([a-z_]+)"', found))
+                 for found in re.findall(r'"stop_reason": Literal\[([^\]]*)\]', text)}
+    assert len(spec_sets) == 1, "the spec's two stop_reason enums differ"
+    allowed = set(typing.get_args(model.model_fields["stop_reason"].annotation))
+    assert allowed == set(next(iter(spec_sets))) | EXTENDED_STOP_REASONS | turn_only
+    assert allowed - turn_only <= {reason.value for reason in StopReason}
 
 
 @pytest.mark.parametrize("name", ["message.delta", "text.delta", "thinking.delta", "tool.use_start"])

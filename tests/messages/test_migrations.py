@@ -46,9 +46,9 @@ def rename_finish_reason_to_stop_reason(data: MessageDict) -> MessageDict:
 V2_MIGRATIONS = {1: rename_finish_reason_to_stop_reason}
 
 
-def test_the_current_schema_is_version_1_with_no_migrations_yet() -> None:
-    assert SCHEMA_VERSION == 1
-    assert MESSAGE_MIGRATIONS == {}
+def test_the_current_schema_is_version_2_with_one_migration_from_v1() -> None:
+    assert SCHEMA_VERSION == 2
+    assert sorted(MESSAGE_MIGRATIONS) == [1]
 
 
 def test_reading_a_v1_dict_at_v2_runs_the_migration() -> None:
@@ -114,7 +114,7 @@ def test_a_message_from_a_newer_schema_is_read_best_effort_with_a_warning(caplog
         message = Message.from_json(orjson.dumps(data))
     assert message.schema_version == 7
     assert message.text() == "hello"
-    assert any("newer than 1" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
+    assert any("newer than 2" in r.getMessage() and r.levelno == logging.WARNING for r in caplog.records)
 
 
 def test_an_unknown_block_type_is_skipped_with_a_warning_and_the_message_kept(
@@ -143,3 +143,33 @@ def test_unknown_metadata_fields_are_kept_through_a_round_trip() -> None:
     again = orjson.loads(message.to_json())
     assert again["metadata"]["carbon_grams"] == 0.4
     assert again["metadata"]["review"] == {"by": "u_1", "ok": True}
+
+
+def test_v1_to_v2_removes_the_phantom_tool_use_a_v1_stream_made_of_a_server_tool() -> None:
+    data = v1_assistant_dict()
+    data["content"] = [
+        {"type": "tool_use", "id": "tu_01HZ00000000000000000000AA", "name": "", "input": {"query": "news"}},
+        {"type": "text", "text": "hello"},
+        {"type": "tool_use", "id": "tu_01HZ00000000000000000000AB", "name": "lookup", "input": {}},
+    ]
+    message = Message.from_json(orjson.dumps(data))
+    assert message.schema_version == SCHEMA_VERSION == 2
+    assert [b.type for b in message.content] == ["text", "tool_use"]
+    assert message.tool_uses()[0].name == "lookup"
+    assert (message.metadata.provider_raw or {})["migrated_v2_dropped_tool_uses"] == 1
+
+
+def test_v1_to_v2_leaves_well_formed_messages_and_their_hash_unchanged() -> None:
+    data = v1_assistant_dict()
+    v1 = Message.model_validate(data | {"schema_version": 2})
+    migrated = Message.from_json(orjson.dumps(data))
+    assert migrated.content == v1.content
+    assert migrated.content_hash() == v1.content_hash()
+    assert migrated.metadata.provider_raw is None
+
+
+def test_v1_to_v2_keeps_a_message_valid_when_its_only_block_was_phantom() -> None:
+    data = v1_assistant_dict()
+    data["content"] = [{"type": "tool_use", "id": "tu_01HZ00000000000000000000AA", "name": "", "input": {}}]
+    message = Message.from_json(orjson.dumps(data))
+    assert [b.type for b in message.content] == ["text"]

@@ -330,3 +330,25 @@ def test_parse_rejects_empty_members(registry: ModelRegistry, spec: str) -> None
 def test_the_same_name_as_alias_and_chain_is_a_config_error(_isolated_home: Path) -> None:
     with pytest.raises(ConfigError, match="both under aliases and chains"):
         registry_with(_isolated_home, "aliases:\n  x: haiku\nchains:\n  x: [sonnet]\n")
+
+
+def test_an_uncatalogued_openrouter_model_inherits_its_upstream_models_facts() -> None:
+    reg = default_registry()
+    known_upstream = reg.get("openrouter:anthropic/claude-opus-4.7")  # OpenRouter spells 4.7, Anthropic 4-7
+    assert known_upstream.from_provider_defaults
+    caps = known_upstream.capabilities
+    assert caps.supports_images and caps.max_output_tokens == 128_000 and "image/png" in caps.accepted_image_media_types
+    assert caps.supports_parallel_tool_calls is False, "OpenRouter's own wire defaults still apply"
+    new_model = reg.capabilities("openrouter:google/gemini-9-ultra")
+    assert new_model.supports_images and new_model.max_context_tokens == 1_048_576  # Gemini's provider defaults
+    unknown_vendor = reg.capabilities("openrouter:deepseek/deepseek-v3")
+    assert not unknown_vendor.supports_images, "nothing is known of this vendor: OpenRouter's defaults only"
+
+
+def test_hosted_tools_are_declared_per_provider_and_model() -> None:
+    reg = default_registry()
+    assert reg.capabilities("anthropic:claude-sonnet-4-6").hosted_tools == ("web_search", "web_fetch", "code_execution")
+    assert reg.capabilities("anthropic:claude-3-haiku-20240307").hosted_tools == ()
+    assert reg.capabilities("openai_responses:gpt-5").hosted_tools == ("web_search", "file_search")
+    assert reg.capabilities("openai_responses:gpt-4.1-nano").hosted_tools == ("file_search",)
+    assert reg.capabilities("openai:gpt-5").hosted_tools == (), "Chat Completions exposes no hosted tools"

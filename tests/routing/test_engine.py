@@ -144,3 +144,16 @@ def test_a_schema_no_native_mode_can_carry_leaves_only_instruction_models(tmp_pa
     decision = routing.decide(TurnNeeds(output_schema=recursive), sticky="openai:gpt-4o")
     assert decision.chain[1].validation_failure == "no_structured_output_support"
     assert decision.chosen_model == "openai_compatible:local"
+
+
+def test_a_turn_asking_for_a_hosted_tool_is_refused_by_a_model_without_it(tmp_path: Path) -> None:
+    routing = engine(tmp_path, global_yaml="default: anthropic:claude-sonnet-4-6\n")
+    needs = TurnNeeds(hosted_tools=("web_search",))
+    decision = routing.decide(needs, sticky="openai:gpt-4.1")  # Chat Completions exposes no hosted tools
+    sticky = decision.chain[1]
+    assert sticky.verdict == "rejected" and sticky.validation_failure == "no_tool_support"
+    assert "hosted tool(s) web_search" in sticky.reason and "offers: none" in sticky.reason
+    assert decision.chosen_model == "anthropic:claude-sonnet-4-6"
+    assert routing.decide(needs, override="openai_responses:gpt-4.1").chosen_model == "openai_responses:gpt-4.1"
+    with pytest.raises(NoRoutableModelError, match="cannot run the hosted tool"):
+        engine(tmp_path, global_yaml="default: openai_responses:gpt-4.1-nano\n").decide(needs)

@@ -317,4 +317,4 @@ def test_messages_from_an_older_message_schema_are_migrated_on_load(
         lambda d: {**d, "content": [TextBlock(text="migrated").model_dump()]},
     )
     (loaded,) = store.load_messages(session.id)
-    assert loaded.text() == "migrated" and loaded.schema_version == 1
+    assert loaded.text() == "migrated" and loaded.schema_version == 2  # v0 -> v1 (test step) -> v2

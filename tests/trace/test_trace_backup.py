@@ -105,13 +105,19 @@ def test_restore_refuses_to_replace_a_database_unless_allowed(live_db: Path, tmp
     snap = backup(live_db, tmp_path / "snap.db").dest
     with TraceStore(live_db) as trace:
         trace.append(event(session_id="sess_after_backup"))
-    with pytest.raises(BackupError, match="allow_overwrite"):
+    with pytest.raises(BackupError, match="--force"):
         restore(snap, live_db)
     with TraceStore(live_db) as trace:
         assert trace.replay("sess_after_backup") != []
-    restore(snap, live_db, allow_overwrite=True)
+    restored = restore(snap, live_db, allow_overwrite=True)
     with TraceStore(live_db) as trace:
         assert trace.replay("sess_after_backup") == [] and trace.count() == 2
+    # The work done since the backup is not lost: the replaced database is kept beside it.
+    kept = restored.replaced_copy
+    assert kept is not None and kept.parent == live_db.parent / "backups" and kept.name.startswith("replaced-")
+    assert f"replaced_database_kept_as: {kept}" in restored.lines()
+    with TraceStore(kept) as trace:
+        assert trace.replay("sess_after_backup") != []
 
 
 def test_restore_can_replace_a_corrupt_database(live_db: Path, tmp_path: Path) -> None:

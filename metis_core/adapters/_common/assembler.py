@@ -11,15 +11,18 @@ hashed (numbers past 2^53, nesting past the interpreter's depth) count as broken
 
 from __future__ import annotations
 
-from collections.abc import Hashable
+import logging
+from collections.abc import Callable, Hashable
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from metis_core.adapters._common.tool_input_ingress import ingress_violations
 from metis_core.errors import ErrorClass, MalformedResponseError
 from metis_core.hashing import canonical_json
 from metis_core.messages import (
     BlockOrigin,
+    Citation,
     Message,
     MessageComplete,
     MessageMetadata,
@@ -43,6 +46,11 @@ from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+
+log = logging.getLogger("metis_core.adapters.assembler")
+
+HostedBuilder = Callable[[dict[str, Any], str, BlockOrigin], Any]
+"""Builds a hosted block at the end: (the provider's payload, streamed JSON fragments, origin)."""
 
 
 MAX_TOOL_INPUT_DEPTH = 100
@@ -193,6 +201,30 @@ class MessageAssembler:
         slot.tool_input = parsed
         return ToolUseEnd(index=index, id=slot.tool_id, name=slot.tool_name, input=parsed)
 
+    def citation(self, key: Hashable, citation: Citation) -> None:
+        """A source for the text block at `key` (Anthropic citations, Responses annotations)."""
+        _, slot = self._slot(key, "text")
+        slot.extra.setdefault("citations", []).append(citation)
+
+    def hosted(self, key: Hashable, payload: dict[str, Any], build: HostedBuilder) -> None:
+        """A block of the provider's own work (hosted tool call or result, compaction).
+
+        Never a client tool call: nothing of it reaches `tool_start`, so no agent dispatches it.
+        `build` makes the canonical block when the message is built, from the payload and any
+        fragments streamed in with `hosted_fragment`.
+        """
+        _, slot = self._slot(key, "hosted")
+        slot.extra["payload"] = payload
+        slot.extra["build"] = build
+
+    def has_hosted(self, key: Hashable) -> bool:
+        index = self._by_key.get(key)
+        return index is not None and self._slots[index].kind == "hosted"
+
+    def hosted_fragment(self, key: Hashable, fragment: str) -> None:
+        _, slot = self._slot(key, "hosted")
+        slot.parts.append(fragment)
+
     def set_block_extra(self, key: Hashable, kind: str, **values: Any) -> None:
         _, slot = self._slot(key, kind)
         slot.extra.update(values)
@@ -260,8 +292,8 @@ class MessageAssembler:
     def _end(self, status: MessageStatus, stop_reason: str | None, note: str | None = None) -> list[StreamEvent]:
         if self.finished:
             return []
-        self.finished = True
         message = self.build(status, stop_reason)
+        self.finished = True  # only once built: if building raised, `fail` can still end the stream
         if note and status is not MessageStatus.COMPLETE:
             message.metadata.provider_raw = {**(message.metadata.provider_raw or {}), "incomplete": note}
         return [MessageComplete(message=message, stop_reason=stop_reason)]
@@ -272,11 +304,17 @@ class MessageAssembler:
             status = MessageStatus.PARTIAL
             self.provider_raw.setdefault("incomplete", "invalid tool arguments")
         content: list[Any] = []
+        nameless = 0
         for slot in self._slots:
             if slot.kind == "text":
                 text = "".join(slot.parts)
-                if text:
-                    content.append(TextBlock(text=text))
+                citations = slot.extra.get("citations")
+                if text or citations:
+                    content.append(TextBlock(text=text, citations=citations))
+            elif slot.kind == "hosted":
+                build = slot.extra.get("build")
+                if build is not None:
+                    content.append(build(slot.extra["payload"], "".join(slot.parts), self.origin))
             elif slot.kind == "thinking":
                 content.append(
                     ThinkingBlock(
@@ -288,13 +326,24 @@ class MessageAssembler:
             elif slot.kind == "redacted_thinking":
                 content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
             elif slot.kind == "tool_use" and slot.tool_input is not None:
+                if not slot.tool_name:  # nothing could run it and every provider refuses it as history
+                    nameless += 1
+                    continue
                 content.append(
                     ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input)
                 )
         ctx = self.context
+        if nameless:
+            log.warning("dropped %d tool call(s) without a name from %s", nameless, ctx.model,
+                        extra={"session_id": ctx.session_id, "model": ctx.model})
+            self.provider_raw["nameless_tool_calls"] = nameless
         if status is MessageStatus.COMPLETE and not content:
             content.append(TextBlock(text=""))
+        violations = None
+        if status is MessageStatus.COMPLETE and ctx.tools:
+            violations = ingress_violations(content, ctx.tools, message_id=ctx.message_id, model=ctx.model)
         metadata = MessageMetadata(
+            tool_input_violations=violations,
             model=ctx.model,
             provider=ctx.provider,
             routing=ctx.routing_record(),

@@ -3,7 +3,8 @@
 One structured WARN line per dropped block with session_id, message_id, block type, adapter and
 reason — a log line, not a bus event (bus diagnostics are log-only). A history replayed on every
 turn would repeat the same drops, so each (session, message, block, adapter, reason) is logged once
-per process; the drop itself happens on every request.
+per process; the drop itself happens on every request. A block its message marks critical
+(`metadata.critical_blocks`, §4.2.2) is never dropped: the request fails (CriticalBlockDropError).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from threading import Lock
 from typing import TYPE_CHECKING
+
+from metis_core.errors import CriticalBlockDropError
 
 if TYPE_CHECKING:
     from metis_core.messages import Message
@@ -81,7 +84,18 @@ def record_block_drop(
     block_type: str,
     reason: str,
 ) -> None:
-    """`record_drop` for block `index` of `message`: the request's session id, else the message's."""
+    """`record_drop` for block `index` of `message`: the request's session id, else the message's.
+
+    Raises CriticalBlockDropError (after its WARN line) when the message marks the block critical.
+    """
+    critical = message.metadata.critical_blocks
+    if critical and index in critical:
+        log.warning(
+            "refusing to drop critical %s block %d of message %s for %s: %s", block_type, index, message.id, adapter,
+            reason, extra={"session_id": session_id or message.session_id, "message_id": message.id,
+                           "block_type": block_type, "adapter": adapter, "reason": reason, "critical": True},
+        )
+        raise CriticalBlockDropError(adapter, message.id, index, block_type, reason)
     record_drop(dropped, session_id=session_id or message.session_id, message_id=message.id, block_index=index,
                 block_type=block_type, adapter=adapter, reason=reason)
 

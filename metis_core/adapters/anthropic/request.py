@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from metis_core.adapters._common.hosted import (
+    HOSTED_CLASSES,
+    cited,
+    note_foreign_citations,
+    replayable,
+    text_for_other_target,
+)
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
+from metis_core.adapters.anthropic.hosted import TOOL_USE_EXTRAS, hosted_tool_definitions, pending_container
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.errors import ModelIdError, UnknownModelError
 from metis_core.messages import (
@@ -91,6 +99,23 @@ class _Builder:
         self.drop(message, index, "image", "file_ref images must be read and inlined by the caller before to_wire")
         return None
 
+    def cited_text(self, message: Message, index: int, block: TextBlock) -> dict[str, Any]:
+        citations = cited(block, PROVIDER, API)
+        if len(citations) != len(block.citations or ()):
+            note_foreign_citations(self.drop, message, index, block)
+        if not citations:
+            return {"type": "text", "text": block.text}
+        return {"type": "text", "text": block.text, "citations": citations}
+
+    @staticmethod
+    def tool_use_extras(message: Message) -> dict[str, dict[str, Any]] | None:
+        """`caller` and other fields Anthropic put on its own tool_use blocks, replayed to it alone."""
+        raw = message.metadata.provider_raw
+        if not raw or message.metadata.provider != PROVIDER:
+            return None
+        extras = raw.get(TOOL_USE_EXTRAS)
+        return extras if isinstance(extras, dict) else None
+
     def tool_result(self, message: Message, index: int, block: ToolResultBlock) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "tool_result",
@@ -114,14 +139,28 @@ class _Builder:
     def blocks(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         append = out.append
+        extras = self.tool_use_extras(message)
         for index, block in enumerate(message.content):
             # exact-type dispatch, most frequent first: cheaper than an isinstance chain on the hot path
             if type(block) is TextBlock:
                 if block.text:
-                    append({"type": "text", "text": block.text})
+                    if block.citations:
+                        append(self.cited_text(message, index, block))
+                    else:
+                        append({"type": "text", "text": block.text})
             elif type(block) is ToolUseBlock:
                 if message.role is _ASSISTANT:
-                    append({"type": "tool_use", "id": self.wire_id(block.id), "name": block.name, "input": block.input})
+                    wire = {"type": "tool_use", "id": self.wire_id(block.id), "name": block.name, "input": block.input}
+                    if extras and block.id in extras:
+                        wire.update(extras[block.id])
+                    append(wire)
+            elif isinstance(block, HOSTED_CLASSES):
+                if replayable(block, PROVIDER, API):
+                    append(block.payload)
+                else:
+                    text = text_for_other_target(self.drop, message, index, block)
+                    if text:
+                        append({"type": "text", "text": text})
             elif type(block) is ToolResultBlock:
                 append(self.tool_result(message, index, block))
             elif type(block) is ImageBlock:
@@ -254,10 +293,12 @@ def build_request(
     system = _system(builder, system_messages)
     if system is not None:
         body["system"] = system
-    if tools:
+    hosted_defs, betas = hosted_tool_definitions(options.hosted_tools, options.model)
+    provider_tools = [*options.provider_tools, *hosted_defs]
+    if tools or provider_tools:
         body["tools"] = [
             {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
-        ]
+        ] + provider_tools
         choice = _tool_choice(options)
         if choice is not None:
             body["tool_choice"] = choice
@@ -271,14 +312,20 @@ def build_request(
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     if options.response_format is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": options.response_format["schema"]}}
+    container = pending_container(conversation)
+    if container is not None:
+        body["container"] = container
     if options.stream:
         body["stream"] = True
     if options.extra:
         body.update(options.extra)
+    headers = {"anthropic-version": API_VERSION}
+    if betas:
+        headers["anthropic-beta"] = ",".join(betas)
     return WireRequest(
         path=PATH,
         body=body,
         stream=options.stream,
-        headers={"anthropic-version": API_VERSION},
+        headers=headers,
         dropped=builder.dropped,
     )

@@ -3,8 +3,9 @@
 Used for inbound gateway requests, imports, and the fixture round trips that prove `to_wire`
 rebuilds what a real client sent. Tool ids are registered in the ToolIdMap so they map back to
 the same provider ids; thinking blocks get the request's model as their origin (that is who
-signed them, or the API would reject the request). Wire-only details with no canonical home
-(`caller` on tool_use, `citations`) are not kept; cache breakpoints are, on message metadata.
+signed them, or the API would reject the request). Server tool blocks, compaction and citations
+become hosted blocks bound to that origin; `caller` on tool_use and cache breakpoints are kept on
+message metadata; server tool definitions are carried as `options.provider_tools`.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic import hosted
 from metis_core.adapters.anthropic.request import CACHE_CONTROL_KEY, PROVIDER
 from metis_core.adapters.base import AdapterOptions
 from metis_core.errors import InvalidRequestError
@@ -133,21 +135,34 @@ class _Reader:
         if isinstance(content, str):
             return self.message(Role.ASSISTANT, [TextBlock(text=content)])
         blocks: list[ContentBlock] = []
+        extras: dict[str, Any] = {}
         for block in content:
-            kind = block.get("type")
+            kind = str(block.get("type"))
             if kind == "text":
-                blocks.append(TextBlock(text=block["text"]))
+                wire_citations = block.get("citations") or ()
+                citations = [hosted.citation(c, self.origin) for c in wire_citations if isinstance(c, dict)]
+                blocks.append(TextBlock(text=block["text"], citations=citations or None))
             elif kind == "tool_use":
                 canonical_id = self.tool_ids.canonical_for(PROVIDER, block["id"])
                 blocks.append(ToolUseBlock(id=canonical_id, name=block["name"], input=block.get("input") or {}))
+                block_extras = hosted.tool_use_extras(block)
+                if block_extras:
+                    extras[canonical_id] = block_extras
+            elif hosted.is_call(kind):
+                blocks.append(hosted.build_call(dict(block), "", self.origin))
+            elif hosted.is_result(kind):
+                blocks.append(hosted.build_result(dict(block), "", self.origin))
+            elif kind == "compaction":
+                blocks.append(hosted.build_compaction(dict(block), "", self.origin))
             elif kind == "thinking":
                 blocks.append(ThinkingBlock(text=block.get("thinking") or "", signature=block.get("signature"),
                                             origin=self.origin))
             elif kind == "redacted_thinking":
                 blocks.append(RedactedThinkingBlock(data=block["data"], origin=self.origin))
             else:
-                self.skipped.append(str(kind))
-        return self.message(Role.ASSISTANT, blocks)
+                self.skipped.append(kind)
+        metadata = MessageMetadata(provider_raw={hosted.TOOL_USE_EXTRAS: extras}) if extras else None
+        return self.message(Role.ASSISTANT, blocks, metadata)
 
     def system(self, system: Any) -> list[Message]:
         if isinstance(system, str):
@@ -205,9 +220,18 @@ def read_request(body: dict[str, Any], *, tool_ids: ToolIdMap | None = None, ses
             messages.append(reader.assistant_turn(turn.get("content")))
         else:
             raise _bad(f"message role {role!r} is not one of user, assistant")
-    tools = [
-        ToolDefinition(name=t["name"], description=t.get("description") or "", input_schema=t["input_schema"])
-        for t in body.get("tools") or []
-    ]
+    tools: list[ToolDefinition] = []
+    provider_tools: list[dict[str, Any]] = []
+    for position, tool in enumerate(body.get("tools") or ()):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise _bad(f"tools[{position}] needs a `name`")
+        if tool.get("type", "custom") == "custom" and "input_schema" in tool:
+            tools.append(ToolDefinition(name=tool["name"], description=tool.get("description") or "",
+                                        input_schema=tool["input_schema"]))
+        elif "type" in tool:
+            provider_tools.append(tool)  # a server tool (web_search_20250305, code_execution_...): carried as-is
+        else:
+            raise _bad(f"tools[{position}] ({tool['name']}) has neither `input_schema` nor a server tool `type`")
     options = _options(body, reader.model, session_id)
+    options.provider_tools = provider_tools
     return ReadRequest(messages, tools, options, reader.skipped)

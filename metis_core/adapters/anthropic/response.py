@@ -1,8 +1,9 @@
 """A non-streaming Anthropic Messages response -> one canonical assistant Message.
 
 Builds through the same MessageAssembler as the stream translator, so a response and the
-stream of the same content give the same Message. Block types metis has no canonical form for
-(server tool calls, search results) are skipped and named in provider_raw, never turned into text.
+stream of the same content give the same Message. Server tools, MCP blocks and compaction become
+hosted blocks (hosted.py), citations a typed field of their text; a block type newer than this
+adapter is skipped and named in provider_raw, never turned into text.
 """
 
 from __future__ import annotations
@@ -10,9 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.anthropic import hosted
 from metis_core.adapters.anthropic.usage import usage_from_wire
 from metis_core.errors import MalformedResponseError
-from metis_core.messages import Message, MessageStatus
+from metis_core.messages import Message, MessageStatus, StreamEvent
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 if TYPE_CHECKING:
@@ -40,21 +42,38 @@ def canonical_stop_reason(raw: str | None) -> str | None:
 def raw_details(data: dict[str, Any]) -> dict[str, Any]:
     """What we keep of the provider's own answer for round trips and diagnosis."""
     raw: dict[str, Any] = {}
-    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details"):
+    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details", "container"):
         value = data.get(key)
         if value is not None:
             raw[key] = value
     return raw
 
 
-def add_block(assembler: MessageAssembler, index: int, block: dict[str, Any], skipped: list[str]) -> None:
-    kind = block.get("type")
+def add_block(assembler: MessageAssembler, index: Any, block: dict[str, Any], skipped: list[str]) -> list[StreamEvent]:
+    """Add one whole content block; returns the tool_use_start event of a client tool call."""
+    kind = str(block.get("type"))
     if kind == "text":
         assembler.text(index, block.get("text") or "")
+        for wire in block.get("citations") or ():
+            if isinstance(wire, dict):
+                assembler.citation(index, hosted.citation(wire, assembler.origin))
     elif kind == "tool_use":
-        assembler.tool_start(index, block.get("id"), block.get("name") or "")
+        name, tool_id = block.get("name"), block.get("id")
+        if not isinstance(name, str) or not name:
+            raise MalformedResponseError(f"content[{index}] is a tool_use without a name", provider="anthropic")
+        start = assembler.tool_start(index, tool_id if isinstance(tool_id, str) and tool_id else None, name)
         tool_input = block.get("input")
         assembler.tool_input_object(index, tool_input if isinstance(tool_input, dict) else {})
+        extras = hosted.tool_use_extras(block)
+        if extras:
+            assembler.provider_raw.setdefault(hosted.TOOL_USE_EXTRAS, {})[start.id] = extras
+        return [start]
+    elif hosted.is_call(kind):
+        assembler.hosted(index, dict(block), hosted.build_call)
+    elif hosted.is_result(kind):
+        assembler.hosted(index, dict(block), hosted.build_result)
+    elif kind == "compaction":
+        assembler.hosted(index, dict(block), hosted.build_compaction)
     elif kind == "thinking":
         assembler.thinking(index, block.get("thinking") or "")
         if block.get("signature") is not None:
@@ -62,7 +81,8 @@ def add_block(assembler: MessageAssembler, index: int, block: dict[str, Any], sk
     elif kind == "redacted_thinking":
         assembler.redacted_thinking(index, block.get("data") or "")
     else:
-        skipped.append(str(kind))
+        skipped.append(kind)
+    return []
 
 
 def parse_response(response: WireResponse, context: RequestContext) -> Message:

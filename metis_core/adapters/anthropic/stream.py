@@ -1,9 +1,11 @@
 """Anthropic SSE events -> canonical stream events, through the shared MessageAssembler.
 
-Handles message_start, content_block_start/delta/stop (text, input_json, thinking, signature
-deltas), message_delta (stop reason, cumulative usage), message_stop, ping and `error` events,
-and the whitespace live servers pad inside `data` JSON. A stream without message_stop, or a tool
-call whose JSON was cut off (stop_reason max_tokens), ends PARTIAL with an `error` event.
+Handles message_start (including content and a stop reason carried inside it, as programmatic
+tool calling sends), content_block_start/delta/stop (text, citations, input_json, thinking,
+signature, compaction deltas), message_delta, message_stop, ping and `error` events, and the
+whitespace live servers pad inside `data` JSON. Server tools and compaction stream into hosted
+blocks, never client tool calls. A stream without message_stop, or a tool call whose JSON was
+cut off (stop_reason max_tokens), ends PARTIAL with an `error` event.
 """
 
 from __future__ import annotations
@@ -13,8 +15,9 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from metis_core.adapters._common.assembler import MessageAssembler
+from metis_core.adapters.anthropic import hosted
 from metis_core.adapters.anthropic.errors import error_class_name
-from metis_core.adapters.anthropic.response import API, canonical_stop_reason, raw_details
+from metis_core.adapters.anthropic.response import API, add_block, canonical_stop_reason, raw_details
 from metis_core.adapters.anthropic.usage import merge_usage, usage_from_wire
 from metis_core.adapters.base import StreamTranslator
 from metis_core.errors import RETRYABLE_CLASSES, MalformedResponseError
@@ -65,11 +68,18 @@ class AnthropicStreamTranslator(StreamTranslator):
             return [self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, data.get("usage"))))]
         if kind == "message_start":
             self._message = dict(data.get("message") or {})
-            return [self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, self._message.get("usage"))))]
+            self._stop_reason = self._message.get("stop_reason") or self._stop_reason
+            out: list[StreamEvent] = []
+            for position, block in enumerate(self._message.get("content") or ()):
+                if isinstance(block, dict):  # a whole message inside message_start (programmatic tool calling)
+                    out.extend(add_block(self._assembler, ("message_start", position), block, self._skipped))
+            out.append(self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, self._message.get("usage")))))
+            return out
         if kind == "message_stop":
-            self._done = True
             self._stamp_raw()
-            return self._assembler.complete(canonical_stop_reason(self._stop_reason))
+            events = self._assembler.complete(canonical_stop_reason(self._stop_reason))
+            self._done = True  # after complete(): if it raised, finish() still ends the stream once
+            return events
         if kind == "error":
             self._done = True
             self._stamp_raw()
@@ -85,11 +95,28 @@ class AnthropicStreamTranslator(StreamTranslator):
             text = block.get("text") or ""
             return [asm.text(index, text)] if text else []
         if kind == "tool_use":
-            event = asm.tool_start(index, block.get("id"), block.get("name") or "")
+            name, tool_id = block.get("name"), block.get("id")
+            if not isinstance(name, str) or not name:
+                raise MalformedResponseError(
+                    f"content_block_start {index} is a tool_use without a name", provider="anthropic"
+                )
+            event = asm.tool_start(index, tool_id if isinstance(tool_id, str) and tool_id else None, name)
             initial = block.get("input")
             if isinstance(initial, dict) and initial:
                 asm.tool_input_object(index, initial)
+            extras = hosted.tool_use_extras(block)
+            if extras:
+                asm.provider_raw.setdefault(hosted.TOOL_USE_EXTRAS, {})[event.id] = extras
             return [event]
+        if hosted.is_call(kind):
+            asm.hosted(index, dict(block), hosted.build_call)
+            return []
+        if hosted.is_result(kind):
+            asm.hosted(index, dict(block), hosted.build_result)
+            return []
+        if kind == "compaction":
+            asm.hosted(index, dict(block), hosted.build_compaction)
+            return []
         if kind == "thinking":
             out: list[StreamEvent] = []
             if block.get("thinking"):
@@ -110,12 +137,30 @@ class AnthropicStreamTranslator(StreamTranslator):
             return [asm.text(index, delta["text"])]
         if kind == "input_json_delta":
             fragment = delta.get("partial_json") or ""
+            if not isinstance(fragment, str):
+                raise MalformedResponseError(
+                    f"input_json_delta partial_json is {type(fragment).__name__}, not a string", provider="anthropic"
+                )
+            if self._kinds.get(index) != "tool_use":
+                if fragment and asm.has_hosted(index):  # a server tool's input: never a client call
+                    asm.hosted_fragment(index, fragment)
+                return []
             return [asm.tool_input(index, fragment)] if fragment else []
+        if kind == "citations_delta":
+            wire = delta.get("citation")
+            if isinstance(wire, dict):
+                asm.citation(index, hosted.citation(wire, asm.origin))
+            return []
+        if kind == "compaction_delta":
+            content = delta.get("content")
+            if isinstance(content, str) and asm.has_hosted(index):
+                asm.hosted_fragment(index, content)
+            return []
         if kind == "thinking_delta":
             return [asm.thinking(index, delta["thinking"])]
         if kind == "signature_delta":
             asm.thinking_signature(index, delta["signature"])
-        return []  # citations_delta and newer kinds carry nothing canonical
+        return []  # newer delta kinds carry nothing canonical
 
     def _stamp_raw(self) -> None:
         self._assembler.provider_raw.update(raw_details(self._message))

@@ -16,6 +16,7 @@ from urllib.parse import quote
 
 import orjson
 
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import repair_history
@@ -171,6 +172,7 @@ class _Builder:
             if isinstance(block, TextBlock):
                 text_ordinal += 1
                 part: dict[str, Any] = {"text": block.text}
+                note_foreign_citations(self.drop, message, index, block)
                 if table is not None:
                     signature = table.text.get(text_ordinal)
             elif isinstance(block, ToolUseBlock):
@@ -193,6 +195,11 @@ class _Builder:
                 else:
                     self.drop(message, index, block.type,
                               origin_mismatch_reason(block, PROVIDER, API, self.model_name))
+                continue
+            elif isinstance(block, HOSTED_CLASSES):
+                text = text_for_other_target(self.drop, message, index, block)  # never a functionCall
+                if text:
+                    parts.append({"text": text})
                 continue
             else:
                 continue

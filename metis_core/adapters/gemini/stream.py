@@ -1,11 +1,12 @@
 """`streamGenerateContent?alt=sse` -> canonical StreamEvents, through the shared MessageAssembler.
 
 Each SSE event (CRLF-framed, no `event:` line) is a partial GenerateContentResponse. Consecutive
-text parts form one text block, consecutive `thought` parts one thinking block; each functionCall
-arrives whole and becomes start + one input delta + end. Thought signatures are kept with their
-part (see signatures.py). Usage is cumulative per chunk, so the last one wins. The non-streaming
-parser feeds a whole response through the same machine, so both paths build the same Message.
-It does not frame bytes (transport/framing.py) and does not classify HTTP errors (errors.py).
+text parts form one text block, consecutive `thought` parts one thinking block; a functionCall
+arriving whole becomes start + one input delta + end, one streamed in `partialArgs` pieces is
+assembled (partial_args.py) and ends at the bare `functionCall: {}` that closes it. Thought
+signatures are kept with their part (see signatures.py). Usage is cumulative per chunk, so the
+last one wins. The non-streaming parser feeds a whole response through the same machine, so
+both paths build the same Message. It does not frame bytes nor classify HTTP errors.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import orjson
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
 from metis_core.adapters.gemini.errors import error_class_for
+from metis_core.adapters.gemini.partial_args import PartialArgsError, apply_partial
 from metis_core.adapters.gemini.signatures import API, RAW_KEY, SignatureTable, to_standard_base64
 from metis_core.adapters.gemini.usage import FAILED_CALL_REASONS, stop_reason_for, usage_from_gemini
 from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
@@ -42,6 +44,8 @@ class GeminiStreamTranslator(StreamTranslator):
         self._block_reason: str | None = None
         self._usage: dict[str, Any] | None = None
         self._skipped: list[str] = []
+        self._streaming_call: tuple[Any, dict[str, Any]] | None = None
+        """(assembler key, arguments so far) of a call whose arguments arrive as partialArgs."""
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -127,10 +131,64 @@ class GeminiStreamTranslator(StreamTranslator):
         return []
 
     def _function_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
+        name = call.get("name")
+        if self._streaming_call is not None and not name:
+            return self._continue_call(call)  # a continuation: never a call of its own
+        events: list[StreamEvent] = []
+        if self._streaming_call is not None:
+            events.extend(self._close_streaming_call())  # a new named call ends the open one
+        if call.get("willContinue") is True and isinstance(name, str) and name and "args" not in call:
+            return [*events, *self._open_streaming_call(call, name, signature)]
+        if not name:
+            if call:  # arguments with no name and no open call: nothing could ever run them
+                log.warning("Gemini sent a functionCall without a name and no call was open; skipped",
+                            extra={"adapter": "gemini", "session_id": self.assembler.context.session_id})
+                self.assembler.provider_raw["nameless_function_calls"] = (
+                    int(self.assembler.provider_raw.get("nameless_function_calls", 0)) + 1
+                )
+            return events
+        return [*events, *self._whole_call(call, signature)]
+
+    def _open_streaming_call(self, call: dict[str, Any], name: str, signature: str | None) -> list[StreamEvent]:
+        key = ("call", self._new_block("call", False))
+        self._open = None
+        provider_id = call.get("id") if isinstance(call.get("id"), str) else None
+        start = self.assembler.tool_start(key, provider_id, name)
+        self._has_calls = True
+        if signature is not None:
+            self._signatures.tool_use[start.id] = signature
+        self._streaming_call = (key, {})
+        return [start, *self._continue_call(call)]
+
+    def _continue_call(self, call: dict[str, Any]) -> list[StreamEvent]:
+        assert self._streaming_call is not None
+        _, args = self._streaming_call
+        for partial in call.get("partialArgs") or ():
+            if isinstance(partial, dict):
+                try:
+                    apply_partial(args, partial)
+                except PartialArgsError as exc:
+                    key = self._streaming_call[0]
+                    self._streaming_call = None
+                    self.assembler.tool_input(key, f"<unreadable partialArgs: {exc}>")
+                    return [self.assembler.tool_end(key)]  # an error event: the arguments are not whole
+        if call.get("willContinue") is True:
+            return []
+        return self._close_streaming_call()
+
+    def _close_streaming_call(self) -> list[StreamEvent]:
+        assert self._streaming_call is not None
+        key, args = self._streaming_call
+        self._streaming_call = None
+        self.assembler.tool_input_object(key, args)
+        delta = self.assembler.tool_input(key, orjson.dumps(args).decode())
+        return [delta, self.assembler.tool_end(key)]
+
+    def _whole_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
         key = ("call", self._new_block("call", False))
         self._open = None  # a call never extends
         provider_id = call.get("id") if isinstance(call.get("id"), str) else None
-        name = str(call.get("name") or "")
+        name = str(call.get("name"))
         args = call.get("args")
         start = self.assembler.tool_start(key, provider_id, name)
         self._has_calls = True
@@ -195,6 +253,8 @@ class GeminiStreamTranslator(StreamTranslator):
         if assembler.finished:
             return []
         events: list[StreamEvent] = []
+        if self._streaming_call is not None and (self._finish_reason is not None or body_complete):
+            events.extend(self._close_streaming_call())  # finished without its closing part
         if self._usage is not None:
             events.append(assembler.set_usage(usage_from_gemini(self._usage)))
         self._store_signatures()

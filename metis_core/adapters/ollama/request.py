@@ -12,6 +12,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -28,6 +29,7 @@ from metis_core.messages import (
     ToolUseBlock,
 )
 from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.model_id import parse_model_id
 
 log = logging.getLogger("metis_core.adapters.ollama")
 
@@ -51,8 +53,11 @@ def think_value(model_name: str, effort: str | None) -> bool | str:
 class _Projector:
     """Walks a repaired history once; remembers tool names so results can say which tool ran."""
 
-    def __init__(self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities]) -> None:
+    def __init__(self, model_name: str, session_id: str, capabilities: Callable[[], AdapterCapabilities],
+                 namespace: str = PROVIDER) -> None:
         self.model_name = model_name
+        self.namespace = namespace
+        """The provider key of the target (a named provider's name), which thinking origins must match."""
         self.session_id = session_id
         self.dropped: list[DroppedBlock] = []
         self._capabilities = capabilities
@@ -114,16 +119,22 @@ class _Projector:
         for index, block in enumerate(message.content):
             if isinstance(block, TextBlock):
                 texts.append(block.text)
+                note_foreign_citations(self._drop, message, index, block)
+            elif isinstance(block, HOSTED_CLASSES):
+                text = text_for_other_target(self._drop, message, index, block)  # never a tool call
+                if text:
+                    texts.append(text)
             elif isinstance(block, ToolUseBlock):
                 self._tool_names[block.id] = block.name
                 calls.append({"function": {"index": len(calls), "name": block.name, "arguments": block.input}})
             elif isinstance(block, ThinkingBlock):
-                if replayable_to(block, PROVIDER, API, self.model_name):
+                if replayable_to(block, self.namespace, API, self.model_name):
                     if block.text:
                         thinking.append(block.text)
                 else:
                     self._drop(
-                        message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name)
+                        message, index, "thinking",
+                        origin_mismatch_reason(block, self.namespace, API, self.model_name),
                     )
             elif isinstance(block, RedactedThinkingBlock):
                 self._drop(message, index, "redacted_thinking", "Ollama has no field for redacted thinking")
@@ -200,7 +211,7 @@ def build_chat_request(
     """The whole request. `stream` is always written: Ollama streams when it is left out."""
     model_name = options.model_name
     history = repair_history(messages, session_id=options.session_id)
-    projector = _Projector(model_name, options.session_id, capabilities)
+    projector = _Projector(model_name, options.session_id, capabilities, parse_model_id(options.model).provider)
     wire_messages = [wire for message in history if (wire := projector.message(message)) is not None]
     body: dict[str, Any] = {"model": model_name, "messages": wire_messages, "stream": options.stream}
     if tools and _tools_allowed(options):

@@ -14,6 +14,7 @@ from typing import Any
 
 import orjson
 
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
@@ -259,10 +260,15 @@ class ChatRequestBuilder:
         for index, block in enumerate(message.content):
             if isinstance(block, TextBlock):
                 texts.append(block.text)
+                note_foreign_citations(self.drop, message, index, block)
             elif isinstance(block, ToolUseBlock):
                 calls.append(self.wire_tool_call(block, raw if same_provider else None))
             elif isinstance(block, ThinkingBlock | RedactedThinkingBlock):
                 thinking.append((index, block))
+            elif isinstance(block, HOSTED_CLASSES):
+                text = text_for_other_target(self.drop, message, index, block)  # never a tool call
+                if text:
+                    texts.append(text)
             else:
                 self.drop(message, index, block.type, f"an assistant message cannot carry a {block.type} block")
         wire: dict[str, Any] = {"role": "assistant"}

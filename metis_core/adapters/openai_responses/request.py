@@ -14,12 +14,20 @@ from typing import Any
 
 import orjson
 
+from metis_core.adapters._common.hosted import (
+    HOSTED_CLASSES,
+    cited,
+    note_foreign_citations,
+    replayable,
+    text_for_other_target,
+)
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.strict_schema import is_strict_compatible
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.adapters.openai_responses.hosted import hosted_tool_definitions
 from metis_core.adapters.openai_responses.raw import (
     API,
     PROVIDER,
@@ -65,8 +73,13 @@ def build_request(
     if instructions is not None:
         body["instructions"] = instructions
     body["input"] = _compact_input(items)
-    if tools:
-        body["tools"] = [tool_param(tool) for tool in tools]
+    wire_tools = [
+        *(tool_param(tool) for tool in tools),
+        *options.provider_tools,
+        *hosted_tool_definitions(options.hosted_tools, options.model),
+    ]
+    if wire_tools:
+        body["tools"] = wire_tools
     _add_options(body, options, capabilities)
     return WireRequest(path=PATH, body=body, stream=options.stream, dropped=dropped)
 
@@ -160,6 +173,9 @@ def _warn_once(key: str, message: str) -> None:
 # --- input items ---------------------------------------------------------------------------
 
 
+ADAPTER_NAME = f"{PROVIDER}/responses"
+
+
 class _InputWriter:
     """Walks a repaired history once, emitting input items and recording every drop."""
 
@@ -180,7 +196,7 @@ class _InputWriter:
         """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
-        record_block_drop(self.dropped, f"{PROVIDER}/responses", self.session_id, message, index, block_type, reason)
+        record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
 
     def write(self, history: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
         items: list[dict[str, Any]] = []
@@ -260,13 +276,21 @@ class _InputWriter:
         text_run: list[str] = []
         thinking_seen = 0
         for index, block in enumerate(message.content):
-            if isinstance(block, TextBlock):
+            if isinstance(block, TextBlock) and not block.citations:
                 text_run.append(block.text)
                 continue
             if text_run:
                 out.append({"role": "assistant", "content": "".join(text_run)})
                 text_run = []
-            if isinstance(block, ToolUseBlock):
+            if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
+                text = text_for_other_target(self.drop, message, index, block)
+                if text:  # its own assistant item, so it never runs into the answer's text
+                    out.append({"role": "assistant", "content": text})
+            elif isinstance(block, TextBlock):
+                out.append(self._cited_text(message, index, block))
+            elif isinstance(block, HOSTED_CLASSES):
+                out.append(block.payload)  # this API's own item, exactly as it sent it
+            elif isinstance(block, ToolUseBlock):
                 out.append(self._call(block, custom, arguments))
             elif isinstance(block, ThinkingBlock):
                 item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
@@ -296,6 +320,16 @@ class _InputWriter:
                     "that followed it, which the Responses API rejects",
                 )
         return out
+
+    def _cited_text(self, message: Message, index: int, block: TextBlock) -> dict[str, Any]:
+        """Text with this API's annotations goes back as an output message; others' are left out."""
+        annotations = cited(block, PROVIDER, API)
+        if len(annotations) != len(block.citations or ()):
+            note_foreign_citations(self.drop, message, index, block)
+        if not annotations:
+            return {"role": "assistant", "content": block.text}
+        part = {"type": "output_text", "text": block.text, "annotations": annotations}
+        return {"type": "message", "role": "assistant", "content": [part]}
 
     def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
         call_id = self.tool_ids.provider_for(PROVIDER, block.id, "openai")

@@ -1,7 +1,8 @@
 """A Responses API request body -> canonical messages, tools and options (gateway inbound, imports).
 
 Everything with a canonical meaning is mapped: instructions -> a leading system message, input
-items -> user/assistant/tool/system messages, function tools -> ToolDefinitions, sampling,
+items -> user/assistant/tool/system messages (hosted-tool items -> hosted blocks, annotations ->
+citations), function tools -> ToolDefinitions, other tool kinds -> `options.provider_tools`, sampling,
 reasoning and structured-output settings -> AdapterOptions. Other top-level fields go to
 `AdapterOptions.extra` verbatim (an absent `include` is recorded as None, so request.py adds no
 default), which makes read-then-build reproduce the request. Shapes that point at server-side
@@ -18,6 +19,7 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.openai_responses import hosted
 from metis_core.adapters.openai_responses.raw import API, PROVIDER, RAW_KEY, RawRecord, join_summary
 from metis_core.errors import UnreadableWireRequestError
 from metis_core.messages import (
@@ -101,7 +103,12 @@ def read_request(body: Any, *, tool_ids: ToolIdMap | None = None, session_id: st
         reader.flush_assistant()
     elif raw_input is not None:
         raise UnreadableWireRequestError("`input` must be a string or a list of items")
-    tools = [_tool(position, tool) for position, tool in enumerate(body.get("tools") or ())]
+    tools: list[ToolDefinition] = []
+    for position, tool in enumerate(body.get("tools") or ()):
+        if isinstance(tool, dict) and isinstance(tool.get("type"), str) and tool["type"] != "function":
+            options.provider_tools.append(tool)  # web_search, file_search, mcp, custom, ...: carried as-is
+        else:
+            tools.append(_tool(position, tool))
     return ParsedRequest(reader.messages, tools, options)
 
 
@@ -197,6 +204,8 @@ class _InputReader:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.flush_assistant()
             self._output(position, item)
+        elif hosted.is_hosted(kind):
+            self.pending.blocks.append(hosted.build_item(dict(item), "", self.origin))
         else:
             raise UnreadableWireRequestError(
                 f"input[{position}] is a {kind!r} item; metis reads messages, function/custom tool calls, "
@@ -232,7 +241,9 @@ class _InputReader:
         for index, part in enumerate(content):
             kind = part.get("type") if isinstance(part, dict) else None
             if kind in ("input_text", "output_text"):
-                blocks.append(TextBlock(text=part.get("text", "")))
+                annotations = [a for a in part.get("annotations") or () if isinstance(a, dict)]
+                citations = [hosted.citation(a, self.origin) for a in annotations] or None
+                blocks.append(TextBlock(text=part.get("text", ""), citations=citations))
             elif kind == "refusal":
                 blocks.append(TextBlock(text=part.get("refusal", "")))
             elif kind == "input_image" and isinstance(part.get("image_url"), str):

@@ -3,7 +3,8 @@
 Output items map in order: `message` parts -> text blocks (a refusal part becomes text and stop
 reason `refusal`), `reasoning` -> a thinking block (summary parts joined, `encrypted_content` as
 the signature, origin stamped by the assembler), `function_call` -> tool_use, `custom_tool_call`
--> tool_use with input `{"input": <raw text>}`. Built through the same MessageAssembler the stream
+-> tool_use with input `{"input": <raw text>}`, hosted-tool items and `compaction` -> hosted
+blocks (hosted.py), output_text annotations -> citations. Built through the same MessageAssembler the stream
 uses, so both paths give the same Message. It does not read streams (stream.py).
 """
 
@@ -13,6 +14,7 @@ from typing import Any
 
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext
+from metis_core.adapters.openai_responses import hosted
 from metis_core.adapters.openai_responses.errors import PROVIDER, error_class_for, error_type_for
 from metis_core.adapters.openai_responses.raw import API, RawRecord, join_summary
 from metis_core.adapters.openai_responses.usage import usage_from_responses
@@ -68,6 +70,9 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
             text = part_text(part, record)
             if text:
                 assembler.text(text_key(position, index), text)
+        add_annotations(assembler, position, item)
+    elif hosted.is_hosted(kind):
+        assembler.hosted(position, dict(item), hosted.build_item)
     elif kind == "reasoning":
         parts = summary_texts(item)
         text = join_summary(parts)
@@ -97,6 +102,15 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
                 record.add_arguments(end.id, arguments, end.input)
     elif isinstance(kind, str):
         record.unhandled_items.append(kind)
+
+
+def add_annotations(assembler: MessageAssembler, position: int, item: dict[str, Any]) -> None:
+    """Annotations (url, file and container-file citations) of a message's text parts."""
+    for index, part in enumerate(item.get("content") or ()):
+        if isinstance(part, dict) and part.get("text"):
+            for annotation in part.get("annotations") or ():
+                if isinstance(annotation, dict):
+                    assembler.citation(text_key(position, index), hosted.citation(annotation, assembler.origin))
 
 
 def text_key(position: int, content_index: int) -> tuple[str, int, int]:

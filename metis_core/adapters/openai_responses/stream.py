@@ -4,8 +4,9 @@ Blocks are keyed by `output_index` (text also by `content_index`), so parallel f
 never merge; `sequence_number` is not needed (2025-05 recordings lack it). Terminal events are
 `response.completed`, `response.incomplete` and `response.failed`; an `error` event ends the
 stream too. The terminal response carries the full output: it supplies the final encrypted
-reasoning (re-encrypted per serialization) and anything a stream delivered only whole, so the
-final Message equals the non-streaming one. No HTTP here; framing is transport/framing.py.
+reasoning (re-encrypted per serialization) and anything a stream delivered only whole, matched to
+the streamed items by item id (never by list position), so the final Message equals the
+non-streaming one. Hosted-tool items arrive whole at output_item.done. No HTTP here.
 """
 
 from __future__ import annotations
@@ -17,9 +18,11 @@ import orjson
 
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
+from metis_core.adapters.openai_responses import hosted
 from metis_core.adapters.openai_responses.errors import error_class_for
 from metis_core.adapters.openai_responses.raw import API, SUMMARY_SEPARATOR, RawRecord
 from metis_core.adapters.openai_responses.response import (
+    add_annotations,
     add_output_item,
     end_response,
     part_text,
@@ -32,6 +35,8 @@ from metis_core.messages import StreamEvent, ToolUseEnd
 from metis_core.transport.wire import WireChunk
 
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
+UNSTREAMED_KEY_BASE = 1_000_000
+"""Assembler keys of items only the terminal response held, apart from streamed output indexes."""
 
 
 @dataclass(slots=True)
@@ -53,6 +58,9 @@ class ResponsesStreamTranslator(StreamTranslator):
         self._ended_tools: set[int] = set()
         self._custom_input: dict[int, list[str]] = {}
         self._kinds: dict[int, str] = {}
+        self._seen_ids: set[str] = set()
+        self._hosted_keys: dict[str, int] = {}
+        """Item id -> assembler key of each hosted item, so the terminal copy can replace it."""
         self._done = False
         self._handlers = {
             "response.created": self._created,
@@ -118,6 +126,8 @@ class ResponsesStreamTranslator(StreamTranslator):
             return []
         kind = item.get("type")
         self._kinds[position] = kind if isinstance(kind, str) else ""
+        if isinstance(item.get("id"), str):
+            self._seen_ids.add(item["id"])
         if kind in ("function_call", "custom_tool_call"):
             name = item.get("name")
             call_id = item.get("call_id")
@@ -139,6 +149,15 @@ class ResponsesStreamTranslator(StreamTranslator):
         if not isinstance(item, dict) or not isinstance(position, int):
             return []
         kind = item.get("type")
+        if isinstance(item.get("id"), str):
+            self._seen_ids.add(item["id"])
+        self._kinds.setdefault(position, kind if isinstance(kind, str) else "")
+        if hosted.is_hosted(kind):
+            if not self.assembler.has_hosted(position):
+                add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
+                if isinstance(item.get("id"), str):
+                    self._hosted_keys[item["id"]] = position
+            return []
         if kind == "message":
             return self._message_done(position, item)
         if kind == "reasoning":
@@ -171,6 +190,7 @@ class ResponsesStreamTranslator(StreamTranslator):
                 if text:
                     self._streamed_text.add(key)
                     events.append(self.assembler.text(key, text))
+        add_annotations(self.assembler, position, item)
         return events
 
     # --- text ------------------------------------------------------------------------------------
@@ -313,16 +333,26 @@ class ResponsesStreamTranslator(StreamTranslator):
         response = event.get("response")
         if not isinstance(response, dict):
             return self._fail(ErrorClass.OTHER, f"{event.get('type')} event carries no response object")
+        by_id = {state.item_id: state for state in self._reasoning.values() if state.item_id is not None}
         for position, item in enumerate(response.get("output") or ()):
             if not isinstance(item, dict):
                 continue
+            item_id = item.get("id")
             if item.get("type") == "reasoning":
                 signature = item.get("encrypted_content")
-                state = self._reasoning.get(position)
+                state = by_id[item_id] if item_id in by_id else self._reasoning.get(position)
                 if isinstance(signature, str) and state is not None:
                     state.signature = signature  # the terminal copy is what the non-streaming body holds
-            elif position not in self._kinds:
-                add_output_item(self.assembler, self.record, position, item)  # never streamed at all
+            elif isinstance(item_id, str) and item_id in self._hosted_keys:
+                # the terminal copy is what a non-streaming body holds (encrypted payloads differ per copy)
+                self.assembler.hosted(self._hosted_keys[item_id], dict(item), hosted.build_item)
+            elif isinstance(item_id, str) and item_id in self._seen_ids:
+                continue  # streamed already: matched by id, whatever its position in this list
+            elif item_id is None and position in self._kinds:
+                continue  # no id to match by (older recordings): its output_index was streamed
+            else:
+                # never streamed at all: keyed past every output_index so it can merge with nothing
+                add_output_item(self.assembler, self.record, UNSTREAMED_KEY_BASE + position, item)
         self._flush_signatures()
         self._done = True
         usage = self.assembler.set_usage(usage_from_responses(response.get("usage")))

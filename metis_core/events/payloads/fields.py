@@ -44,7 +44,11 @@ NonNegativeInt = Annotated[int, Field(ge=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 UnitInterval = Annotated[float, Field(ge=0.0, le=1.0)]
 
-StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use"]
+StopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal"]
+"""The spec's four, plus `refusal` (docs/event-bus.md "Extended enums"): a provider's refusal is on
+the record as itself, not as end_turn. `error` and `cancelled` never reach these payloads."""
+TurnStopReason = Literal["end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "error"]
+"""A turn's own end: a model call's reasons, or "error" when the turn failed (provider, limit)."""
 InboundShape = Literal["openai", "anthropic"]
 MemoryFile = Literal["MEMORY.md", "USER.md"]
 ProviderScope = Literal["model_specific", "provider_wide"]

@@ -1,4 +1,5 @@
-"""Payloads of the llm domain (spec §6.3): one provider call started, completed or failed.
+"""Payloads of the llm domain (spec §6.3): one provider call started, completed or failed, and the
+system prompt composed for it (llm.prompt_composed, designed here: docs/event-bus.md).
 
 `cost_usd` on llm.call_completed is a float because the spec says so (unlike the Decimal
 strings elsewhere); `error_class` on llm.call_failed is the eight-value ErrorClass enum.
@@ -6,7 +7,9 @@ strings elsewhere); `error_class` on llm.call_failed is the eight-value ErrorCla
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from pydantic import Field
 
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import EventSpec
@@ -67,6 +70,34 @@ class LlmCallFailedPayload(PayloadModel):
     latency_ms: NonNegativeInt
 
 
+Sha256Hex = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+
+
+class PromptPartRecord(PayloadModel):
+    """One part of a composed prompt: where it came from and its hash, never its text."""
+
+    kind: Literal["system", "template", "memory", "skill", "tool_output", "fetched"]
+    ref: str | None
+    """`prompt:<id>[@<version>]` for templates and other named parts."""
+    version: str | None
+    hash: Sha256Hex
+    size_chars: NonNegativeInt
+    trusted: bool
+    """False for tool output and fetched text: wrapped in <UNTRUSTED> markers in the prompt."""
+
+
+class LlmPromptComposedPayload(PayloadModel):
+    """The system prompt assembled for one model call (once per call, not per fallback attempt)."""
+
+    kind: Literal["system+user", "system-only", "user-only"]
+    hash: Sha256Hex
+    """SHA-256 of the composed text as sent, markers included."""
+    content_trust: Literal["trusted", "untrusted"]
+    parts: list[PromptPartRecord] = Field(min_length=1)
+    variable_hashes: dict[str, Sha256Hex]
+    """`<template id>.<variable>` -> SHA-256 of the bound value."""
+
+
 SPECS = (
     EventSpec(
         "llm.call_started",
@@ -78,6 +109,13 @@ SPECS = (
     EventSpec(
         "llm.call_completed",
         LlmCallCompletedPayload,
+        Sensitivity.PSEUDONYMOUS,
+        (Actor.AGENT,),
+        ("llm.call_started",),
+    ),
+    EventSpec(
+        "llm.prompt_composed",
+        LlmPromptComposedPayload,
         Sensitivity.PSEUDONYMOUS,
         (Actor.AGENT,),
         ("llm.call_started",),

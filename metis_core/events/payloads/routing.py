@@ -1,5 +1,6 @@
 """Payloads of route.decided and the routing domain (spec §6.5): the routing decision with its
-full policy chain, an invalid policy file, and providers going down or coming back.
+full policy chain, an invalid policy file, providers going down or coming back, and a model swap
+refused for a missing capability (routing.constraint_failure, canonical format §8.4).
 
 User actions on a decision after the fact (route.overridden, pattern.*) are in `pattern.py`.
 """
@@ -86,6 +87,23 @@ class RoutingProviderRecoveredPayload(PayloadModel):
     downtime_seconds: NonNegativeFloat
 
 
+class RoutingConstraintFailurePayload(PayloadModel):
+    """A requested model was refused because it cannot carry the session (designed here: §8.4 names
+    a `routing_constraint_failure` event without a payload). The active model stays as it was."""
+
+    action: Literal["model_swap"]
+    requested: str
+    """What was asked for: a model id, alias or chain."""
+    candidate_model: str
+    """The model that was checked (the first member of a chain)."""
+    active_model: str | None
+    """The model the session keeps (None: the routing default)."""
+    validation_failure: RoutingValidationFailure
+    missing_capability: str
+    """The capability field the candidate lacks, e.g. supports_images, max_context_tokens."""
+    reason: str
+
+
 _SYSTEM = (Actor.SYSTEM,)
 _PSEUDO = Sensitivity.PSEUDONYMOUS
 SPECS = (
@@ -99,4 +117,5 @@ SPECS = (
         ("llm.call_failed",),
     ),
     EventSpec("routing.provider_recovered", RoutingProviderRecoveredPayload, _PSEUDO, _SYSTEM),
+    EventSpec("routing.constraint_failure", RoutingConstraintFailurePayload, _PSEUDO, _SYSTEM),
 )

@@ -1,4 +1,4 @@
-"""Payloads of the session domain (spec §6.1): created, resumed, ended.
+"""Payloads of the session domain (spec §6.1): created, resumed, ended — and deleted (audit).
 
 Sessions carry workspace identity as a hash so analytics can join without the path; the path
 itself appears only on session.created.
@@ -38,9 +38,21 @@ class SessionEndedPayload(PayloadModel):
     duration_seconds: NonNegativeFloat
 
 
+class SessionDeletedPayload(PayloadModel):
+    """A person deleted a stored session (`metis sessions delete`). Recorded in the `system`
+    session, since the deleted one is gone; its audit events are kept, like every audit event."""
+
+    deleted_session_id: str
+    workspace_hash: str
+    message_count: NonNegativeInt
+    events_deleted: NonNegativeInt
+    audit_events_kept: NonNegativeInt
+
+
 _SYSTEM = (Actor.SYSTEM,)
 SPECS = (
     EventSpec("session.created", SessionCreatedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM),
     EventSpec("session.resumed", SessionResumedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM),
     EventSpec("session.ended", SessionEndedPayload, Sensitivity.PSEUDONYMOUS, _SYSTEM),
+    EventSpec("session.deleted", SessionDeletedPayload, Sensitivity.PSEUDONYMOUS, (Actor.USER,), audit=True),
 )

@@ -70,7 +70,7 @@ class ToolConfirmationRequestedPayload(PayloadModel):
 
 
 class ToolConfirmationResolvedPayload(PayloadModel):
-    """The user answered a confirmation request, or it timed out."""
+    """The user answered a confirmation request, a policy did (actor system), or it timed out."""
 
     tool_use_id: str
     confirmation_request_id: str
@@ -101,7 +101,7 @@ SPECS = (
         "tool.confirmation_resolved",
         ToolConfirmationResolvedPayload,
         Sensitivity.PRIVATE,
-        (Actor.USER,),
+        (Actor.USER, Actor.SYSTEM),  # SYSTEM: a policy answered (nobody could be asked)
         ("tool.confirmation_requested",),
         audit=True,
     ),

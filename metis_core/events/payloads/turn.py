@@ -15,7 +15,13 @@ from pydantic import Field
 
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import EventSpec
-from metis_core.events.payloads.fields import NonNegativeFloat, NonNegativeInt, PayloadModel, StopReason, UnitInterval
+from metis_core.events.payloads.fields import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PayloadModel,
+    TurnStopReason,
+    UnitInterval,
+)
 
 
 class TurnStartedPayload(PayloadModel):
@@ -31,7 +37,7 @@ class TurnStartedPayload(PayloadModel):
 class TurnCompletedPayload(PayloadModel):
     """The agent finished answering a turn."""
 
-    stop_reason: StopReason
+    stop_reason: TurnStopReason
     llm_call_count: NonNegativeInt
     tool_call_count: NonNegativeInt
     total_input_tokens: NonNegativeInt

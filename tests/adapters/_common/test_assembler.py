@@ -62,3 +62,19 @@ def test_stream_that_fails_keeps_what_arrived() -> None:
 def test_stream_that_fails_before_any_content_is_an_error_message() -> None:
     events = make().fail("server_error", "overloaded")
     assert events[-1].message.status is MessageStatus.ERROR  # type: ignore[union-attr]
+
+
+def test_a_tool_call_without_a_name_never_reaches_the_message() -> None:
+    from metis_core.adapters._common.assembler import MessageAssembler
+    from metis_core.adapters.base import RequestContext
+    from metis_core.messages import MessageComplete
+
+    assembler = MessageAssembler(RequestContext(model="openai:gpt-4.1"), api="chat_completions")
+    assembler.tool_start(0, "call_1", "")
+    assembler.tool_input(0, '{"q": 1}')
+    assembler.tool_start(1, "call_2", "lookup")
+    assembler.tool_input(1, "{}")
+    final = assembler.complete("tool_use")[-1]
+    assert isinstance(final, MessageComplete)
+    assert [b.name for b in final.message.tool_uses()] == ["lookup"]
+    assert final.message.metadata.provider_raw["nameless_tool_calls"] == 1

@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fixture_files import read_bytes, wire_files
+from fixture_files import plain_wire_files, read_bytes
 from mock_http import MODEL, serve
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -46,7 +46,7 @@ EXPECTED: dict[str, tuple[str, list[str], int, int, int]] = {
 
 
 def test_every_response_fixture_has_expectations() -> None:
-    assert {p.name for p in wire_files("anthropic", "response")} == set(EXPECTED)
+    assert {p.name for p in plain_wire_files("anthropic", "response")} == set(EXPECTED)
 
 
 def _ok(name: str) -> httpx.Response:
@@ -153,7 +153,7 @@ def test_unknown_block_types_are_skipped_and_named_not_turned_into_text() -> Non
         "role": "assistant",
         "model": "claude-sonnet-4-5",
         "content": [
-            {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "q"}},
+            {"type": "hologram_2031", "id": "x_1", "data": {"shape": "q"}},
             {"type": "text", "text": "answer"},
         ],
         "stop_reason": "end_turn",
@@ -162,4 +162,4 @@ def test_unknown_block_types_are_skipped_and_named_not_turned_into_text() -> Non
     client, _ = serve(httpx.Response(200, json=body))
     message: Message = client.complete(HISTORY, model=MODEL)
     assert message.content == [TextBlock(text="answer")]
-    assert (message.metadata.provider_raw or {})["skipped_block_types"] == ["server_tool_use"]
+    assert (message.metadata.provider_raw or {})["skipped_block_types"] == ["hologram_2031"]

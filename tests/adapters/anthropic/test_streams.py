@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fixture_files import read_bytes, wire_files
+from fixture_files import plain_wire_files, read_bytes
 from mock_http import MODEL, serve, sse_response
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -90,7 +90,7 @@ ERROR_STREAMS = {"stream__error_event_overloaded.sse"}
 
 
 def test_every_stream_fixture_is_covered() -> None:
-    assert {p.name for p in wire_files("anthropic", "stream")} == set(EXPECTED) | ERROR_STREAMS
+    assert {p.name for p in plain_wire_files("anthropic", "stream")} == set(EXPECTED) | ERROR_STREAMS
 
 
 def final(events: list[StreamEvent]) -> Message:

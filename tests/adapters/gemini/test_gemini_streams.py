@@ -7,7 +7,7 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from fixture_files import read_bytes, wire_files
+from fixture_files import plain_wire_files, read_bytes
 from mock_http import serve, sse_response
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -44,7 +44,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 
 def test_every_stream_fixture_has_expectations() -> None:
-    assert {p.name for p in wire_files("gemini", "stream")} == set(EXPECTED)
+    assert {p.name for p in plain_wire_files("gemini", "stream")} == set(EXPECTED)
 
 
 def translate(body: bytes, model: str = "gemini:gemini-2.5-pro", ids: ToolIdMap | None = None) -> list[Any]:

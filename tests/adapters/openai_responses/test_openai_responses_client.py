@@ -13,7 +13,7 @@ import httpx
 import orjson
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk
-from fixture_files import read_bytes, wire_files
+from fixture_files import plain_wire_files, read_bytes
 from mock_http import BASE_URL, serve, sse_response
 
 from metis_core.adapters.base import AdapterOptions, RequestContext
@@ -66,7 +66,7 @@ def text_and_tools(message: Message) -> tuple[str, list[tuple[str, dict[str, Any
 
 
 @pytest.mark.parametrize(
-    "name", [p.name for p in wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))]
+    "name", [p.name for p in plain_wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))]
 )
 def test_every_response_sample_through_model_client_complete(name: str) -> None:
     body = read_bytes(PROVIDER, name)
@@ -85,7 +85,7 @@ def stream_events(body: bytes) -> list[StreamEvent]:
     return list(OpenAIResponsesAdapter().stream_response_sync(decode_all(body, "sse"), RequestContext(model=MODEL)))
 
 
-@pytest.mark.parametrize("name", [p.name for p in wire_files(PROVIDER, "stream")])
+@pytest.mark.parametrize("name", [p.name for p in plain_wire_files(PROVIDER, "stream")])
 def test_every_stream_sample_through_model_client_stream_sync_and_async(name: str) -> None:
     body = read_bytes(PROVIDER, name)
     expected = stream_events(body)[-1]
@@ -100,7 +100,7 @@ def test_every_stream_sample_through_model_client_stream_sync_and_async(name: st
     assert request["stream"] is True and request["max_output_tokens"] == 64
 
 
-@pytest.mark.parametrize("name", [p.name for p in wire_files(PROVIDER, "stream")])
+@pytest.mark.parametrize("name", [p.name for p in plain_wire_files(PROVIDER, "stream")])
 async def test_every_stream_sample_through_model_client_astream(name: str) -> None:
     body = read_bytes(PROVIDER, name)
     expected = stream_events(body)[-1]

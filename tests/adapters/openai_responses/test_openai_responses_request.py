@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER, validate_with_sdk, without_item_state
-from fixture_files import fidelity_tier, read_json, wire_files
+from fixture_files import fidelity_tier, plain_wire_files, read_json
 
 from metis_core.adapters._common import lossy
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -41,7 +41,7 @@ from metis_core.models.capabilities import AdapterCapabilities
 
 MODEL = "openai_responses:gpt-5"
 ORIGIN = BlockOrigin(provider=PROVIDER, api="responses", model="gpt-5")
-REQUESTS = [p for p in wire_files(PROVIDER) if p.name.startswith(("request__", "docs_example__request"))]
+REQUESTS = [p for p in plain_wire_files(PROVIDER) if p.name.startswith(("request__", "docs_example__request"))]
 
 
 def assistant(
@@ -473,7 +473,7 @@ def test_a_thinking_budget_becomes_the_nearest_effort_and_non_reasoning_models_g
     [
         ({"model": "gpt-5", "input": "x", "previous_response_id": "resp_1"}, "previous_response_id"),
         ({"model": "gpt-5", "input": [{"type": "item_reference", "id": "msg_1"}]}, "item_reference"),
-        ({"model": "gpt-5", "input": "x", "tools": [{"type": "web_search"}]}, "web_search"),
+        ({"model": "gpt-5", "input": "x", "tools": [{"name": "no_type"}]}, "tools\\[0\\]"),
         (
             {"model": "gpt-5", "input": [{"role": "user", "content": [{"type": "input_file", "file_id": "f"}]}]},
             "input_file",
@@ -489,6 +489,32 @@ def test_a_thinking_budget_becomes_the_nearest_effort_and_non_reasoning_models_g
 def test_requests_metis_cannot_hold_are_refused_with_the_field_named(body: Any, names: str) -> None:
     with pytest.raises(UnreadableWireRequestError, match=names):
         read_request(body)
+
+
+def test_reader_carries_hosted_tool_definitions_and_hosted_items_and_rebuilds_them() -> None:
+    body = {
+        "model": "gpt-5",
+        "tools": [{"type": "web_search"}, {"type": "file_search", "vector_store_ids": ["vs_1"]}],
+        "input": [
+            {"role": "user", "content": "news?"},
+            {"id": "ws_1", "type": "web_search_call", "status": "completed",
+             "action": {"type": "search", "query": "news"}},
+            {"type": "message", "role": "assistant", "content": [
+                {"type": "output_text", "text": "Here.", "annotations": [
+                    {"type": "url_citation", "url": "https://example.test", "title": "Ex",
+                     "start_index": 0, "end_index": 5}
+                ]},
+            ]},
+            {"role": "user", "content": "more"},
+        ],
+    }
+    parsed = read_request(body)
+    assert parsed.tools == [] and parsed.options.provider_tools == body["tools"]
+    assistant = parsed.messages[1]
+    assert [b.type for b in assistant.content] == ["provider_tool_call", "text"]
+    rebuilt = OpenAIResponsesAdapter().to_wire(parsed.messages, [], parsed.options, ToolIdMap()).body
+    assert rebuilt["tools"] == body["tools"]
+    assert rebuilt["input"] == body["input"]
 
 
 def test_reader_maps_options_and_keeps_unknown_fields_verbatim_in_extra() -> None:

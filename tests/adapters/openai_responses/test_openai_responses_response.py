@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER
-from fixture_files import read_bytes, read_json, wire_files
+from fixture_files import plain_wire_files, read_bytes, read_json
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, RequestContext
@@ -99,7 +99,7 @@ def parse(body: bytes, ctx: RequestContext | None = None, status: int = 200) -> 
 
 
 def test_every_response_sample_has_an_expectation() -> None:
-    names = {p.name for p in wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))}
+    names = {p.name for p in plain_wire_files(PROVIDER) if p.name.startswith(("response__", "docs_example__response"))}
     assert names == set(EXPECTED)
 
 
@@ -266,13 +266,13 @@ def test_unknown_output_items_are_recorded_not_invented() -> None:
     message = parse(
         body_with(
             output=[
-                {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+                {"type": "hologram_call_2031", "id": "hc_1", "status": "completed"},
                 {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Found it."}]},
             ]
         )
     )
     assert message.content == [TextBlock(text="Found it.")]
-    assert message.metadata.provider_raw[PROVIDER]["unhandled_items"] == ["web_search_call"]  # type: ignore[index]
+    assert message.metadata.provider_raw[PROVIDER]["unhandled_items"] == ["hologram_call_2031"]  # type: ignore[index]
 
 
 def test_exact_argument_strings_are_kept_so_replays_are_byte_identical() -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 import pytest
 from adapters.openai_responses.responses_oracle import PROVIDER
-from fixture_files import read_bytes, wire_files
+from fixture_files import plain_wire_files, read_bytes
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, RequestContext
@@ -30,7 +30,7 @@ from metis_core.transport.framing import SSEDecoder, decode_all
 from metis_core.transport.wire import WireChunk, WireResponse
 
 ADAPTER = OpenAIResponsesAdapter()
-STREAMS = [p.name for p in wire_files(PROVIDER, "stream")]
+STREAMS = [p.name for p in plain_wire_files(PROVIDER, "stream")]
 
 # name -> (block types, text, (tool name, input) or None, (input, output, cached, reasoning), stop reason)
 EXPECTED: dict[str, tuple[list[str], str, tuple[str, dict[str, Any]] | None, tuple[int, ...], str]] = {

@@ -178,3 +178,17 @@ def test_upstream_raw_message_is_included() -> None:
 def test_payment_required_is_not_retryable() -> None:
     error = adapter().classify_error(WireResponse(402, b'{"error": {"code": 402, "message": "Insufficient credits"}}'))
     assert isinstance(error, AuthenticationError) and not error.retryable and "credit" in str(error)
+
+
+def test_an_image_to_an_uncatalogued_openrouter_model_of_a_vision_vendor_is_sent() -> None:
+    from metis_core import get_adapter
+    from metis_core.adapters._common.tool_ids import ToolIdMap
+    from metis_core.adapters.base import AdapterOptions
+    from metis_core.messages import ImageBlock, ImageSource, Message, Role, TextBlock
+
+    image = ImageBlock(source=ImageSource(kind="url", data="https://example.test/cat.png"), media_type="image/png")
+    history = [Message(role=Role.USER, content=[TextBlock(text="what is this?"), image])]
+    model = "openrouter:anthropic/claude-opus-4.7"  # not in the registry
+    wire = get_adapter("openrouter").to_wire(history, [], AdapterOptions(model=model), ToolIdMap())
+    assert wire.dropped == []
+    assert "https://example.test/cat.png" in str(wire.body["messages"])

@@ -1,0 +1,153 @@
+"""Anthropic's server tools, MCP connector blocks, compaction and citations <-> canonical blocks.
+
+`server_tool_use` / `mcp_tool_use` become `ProviderToolCallBlock`s, every `*_tool_result` a
+`ProviderToolResultBlock`, `compaction` a `CompactionBlock`; each keeps the block exactly as
+Anthropic sent it (replayed verbatim) and a text rendering for other providers. Nothing here is
+ever a client `tool_use`, so no agent tries to run a server tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from metis_core.adapters._common.hosted import compact_json, readable
+from metis_core.messages import (
+    BlockOrigin,
+    Citation,
+    CompactionBlock,
+    Message,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
+    Role,
+)
+
+CALL_TYPES = frozenset({"server_tool_use", "mcp_tool_use"})
+TOOL_USE_EXTRAS = "tool_use_extras"
+"""provider_raw key: fields of a client tool_use beyond id/name/input (`caller` of programmatic calls)."""
+
+
+def tool_use_extras(block: dict[str, Any]) -> dict[str, Any]:
+    """Fields of a client tool_use beyond id, name and input; a `direct` caller is the default and
+    streams alone echo it, so it is left out (a stream and a body then give the same message)."""
+    extras = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
+    if extras.get("caller") == {"type": "direct"}:
+        del extras["caller"]
+    return extras
+
+
+def is_call(kind: str) -> bool:
+    return kind in CALL_TYPES
+
+
+def is_result(kind: str) -> bool:
+    return kind.endswith("_tool_result") and kind != "tool_result"
+
+
+def build_call(payload: dict[str, Any], fragments: str, origin: BlockOrigin) -> ProviderToolCallBlock:
+    """The call block; a streamed call's input arrives as JSON fragments and replaces `{}`."""
+    tool_input = payload.get("input")
+    if fragments.strip():
+        try:
+            parsed = orjson.loads(fragments)
+        except orjson.JSONDecodeError:
+            parsed = None
+        if isinstance(parsed, dict):
+            tool_input = parsed
+            payload["input"] = parsed
+    tool_input = tool_input if isinstance(tool_input, dict) else {}
+    name = str(payload.get("name") or payload.get("type") or "server_tool")
+    server = payload.get("server_name")
+    label = f"{server}/{name}" if isinstance(server, str) else name
+    text = f"[hosted tool call: {label}]\n{readable(tool_input) or compact_json(tool_input)}"
+    return ProviderToolCallBlock(
+        id=str(payload.get("id") or ""), name=name, input=tool_input, text=text, payload=payload, origin=origin
+    )
+
+
+def build_result(payload: dict[str, Any], fragments: str, origin: BlockOrigin) -> ProviderToolResultBlock:
+    kind = str(payload.get("type"))
+    content = payload.get("content")
+    error = isinstance(content, dict) and str(content.get("type", "")).endswith("_error")
+    is_error = bool(payload.get("is_error")) or error
+    body = readable(content)
+    text = f"[hosted tool result: {kind}{' (error)' if is_error else ''}]\n{body}" if body else ""
+    return ProviderToolResultBlock(
+        tool_use_id=str(payload.get("tool_use_id") or ""),
+        name=kind,
+        text=text,
+        is_error=is_error,
+        payload=payload,
+        origin=origin,
+    )
+
+
+def build_compaction(payload: dict[str, Any], fragments: str, origin: BlockOrigin) -> CompactionBlock:
+    """Streamed compaction content arrives in `compaction_delta`s after a start with `content: null`."""
+    if fragments:
+        payload["content"] = (payload.get("content") or "") + fragments
+    content = payload.get("content")
+    return CompactionBlock(text=content if isinstance(content, str) else "", payload=payload, origin=origin)
+
+
+def citation(wire: dict[str, Any], origin: BlockOrigin) -> Citation:
+    def text(key: str) -> str | None:
+        value = wire.get(key)
+        return value if isinstance(value, str) else None
+
+    return Citation(
+        url=text("url"),
+        title=text("title") or text("document_title"),
+        cited_text=text("cited_text"),
+        payload=wire,
+        origin=origin,
+    )
+
+
+HOSTED_TOOL_WIRE: dict[str, tuple[dict[str, Any], str | None]] = {
+    "web_search": ({"type": "web_search_20250305", "name": "web_search"}, None),
+    "web_fetch": ({"type": "web_fetch_20250910", "name": "web_fetch"}, "web-fetch-2025-09-10"),
+    "code_execution": ({"type": "code_execution_20250825", "name": "code_execution"}, "code-execution-2025-08-25"),
+}
+"""Canonical hosted-tool name -> (Anthropic server tool definition, beta header it needs)."""
+
+
+def hosted_tool_definitions(
+    wanted: dict[str, dict[str, Any]], model: str
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Wire definitions and beta flags for `AdapterOptions.hosted_tools`."""
+    from metis_core.errors import CapabilityMismatchError
+
+    tools: list[dict[str, Any]] = []
+    betas: list[str] = []
+    for name, settings in wanted.items():
+        entry = HOSTED_TOOL_WIRE.get(name)
+        if entry is None:
+            raise CapabilityMismatchError(
+                model, f"hosted tool {name}",
+                f"Anthropic hosts {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}",
+            )
+        tools.append({**entry[0], **settings})
+        if entry[1] is not None:
+            betas.append(entry[1])
+    return tools, betas
+
+
+def pending_container(history: list[Message]) -> str | None:
+    """The code-execution container a request must name: Anthropic refuses results for tool calls
+    made from code execution (programmatic tool calling) unless `container` names the one they ran in."""
+    for message in reversed(history):
+        if message.role is not Role.ASSISTANT:
+            continue
+        raw = message.metadata.provider_raw
+        if message.metadata.provider != "anthropic" or not raw:
+            return None
+        extras = raw.get(TOOL_USE_EXTRAS)
+        container = raw.get("container")
+        programmatic = isinstance(extras, dict) and any(
+            isinstance(e, dict) and isinstance(e.get("caller"), dict) for e in extras.values()
+        )
+        container_id = container.get("id") if isinstance(container, dict) else None
+        return container_id if programmatic and isinstance(container_id, str) else None
+    return None
