@@ -17,7 +17,7 @@ from metis_core.messages import Message, ToolDefinition, ToolUseBlock
 from metis_core.messages.message import system_message, user_message
 from metis_core.structured.plan import StructuredPlan, corrective_fragment, reformat_instructions
 from metis_core.structured.policy import OutputPolicy
-from metis_core.structured.recovery import Recovery
+from metis_core.structured.recovery import Recovery, Unrecoverable, recover_json
 from metis_core.structured.result import AttemptKind, OutputAttempt, StructuredResult
 from metis_core.structured.spec import OutputInvalid, OutputSpec
 from metis_core.structured.steps import (
@@ -128,7 +128,7 @@ class StructuredRun:
             self.attempts.append(OutputAttempt(number, outcome, tuple(invalid.errors), None, self.max_tokens, stop,
                                                tokens, kind))
             if truncated:
-                return self._truncated(invalid, tokens)
+                return self._truncated(tokens, partial=_salvageable(message.text()))
             return self._invalid(invalid)
         self.attempts.append(OutputAttempt(number, "ok", (), recovery, self.max_tokens, stop, tokens, kind))
         return StructuredResult(value=value, model=self.model, mode=self.plan.mode, message=message,
@@ -161,12 +161,11 @@ class StructuredRun:
         if self.observer is not None:
             self.observer(step)
 
-    def _truncated(self, invalid: OutputInvalid, tokens: int | None) -> StructuredRequest:
+    def _truncated(self, tokens: int | None, *, partial: bool) -> StructuredRequest:
         current = self.max_tokens or min(DEFAULT_FIRST_BUDGET, self.limit)
         doubled = min(current * 2, self.limit)
         can_retry = self.truncations < self.policy.max_truncation_retries and doubled > current \
             and self.kind == "constrained"
-        partial = False
         self._emit(OutputTruncated(self.model, self.spec.name, "max_tokens", partial, tokens,
                                    doubled if can_retry else None))
         if not can_retry:
@@ -194,6 +193,15 @@ class StructuredRun:
             return self._free_form()
         self._emit(RetryExhausted(self.model, self.spec.name, len(self.attempts), reason, error))
         raise OutputValidationError(self.model, self.spec.name, self.attempts, reason)
+
+
+def _salvageable(text: str) -> bool:
+    """Whether a cut-off answer still holds a recoverable JSON prefix (OpenWOP partialPayloadAvailable)."""
+    try:
+        recover_json(text)
+    except Unrecoverable:
+        return False
+    return True
 
 
 _NOT_CATEGORIES = frozenset({"stop", "STOP", "length", "end_turn", "refusal", "tool_calls"})

@@ -113,5 +113,7 @@ def test_every_envelope_document_validates_and_sits_on_its_calls_node(
     assert [r["reason"] for r in retries] == ["schema-violation", "truncation", "schema-violation",
                                               "schema-violation"]
     assert all(r["attempt"] >= 2 for r in retries)
+    truncated = next(d["payload"] for d in envelopes if d["type"] == "envelope.truncated")
+    assert truncated["stopReason"] == "max_tokens" and truncated["partialPayloadAvailable"] is True
     exhausted = [d["payload"] for d in envelopes if d["type"] == "envelope.retry.exhausted"]
     assert [(e["finalReason"], e["totalAttempts"]) for e in exhausted] == [("refusal", 1), ("schema-violation", 5)]

@@ -114,7 +114,7 @@ def test_violation_is_retried_with_a_corrective_fragment_naming_the_errors_not_t
     assert "twenty-two" not in second and "twenty-two" not in str(retry.previous_error)
 
 
-@pytest.mark.parametrize("wire", [w for w in WIRES if w.mode != "tool"], ids=lambda w: w.model)
+@pytest.mark.parametrize("wire", WIRES, ids=lambda w: w.model)
 def test_truncation_is_retried_with_the_output_budget_doubled(wire: Wire) -> None:
     options = AdapterOptions(model=wire.model, max_tokens=300)
     result, bodies, steps = _run(wire, wire.truncated('{"'), _good(wire), options=options)
@@ -126,8 +126,7 @@ def test_truncation_is_retried_with_the_output_budget_doubled(wire: Wire) -> Non
     assert isinstance(steps[1], RetryAttempted) and steps[1].reason == "truncation"
 
 
-@pytest.mark.parametrize("wire", [w for w in WIRES if w.key != "ollama" and w.mode != "tool"],
-                         ids=lambda w: w.model)
+@pytest.mark.parametrize("wire", [w for w in WIRES if w.key != "ollama"], ids=lambda w: w.model)
 def test_refusal_is_never_retried_and_carries_the_providers_text(wire: Wire) -> None:
     error, bodies, steps = _run(wire, wire.refusal(), _good(wire))
     assert isinstance(error, OutputRefusedError) and len(bodies) == 1
