@@ -7,6 +7,7 @@ The adapter of the model's provider says how the schema travels (`Adapter.struct
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -141,3 +142,18 @@ def _partial(parser: PartialParser, event: object, run: StructuredRun) -> Any | 
     if isinstance(event, ToolUseInputDelta) and run.plan.tool is not None:
         return parser.feed(event.partial_json)
     return None
+
+
+def inbound_output(options: AdapterOptions) -> tuple[OutputSpec | None, AdapterOptions]:
+    """The gateway seam: an inbound request's structured-output ask as an OutputSpec, and its options
+    without it (the target model's own plan decides how the schema travels there).
+
+    The request readers put what a client asked (OpenAI `response_format: json_schema`, Anthropic
+    `output_config.format`, Gemini `responseJsonSchema`, Ollama `format`) in `response_format`; a bare
+    JSON mode with no schema (Ollama `format: "json"`) is not a schema and gives None."""
+    wanted = options.response_format
+    if not wanted or not isinstance(wanted.get("schema"), Mapping):
+        return None, options
+    name = wanted.get("name")
+    spec = output_spec(wanted["schema"], name=name if isinstance(name, str) else None)
+    return spec, dataclasses.replace(options, response_format=None)
