@@ -433,6 +433,7 @@ class OutputRefusedError(MetisError):
                  attempts: Sequence[object] = ()) -> None:
         self.model = model
         self.provider = model.partition(":")[0]
+        refusal_text = scrub_secrets(refusal_text) if refusal_text else refusal_text  # provider text, like a body
         self.refusal_text = refusal_text
         self.safety_category = safety_category
         self.attempts = list(attempts)
