@@ -22,7 +22,8 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway", "structured", "serve")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway",
+         "structured", "serve")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
