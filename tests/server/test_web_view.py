@@ -1,6 +1,6 @@
 """The web view in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
 a scripted session appears, its trace tree expands, live mode shows a new event within a second,
-the cost chart renders. Screenshots go to tmp/test-artefacts/serve/ (never committed).
+the cost chart renders, the audit log and gateway keys list. Screenshots go to tmp/test-artefacts/serve/ (never committed).
 
 Without chromium the tests skip locally with the reason; under CI=true they fail instead.
 """
@@ -114,13 +114,26 @@ def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chrom
     driver.get(served.server.url + "/#/costs")
     bar = _wait(driver, "#cost-chart rect.bar")
     assert float(bar.get_attribute("height")) > 1  # type: ignore[attr-defined]
-    assert "claude-haiku-4-5" in driver.find_element(By.TAG_NAME, "main").text
+    costs = driver.find_element(By.TAG_NAME, "main").text
+    assert "claude-haiku-4-5" in costs and "null" not in costs
     driver.save_screenshot(str(ARTEFACTS / "4-costs.png"))
 
     driver.get(served.server.url + "/#/audit")
     _wait(driver, "#audit tbody tr")
     assert "tool.confirmation_resolved" in driver.find_element(By.ID, "audit").text
     driver.save_screenshot(str(ARTEFACTS / "5-audit.png"))
+
+    from metis_core.gateway.keys import KeyService, KeyTerms
+    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+
+    store = SqliteGatewayKeyStore(served.runtime.db_path)
+    issued = KeyService(store, served.runtime.bus).issue(KeyTerms(name="laptop", rpm=30))
+    store.close()
+    driver.get(served.server.url + "/#/keys")
+    _wait(driver, "#keys tbody tr")
+    keys = driver.find_element(By.ID, "keys").text
+    assert "laptop" in keys and issued.record.prefix in keys and issued.token not in driver.page_source
+    driver.save_screenshot(str(ARTEFACTS / "6-keys.png"))
 
 
 def test_the_session_search_form_filters_the_list(served: Served, browser: object) -> None:

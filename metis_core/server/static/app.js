@@ -20,6 +20,10 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+function show(...nodes) {
+  main.replaceChildren(...nodes.flat().filter((node) => node !== null && node !== undefined));
+}
+
 function say(text, isError) {
   statusLine.textContent = text;
   statusLine.classList.toggle("error", Boolean(isError));
@@ -63,7 +67,7 @@ async function showSessions(query) {
     el("td", {}, s.active_model || ""),
     el("td", {}, when(s.updated_at)),
     el("td", { class: "num" }, usd(s.total_cost_usd))));
-  main.replaceChildren(el("h1", {}, "Sessions"), form,
+  show(el("h1", {}, "Sessions"), form,
     rows.length ? el("table", { id: "sessions" },
       el("thead", {}, el("tr", {}, ["Title", "Id", "Model", "Updated", "Cost"].map(
         (h, i) => el("th", { scope: "col", class: i === 4 ? "num" : null }, h)))),
@@ -181,7 +185,7 @@ async function showSession(sessionId) {
   });
   const s = detail.session;
   const t = detail.totals;
-  main.replaceChildren(
+  show(
     el("h1", {}, s.title || s.id),
     el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
       t.assistant_message_count + " model calls · " + usd(t.cost_usd) + " · " + t.input_tokens + " in / " +
@@ -213,7 +217,8 @@ function costChart(days) {
   days.forEach((d, i) => {
     const h = (Number(d.cost_usd) / max) * (height - pad * 2);
     const bar = document.createElementNS(svgNS, "rect");
-    Object.entries({ class: "bar", x: pad + i * slot + slot * 0.15, y: height - pad - h, width: slot * 0.7,
+    const barWidth = Math.min(slot * 0.7, 48);
+    Object.entries({ class: "bar", x: pad + i * slot + (slot - barWidth) / 2, y: height - pad - h, width: barWidth,
       height: Math.max(h, 1), "data-day": d.key }).forEach(([k, v]) => bar.setAttribute(k, v));
     svg.append(bar);
     const label = document.createElementNS(svgNS, "text");
@@ -243,7 +248,7 @@ function spendTable(caption, rows) {
 
 async function showCosts() {
   const data = await api("/api/cost?days=30");
-  main.replaceChildren(el("h1", {}, "Costs (last " + data.days + " days)"),
+  show(el("h1", {}, "Costs (last " + data.days + " days)"),
     el("figure", { class: "chart" }, costChart(data.day), el("figcaption", {}, "Cost per day (USD)")),
     spendTable("By model", data.model), spendTable("By gateway key", data.gateway_key),
     spendTable("By user", data.user), spendTable("By team", data.team));
@@ -257,24 +262,47 @@ async function showAudit() {
     el("td", {}, when(e.timestamp)), el("td", {}, e.type), el("td", {}, e.actor),
     el("td", {}, e.session_id === "system" ? "system" : el("a", { href: "#/session/" + e.session_id }, e.session_id)),
     el("td", {}, e.payload ? el("code", {}, JSON.stringify(e.payload)) : el("span", { class: "withheld" }, "withheld"))));
-  main.replaceChildren(el("h1", {}, "Audit log"), rows.length ? el("table", { id: "audit" },
+  show(el("h1", {}, "Audit log"), rows.length ? el("table", { id: "audit" },
     el("thead", {}, el("tr", {}, ["When", "Event", "Actor", "Session", "Details"].map((h) => el("th", { scope: "col" }, h)))),
     el("tbody", {}, rows)) : el("p", {}, "No audit events."));
+}
+
+// --- gateway keys -------------------------------------------------------------------------------
+
+async function showKeys() {
+  const data = await api("/api/gateway/keys");
+  const rows = data.keys.map((k) => el("tr", {},
+    el("td", {}, k.name), el("td", { class: "mono" }, k.prefix), el("td", {}, k.user_id || k.team_id || ""),
+    el("td", { class: "num" }, k.budget_usd ? usd(k.budget_usd) + " / " + k.budget_period : "none"),
+    el("td", { class: "num" }, k.rpm === null ? "" : k.rpm),
+    el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? "expires " + when(k.expires_at) : "active")));
+  const limits = data.limits.map((l) => el("tr", {}, el("td", {}, l.scope), el("td", { class: "mono" }, l.subject_id),
+    el("td", { class: "num" }, l.budget_usd ? usd(l.budget_usd) + " / " + l.budget_period : "none"),
+    el("td", { class: "num" }, l.rpm === null ? "" : l.rpm)));
+  show(el("h1", {}, "Gateway keys"),
+    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Prefix", "Owner", "Budget", "Requests/min",
+      "State"].map((h, i) => el("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, h)))), el("tbody", {}, rows))
+      : el("p", {}, "No gateway keys."),
+    limits.length ? el("table", { id: "limits" }, el("caption", {}, "User and team limits"),
+      el("thead", {}, el("tr", {}, ["Scope", "Subject", "Budget", "Requests/min"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, limits)) : null);
 }
 
 // --- routing --------------------------------------------------------------------------------------
 
 async function route() {
   stopLive();
+  say("");
   const hash = location.hash || "#/";
   try {
     if (hash.startsWith("#/session/")) await showSession(decodeURIComponent(hash.slice(10)));
     else if (hash.startsWith("#/costs")) await showCosts();
     else if (hash.startsWith("#/audit")) await showAudit();
+    else if (hash.startsWith("#/keys")) await showKeys();
     else await showSessions(new URLSearchParams(hash.split("?")[1] || "").get("q"));
     main.focus({ preventScroll: true });
   } catch (error) {
-    main.replaceChildren(el("p", { class: "error", role: "alert" }, error.message));
+    show(el("p", { class: "error", role: "alert" }, error.message));
   }
 }
 
