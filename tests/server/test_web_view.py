@@ -1,6 +1,7 @@
 """The web view in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
 a scripted session appears, its trace tree expands, live mode shows a new event within a second,
-the cost chart renders, the audit log and gateway keys list. Screenshots go to tmp/test-artefacts/serve/ (never committed).
+the cost chart renders, the audit log and gateway keys list. Screenshots go to
+tmp/test-artefacts/serve/ (never committed).
 
 Without chromium the tests skip locally with the reason; under CI=true they fail instead.
 """
