@@ -65,8 +65,10 @@ async def list_sessions(request: Request) -> JSONResponse:
     query, limit = request.query_params.get("q", "").strip(), _limit(request, 50)
     if query and clearance_of(request) is not Sensitivity.PRIVATE:
         raise ServeAccessError("searching session text needs private clearance (an admin token)")
-    records = await asyncio.to_thread(store.search_sessions if query else store.list_sessions, *(
-        (query, limit) if query else (limit,)))
+    if query:
+        records = await asyncio.to_thread(store.search_sessions, query, limit)
+    else:
+        records = await asyncio.to_thread(store.list_sessions, limit)
     return JSONResponse({"sessions": [session_json(r) for r in records]})
 
 

@@ -76,16 +76,20 @@ async def send_message(request: Request) -> StreamingResponse:
     session_id = request.path_params["session_id"]
     if session_id in context.running_turns:
         raise ServeError(f"session {session_id} is already running a turn; wait for its `done` event")
-    session = context.chat_sessions.get(session_id)
-    if session is None:
-        session = await asyncio.to_thread(runtime.sessions.resume, session_id, workspace=None)
-        session.confirmation.confirmer = context.confirmations
-        context.chat_sessions[session_id] = session
-    stream = ClientStream(runtime.bus, runtime.trace, StreamFilter(EventFilter(session_ids=[session_id]), None,
-                                                                    Sensitivity.PRIVATE),
-                          capacity=TURN_QUEUE, name=f"sse-turn:{session_id}")
-    await stream.start(None)
-    context.running_turns.add(session_id)
+    context.running_turns.add(session_id)  # before any await: a second request sees it at once
+    try:
+        session = context.chat_sessions.get(session_id)
+        if session is None:
+            session = await asyncio.to_thread(runtime.sessions.resume, session_id, workspace=None)
+            session.confirmation.confirmer = context.confirmations
+            context.chat_sessions[session_id] = session
+        stream = ClientStream(runtime.bus, runtime.trace, StreamFilter(EventFilter(session_ids=[session_id]), None,
+                                                                        Sensitivity.PRIVATE),
+                              capacity=TURN_QUEUE, name=f"sse-turn:{session_id}")
+        await stream.start(None)
+    except BaseException:
+        context.running_turns.discard(session_id)
+        raise
     return StreamingResponse(_turn_frames(request, session, text, stream), media_type="text/event-stream",
                              headers={"cache-control": "no-store"})
 
@@ -125,11 +129,19 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
 
     pumping = asyncio.create_task(pump())
     turn = asyncio.create_task(run_turn())
+    held: list[bytes] = []  # text that streams before turn.started has come through the bus waits for it
+    started = False
     try:
         while True:
             kind, item = await out.get()
             if kind == "event":
                 yield _frame(item.type, item.model_dump(mode="json"), item.id)
+                if not started:
+                    started = True
+                    for frame in held:
+                        yield frame
+            elif kind.endswith(".delta") and not started:
+                held.append(_frame(kind, item))
             else:
                 yield _frame(kind, item)
             if kind == "done":

@@ -127,10 +127,6 @@ class ClientStream:
             self._queue.clear()
         return self._not_replayed(batch) if batch else batch
 
-    @property
-    def subscription_name(self) -> str:
-        return self.name
-
     async def close(self, reason: UnsubscribeReason) -> None:
         handle, self._handle = self._handle, None
         if handle is not None and not self.bus.closed:

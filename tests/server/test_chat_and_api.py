@@ -9,12 +9,12 @@ from pathlib import Path
 
 import httpx
 import pytest
-from support_servers import API_KEYS
+from support_servers import API_KEYS, Reply
 
 from metis_core.server.access import ServerAccess, create_token, load_token_file, token_hash
 
 from .conftest import Served
-from .server_support import TOOL_TURN, LiveServer, chat_turn, script_weather_turn
+from .server_support import TOOL_TURN, LiveServer, chat_turn, script_weather_turn, sse_frames
 
 
 def test_a_chat_turn_streams_the_cli_events_and_a_confirmation_answered_over_http_lets_the_tool_run(
@@ -134,3 +134,26 @@ def test_a_websocket_without_a_token_is_refused_at_the_handshake(guarded: tuple[
     with connect(server.ws_url + f"?token={admin}") as ws:
         ws.send(json.dumps({}))
         assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
+
+
+def test_chatting_with_an_unknown_session_is_a_404_and_leaves_no_turn_marked_running(served: Served) -> None:
+    with httpx.Client(base_url=served.server.url) as http:
+        for _ in range(2):
+            response = http.post("/api/chat/sessions/sess_nope/messages", json={"text": "hi"})
+            assert response.status_code == 404 and "sess_nope" in response.json()["detail"]
+        assert http.post("/api/chat/sessions/sess_nope/messages", json={}).status_code == 400
+
+
+def test_a_stored_session_is_resumed_for_a_second_turn_over_http(served: Served) -> None:
+    script_weather_turn(served)
+    session_id, _ = chat_turn(served, "allow_session")
+    served.server.app.state.context.chat_sessions.clear()  # as after a restart of the server
+    served.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")])
+    with httpx.Client(base_url=served.server.url, timeout=10) as http, http.stream(
+            "POST", f"/api/chat/sessions/{session_id}/messages", json={"text": "And tomorrow?"}) as response:
+        frames = list(sse_frames(response))
+    assert frames[-1] == ("done", {"answer": "Hello there!", "error": None})
+    kinds = [kind for kind, _ in frames]
+    assert kinds[0] == "turn.started" and "turn.completed" in kinds
+    served.runtime.bus.flush()
+    assert [m.role.value for m in served.runtime.store.load_messages(session_id)][-2:] == ["user", "assistant"]
