@@ -139,6 +139,8 @@ class MetisConfig(BaseModel):
     chains: dict[str, list[str]] = Field(default_factory=empty_dict)
     tool_modules: list[Path] = Field(default_factory=empty_list)
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
+    database_url: str | None = None
+    """postgresql://... puts every store on PostgreSQL (METIS_DATABASE_URL wins); unset: METIS_HOME/metis.db."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
