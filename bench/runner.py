@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
@@ -32,6 +32,7 @@ CASE_MODULES = {
     "cost": "bench.cases.cost",
     "store": "bench.cases.storage",
     "chain": "bench.cases.chain",
+    "learning": "bench.cases.learning",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
              "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")

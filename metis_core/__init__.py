@@ -121,6 +121,11 @@ _EXPORTS: dict[str, str] = {
     "RoutingEngine": "metis_core.routing.engine",
     "NoRoutableModelError": "metis_core.routing.engine",
     "Runtime": "metis_core.agent.runtime",
+    "TurnLimits": "metis_core.agent.turn",
+    "McpServerConfig": "metis_core.agent_config",
+    "DelegationConfig": "metis_core.agent_config",
+    "MemoryConfig": "metis_core.agent_config",
+    "SkillsConfig": "metis_core.agent_config",
     "export_otel": "metis_core.export",
     "export_openwop": "metis_core.export",
     "export_event_log": "metis_core.export",
@@ -181,6 +186,11 @@ _EXPORTS: dict[str, str] = {
     "InvalidToolPathError": "metis_core.errors",
     "RoutingPolicyError": "metis_core.errors",
     "ExportError": "metis_core.errors",
+    "McpServerError": "metis_core.errors",
+    "McpSdkMissingError": "metis_core.errors",
+    "MemoryEditError": "metis_core.errors",
+    "SkillFormatError": "metis_core.errors",
+    "NoModelForTierError": "metis_core.errors",
     "EventLogIntegrityError": "metis_core.errors",
     "CriticalBlockDropError": "metis_core.errors",
     "PromptCompositionError": "metis_core.errors",
@@ -194,6 +204,18 @@ _EXPORTS: dict[str, str] = {
     "CassetteFormatError": "metis_core.errors",
     "CassetteMissError": "metis_core.errors",
     "ReplayError": "metis_core.errors",
+    "LearningError": "metis_core.errors",
+    "FeedbackTargetError": "metis_core.errors",
+    "EvaluationError": "metis_core.errors",
+    "RubricInvalidError": "metis_core.errors",
+    "EvalSubjectNotFoundError": "metis_core.errors",
+    "JudgeOutputInvalidError": "metis_core.errors",
+    "JudgeCallFailedError": "metis_core.errors",
+    "LearningLoop": "metis_core.learning.loop",
+    "LearningSettings": "metis_core.learning.settings",
+    "PatternAdvisor": "metis_core.routing.pattern_slot",
+    "PatternRecommendation": "metis_core.routing.pattern_slot",
+    "RouteSuggestion": "metis_core.agent.route_advice",
     "Cassette": "metis_core.cassettes.cassette",
     "Scrubber": "metis_core.cassettes.scrub",
     "replay_session": "metis_core.replay.session_replay",
@@ -294,7 +316,13 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.routing.health import HealthTracker, HealthPolicy
     from metis_core.routing.fallback import FallbackChain
     from metis_core.routing.engine import RoutingEngine, NoRoutableModelError
+    from metis_core.routing.pattern_slot import PatternAdvisor, PatternRecommendation
+    from metis_core.agent.route_advice import RouteSuggestion
+    from metis_core.learning.loop import LearningLoop
+    from metis_core.learning.settings import LearningSettings
     from metis_core.agent.runtime import Runtime
+    from metis_core.agent.turn import TurnLimits
+    from metis_core.agent_config import DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
     from metis_core.export import (
         ExportOptions,
         ExportSummary,
@@ -358,10 +386,22 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         InvalidToolPathError,
         RoutingPolicyError,
         ExportError,
+        McpServerError,
+        McpSdkMissingError,
+        MemoryEditError,
+        SkillFormatError,
+        NoModelForTierError,
         PromptCompositionError,
         CriticalBlockDropError,
         EventLogIntegrityError,
         CassetteError,
+        LearningError,
+        FeedbackTargetError,
+        EvaluationError,
+        RubricInvalidError,
+        EvalSubjectNotFoundError,
+        JudgeOutputInvalidError,
+        JudgeCallFailedError,
         CassetteFormatError,
         CassetteMissError,
         ReplayError,

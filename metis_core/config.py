@@ -18,6 +18,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
+from metis_core.agent_config import AgentSections
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.provider_dsn import NamedProvider, dsn_names, dsn_variable, parse_provider_dsn
@@ -122,7 +123,9 @@ class SessionsConfig(BaseModel):
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
 
-class MetisConfig(BaseModel):
+class MetisConfig(AgentSections):
+    """The whole file; the agent sections (mcp_servers, delegation, memory, skills) come from AgentSections."""
+
     model_config = ConfigDict(extra="forbid")
 
     home: Path
@@ -137,6 +140,8 @@ class MetisConfig(BaseModel):
     """Price entries (per-million-token USD) that override prices.yaml, keyed by model id."""
     aliases: dict[str, str] = Field(default_factory=empty_dict)
     chains: dict[str, list[str]] = Field(default_factory=empty_dict)
+    learning: dict[str, Any] = Field(default_factory=empty_dict)
+    """Feedback, evaluator and pattern-store settings; validated by metis_core.learning.settings."""
     tool_modules: list[Path] = Field(default_factory=empty_list)
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
     database_url: str | None = None

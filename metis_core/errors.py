@@ -426,3 +426,69 @@ class InvalidToolPathError(ToolError):
 
 class RoutingPolicyError(MetisError):
     """routing.yaml is invalid; the last known good policy stays in force."""
+
+
+class McpServerError(ToolError):
+    """An MCP server could not be started, reached or listed; `server` names it."""
+
+    def __init__(self, server: str, message: str) -> None:
+        self.server = server
+        super().__init__(f"MCP server {server!r}: {message}")
+
+
+class McpSdkMissingError(ConfigError):
+    """mcp_servers are configured but the `mcp` package is not installed."""
+
+    def __init__(self) -> None:
+        super().__init__("mcp_servers are configured but the MCP SDK is not installed; "
+                         "run `pip install 'metis-core[mcp]'` or remove mcp_servers from config.yaml")
+
+
+class MemoryEditError(ToolError):
+    """A memory change cannot be applied as asked (no or several matching entries, an entry over the cap)."""
+
+
+class SkillFormatError(ConfigError):
+    """A SKILL.md is not in the skill format; the message names the file and what is wrong."""
+
+
+class NoModelForTierError(MetisError):
+    """A delegation tier names no model that can take the worker's turn."""
+
+
+class LearningError(MetisError):
+    """The learning layer (feedback, evaluator, pattern store) could not do what was asked."""
+
+
+class FeedbackTargetError(LearningError):
+    """Feedback names a session or turn the record does not hold."""
+
+
+class EvaluationError(LearningError):
+    """One evaluation could not produce a verdict; `failure_mode` is eval.failed's."""
+
+    failure_mode = "judge_call_failed"
+
+
+class RubricInvalidError(EvaluationError):
+    """A rubric file failed to load or validate."""
+
+    failure_mode = "rubric_invalid"
+
+
+class EvalSubjectNotFoundError(EvaluationError):
+    """The subject of an evaluation resolved to no events."""
+
+    failure_mode = "subject_not_found"
+
+
+class JudgeOutputInvalidError(EvaluationError):
+    """The LLM judge answered with something that is not a valid verdict."""
+
+    failure_mode = "judge_output_invalid"
+
+
+class JudgeCallFailedError(EvaluationError):
+    """The LLM judge's model call failed (provider down, auth, budget)."""
+
+    failure_mode = "judge_call_failed"

@@ -52,6 +52,7 @@ def turn_needs(
         estimated_input_tokens=estimate_tokens(history, tools),
         user_text=user_text,
         workspace=str(workspace),
+        tools_in_history=tuple(sorted({use.name for m in history for use in m.tool_uses()})),
     )
 
 

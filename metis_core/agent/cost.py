@@ -1,7 +1,8 @@
 """The cost accumulator: a fast-path subscriber keeping each session's running spend.
 
-It listens to llm.call_completed only and adds `cost_usd` as a Decimal (built from the payload's
-string form, so no binary float error accumulates across thousands of calls).
+It adds each llm.call_completed `cost_usd` as a Decimal (built from the payload's string form, so
+no binary float error accumulates across thousands of calls), and rolls a delegated worker's
+spend (`worker_total_cost_usd` of delegate.completed / delegate.failed) into the planner session.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from metis_core.events.envelope import Event
 from metis_core.events.filters import EventFilter
 from metis_core.events.subscription import Subscription, SubscriptionHandle
 
+ROLLUP_TYPES = frozenset({"delegate.completed", "delegate.failed"})
+
 
 class CostAccumulator:
     def __init__(self) -> None:
@@ -22,6 +25,11 @@ class CostAccumulator:
         self._lock = threading.Lock()
 
     def handle(self, event: Event) -> None:
+        if event.type in ROLLUP_TYPES:
+            cost = Decimal(str(event.payload.get("worker_total_cost_usd", 0)))
+            with self._lock:
+                self._totals[event.session_id] = self._totals.get(event.session_id, Decimal(0)) + cost
+            return
         cost = Decimal(str(event.payload.get("cost_usd", 0)))
         with self._lock:
             self._totals[event.session_id] = self._totals.get(event.session_id, Decimal(0)) + cost
@@ -43,6 +51,6 @@ class CostAccumulator:
 
     def attach(self, bus: EventBus) -> SubscriptionHandle:
         return bus.subscribe(Subscription(
-            filter=EventFilter(event_types={"llm.call_completed"}), handler=self.handle,
+            filter=EventFilter(event_types={"llm.call_completed", *ROLLUP_TYPES}), handler=self.handle,
             name="cost-accumulator", fast_path=True,
         ))

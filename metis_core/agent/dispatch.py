@@ -11,6 +11,7 @@ so the turn can store an answer for every call it was given.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -19,7 +20,7 @@ import orjson
 
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationPolicy, ConfirmationRequest
 from metis_core.agent.recording import TurnRecorder
-from metis_core.agent.tools.base import ToolContext, ToolOutcome, extra_input_violations
+from metis_core.agent.tools.base import ToolCallScope, ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import json_hash
@@ -53,7 +54,12 @@ class ToolDispatcher:
     async def run_all(
         self, uses: list[ToolUseBlock], recorder: TurnRecorder, parent: Event | None
     ) -> list[DispatchResult]:
-        return list(await asyncio.gather(*(self.run_one(use, recorder, parent) for use in uses)))
+        results = list(await asyncio.gather(*(self.run_one(use, recorder, parent) for use in uses)))
+        # Calls finish in any order but their results are stored in call order, and a session's
+        # message ids must increase: stamp the ids now, in that order.
+        for result in results:
+            result.message = result.message.model_copy(update={"id": new_ulid()})
+        return results
 
     async def run_one(self, use: ToolUseBlock, recorder: TurnRecorder, parent: Event | None) -> DispatchResult:
         session_id = recorder.session_id
@@ -77,12 +83,13 @@ class ToolDispatcher:
         }, parent)
         started = time.perf_counter()
 
+        context = dataclasses.replace(self.context, call=ToolCallScope(use.id, recorder, parent))
         try:
             if definition.needs_confirmation and self.confirmation.needs_asking(use.name):
                 refused = await self._confirm(use, recorder, called)
                 if refused is not None:
                     return self._finish(use, refused, recorder, called, started)
-            outcome = await tool.run(use.input, self.context)
+            outcome = await tool.run(use.input, context)
         except asyncio.CancelledError:
             self._finish(use, ToolOutcome.failure("cancelled", "cancelled by the user"), recorder, called, started)
             raise

@@ -7,28 +7,37 @@ the one object the CLI, the demo and the tests create; closing it drains the bus
 
 from __future__ import annotations
 
+import contextlib
 import contextvars
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
 from metis_core.agent.cost import CostAccumulator
-from metis_core.agent.session import SessionManager
+from metis_core.agent.route_advice import RouteAdviceAsker
+from metis_core.agent.session import Session, SessionManager
+from metis_core.agent.system_prefix import session_prefix_source
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnRunner
 from metis_core.config import MetisConfig, load_config, metis_home
+from metis_core.errors import MetisError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
-from metis_core.prompts import PromptComposer
+from metis_core.prompts import PromptComposer, PromptPart
 from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
+from metis_core.routing.pattern_slot import PatternAdvisor
 from metis_core.routing.policy_file import PolicyLoader
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
+
+if TYPE_CHECKING:
+    from metis_core.agent.mcp.hub import McpHub
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
 
@@ -46,6 +55,7 @@ class Runtime:
         approve_everything: bool = False,
         health: HealthTracker | None = None,
         configured_providers: set[str] | None = None,
+        connect_mcp: bool = True,
     ) -> None:
         """`configured_providers` overrides the key lookup (for a client built with explicit keys)."""
         self.home = home or metis_home()
@@ -67,9 +77,29 @@ class Runtime:
         self.tools = ToolRegistry.with_builtins()
         self.prompts = PromptComposer()
         """Where templates, memory and skills add to each turn's system prompt (add_part / add_source)."""
+        self.prefixes: dict[str, tuple[PromptPart, ...]] = {}
+        """Each open session's stable parts (memory, skills), served to the composer by session id."""
+        self.prompts.add_source(session_prefix_source(self.prefixes))
+        self.mcp = self._start_mcp() if connect_mcp and self.config.mcp_servers else None
+        if self.config.memory.enabled:
+            from metis_core.agent.memory.tool import MemoryTool
+
+            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes))
+        if self.config.delegation.tiers:
+            from metis_core.agent.delegation.tool import DelegateTool
+
+            self.tools.register(DelegateTool(self))
         self.confirmer = confirmer
         self.approve_everything = approve_everything
         self.configured_providers = configured_providers
+        self.pattern_advisor: PatternAdvisor | None = None
+        """Answers the routing chain's `pattern` slot; set by the learning layer (metis_core/learning/)."""
+        self.route_advice: RouteAdviceAsker | None = None
+        """Asked when a rule outranks a pattern recommendation (`/route override|ignore` in the chat)."""
+        self.learning: Any = None
+        """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
+        self.on_close: list[Callable[[], None]] = []
+        """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -84,6 +114,21 @@ class Runtime:
         self.bus.emit_new("routing.policy_invalid", {
             "policy_path": path, "errors": errors, "using_last_known_good": using_last_known_good,
         }, session_id=self.current_session.get(), actor=Actor.SYSTEM)
+
+    def _start_mcp(self) -> McpHub:
+        from metis_core.agent.mcp.hub import McpHub
+
+        hub = McpHub(self.config.mcp_servers, log_dir=self.home / "logs")
+        hub.start()
+        hub.register_into(self.tools)
+        return hub
+
+    def attach_prefix(self, session: Session, parts: tuple[PromptPart, ...]) -> None:
+        session.prefix_parts = parts
+        if parts:
+            self.prefixes[session.id] = parts
+        else:
+            self.prefixes.pop(session.id, None)
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
@@ -100,6 +145,7 @@ class Runtime:
             health=self.health,
             global_default=self.config.default_model,
             is_configured=self.is_configured,
+            advisor=self.pattern_advisor,
         )
 
     def confirmation_policy(self) -> ConfirmationPolicy:
@@ -111,7 +157,16 @@ class Runtime:
 
     def close(self) -> None:
         if not self.bus.closed:
+            # Let batch subscribers (the learning layer) finish what they were handed while the bus
+            # still accepts the events they emit; shutdown then drains those.
+            with contextlib.suppress(MetisError):
+                self.bus.flush(timeout=30.0)
             self.bus.shutdown(drain=True)
+        if self.mcp is not None:
+            self.mcp.close()
+        for release in self.on_close:
+            release()
+        self.on_close.clear()
         self.trace.close()
         self.store.close()
         self.client.close()

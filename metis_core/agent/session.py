@@ -8,6 +8,7 @@ process rebuilds all of that from the store, so a conversation continues on any 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -16,15 +17,19 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.agent.confirmation import ConfirmationPolicy
+from metis_core.agent.system_prefix import build_prefix_parts
 from metis_core.agent.tools.base import ToolContext
+from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.errors import CapabilityMismatchError
 from metis_core.events.envelope import Actor
 from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.messages import Message, Role
 from metis_core.models.fit import check_fits
+from metis_core.prompts import PromptPart, compose
 
 if TYPE_CHECKING:
+    from metis_core.agent.skills.session_skills import SkillState
     from metis_core.routing.engine import RoutingEngine
     from metis_core.store.sessions import SessionStore
 
@@ -41,6 +46,25 @@ class Session:
     turn_count: int = 0
     opened_at: float = field(default_factory=time.monotonic)
     command_timeout_seconds: float = 30.0
+    parent_session_id: str | None = None
+    """The planner session, when this is a delegated worker session."""
+    delegate_model: str | None = None
+    """A worker's tier model (id, alias or chain); it fills the routing chain's delegate_request slot."""
+    tools: ToolRegistry | None = None
+    """The tools this session offers; None means the runtime's registry."""
+    prefix_parts: tuple[PromptPart, ...] = ()
+    """Memory and skills, built at create/resume; composed into every turn's system prompt, never stored."""
+    skills: SkillState | None = None
+    """The skills found for this session and those loaded into its context."""
+
+    def prefix_text(self) -> str:
+        """The stable prefix as the model reads it (for /memory, tests and debugging)."""
+        composition = compose(self.prefix_parts)
+        return composition.text if composition is not None else ""
+
+    @property
+    def is_worker(self) -> bool:
+        return self.parent_session_id is not None
 
     def append(self, message: Message, store: SessionStore, *, provider: str | None = None) -> None:
         """Persist one message (with its tool_call rows) and add it to the history."""
@@ -55,24 +79,38 @@ class Session:
 
     def tool_context(self) -> ToolContext:
         return ToolContext(workspace=self.workspace, session_id=self.id,
-                           command_timeout_seconds=self.command_timeout_seconds)
+                           command_timeout_seconds=self.command_timeout_seconds, session=self)
+
+
+ModelSwapListener = Callable[["Session", str | None, str], None]
+"""Called after a successful `/model` swap with the session, the previous and the new choice."""
 
 
 class SessionManager:
     def __init__(self, runtime: Any) -> None:
         self.rt = runtime
+        self.swap_listeners: list[ModelSwapListener] = []
 
-    def create(self, workspace: Path, *, model: str | None = None, title: str | None = None) -> Session:
+    def create(
+        self, workspace: Path, *, model: str | None = None, title: str | None = None,
+        parent_session_id: str | None = None, delegate_model: str | None = None, tools: ToolRegistry | None = None,
+        confirmation: ConfirmationPolicy | None = None,
+    ) -> Session:
+        """A new session; a delegated worker names its planner, tier model, tools and confirmations."""
         rt = self.rt
         workspace = workspace.resolve()
         engine = rt.engine_for(workspace)
-        record = rt.store.create_session(workspace, active_model=model, title=title)
+        record = rt.store.create_session(workspace, active_model=model, title=title,
+                                         parent_session_id=parent_session_id)
         session = Session(id=record.id, workspace=workspace, engine=engine, sticky_model=model,
-                          confirmation=rt.confirmation_policy())
-        rt.bus.emit_new("session.created", {
+                          confirmation=confirmation or rt.confirmation_policy(),
+                          parent_session_id=parent_session_id, delegate_model=delegate_model, tools=tools)
+        created = rt.bus.emit_new("session.created", {
             "workspace_path": str(workspace), "workspace_hash": sha256_hex(str(workspace)),
             "initial_active_model": model, "routing_policy_version": engine.policy.version,
         }, session_id=session.id, actor=Actor.SYSTEM)
+        if not session.is_worker:
+            rt.attach_prefix(session, build_prefix_parts(rt, session, created))
         return session
 
     def resume(self, session_id: str, *, workspace: Path | None = None) -> Session:
@@ -85,12 +123,15 @@ class SessionManager:
             tool_ids=ToolIdMap.from_dict(dict(record.tool_id_map)),
             sticky_model=record.active_model, confirmation=rt.confirmation_policy(),
             turn_count=sum(1 for m in history if m.role is Role.USER),
+            parent_session_id=record.parent_session_id,
         )
         rt.bus.flush()
         last = rt.trace.replay(session_id)
-        rt.bus.emit_new("session.resumed", {
+        resumed = rt.bus.emit_new("session.resumed", {
             "workspace_hash": sha256_hex(str(root)), "last_event_id_at_resume": last[-1].id if last else None,
         }, session_id=session_id, actor=Actor.SYSTEM)
+        if not session.is_worker:
+            rt.attach_prefix(session, build_prefix_parts(rt, session, resumed))
         totals = rt.store.session_totals(session_id)
         rt.costs.seed(session_id, totals.cost_usd)
         return session
@@ -104,7 +145,7 @@ class SessionManager:
         rt = self.rt
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
-        tools = rt.tools.definitions()
+        tools = (session.tools or rt.tools).definitions()
         try:
             check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
         except CapabilityMismatchError as error:
@@ -115,8 +156,11 @@ class SessionManager:
                 "missing_capability": error.capability, "reason": redact(error.reason),
             }, session_id=session.id, actor=Actor.SYSTEM)
             raise
+        previous = session.sticky_model
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
+        for listener in self.swap_listeners:
+            listener(session, previous, model)
 
     def end_inactive(self, *, idle_hours: float | None = None, now: datetime | None = None) -> list[str]:
         """End every open session idle for `idle_hours` (config sessions.inactivity_timeout_hours) as
@@ -143,3 +187,4 @@ class SessionManager:
             "duration_seconds": round(time.monotonic() - session.opened_at, 3),
         }, session_id=session.id, actor=Actor.SYSTEM)
         rt.store.end_session(session.id, disposition)
+        rt.prefixes.pop(session.id, None)

@@ -21,6 +21,7 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.route_advice import RouteSuggestion
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import (
@@ -41,6 +42,8 @@ from metis_core.messages import (
     Message,
     MessageStatus,
     Role,
+    RoutingDecisionRecord,
+    RoutingMode,
     StreamError,
     StreamEvent,
     TextBlock,
@@ -48,6 +51,7 @@ from metis_core.messages import (
     tool_result_message,
 )
 from metis_core.prompts import CompositionContext
+from metis_core.routing.engine import RouteDecision, TurnNeeds
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
@@ -62,6 +66,14 @@ TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
 MAX_LLM_CALLS_PER_TURN = 25
 SHARED_TEXT_LIMIT = 4000
 """Characters of the scrubbed user message turn.started carries when trace sharing is on."""
+
+
+@dataclass(frozen=True, slots=True)
+class TurnLimits:
+    """How far one turn may go: model calls, and input plus output tokens across them (None: no cap)."""
+
+    max_llm_calls: int = MAX_LLM_CALLS_PER_TURN
+    max_tokens: int | None = None
 
 
 @dataclass
@@ -82,8 +94,14 @@ class TurnResult:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: Decimal = Decimal(0)
+    pricing_version: str | None = None
+    limit_reached: str | None = None
+    """"llm_calls" or "tokens" when the turn stopped at its TurnLimits."""
     unpriced_calls: int = 0
     """Answers whose model has no price: `cost_usd` leaves them out, so a total is then incomplete."""
+    suggestion: RouteSuggestion | None = None
+    """A pattern recommendation a rule outranked (None when there was none, or it was overridden)."""
+    route_decided_id: str | None = None
 
     @property
     def answer(self) -> str:
@@ -94,8 +112,9 @@ class _CallObserver:
     """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
 
     def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int,
-                 composed: dict[str, Any] | None = None) -> None:
+                 composed: dict[str, Any] | None = None, *, is_worker: bool = False) -> None:
         self.recorder = recorder
+        self.is_worker = is_worker
         self.composed = composed
         """llm.prompt_composed payload, emitted once under the first attempt's llm.call_started."""
         self.parent = parent
@@ -111,7 +130,7 @@ class _CallObserver:
         self.started_at = time.perf_counter()
         self.started = self.recorder.emit("llm.call_started", {
             "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
-            "request_id": new_ulid(), "is_worker": False,
+            "request_id": new_ulid(), "is_worker": self.is_worker,
         }, self.parent, actor=Actor.AGENT)
         if self.composed is not None and self.attempts == 1:
             self.recorder.emit("llm.prompt_composed", self.composed, self.started, actor=Actor.AGENT)
@@ -166,10 +185,12 @@ class TurnRunner:
         options: AdapterOptions | None = None,
         timeout_seconds: float | None = None,
         before_completed: TurnClosingHook | None = None,
+        limits: TurnLimits | None = None,
     ) -> TurnResult:
         """One turn. Past `timeout_seconds` (or when its task is cancelled) it ends as turn.cancelled
         with the reason given (CANCEL_REASONS; a bare cancel is user_cancel), keeping the partial answer."""
         rt = self.rt
+        limits = limits or TurnLimits()
         turn_id = new_ulid()
         result = TurnResult(turn_id=turn_id)
         recorder = TurnRecorder(rt.bus, session.id, turn_id)
@@ -178,7 +199,8 @@ class TurnRunner:
 
         user = Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text), *(attachments or [])])
         session.append(user, rt.store)
-        tools = rt.tools.definitions()
+        registry = session.tools or rt.tools
+        tools = registry.definitions()
         system, composed = self._compose(session, user_text)
         hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
         needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
@@ -190,7 +212,8 @@ class TurnRunner:
         }, None, actor=Actor.USER)
 
         try:
-            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model,
+                                             delegate=session.delegate_model)
         except MetisError as error:  # no model can take this turn: close it on the record, then say why
             result.error = str(error)
             result.failure = error
@@ -198,13 +221,26 @@ class TurnRunner:
             self._completed(recorder, started, result, started_clock)
             raise
         routed = recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
-        del routed  # llm.call_started descends from turn.started (spec §8.1), not route.decided
+        result.route_decided_id = routed.id if routed is not None else None
         result.model = decision.chosen_model
-        chain = FallbackChain(rt.client, decision.members, health=rt.health, settings=decision.settings)
-        dispatcher = ToolDispatcher(rt.tools, session.confirmation, session.tool_context())
-        base = (replace(options, model=decision.chosen_model) if options
-                else AdapterOptions(model=decision.chosen_model, hosted_tools=hosted_tools))
+        members, record = decision.members, decision.record
+        # llm.call_started descends from turn.started (spec §8.1), or from route.overridden
         parent: Event | None = started
+        if decision.pattern_match is not None:
+            self._pattern_matched(recorder, decision, routed)
+        elif decision.deferred_pattern is not None:
+            try:
+                overridden = await self._ask_about_deferred(session, recorder, decision, routed, needs, result)
+            except asyncio.CancelledError:  # Ctrl-C at the question: the turn ends like any cancelled turn
+                self._cancelled(session, recorder, started, StreamTracker(), None, result)
+                return result
+            if overridden is not None:
+                parent, members, record = overridden
+                result.model = members[0]
+        chain = FallbackChain(rt.client, members, health=rt.health, settings=decision.settings)
+        dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
+        base = (replace(options, model=members[0]) if options
+                else AdapterOptions(model=members[0], hosted_tools=hosted_tools))
         tracker = StreamTracker()
         observer: _CallObserver | None = None
         expired: list[bool] = []
@@ -213,7 +249,8 @@ class TurnRunner:
         in_call = False  # between llm.call_started and the final message of that call
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed)
+                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
+                                         is_worker=session.is_worker)
                 tracker = StreamTracker()
                 awaiting = []
                 in_call = True
@@ -222,7 +259,7 @@ class TurnRunner:
                 history = [*system, *resolve_file_refs(session.history, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
-                    routing=decision.record, observer=observer,
+                    routing=record, observer=observer,
                 ):
                     tracker.observe(event)
                     if isinstance(event, StreamError):
@@ -255,8 +292,14 @@ class TurnRunner:
                 result.stop_reason = final.metadata.stop_reason or "end_turn"
                 if not uses:
                     break
-                if result.llm_calls >= MAX_LLM_CALLS_PER_TURN:
-                    result.error = f"stopped after {MAX_LLM_CALLS_PER_TURN} model calls in one turn"
+                if limits.max_tokens is not None and result.input_tokens + result.output_tokens > limits.max_tokens:
+                    result.limit_reached = "tokens"
+                    result.error = (f"stopped after {result.input_tokens + result.output_tokens} tokens, over the "
+                                    f"turn's budget of {limits.max_tokens}")
+                    break
+                if result.llm_calls >= limits.max_llm_calls:
+                    result.limit_reached = "llm_calls"
+                    result.error = f"stopped after {limits.max_llm_calls} model calls in one turn"
                     break
                 awaiting = uses
                 outcomes = await dispatcher.run_all(uses, recorder, completed)
@@ -307,6 +350,54 @@ class TurnRunner:
         return [system], composition.record()
 
     @staticmethod
+    def _pattern_matched(recorder: TurnRecorder, decision: RouteDecision, routed: Event | None) -> None:
+        match = decision.pattern_match
+        assert match is not None
+        recorder.emit("pattern.matched", {
+            "fingerprint_id": match.fingerprint_id, "fingerprint_kind": match.fingerprint_kind,
+            "chosen_model": decision.chosen_model, "confidence": match.confidence,
+            "sample_size": match.sample_size, "k_cluster_size": match.k_cluster_size,
+            "alternatives_count": len(match.alternatives),
+        }, routed, actor=Actor.SYSTEM)
+
+    async def _ask_about_deferred(
+        self, session: Session, recorder: TurnRecorder, decision: RouteDecision, routed: Event | None,
+        needs: TurnNeeds, result: TurnResult,
+    ) -> tuple[Event | None, list[str], RoutingDecisionRecord] | None:
+        """Offer the deferred pattern model; (parent, members, record) when the user overrides."""
+        advice = decision.deferred_pattern
+        assert advice is not None
+        suggestion = RouteSuggestion(
+            turn_id=recorder.turn_id or "", chosen_model=decision.chosen_model, suggested_model=advice.model,
+            rule_name=decision.deferred_rule, confidence=advice.confidence, sample_size=advice.sample_size,
+        )
+        result.suggestion = suggestion
+        asker = self.rt.route_advice
+        answer = await asker(suggestion) if asker is not None else None
+        if answer == "ignore":
+            result.suggestion = None
+            dismiss_suggestion(recorder, suggestion, routed)
+            return None
+        if answer != "override":
+            return None
+        try:
+            members = session.engine.members_for(advice.model, needs)
+        except MetisError:  # the suggestion stopped fitting (benched since routing): keep the rule's model
+            return None
+        result.suggestion = None
+        overridden = recorder.emit("route.overridden", {
+            "original_chosen_model": decision.chosen_model, "new_chosen_model": members[0],
+            "deferred_policy": "pattern", "rule_name": decision.deferred_rule,
+            "pattern_confidence": advice.confidence,
+        }, routed, actor=Actor.USER)
+        record = RoutingDecisionRecord(
+            mode=RoutingMode.PATTERN, chosen_model=members[0], reason="pattern recommendation applied with "
+            "/route override", rule_name=decision.deferred_rule, confidence=advice.confidence,
+            alternatives_considered=[decision.chosen_model],
+        )
+        return overridden, members, record
+
+    @staticmethod
     def _completed(recorder: TurnRecorder, started: Event | None, result: TurnResult, started_clock: float) -> None:
         if result.error is not None and result.stop_reason != "max_tokens":
             result.stop_reason = "error"  # a failed turn never reads as an ordinary end_turn
@@ -326,6 +417,7 @@ class TurnRunner:
             result.input_tokens += usage.total_input_tokens
             result.output_tokens += usage.output_tokens
             result.cost_usd += usage.cost_usd or Decimal(0)
+            result.pricing_version = usage.pricing_version or result.pricing_version
         if usage is None or usage.cost_usd is None:
             result.unpriced_calls += 1
 
@@ -334,8 +426,9 @@ class TurnRunner:
         """Store a result for every call of the stored answer, so the history stays valid after Ctrl-C."""
         for use in awaiting:
             settled = dispatcher.settled.get(use.id)
-            message = settled.message if settled is not None else tool_result_message(
-                use.id, "cancelled by the user", is_error=True, session_id=session.id)
+            # A settled result got its id when its call finished; stamp it now so ids follow call order.
+            message = settled.message.model_copy(update={"id": new_ulid()}) if settled is not None else \
+                tool_result_message(use.id, "cancelled by the user", is_error=True, session_id=session.id)
             session.append(message, self.rt.store)
             result.produced.append(message)
             result.tool_calls += 1
@@ -395,6 +488,14 @@ def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:
         task.cancel("timeout")
 
     return asyncio.get_running_loop().call_later(seconds, expire)
+
+
+def dismiss_suggestion(recorder: TurnRecorder, suggestion: RouteSuggestion, routed: Event | str | None) -> None:
+    """pattern.override_dismissed for `suggestion` (`/route ignore`), parented to its route.decided."""
+    recorder.bus.emit_new("pattern.override_dismissed", {
+        "chosen_model": suggestion.chosen_model, "dismissed_pattern_model": suggestion.suggested_model,
+        "rule_name": suggestion.rule_name, "pattern_confidence": suggestion.confidence,
+    }, session_id=recorder.session_id, turn_id=suggestion.turn_id, parent=routed, actor=Actor.USER)
 
 
 def thinking_text(message: Message) -> str:

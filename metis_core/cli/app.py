@@ -62,6 +62,11 @@ lazy("backup", "metis_core.cli.admin:backup", "Snapshot the database (consistent
 lazy("restore", "metis_core.cli.admin:restore", "Replace the database with a backup (keeps the replaced one).")
 lazy("audit", "metis_core.cli.admin:audit_app", "Export the audit trail.")
 lazy("replay", "metis_core.cli.replay:replay", "Replay stored sessions on another model and compare.")
+lazy("mcp", "metis_core.cli.mcp_servers:app", "MCP servers of config.yaml and the tools they offer.")
+lazy("skills", "metis_core.cli.skills:app", "Skills: list, show, create, edit and import SKILL.md folders.")
+lazy("feedback", "metis_core.cli.learning:feedback", "Rate a turn or a session (feeds the learning loop).")
+lazy("eval", "metis_core.cli.learning:eval_app", "Score turns and sessions with the evaluator.")
+lazy("patterns", "metis_core.cli.learning:patterns_app", "What the pattern store learned; clear it.")
 
 
 def main() -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from metis_core.agent.confirmation import Confirmer
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult
 from metis_core.cli import first_run
 from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.chat_input import MessageReader
@@ -25,6 +26,7 @@ from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, Terminal
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
+from metis_core.cli.route_prompt import TerminalRouteAdvisor, describe
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
 from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.slash_commands import SlashCommands
@@ -47,6 +49,7 @@ class ChatLoop:
         self.interactive = interactive
         self.confirm_timeout = confirm_timeout
         self.pending_attachments: list[ContentBlock] = []
+        self.last_result: TurnResult | None = None
         self.commands = SlashCommands(self)
         self.reader = MessageReader(interactive=interactive, echo=lambda text: self.terminal.out.print(
             text.rstrip(), style="dim", markup=False))
@@ -111,8 +114,12 @@ class ChatLoop:
         if result is None or result.cancelled:
             self.terminal.warn("cancelled: the partial answer is kept and the chat goes on")
             return
+        self.last_result = result
         if result.error:
             self.terminal.fail(result.error)
+        if result.suggestion is not None:
+            self.terminal.out.print(f"{describe(result.suggestion)} · /route ignore dismisses it", style="yellow",
+                                    markup=False)
         if override is not None and result.model not in self.session.engine.expand(override):
             self.terminal.warn(f"@{override} could not take this message; {result.model} answered "
                                "(`metis trace show` has the routing reasons)")
@@ -148,9 +155,11 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
         with contextlib.suppress(ImportError):
             import readline  # noqa: F401  (line editing and history for input())
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
-    confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
-        else NoTerminalDenier(terminal)
+    reader = LineReader(sys.stdin.fileno()) if interactive else None
+    confirmer: Confirmer = TerminalConfirmer(terminal, reader) if reader is not None else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)
+    if reader is not None:
+        runtime.route_advice = TerminalRouteAdvisor(terminal, reader)
     try:
         runtime.tools = shown_tools(chosen_tools(runtime.tools, no_tools=no_tools, names=tools), printer)
         if model is not None:

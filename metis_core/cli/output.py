@@ -30,6 +30,8 @@ def known_secret_values(config: MetisConfig | None = None) -> list[str]:
             if settings.api_key is not None:
                 values.add(settings.api_key.get_secret_value())
             values.update(v.get_secret_value() for v in settings.headers.values())
+        for server in config.mcp_servers.values():
+            values.update(v.get_secret_value() for v in [*server.env.values(), *server.headers.values()])
     values.update(os.environ.get(name, "").strip() for name in names)
     return sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)
 

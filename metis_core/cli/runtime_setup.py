@@ -57,16 +57,32 @@ def open_runtime(
     extra = python_tools(config, tool_modules)
     active = active_cassette()
     if active is not None:
-        runtime = _cassette_runtime(config, active[0], active[1], confirmer, approve_everything, db_path)
+        runtime = with_learning(_cassette_runtime(config, active[0], active[1], confirmer, approve_everything,
+                                                  db_path))
     else:
         if config.defaults.model is None:
             config.defaults.model = fallback_default_model(config)
-        runtime = Runtime(home=config.home, config=config, confirmer=confirmer,
-                          approve_everything=approve_everything, db_path=db_path)
+        runtime = with_learning(Runtime(home=config.home, config=config, confirmer=confirmer,
+                                        approve_everything=approve_everything, db_path=db_path))
         runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
     try:
         for made in extra:
             runtime.tools.register(made)
+    except BaseException:
+        runtime.close()
+        raise
+    return runtime
+
+
+def with_learning(runtime: Runtime) -> Runtime:
+    """Attach the learning layer unless config.yaml says `learning: {enabled: false}`."""
+    from metis_core.learning.loop import LearningLoop
+    from metis_core.learning.settings import LearningSettings
+
+    try:
+        settings = LearningSettings.from_config(runtime.config.learning)
+        if settings.enabled:
+            LearningLoop.attach(runtime, settings)
     except BaseException:
         runtime.close()
         raise

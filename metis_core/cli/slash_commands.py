@@ -8,12 +8,17 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from metis_core.cli.render import cost_text
+from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.turn import dismiss_suggestion
+from metis_core.cli.memory_command import memory_command
+from metis_core.cli.render import cost_text, format_usd
+from metis_core.cli.route_prompt import describe
 from metis_core.cli.tables import sessions_table, tools_table
 from metis_core.cli.trace_view import trace_tree
 from metis_core.cli.turn_execution import image_attachment
@@ -32,6 +37,9 @@ HELP = [
     ("/sessions", "recent sessions"),
     ("/resume ID", "continue another session (this one is saved)"),
     ("/attach PATH", "attach an image to your next message"),
+    ("/memory", "MEMORY.md and USER.md; /memory add [user] TEXT, /memory remove [user] N"),
+    ("/good, /bad [TEXT]", "rate the last answer (add --session to rate the whole session)"),
+    ("/route override|ignore", "about a pattern suggestion a rule outranked: use it, or dismiss it"),
     ("/save [PATH]", "write the last answer to PATH (default answer-<time>.md in the workspace)"),
     ("!multi … !end", "a message of several lines (a pasted block, or a line ending in \\, also works)"),
     ("!edit", "write the message in $EDITOR"),
@@ -46,7 +54,9 @@ class SlashCommands:
         self.table: dict[str, Callable[[str], bool]] = {
             "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
             "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/save": self.save,
-            "/help": self.help, "/exit": self.exit, "/quit": self.exit,
+            "/help": self.help, "/exit": self.exit, "/quit": self.exit, "/good": self.good, "/bad": self.bad,
+            "/route": self.route,
+            "/memory": lambda argument: memory_command(self.chat, argument),
         }  # fmt: skip
 
     def handle(self, line: str) -> bool:
@@ -90,17 +100,24 @@ class SlashCommands:
             f"{totals.assistant_message_count} model "
             f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
             f"{', '.join(totals.models) or '-'}", markup=False)
+        workers = chat.runtime.store.worker_sessions(chat.session.id)
+        if workers:
+            spent = sum((w.total_cost_usd for w in workers), Decimal(0))
+            self.out.print(f"delegated: {format_usd(spent)} in {len(workers)} worker session(s) · with workers: "
+                           f"{format_usd(totals.cost_usd + spent)}", markup=False)
         return True
 
     def tools(self, argument: str) -> bool:
-        self.out.print(tools_table(self.chat.runtime.tools, self.chat.session.confirmation), soft_wrap=False)
+        registry = self.chat.session.tools or self.chat.runtime.tools
+        self.out.print(tools_table(registry, self.chat.session.confirmation), soft_wrap=False)
         return True
 
     def trace(self, argument: str) -> bool:
         runtime = self.chat.runtime
         runtime.bus.flush()
         runtime.trace.flush()
-        self.out.print(trace_tree(self.chat.session.id, runtime.trace.replay(self.chat.session.id)), soft_wrap=False)
+        self.out.print(trace_tree(self.chat.session.id, runtime.trace.replay(self.chat.session.id),
+                                  runtime.trace.replay), soft_wrap=False)
         return True
 
     def sessions(self, argument: str) -> bool:
@@ -126,6 +143,46 @@ class SlashCommands:
             path = self.chat.session.workspace / path
         self.chat.pending_attachments.append(image_attachment(path, self.chat.session.workspace))
         self.out.print(f"attached {argument} to your next message", markup=False)
+        return True
+
+    def good(self, argument: str) -> bool:
+        return self._rate("thumbs_up", argument)
+
+    def bad(self, argument: str) -> bool:
+        return self._rate("thumbs_down", argument)
+
+    def _rate(self, rating: str, argument: str) -> bool:
+        learning = self.chat.runtime.learning
+        if learning is None:
+            self.chat.terminal.fail("learning is off (config.yaml learning.enabled); feedback is not recorded")
+            return True
+        words = argument.split()
+        whole = "--session" in words
+        comment = " ".join(w for w in words if w != "--session") or None
+        learning.feedback.rate(self.chat.session.id, rating, scope="session" if whole else "turn", comment=comment)
+        what = "this session" if whole else "the last answer"
+        self.out.print(f"noted: {'👍' if rating == 'thumbs_up' else '👎'} for {what}", markup=False)
+        return True
+
+    def route(self, argument: str) -> bool:
+        result = self.chat.last_result
+        suggestion = result.suggestion if result is not None else None
+        action = argument.strip().lower()
+        if suggestion is None or result is None:
+            self.out.print("no pattern suggestion is waiting (one is offered when a rule outranks the pattern "
+                           "store, before the answer)", markup=False)
+            return True
+        if action == "ignore":
+            runtime = self.chat.runtime
+            recorder = TurnRecorder(runtime.bus, self.chat.session.id, suggestion.turn_id)
+            dismiss_suggestion(recorder, suggestion, result.route_decided_id)
+            result.suggestion = None
+            self.out.print("suggestion dismissed", markup=False)
+        elif action == "override":
+            self.chat.terminal.fail("that turn has finished; /route override applies when the suggestion is offered "
+                                    "before the answer (at the route> question)")
+        else:
+            self.out.print(describe(suggestion), markup=False)
         return True
 
     def save(self, argument: str) -> bool:

@@ -64,7 +64,10 @@ def show(session_id: SessionArgument) -> None:
 @guarded
 def tree(session_id: SessionArgument) -> None:
     session_id = resolved(session_id)
-    Terminal.open().out.print(trace_tree(session_id, session_events(session_id)), soft_wrap=False)
+    events = session_events(session_id)
+    with trace_store() as trace:
+        tree_view = trace_tree(session_id, events, trace.replay)
+    Terminal.open().out.print(tree_view, soft_wrap=False)
 
 
 @app.command("replay")

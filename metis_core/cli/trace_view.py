@@ -7,6 +7,8 @@ TraceStore and are never changed here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 from rich.table import Table
@@ -55,6 +57,12 @@ def describe(event: Event) -> str:
                                   f"{p.get('total_input_tokens')} in / {p.get('total_output_tokens')} out tokens · "
                                   f"{format_usd(p.get('total_cost_usd'))} · {p.get('wall_time_seconds')} s",
         "turn.cancelled": lambda: f"{p.get('reason')}",
+        "delegate.started": lambda: f"{p.get('tier')} → {p.get('resolved_model')} · worker "
+                                    f"{p.get('worker_session_id')}",
+        "delegate.completed": lambda: f"{p.get('model')} · {_count(p.get('llm_call_count'), 'call')} · "
+                                      f"{format_usd(Decimal(str(p.get('worker_total_cost_usd') or 0)))} · "
+                                      f"{p.get('wall_time_seconds')} s",
+        "delegate.failed": lambda: f"{p.get('failure_mode')}: {preview(str(p.get('error_message', '')), 80)}",
         "trace.swept": lambda: f"{p.get('rows_deleted')} rows{' (dry run)' if p.get('dry_run') else ''}",
     }.get(event.type)
     return details() if details is not None else ""
@@ -70,13 +78,26 @@ def _label(event: Event, parent_missing: bool = False) -> Text:
     return label
 
 
-def trace_tree(session_id: str, events: list[Event]) -> Tree:
-    """The session's events arranged by their parent pointers."""
+WorkerEvents = Callable[[str], list[Event]]
+"""Loads a worker session's events, so a delegation shows its worker's tree under delegate.started."""
+
+
+def trace_tree(session_id: str, events: list[Event], worker_events: WorkerEvents | None = None) -> Tree:
+    """The session's events arranged by their parent pointers (workers' under their delegate.started)."""
     tree = Tree(Text(f"session {session_id}", style="bold"))
+    _add_session(tree, events, worker_events)
+    return tree
+
+
+def _add_session(tree: Tree, events: list[Event], worker_events: WorkerEvents | None) -> None:
     causal = build_tree(events)
 
     def add(branch: Tree, node: CausalNode) -> None:
         child = branch.add(_label(node.event, node.parent_missing))
+        worker = node.event.payload.get("worker_session_id") if node.event.type == "delegate.started" else None
+        if worker and worker_events is not None:
+            sub = child.add(Text(f"worker session {worker}", style="bold dim"))
+            _add_session(sub, worker_events(str(worker)), None)  # workers never delegate further
         for grandchild in node.children:
             add(child, grandchild)
 
@@ -84,7 +105,6 @@ def trace_tree(session_id: str, events: list[Event]) -> Tree:
         add(tree, root)
     if not events:
         tree.add(Text("(no events recorded)", style="dim"))
-    return tree
 
 
 def events_table(events: list[Event]) -> Table:

@@ -4,13 +4,16 @@ Policies are tried in order — per-message `@model` override, sticky `/model` c
 pattern, delegate request, workspace default, global default — and every candidate is validated
 against what the turn needs (images, tools, context size, system prompt, structured output,
 health, a configured key). A rejected candidate is recorded with its validation_failure and the
-next policy tried. The pattern and delegate slots report not_applicable: metis has no pattern
-store or planner delegation yet, but the record keeps their places so the chain shape is stable.
+next policy tried. The pattern slot asks a `PatternAdvisor` (pattern_slot.py) when one is given;
+when a rule outranks its recommendation the slot records it as `deferred`. The
+delegate_request slot chooses only inside a delegated worker session, from the worker's tier;
+there the rule slot stands aside, so the planner's choice of tier is what decides.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import logging
 import re
 import time
 from collections.abc import Callable
@@ -21,7 +24,10 @@ from metis_core.errors import AliasCycleError, MetisError, ModelIdError, Unknown
 from metis_core.messages import RoutingDecisionRecord, RoutingMode
 from metis_core.models.registry import ModelRegistry
 from metis_core.routing.health import HealthTracker
+from metis_core.routing.pattern_slot import PatternAdvisor, PatternRecommendation
 from metis_core.routing.policy_file import LoadedPolicy, MemberSettings, PolicyLoader, RuleMatch
+
+log = logging.getLogger("metis_core.routing")
 
 POLICY_MODES = {
     "per_message_override": RoutingMode.OVERRIDE,
@@ -63,6 +69,8 @@ class TurnNeeds:
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
+    tools_in_history: tuple[str, ...] = ()
+    """Names of the tools earlier turns of the session called (a pattern fingerprint feature)."""
     hosted_tools: tuple[str, ...] = ()
     """Provider-hosted tools the turn asks for (web_search, code_execution, ...)."""
 
@@ -92,6 +100,11 @@ class RouteDecision:
     elapsed_ms: float
     record: RoutingDecisionRecord
     settings: dict[str, MemberSettings] = field(default_factory=dict)
+    pattern_match: PatternRecommendation | None = None
+    """Set when the pattern slot chose the model (pattern.matched)."""
+    deferred_pattern: PatternRecommendation | None = None
+    """Set when a rule outranked the pattern slot's recommendation (the chat offers /route override)."""
+    deferred_rule: str | None = None
 
     def payload(self) -> dict[str, Any]:
         """The route.decided payload."""
@@ -122,8 +135,10 @@ class RoutingEngine:
         health: HealthTracker | None = None,
         global_default: str | None = None,
         is_configured: Callable[[str], bool] | None = None,
+        advisor: PatternAdvisor | None = None,
     ) -> None:
         self.registry = registry
+        self.advisor = advisor
         self.loader = loader
         self.health = health
         self.global_default = global_default
@@ -191,10 +206,14 @@ class RoutingEngine:
 
     # --- the chain --------------------------------------------------------------------------
 
-    def decide(self, needs: TurnNeeds, *, override: str | None = None, sticky: str | None = None) -> RouteDecision:
+    def decide(
+        self, needs: TurnNeeds, *, override: str | None = None, sticky: str | None = None,
+        delegate: str | None = None,
+    ) -> RouteDecision:
+        """`delegate` is a worker session's tier model (id, alias or chain), None elsewhere."""
         started = time.perf_counter()
         policy = self.policy
-        rule_hit = self._matching_rule(policy, needs)
+        rule_hit = self._matching_rule(policy, needs) if delegate is None else None
         rule_model, rule_why, rule_name = (None, "", None)
         if rule_hit is not None:
             scope, rule = rule_hit
@@ -204,20 +223,37 @@ class RoutingEngine:
             ("manual_sticky", sticky, "chosen with /model", None),
             ("rule", rule_model, rule_why, rule_name),
             ("pattern", None, "", None),
-            ("delegate_request", None, "", None),
+            ("delegate_request", delegate, "the worker's delegation tier", None),
             ("workspace_default", policy.workspace.default, "workspace default", None),
             ("global_default", policy.global_.default or self.global_default, "global default", None),
         ]
         chain: list[PolicyVerdict] = []
         decision: RouteDecision | None = None
+        advice: PatternRecommendation | None = None
         for name, spec, why, slot_rule in candidates:
+            if name == "pattern" and (decision is None or chain[decision.winner_index].policy == "rule"):
+                advice = self._advice(needs)  # asked only when it can choose or be deferred
+            if name == "pattern" and advice is not None:
+                if decision is None:
+                    spec, why = advice.model, _pattern_reason(advice)
+                elif chain[decision.winner_index].policy == "rule" and advice.model != decision.chosen_model:
+                    chain.append(self._deferred(advice, decision, needs))
+                    continue
             if decision is not None:
                 chain.append(PolicyVerdict(name, "not_applicable", spec, "an earlier policy chose", slot_rule))
                 continue
             if spec is None:
-                chain.append(PolicyVerdict(name, "not_applicable", None, _not_applicable_reason(name), slot_rule))
+                reason = _not_applicable_reason(name)
+                if name == "rule" and delegate is not None:
+                    reason = "a delegated worker routes by its tier"
+                if name == "pattern" and self.advisor is not None:
+                    reason = "no confident pattern for turns like this yet"
+                chain.append(PolicyVerdict(name, "not_applicable", None, reason, slot_rule))
                 continue
             verdict, members = self._try(name, spec, why, slot_rule, needs)
+            if name == "pattern" and advice is not None:
+                verdict.confidence = advice.confidence
+                verdict.pattern_alternatives = _alternatives(advice)
             chain.append(verdict)
             if verdict.verdict == "chose":
                 decision = RouteDecision(
@@ -225,14 +261,49 @@ class RoutingEngine:
                     elapsed_ms=0.0,
                     record=RoutingDecisionRecord(
                         mode=POLICY_MODES[name], chosen_model=members[0], reason=verdict.reason, rule_name=slot_rule,
+                        confidence=verdict.confidence,
                         alternatives_considered=[v.candidate_model for v in chain[:-1] if v.candidate_model],
                     ),
                     settings={m: s for m in members if (s := policy.settings_for(m)) is not None},
+                    pattern_match=advice if name == "pattern" else None,
                 )
         if decision is None:
             raise NoRoutableModelError(chain)
         decision.elapsed_ms = (time.perf_counter() - started) * 1000
         return decision
+
+    def members_for(self, spec: str, needs: TurnNeeds) -> list[str]:
+        """The members of `spec` that can take this turn (for a `/route override` re-dispatch);
+        NoRoutableModelError when none can."""
+        verdict, members = self._try("pattern", spec, "chosen with /route override", None, needs)
+        if not members:
+            raise NoRoutableModelError([verdict])
+        return members
+
+    def _advice(self, needs: TurnNeeds) -> PatternRecommendation | None:
+        """The advisor's recommendation; an advisor that fails is logged and routing goes on without it."""
+        if self.advisor is None:
+            return None
+        try:
+            return self.advisor.recommend(needs)
+        except Exception as error:  # the learning layer must never break a turn
+            log.warning("pattern advisor failed; routing without it: %r", error)
+            return None
+
+    def _deferred(self, advice: PatternRecommendation, decision: RouteDecision, needs: TurnNeeds) -> PolicyVerdict:
+        rule_name = decision.chain[decision.winner_index].rule_name
+        failure = self.validation_failure(advice.model, needs)
+        if failure is not None:
+            return PolicyVerdict("pattern", "not_applicable", advice.model,
+                                 f"an earlier policy chose (the pattern suggestion {advice.model} cannot take "
+                                 f"this turn: {failure[1]})", confidence=advice.confidence)
+        decision.deferred_pattern = advice
+        decision.deferred_rule = rule_name
+        return PolicyVerdict(
+            "pattern", "deferred", advice.model,
+            f"{_pattern_reason(advice)}; rule {rule_name!r} outranks it",
+            confidence=advice.confidence, pattern_alternatives=_alternatives(advice),
+        )
 
     def _try(
         self, name: str, spec: str, why: str, rule_name: str | None, needs: TurnNeeds
@@ -261,6 +332,15 @@ class RoutingEngine:
             if _matches(rule.when, needs):
                 return scope, rule
         return None
+
+
+def _pattern_reason(advice: PatternRecommendation) -> str:
+    return (f"pattern store: {advice.model} scored best per dollar on {advice.sample_size} similar turns "
+            f"(confidence {advice.confidence:.2f})")
+
+
+def _alternatives(advice: PatternRecommendation) -> list[dict[str, Any]]:
+    return [{"model": a.model, "score": round(a.score, 4), "sample_size": a.sample_size} for a in advice.alternatives]
 
 
 def _not_applicable_reason(policy: str) -> str:

@@ -62,6 +62,8 @@ class SessionRecord:
     unpriced_message_count: int
     total_input_tokens: int
     total_output_tokens: int
+    parent_session_id: str | None = None
+    """The planner session that delegated to this worker session; None for a top-level session."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -80,13 +82,14 @@ class SessionRecord:
             "unpriced_message_count": self.unpriced_message_count,
             "total_input_tokens": self.total_input_tokens,
             "total_output_tokens": self.total_output_tokens,
+            "parent_session_id": self.parent_session_id,
         }
 
 
 SESSION_COLUMNS = (
     "id, workspace_path, active_model, routing_policy_json, tool_id_map_json, title, "
     "schema_version, created_at, updated_at, ended_at, disposition, total_cost_usd, "
-    "unpriced_message_count, total_input_tokens, total_output_tokens"
+    "unpriced_message_count, total_input_tokens, total_output_tokens, parent_session_id"
 )
 
 
@@ -107,6 +110,7 @@ def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
         unpriced,
         tokens_in,
         tokens_out,
+        parent,
     ) = tuple(row)
     return SessionRecord(
         id=sid,
@@ -124,6 +128,7 @@ def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
         unpriced_message_count=unpriced,
         total_input_tokens=tokens_in,
         total_output_tokens=tokens_out,
+        parent_session_id=parent,
     )
 
 

@@ -112,12 +112,14 @@ class SessionStore:
         *,
         title: str | None = None,
         routing_policy: dict[str, Any] | None = None,
+        parent_session_id: str | None = None,
     ) -> SessionRecord:
         sid = session_id or new_session_id()
         stamp = now_us()
         with self._lock, self._db.transaction():
             self._insert_session_row(
-                sid, normalize_workspace(workspace_path), active_model, routing_policy, {}, title, stamp, stamp
+                sid, normalize_workspace(workspace_path), active_model, routing_policy, {}, title, stamp, stamp,
+                parent_session_id=parent_session_id,
             )
         return self.get_session(sid)
 
@@ -131,13 +133,15 @@ class SessionStore:
         title: str | None,
         created_at_us: int,
         updated_at_us: int,
+        *,
+        parent_session_id: str | None = None,
     ) -> None:
         """Inside a held transaction."""
         try:
             self._db.execute(
                 "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, "
-                "tool_id_map_json, title, schema_version, created_at, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "tool_id_map_json, title, schema_version, created_at, updated_at, parent_session_id) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sid,
                     workspace,
@@ -148,6 +152,7 @@ class SessionStore:
                     SCHEMA_VERSION,
                     created_at_us,
                     updated_at_us,
+                    parent_session_id,
                 ),
             )
         except self._db.duplicate_error as error:
@@ -163,6 +168,15 @@ class SessionStore:
                 f"no session {session_id} in {self.path}; `metis sessions` lists the stored ones"
             )
         return session_from_row(row)
+
+    def worker_sessions(self, parent_session_id: str) -> list[SessionRecord]:
+        """The worker sessions a planner session delegated to, oldest first."""
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
+                (parent_session_id,),
+            ).fetchall()
+        return [session_from_row(row) for row in rows]
 
     def has_session(self, session_id: str) -> bool:
         with self._lock, self._db.errors():

@@ -197,3 +197,50 @@ async def test_session_resumes_in_a_new_runtime_and_continues(harness: Harness) 
     assert result.final is not None and result.final.metadata.routing.mode.value == "override"  # type: ignore[union-attr]
     kinds = by_type(h.events(session.id))
     assert kinds["session.resumed"][0].payload["last_event_id_at_resume"] is not None
+
+
+async def test_cancel_while_a_tool_runs_keeps_the_stored_response_and_stores_nothing_twice(harness: Harness) -> None:
+    from metis_core.cli.demo.anthropic_wire import message_stream, new_tool_use_id
+
+    h = harness
+    h.script.script("anthropic", [Reply(200, message_stream(
+        "claude-haiku-4-5", text="Running it.", input_tokens=40,
+        tool_use=(new_tool_use_id(), "run_command", {"command": "sleep 30"})), {"content-type": "text/event-stream"})])
+    h.confirmer.answers = [ConfirmationAnswer("allow", "once")]
+    session = h.runtime.sessions.create(h.workspace)
+    turn = asyncio.create_task(h.runtime.turns.run(session, "run the slow thing"))
+    for _ in range(200):
+        await asyncio.sleep(0.05)
+        if any(e.type == "tool.called" for e in h.events(session.id)):
+            break
+    turn.cancel()
+    result = await asyncio.wait_for(turn, 10)
+    assert result.cancelled
+    stored = h.runtime.store.load_messages(session.id)
+    # the response as it arrived, stored once, and an error result for its unfinished call
+    assert [m.role for m in stored] == [Role.USER, Role.ASSISTANT, Role.TOOL]
+    assert stored[1].metadata.status is MessageStatus.COMPLETE
+    assert stored[2].tool_results()[0].is_error
+    assert by_type(h.events(session.id))["tool.failed"][0].payload["error_class"] == "cancelled"
+
+
+async def test_parallel_tool_results_are_stored_in_call_order_whatever_order_they_finish(harness: Harness) -> None:
+    from anthropic_sse import anthropic_stream
+
+    h = harness
+    slow = ("toolu_slow01", "run_command", {"command": "sleep 0.4; echo slow"})
+    fast = ("toolu_fast01", "run_command", {"command": "echo fast"})
+    h.script.script("anthropic", [
+        Reply(200, anthropic_stream("claude-haiku-4-5", "Both at once.", [slow, fast]),
+              {"content-type": "text/event-stream"}),
+        Reply.fixture("anthropic", "stream__text_basic.sse"),
+    ])
+    h.confirmer.answers = [ConfirmationAnswer("allow", "once"), ConfirmationAnswer("allow", "once")]
+    session = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(session, "run both")
+    assert result.error is None
+    finished = [e.payload["tool_use_id"] for e in by_type(h.events(session.id))["tool.completed"]]
+    calls = [u.id for u in session.history[1].tool_uses()]
+    assert finished == list(reversed(calls))  # the fast one finished first
+    stored = h.runtime.store.load_messages(session.id)
+    assert [m.tool_results()[0].tool_use_id for m in stored if m.role is Role.TOOL] == calls

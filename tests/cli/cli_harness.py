@@ -76,9 +76,15 @@ def stored_messages(home: Path, session_id: str) -> list[Message]:
         return store.load_messages(session_id)
 
 
-def stored_events(home: Path, session_id: str) -> list[Event]:
+LEARNING_DOMAINS = ("eval.", "feedback.", "pattern.")
+
+
+def stored_events(home: Path, session_id: str, *, learning: bool = False) -> list[Event]:
+    """The session's events; without `learning`, the learning layer's batch events (evaluations,
+    implicit feedback, patterns: tests/learning/) are left out, since they interleave with the turn's."""
     with TraceStore(home / "metis.db") as trace:
-        return trace.replay(session_id)
+        events = trace.replay(session_id)
+    return events if learning else [e for e in events if not e.type.startswith(LEARNING_DOMAINS)]
 
 
 def only_session_id(home: Path) -> str:

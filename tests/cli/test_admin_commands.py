@@ -84,7 +84,7 @@ def test_trace_tree_shows_model_tokens_cost_and_latency_per_call(cli: Cli) -> No
     assert "llm.call_completed  anthropic:claude-sonnet-4-6 · 11 in / 6 out tokens · $0.000123 · " in tree
     assert " ms · end_turn" in tree and "tool.failed  permission_denied" in tree
     replayed = json_lines(cli("trace", "replay", sid).stdout)
-    assert [e["id"] for e in replayed] == [e.id for e in stored_events(cli.home, sid)]
+    assert [e["id"] for e in replayed] == [e.id for e in stored_events(cli.home, sid, learning=True)]
     assert "tool.confirmation_resolved" in cli("trace", "show", sid).stdout
     assert cli("trace", "tree", "sess_nope").exit_code == 6
 

@@ -125,6 +125,20 @@ settings:
     assert decision.settings["anthropic:claude-sonnet-4-6"].temperature == 0.2
 
 
+def test_a_worker_is_routed_by_its_tier_through_the_delegate_slot_and_rules_stand_aside(tmp_path: Path) -> None:
+    rules = ("default: anthropic:claude-sonnet-4-6\nrules:\n  - name: tools\n    when: {has_tools: true}\n"
+             "    model: openai:gpt-4o\n")
+    routing = engine(tmp_path, global_yaml=rules)
+    planner = routing.decide(TurnNeeds(has_tools=True))
+    assert planner.chosen_model == "openai:gpt-4o"
+    assert planner.chain[POLICIES.index("delegate_request")].verdict == "not_applicable"
+    worker = routing.decide(TurnNeeds(has_tools=True), delegate="anthropic:claude-haiku-4-5")
+    assert worker.chosen_model == "anthropic:claude-haiku-4-5" and worker.record.mode.value == "delegate"
+    rule = worker.chain[POLICIES.index("rule")]
+    assert rule.verdict == "not_applicable" and rule.reason == "a delegated worker routes by its tier"
+    assert worker.chain[worker.winner_index].policy == "delegate_request"
+
+
 def test_a_turn_asking_for_a_hosted_tool_is_refused_by_a_model_without_it(tmp_path: Path) -> None:
     routing = engine(tmp_path, global_yaml="default: anthropic:claude-sonnet-4-6\n")
     needs = TurnNeeds(hosted_tools=("web_search",))

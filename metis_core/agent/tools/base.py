@@ -8,11 +8,29 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from metis_core.messages import ImageBlock, TextBlock, ToolDefinition
 
+if TYPE_CHECKING:
+    from metis_core.agent.recording import TurnRecorder
+    from metis_core.agent.session import Session
+    from metis_core.events.envelope import Event
+
 MAX_OUTPUT_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallScope:
+    """Where one call happens: its tool_use id, the turn's recorder and the event that caused it.
+
+    Tools that emit their own events (delegate, memory, skill_load, skill_search) parent them to
+    `caused_by`, the llm.call_completed whose response asked for the call.
+    """
+
+    tool_use_id: str
+    recorder: TurnRecorder
+    caused_by: Event | None
 
 
 @dataclass(slots=True)
@@ -21,6 +39,10 @@ class ToolContext:
     session_id: str = ""
     command_timeout_seconds: float = 30.0
     max_output_bytes: int = MAX_OUTPUT_BYTES
+    session: Session | None = None
+    """The calling session, for tools that act on it (delegate, skills); None outside a session."""
+    call: ToolCallScope | None = None
+    """Set by the dispatcher for each call."""
 
 
 @dataclass(slots=True)

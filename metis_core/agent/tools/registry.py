@@ -38,6 +38,10 @@ class ToolRegistry:
     def names(self) -> list[str]:
         return list(self._tools)
 
+    def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
+        """A new registry with these tools after this one's (a session's own tools, e.g. skills)."""
+        return ToolRegistry([*self._tools.values(), *tools])
+
     @classmethod
     def with_builtins(cls) -> ToolRegistry:
         return cls(builtin_tools())

@@ -164,10 +164,71 @@ def _v3_trace_bookkeeping(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE TABLE trace_state (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
 
 
+def _v4_worker_sessions(conn: sqlite3.Connection) -> None:
+    """A delegated worker session names the planner session that started it (docs/delegation.md)."""
+    conn.execute("ALTER TABLE sessions ADD COLUMN parent_session_id TEXT")
+    conn.execute("CREATE INDEX idx_sessions_parent ON sessions(parent_session_id)")
+
+
+def _v5_learning_tables(conn: sqlite3.Connection) -> None:
+    """The learning layer's tables (docs/learning.md): evaluator verdicts (append-only) and the
+    pattern store's fingerprints and per-session outcomes."""
+    conn.execute(
+        """CREATE TABLE eval_verdicts (
+            eval_id TEXT PRIMARY KEY,
+            subject_kind TEXT NOT NULL,
+            subject_id TEXT NOT NULL,
+            session_id TEXT NOT NULL,
+            rubric_id TEXT NOT NULL,
+            rubric_version TEXT NOT NULL,
+            judge_kind TEXT NOT NULL,
+            judge_model TEXT,
+            score REAL NOT NULL,
+            confidence REAL NOT NULL,
+            judge_cost_usd TEXT NOT NULL,
+            signals_json TEXT NOT NULL,
+            trigger TEXT NOT NULL,
+            created_at INTEGER NOT NULL
+        )"""
+    )
+    conn.execute("CREATE INDEX idx_eval_verdicts_subject ON eval_verdicts(subject_kind, subject_id, eval_id)")
+    conn.execute("CREATE INDEX idx_eval_verdicts_created ON eval_verdicts(created_at)")
+    conn.execute(
+        """CREATE TABLE pattern_fingerprints (
+            id TEXT PRIMARY KEY,
+            feature_key TEXT NOT NULL UNIQUE,
+            kind TEXT NOT NULL,
+            features_json TEXT NOT NULL,
+            embedding_json TEXT,
+            created_at INTEGER NOT NULL,
+            last_seen_at INTEGER NOT NULL
+        )"""
+    )
+    conn.execute(
+        """CREATE TABLE pattern_outcomes (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            fingerprint_id TEXT NOT NULL REFERENCES pattern_fingerprints(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            turn_id TEXT NOT NULL,
+            model TEXT NOT NULL,
+            score REAL,
+            cost_usd TEXT NOT NULL,
+            latency_ms INTEGER NOT NULL,
+            pricing_version TEXT NOT NULL,
+            recorded_at INTEGER NOT NULL,
+            UNIQUE (turn_id, fingerprint_id)
+        )"""
+    )
+    conn.execute("CREATE INDEX idx_pattern_outcomes_fingerprint ON pattern_outcomes(fingerprint_id, model)")
+    conn.execute("CREATE INDEX idx_pattern_outcomes_recorded ON pattern_outcomes(recorded_at)")
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
     ("trace_bookkeeping", _v3_trace_bookkeeping),
+    ("worker_sessions", _v4_worker_sessions),
+    ("learning_tables", _v5_learning_tables),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 

@@ -1,0 +1,106 @@
+"""The config.yaml sections of the agent's reach: MCP servers, delegation tiers, memory and skills.
+
+Plain validated settings, read by `config.load_config` into `MetisConfig`; the agent packages that
+use them (agent/mcp, agent/delegation, agent/memory, agent/skills) own the behaviour. Values of
+`env` and `headers` are secret (they often carry tokens) and are revealed only to the transport.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+
+from metis_core.field_defaults import empty_dict, empty_list
+
+SideEffectName = Literal["none", "read", "write", "execute", "network"]
+Tier = Literal["fast", "balanced", "deep"]
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,30}$")
+
+
+class McpServerConfig(BaseModel):
+    """One `mcp_servers.<name>` entry: a stdio command or a streamable HTTP URL."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    command: str | None = None
+    """Executable to start (stdio transport)."""
+    args: list[str] = Field(default_factory=empty_list)
+    env: dict[str, SecretStr] = Field(default_factory=empty_dict)
+    """Extra environment for the stdio process (merged over a minimal safe environment)."""
+    cwd: str | None = None
+    url: str | None = None
+    """Streamable HTTP endpoint, e.g. http://127.0.0.1:8000/mcp."""
+    headers: dict[str, SecretStr] = Field(default_factory=empty_dict)
+    side_effects: SideEffectName = "execute"
+    """What every tool of this server may do; anything but none/read asks for confirmation."""
+    tool_side_effects: dict[str, SideEffectName] = Field(default_factory=empty_dict)
+    """Per-tool overrides, keyed by the server's own tool name."""
+    connect_timeout_seconds: float = Field(default=20.0, gt=0)
+    call_timeout_seconds: float = Field(default=60.0, gt=0)
+    enabled: bool = True
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        if (self.command is None) == (self.url is None):
+            raise ValueError("give exactly one of command (stdio) or url (streamable HTTP)")
+        if self.url is not None and not self.url.startswith(("http://", "https://")):
+            raise ValueError("url must start with http:// or https://")
+        return self
+
+
+class DelegationConfig(BaseModel):
+    """`delegation:` — which model each tier means, and a worker's default budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tiers: dict[Tier, str] = Field(default_factory=empty_dict)
+    """Model id, alias or chain per tier; an unmapped tier resolves its own name as an alias."""
+    max_llm_calls: int = Field(default=12, ge=1, le=25)
+    max_tokens: int = Field(default=200_000, ge=1)
+    """Input plus output tokens a worker may spend across its calls."""
+    worker_tools: list[str] | None = None
+    """Tools a worker may ever have (None: every tool except delegate itself)."""
+
+
+class MemoryConfig(BaseModel):
+    """`memory:` — the size cap of each memory file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_bytes: int = Field(default=8192, ge=256)
+    enabled: bool = True
+
+
+class SkillsConfig(BaseModel):
+    """`skills:` — token budgets for skill bodies in context."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    always_budget_tokens: int = Field(default=4000, ge=0)
+    """Budget for the bodies inlined at session start (`always: true`)."""
+    session_budget_tokens: int = Field(default=12000, ge=0)
+    """Budget for every skill body a session may hold, always plus on demand."""
+    enabled: bool = True
+
+
+def check_server_names(servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+    for name in servers:
+        if not _SERVER_NAME.match(name):
+            raise ValueError(f"MCP server name {name!r} must be 1-31 letters, digits, '-' or '_'")
+    return servers
+
+
+class AgentSections(BaseModel):
+    """Mixin of the agent sections for MetisConfig (kept here so config.py stays about providers)."""
+
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=empty_dict)
+    delegation: DelegationConfig = Field(default_factory=DelegationConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _server_names(cls, value: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
+        return check_server_names(value)

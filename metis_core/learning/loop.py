@@ -1,0 +1,85 @@
+"""`LearningLoop`: the learning layer wired to one Runtime.
+
+Attaching subscribes three batch subscribers (implicit feedback, evaluator triggers, pattern
+recorder), gives the runtime its pattern advisor (routing's `pattern` slot) and a `/model` swap
+listener, and closes its store connection when the runtime closes. Routing and the agent never
+import this package; without it they work as before.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from metis_core.events.envelope import Event
+from metis_core.events.subscription import SubscriptionHandle
+from metis_core.learning.database import LearningDatabase
+from metis_core.learning.evaluator.evaluator import Evaluator, EvaluatorSettings
+from metis_core.learning.evaluator.llm_judge import LlmJudge
+from metis_core.learning.evaluator.rubrics import RubricBook
+from metis_core.learning.evaluator.subjects import SubjectReader
+from metis_core.learning.evaluator.triggers import EvaluationTriggers
+from metis_core.learning.evaluator.verdicts import VerdictStore
+from metis_core.learning.feedback import FeedbackRecorder
+from metis_core.learning.implicit import ImplicitSignals
+from metis_core.learning.patterns.advisor import PatternAdvisor
+from metis_core.learning.patterns.fingerprint import Embedder
+from metis_core.learning.patterns.recorder import PatternRecorder
+from metis_core.learning.patterns.store import PatternStore
+from metis_core.learning.settings import LearningSettings
+
+if TYPE_CHECKING:
+    from metis_core.agent.runtime import Runtime
+    from metis_core.agent.session import Session
+
+log = logging.getLogger("metis_core.learning")
+
+
+class LearningLoop:
+    def __init__(self, runtime: Runtime, settings: LearningSettings | None = None, *,
+                 embed: Embedder | None = None) -> None:
+        self.runtime = runtime
+        self.settings = settings or LearningSettings.from_config(runtime.config.learning)
+        self.db = LearningDatabase(runtime.db_path)
+        self.verdicts = VerdictStore(self.db)
+        self.patterns = PatternStore(self.db, self.settings.patterns)
+        self.rubrics = RubricBook(user_dir=runtime.home / "rubrics")
+        judge = LlmJudge(runtime.client, self.settings.judge_model) if self.settings.judge_model else None
+        self.evaluator = Evaluator(
+            runtime.bus, SubjectReader(runtime.trace, runtime.store), self.verdicts, self.rubrics, judge,
+            EvaluatorSettings(self.settings.judge_daily_cap_usd, self.settings.capture_rationale),
+        )
+        self.triggers = EvaluationTriggers(self.evaluator, runtime.trace)
+        self.implicit = ImplicitSignals(runtime.bus, runtime.trace, runtime.store)
+        self.feedback = FeedbackRecorder(runtime.bus, runtime.trace)
+        self.recorder = PatternRecorder(runtime.bus, runtime.trace, runtime.store, self.patterns, self.evaluator,
+                                        embed)
+        self.advisor = PatternAdvisor(self.patterns, self.settings.patterns, embed)
+        self._handles: list[SubscriptionHandle] = []
+
+    @classmethod
+    def attach(cls, runtime: Runtime, settings: LearningSettings | None = None, *,
+               embed: Embedder | None = None) -> LearningLoop:
+        """Wire a loop to `runtime` (before its sessions are created, so their routing sees the advisor)."""
+        loop = cls(runtime, settings, embed=embed)
+        bus = runtime.bus
+        for subscription in (loop.implicit.subscription(), loop.triggers.subscription(), loop.recorder.subscription()):
+            loop._handles.append(bus.subscribe(subscription))
+        runtime.pattern_advisor = loop.advisor
+        runtime.learning = loop
+        runtime.sessions.swap_listeners.append(loop._model_swapped)
+        runtime.on_close.append(loop.close)
+        return loop
+
+    def clear_patterns(self) -> Event | None:
+        """`metis patterns clear`: forget every fingerprint and outcome (pattern.evicted manual_clear)."""
+        return self.recorder.emit_eviction(self.patterns.clear(), ended_session=None, parent=None)
+
+    def _model_swapped(self, session: Session, previous: str | None, new: str) -> None:
+        try:
+            self.implicit.model_swapped(session.id, previous, new)
+        except Exception as error:  # a swap must never fail because of learning
+            log.warning("manual_swap signal not recorded: %r", error)
+
+    def close(self) -> None:
+        self.db.close()

@@ -1,0 +1,59 @@
+"""The `learning:` section of config.yaml: evaluator judge, spending cap, pattern-store limits.
+
+Validated here (not in config.py) so the learning layer owns its knobs; a bad value is a
+ConfigError naming the key. Every field has a default, so an empty section means "on, heuristic
+judge only, no LLM spend".
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from metis_core.errors import ConfigError
+
+
+class PatternSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    k: int = Field(default=8, ge=1, le=100)
+    """Neighbouring fingerprints consulted per turn."""
+    max_distance: float = Field(default=0.2, ge=0.0, le=1.0)
+    """Fingerprints farther than this (0 = identical, 1 = nothing shared) are not neighbours."""
+    confidence_floor: float = Field(default=0.6, ge=0.0, le=1.0)
+    min_samples: int = Field(default=3, ge=1)
+    """Outcomes a model needs among the neighbours before it can be recommended."""
+    score_tolerance: float = Field(default=0.05, ge=0.0, le=1.0)
+    """A model may trail the best mean score by this much and still win on price."""
+    success_floor: float = Field(default=0.7, ge=0.0, le=1.0)
+    """Below this mean score a model is never recommended, however cheap."""
+    soft_cap_rows: int = Field(default=5_000, ge=1)
+    hard_cap_rows: int = Field(default=10_000, ge=1)
+    max_age_days: float = Field(default=180.0, gt=0)
+
+
+class LearningSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = True
+    judge_model: str | None = None
+    """Canonical id of the LLM judge; None = heuristic verdicts only."""
+    judge_daily_cap_usd: Decimal = Field(default=Decimal("0.50"), ge=0)
+    capture_rationale: bool = False
+    """Opt-in: keep the LLM judge's (redacted) rationale in eval.completed (§4.4.1)."""
+    embedding_model: str | None = None
+    """Reserved for hybrid fingerprints; an embedding hook must also be given (docs/learning.md)."""
+    patterns: PatternSettings = Field(default_factory=PatternSettings)
+
+    @classmethod
+    def from_config(cls, section: dict[str, Any] | None) -> LearningSettings:
+        try:
+            settings = cls.model_validate(section or {})
+        except ValidationError as error:
+            problems = "; ".join(f"learning.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors())
+            raise ConfigError(f"invalid learning settings in config.yaml: {problems}") from None
+        if settings.patterns.hard_cap_rows < settings.patterns.soft_cap_rows:
+            raise ConfigError("learning.patterns.hard_cap_rows must be at least soft_cap_rows")
+        return settings

@@ -1,0 +1,48 @@
+"""`metis feedback`, `metis eval run` and `metis patterns list|show|clear` in-process (CliRunner),
+on a home seeded by one real `metis run` turn (see test_admin_commands.py)."""
+
+from __future__ import annotations
+
+from .cli_harness import stored_events
+from .test_admin_commands import Cli, cli  # noqa: F401  (the seeded-home fixture)
+
+
+def test_feedback_on_a_turn_and_on_the_session(cli: Cli) -> None:  # noqa: F811
+    sid = cli.session_id
+    rated = cli("feedback", sid, "1", "down", "--comment", "wrong file")
+    assert rated.exit_code == 0 and "recorded thumbs_down for turn " in rated.stdout
+    whole = cli("feedback", sid, "up")
+    assert whole.exit_code == 0 and f"recorded thumbs_up for session {sid}" in whole.stdout
+    events = stored_events(cli.home, sid, learning=True)
+    explicit = [e for e in events if e.type == "feedback.explicit"]
+    assert [(e.payload["scope"], e.payload["rating"]) for e in explicit] == [("turn", "thumbs_down"),
+                                                                           ("session", "thumbs_up")]
+    ended = next(e for e in events if e.type == "session.ended")
+    assert explicit[1].parent_event_id == ended.id
+    triggers = [e.payload["trigger"] for e in events if e.type == "eval.started"]
+    assert triggers.count("feedback_arrived") == 2
+    missing = cli("feedback", sid, "9", "up")
+    assert missing.exit_code != 0 and "has 1 turn(s), not 9" in missing.stderr
+
+
+def test_eval_run_scores_what_has_no_verdict_and_again_rescoring(cli: Cli) -> None:  # noqa: F811
+    first = cli("eval", "run", "--since", "1d")
+    assert first.exit_code == 0 and first.stdout.startswith("evaluated 0 subject(s)")
+    again = cli("eval", "run", "--again")
+    assert again.exit_code == 0 and "evaluated 2 subject(s): 2 verdict(s), 0 failed" in again.stdout
+    bad = cli("eval", "run", "--since", "last tuesday")
+    assert bad.exit_code == 2 and "neither an age" in bad.stderr
+
+
+def test_patterns_list_show_and_clear(cli: Cli) -> None:  # noqa: F811
+    listed = cli("patterns", "list")
+    assert listed.exit_code == 0 and "1 fingerprint(s), 1 outcome(s)" in listed.stdout
+    assert "lead=write" in listed.stdout
+    events = stored_events(cli.home, cli.session_id, learning=True)
+    fingerprint_id = next(e for e in events if e.type == "pattern.recorded").payload["fingerprint_id"]
+    shown = cli("patterns", "show", fingerprint_id)
+    assert shown.exit_code == 0 and "anthropic:claude" in shown.stdout
+    assert cli("patterns", "show", "nope").exit_code == 2
+    cleared = cli("patterns", "clear", "--yes")
+    assert cleared.exit_code == 0 and "cleared 1 outcome(s)" in cleared.stdout
+    assert "0 fingerprint(s), 0 outcome(s)" in cli("patterns", "list").stdout

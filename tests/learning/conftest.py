@@ -1,0 +1,60 @@
+"""A Runtime over scripted Anthropic traffic with the learning loop attached."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+
+from metis_core.adapters.client import ModelClient
+from metis_core.agent.runtime import Runtime
+from metis_core.events.bus import EventBus
+from metis_core.events.envelope import Event
+from metis_core.learning.loop import LearningLoop
+from metis_core.learning.settings import LearningSettings
+from metis_core.transport.retry import RetryPolicy
+
+STRONG = "anthropic:claude-sonnet-4-6"
+CHEAP = "anthropic:claude-haiku-4-5"
+
+
+class LearningHarness:
+    def __init__(self, home: Path, workspace: Path, settings: LearningSettings | None = None) -> None:
+        self.home = home
+        self.workspace = workspace
+        self.script = ScriptedTransport()
+        sync, asynchronous = self.script.clients()
+        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
+                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
+        self.runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"),
+                               configured_providers=set(API_KEYS))
+        self.loop = LearningLoop.attach(self.runtime, settings)
+
+    def answers(self, count: int) -> None:
+        self.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse") for _ in range(count)])
+
+    def events(self, session_id: str | None = None) -> list[Event]:
+        # Twice: the first waits for the batch subscribers, the second for the events they emitted.
+        self.runtime.bus.flush()
+        self.runtime.bus.flush()
+        self.runtime.trace.flush()
+        if session_id is None:
+            return self.runtime.trace.events()
+        return self.runtime.trace.replay(session_id)
+
+    def of_type(self, event_type: str, session_id: str | None = None) -> list[Event]:
+        return [e for e in self.events(session_id) if e.type == event_type]
+
+
+@pytest.fixture
+def learning(tmp_path: Path) -> Iterator[LearningHarness]:
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "routing.yaml").write_text(f"default: {STRONG}\n")
+    h = LearningHarness(home, workspace)
+    yield h
+    h.runtime.close()
