@@ -100,10 +100,12 @@ class PostgresDatabase:
             name="metis",
         )
         try:
+            # one direct connection first: a refused or unreachable server fails at once, not after
+            # the pool's retry timeout; it also applies the pending migrations
+            with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_SECONDS)) as first:
+                if migrate:
+                    migrations.migrate(first, self.location)
             self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
-            if migrate:
-                with self.pool.connection() as conn:
-                    migrations.migrate(conn, self.location)
         except BaseException as error:
             self.pool.close()
             if isinstance(error, (psycopg.Error, PoolTimeout)):
