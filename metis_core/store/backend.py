@@ -49,7 +49,9 @@ class Statements:
     """Params (session_id, role): each assistant message's usage JSON text and model."""
     delete_expired_events: str
     """`{expired}` is formatted with the retention clause; params end with the batch size."""
-    false_clause: str
+    session_for_append: str
+    """Param (session_id): tool_id_map_json, total_cost_usd, holding the session row until commit
+    (PostgreSQL: FOR UPDATE; SQLite's BEGIN IMMEDIATE already serializes writers)."""
 
 
 class Database(Protocol):

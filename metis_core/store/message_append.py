@@ -38,9 +38,9 @@ def insert_message(
     session_id = message.session_id
     if not session_id:
         raise StoreError(f"message {message.id} has no session_id; set it to the session it belongs to")
-    session = conn.execute(
-        "SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+    # the session row is held until commit, so concurrent appends (several processes on
+    # PostgreSQL) add their totals one after the other instead of overwriting each other
+    session = conn.execute(conn.statements.session_for_append, (session_id,)).fetchone()
     if session is None:
         raise SessionNotFoundError(
             f"no session {session_id} in {conn.location}; create it with SessionStore.create_session first"

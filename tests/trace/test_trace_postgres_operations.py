@@ -6,7 +6,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from store_backends import scalar_on
+from store_backends import execute_on, scalar_on
 from trace_samples import chain, event
 
 from metis_core.errors import BackupError, DatabaseConnectionError, StoreError
@@ -94,3 +94,51 @@ def test_the_bus_handler_returns_before_the_network_write(postgres_url: str) -> 
         store.flush()
         assert [e.id for e in store.replay("sess_bus")] == sorted(e.id for e in chain_ids)
         store.append(event())
+
+
+_WRITER = """
+import sys
+from metis_core.events.bus import EventBus
+from metis_core.events.catalog import make_event
+from metis_core.trace import TraceStore
+
+url, name, count = sys.argv[1], sys.argv[2], int(sys.argv[3])
+payload = {"user_message_hash": "h", "estimated_input_tokens": 1, "has_images": False,
+           "has_tool_calls_in_history": False}
+with TraceStore(url, commit_every=200) as store, EventBus(mode="strict") as bus:
+    store.attach(bus)
+    parent = None
+    for i in range(count):
+        event = make_event("turn.started", payload, session_id=f"sess_{name}_{i % 3}", parent=parent)
+        bus.emit(event)
+        parent = event.id
+        print(event.id, flush=False)
+    bus.flush(30)
+"""
+
+
+def test_two_writer_processes_keep_every_event_in_session_order_without_gaps(postgres_url: str) -> None:
+    import subprocess
+    import sys
+
+    TraceStore(postgres_url).close()  # migrate once, as a deployment would with `metis db migrate`
+    writers = [
+        subprocess.Popen([sys.executable, "-c", _WRITER, postgres_url, name, "3000"], stdout=subprocess.PIPE,
+                         text=True)
+        for name in ("a", "b")
+    ]
+    emitted = {}
+    for name, writer in zip(("a", "b"), writers, strict=True):
+        out, _ = writer.communicate(timeout=120)
+        assert writer.returncode == 0
+        emitted[name] = out.split()
+    with TraceStore(postgres_url) as store:
+        for name, ids in emitted.items():
+            for k in range(3):
+                session = f"sess_{name}_{k}"
+                assert [e.id for e in store.replay(session)] == ids[k::3]  # complete, in emit order
+        assert store.detect_gaps() == []  # every parent (a chain across sessions) is stored
+        missing = emitted["a"][1500]
+    execute_on(postgres_url, "DELETE FROM events WHERE id = ?", [(missing,)])
+    with TraceStore(postgres_url) as store:
+        assert [g.missing_ids for g in store.detect_gaps()] == [(missing,)]

@@ -26,5 +26,5 @@ STATEMENTS = Statements(
         "FROM messages WHERE session_id = ? AND role = ? ORDER BY id"
     ),
     delete_expired_events="DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE {expired} LIMIT ?)",
-    false_clause="FALSE",
+    session_for_append="SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ? FOR UPDATE",
 )

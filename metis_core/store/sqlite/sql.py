@@ -26,5 +26,5 @@ STATEMENTS = Statements(
         "FROM messages WHERE session_id = ? AND role = ? ORDER BY id"
     ),
     delete_expired_events="DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {expired} LIMIT ?)",
-    false_clause="0",
+    session_for_append="SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ?",
 )
