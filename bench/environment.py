@@ -62,7 +62,7 @@ def ensure_venv() -> None:
     pip = [str(venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     _run([*pip, "-r", str(REQUIREMENTS[0])])
     _run([*pip, "--no-deps", "-r", str(REQUIREMENTS[1])])
-    _run([*pip, "-e", str(REPO_ROOT)])
+    _run([*pip, "-e", f"{REPO_ROOT}[gateway]"])
     STAMP.write_text(wanted + "\n")
 
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
@@ -33,6 +33,7 @@ CASE_MODULES = {
     "store": "bench.cases.storage",
     "chain": "bench.cases.chain",
     "learning": "bench.cases.learning",
+    "gateway": "bench.cases.gateway",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
              "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")

@@ -492,3 +492,69 @@ class JudgeCallFailedError(EvaluationError):
     """The LLM judge's model call failed (provider down, auth, budget)."""
 
     failure_mode = "judge_call_failed"
+
+
+# --- the gateway ---------------------------------------------------------------------------
+
+
+class GatewayError(MetisError):
+    """A gateway request was refused; `status` is the HTTP status the client gets.
+
+    `kind` names the refusal (auth, quota, body ...) so each inbound shape can write its own error
+    type; the message is safe to show the client: it never holds a key or an upstream secret.
+    """
+
+    status: int = 400
+    kind: str = "invalid_request"
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class GatewayRequestError(GatewayError):
+    """The inbound body is not JSON, has wrong types, or asks for something metis cannot read."""
+
+
+class GatewayBodyTooLargeError(GatewayError):
+    """The inbound body is over the configured limit (`gateway.max_body_bytes`)."""
+
+    status = 413
+    kind = "too_large"
+
+
+class GatewayAuthError(GatewayError):
+    """No key, an unknown key, or a revoked or expired one (`reason` as gateway.auth_failed names it)."""
+
+    status = 401
+    kind = "auth"
+
+    def __init__(self, message: str, *, reason: str = "invalid_token", key_id: str | None = None) -> None:
+        self.reason = reason
+        self.key_id = key_id
+        super().__init__(message)
+
+
+class GatewayModelNotAllowedError(GatewayError):
+    """The key's allow-list does not cover the model asked for."""
+
+    status = 403
+    kind = "permission"
+
+
+class GatewayUnknownModelError(GatewayError):
+    """The `model` field names no model, alias or chain the registry knows."""
+
+    status = 404
+    kind = "not_found"
+
+
+class GatewayQuotaError(GatewayError):
+    """A spend budget, requests-per-minute or tokens-per-minute limit is reached."""
+
+    status = 429
+    kind = "rate_limit"
+
+
+class GatewayKeyError(MetisError):
+    """A key-management command named a key that does not exist or cannot take the change."""

@@ -1,13 +1,15 @@
 """`metis cost`: spend per session, per model and per day, from the stored messages.
 
 Sums each model call's own priced usage (spend.py); unpriced calls are counted and flagged.
-`--since` limits the window, `--session` to one session, `--json` prints the three groupings.
+`--since` limits the window, `--session` to one session, `--json` prints the three groupings,
+`--by` one grouping, including the gateway's key, user and team.
 `--reprice` shows the same calls priced with today's table beside what was stored (cost_reprice.py).
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Annotated
 
 import typer
@@ -16,8 +18,9 @@ from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
 from metis_core.cli.output import Terminal
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.cli.spend import spend_by, stored_calls, total
+from metis_core.cli.spend import extra_field, spend_by, stored_calls, total
 from metis_core.cli.tables import spend_table
+from metis_core.errors import ConfigError
 from metis_core.messages import Message
 
 
@@ -27,10 +30,12 @@ def cost(
         "--session", help="Only this session (id, prefix or `latest`).")] = None,
     since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, day, or (gateway "
+                                                       "traffic) key, user, team.")] = None,
     reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
                                                            "beside what was recorded; changes nothing.")] = False,
 ) -> None:
-    """What the model calls cost, grouped by session, model and day."""
+    """What the model calls cost, grouped by session, model and day (or one --by grouping)."""
     terminal = Terminal.open()
     start = parse_when(since, "--since")
     with session_store() as store:
@@ -40,12 +45,19 @@ def cost(
     if reprice:
         _show_repricing(terminal, calls, as_json)
         return
-    groupings = {
-        "session": spend_by(calls, lambda m: m.session_id),
-        "model": spend_by(calls, lambda m: m.metadata.model or "?"),
-        "day": spend_by(calls, lambda m: m.created_at.strftime("%Y-%m-%d")),
+    keys: dict[str, Callable[[Message], str]] = {
+        "session": lambda m: m.session_id,
+        "model": lambda m: m.metadata.model or "?",
+        "day": lambda m: m.created_at.strftime("%Y-%m-%d"),
+        "key": lambda m: extra_field(m, "gateway_key_id"),
+        "user": lambda m: m.metadata.user_id or "-",
+        "team": lambda m: m.metadata.team_id or "-",
     }
-    whole = total(groupings["model"])
+    if by is not None and by not in keys:
+        raise ConfigError(f"--by takes one of {', '.join(keys)}, not {by!r}")
+    chosen = [by] if by is not None else ["session", "model", "day"]
+    groupings = {name: spend_by(calls, keys[name]) for name in chosen}
+    whole = total(next(iter(groupings.values())))
     if as_json:
         document = {name: [row.to_json() for row in rows] for name, rows in groupings.items()}
         document["total"] = whole.to_json()  # type: ignore[assignment]

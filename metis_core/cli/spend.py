@@ -47,14 +47,21 @@ def model_calls(messages: Iterable[Message]) -> list[Message]:
     """Assistant messages that came from a model call (the ones that carry usage or a model).
 
     Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
-    were paid for once, by the original.
+    were paid for once, by the original. So are assistant messages a gateway client sent as its
+    history (`from_client`): they were no call of ours.
     """
     return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
-            and not is_copy(m)]
+            and not is_copy(m) and not (m.metadata.model_extra or {}).get("from_client")]
 
 
 def is_copy(message: Message) -> bool:
     return bool((message.metadata.model_extra or {}).get("copied_from"))
+
+
+def extra_field(message: Message, name: str) -> str:
+    """A metadata field newer writers add (e.g. the gateway's `gateway_key_id`), or "-"."""
+    value = (message.metadata.model_extra or {}).get(name)
+    return str(value) if value else "-"
 
 
 def spend_by(messages: Iterable[Message], key: Callable[[Message], str]) -> list[SpendRow]:

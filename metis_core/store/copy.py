@@ -1,9 +1,9 @@
 """`metis db copy`: move a whole store between backends (SQLite -> PostgreSQL, or back) without loss.
 
 Both ends are opened (and migrated) as stores would be; the target must be empty. Every table is
-copied in key order inside one target transaction, then read back inside that same transaction and
-compared with the source by row count and a SHA-256 over canonical rows (JSON re-serialised with
-sorted keys, money as normalised decimals), so a mismatch rolls everything back: nothing half-copied.
+copied in key order inside one target transaction, read back inside it and compared with the
+source by row count and a SHA-256 over canonical rows (JSON with sorted keys, money as normalised
+decimals, gateway money as picodollars), so a mismatch rolls everything back: nothing half-copied.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import orjson
 
 from metis_core.errors import StoreError
 from metis_core.store.backend import Database, Location, open_backend
+from metis_core.store.gateway_keys import from_pusd, to_pusd
 
 
 @dataclass(frozen=True)
@@ -27,6 +28,13 @@ class TableSpec:
     columns: tuple[str, ...]
     json_columns: frozenset[str] = frozenset()
     money_columns: frozenset[str] = frozenset()
+    picodollar_columns: frozenset[str] = frozenset()
+    """Integer picodollars `x_pusd` on SQLite, numeric USD `x_usd` on PostgreSQL (the gateway's money)."""
+
+    def names(self, db: Database) -> tuple[str, ...]:
+        if db.backend != "postgres":
+            return self.columns
+        return tuple(c.removesuffix("_pusd") + "_usd" if c in self.picodollar_columns else c for c in self.columns)
 
 
 TABLES: tuple[TableSpec, ...] = (
@@ -61,6 +69,20 @@ TABLES: tuple[TableSpec, ...] = (
         "id", "fingerprint_id", "session_id", "turn_id", "model", "score", "cost_usd", "latency_ms",
         "pricing_version", "recorded_at",
     ), money_columns=frozenset({"cost_usd"})),
+    TableSpec("gateway_keys", "id", (
+        "id", "name", "prefix", "secret_hash", "user_id", "team_id", "allowed_models_json", "budget_pusd",
+        "budget_period", "rpm", "tpm", "created_at", "expires_at", "revoked_at", "revoke_reason", "replaced_by",
+        "grace_until",
+    ), frozenset({"allowed_models_json"}), picodollar_columns=frozenset({"budget_pusd"})),
+    TableSpec("gateway_limits", "scope, subject_id", (
+        "scope", "subject_id", "budget_pusd", "budget_period", "rpm", "tpm",
+    ), picodollar_columns=frozenset({"budget_pusd"})),
+    TableSpec("gateway_spend", "scope, subject_id, window_start", (
+        "scope", "subject_id", "window_start", "spent_pusd", "alerted_percent",
+    ), picodollar_columns=frozenset({"spent_pusd"})),
+    TableSpec("gateway_minute", "scope, subject_id, minute", (
+        "scope", "subject_id", "minute", "requests", "tokens",
+    )),
 )  # fmt: skip
 """Parents before children (foreign keys), generated columns left out."""
 
@@ -100,8 +122,38 @@ def _canonical(spec: TableSpec, row: Sequence[Any]) -> bytes:
     return orjson.dumps(values, option=orjson.OPT_SORT_KEYS)
 
 
+def _pusd_positions(spec: TableSpec) -> list[int]:
+    return [i for i, c in enumerate(spec.columns) if c in spec.picodollar_columns]
+
+
 def _read(db: Database, spec: TableSpec) -> list[Any]:
-    return db.execute(f"SELECT {', '.join(spec.columns)} FROM {spec.name} ORDER BY {spec.key}").fetchall()
+    """Rows in SQLite's form: gateway money as integer picodollars on either backend."""
+    rows = db.execute(f"SELECT {', '.join(spec.names(db))} FROM {spec.name} ORDER BY {spec.key}").fetchall()
+    positions = _pusd_positions(spec)
+    if db.backend != "postgres" or not positions:
+        return rows
+    out = []
+    for row in rows:
+        values = list(row)
+        for i in positions:
+            values[i] = to_pusd(Decimal(values[i])) if values[i] is not None else None
+        out.append(tuple(values))
+    return out
+
+
+def _for_target(db: Database, spec: TableSpec, rows: list[Any]) -> list[Any]:
+    if db.backend == "sqlite":  # sqlite3 stores money as decimal text, not Decimal objects
+        return [tuple(format(v, "f") if isinstance(v, Decimal) else v for v in row) for row in rows]
+    positions = _pusd_positions(spec)
+    if not positions:
+        return rows
+    out = []
+    for row in rows:
+        values = list(row)
+        for i in positions:
+            values[i] = from_pusd(values[i]) if values[i] is not None else None
+        out.append(tuple(values))
+    return out
 
 
 def table_digest(spec: TableSpec, rows: Iterable[Sequence[Any]]) -> tuple[int, str]:
@@ -145,13 +197,12 @@ def _copy(src: Database, dst: Database, progress: Callable[[int, int], None] | N
                 )
         for spec in TABLES:
             rows = data[spec.name]
-            if dst.backend == "sqlite":  # sqlite3 stores money as decimal text, not Decimal objects
-                rows = [tuple(format(v, "f") if isinstance(v, Decimal) else v for v in row) for row in rows]
+            writable = _for_target(dst, spec, rows)
             marks = ", ".join("?" for _ in spec.columns)
-            insert = f"INSERT INTO {spec.name} ({', '.join(spec.columns)}) VALUES ({marks})"
-            for start in range(0, len(rows), INSERT_BATCH_ROWS):
-                dst.executemany(insert, rows[start:start + INSERT_BATCH_ROWS])
-                done += len(rows[start:start + INSERT_BATCH_ROWS])
+            insert = f"INSERT INTO {spec.name} ({', '.join(spec.names(dst))}) VALUES ({marks})"
+            for start in range(0, len(writable), INSERT_BATCH_ROWS):
+                dst.executemany(insert, writable[start:start + INSERT_BATCH_ROWS])
+                done += len(writable[start:start + INSERT_BATCH_ROWS])
                 if progress is not None:
                     progress(done, total)
             expected = table_digest(spec, rows)

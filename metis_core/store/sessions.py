@@ -123,6 +123,24 @@ class SessionStore:
             )
         return self.get_session(sid)
 
+    def store_conversation(
+        self,
+        workspace_path: str | Path,
+        session_id: str,
+        messages: Iterable[Message],
+        *,
+        active_model: str | None = None,
+        title: str | None = None,
+    ) -> None:
+        """A new session and all its messages in one transaction: all of it or none (gateway calls)."""
+        stamp = now_us()
+        with self._lock, self._db.transaction():
+            self._insert_session_row(
+                session_id, normalize_workspace(workspace_path), active_model, None, {}, title, stamp, stamp
+            )
+            for message in messages:
+                insert_message(self._db, message)
+
     def _insert_session_row(
         self,
         sid: str,

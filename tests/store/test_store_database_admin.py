@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from metis_core.errors import StoreError
 from metis_core.store import SessionStore
 from metis_core.store.backend import database_location, redact_url
 from metis_core.store.copy import TABLES, copy_database
+from metis_core.store.gateway_keys import SubjectLimits, open_gateway_key_store
 from metis_core.store.schema_status import database_status, migrate_database
 from metis_core.store.sqlite.migrations import SCHEMA_VERSION
 from metis_core.trace import TraceStore
@@ -26,6 +28,13 @@ def _fill(location: Path | str, tmp_path: Path) -> tuple[str, int]:
             sessions.append_message(message)
     with TraceStore(location) as trace:
         trace.append_many(chain(session.id, 25))
+    keys = open_gateway_key_store(location)
+    try:
+        keys.set_limits(SubjectLimits("team", "team_1", Decimal("12.345678901234"), "month", rpm=5))
+        keys.add_spend("team", "team_1", 0, Decimal("0.000000123457"))
+        keys.count_request("team", "team_1", 7)
+    finally:
+        keys.close()
     return session.id, len(messages)
 
 
@@ -67,6 +76,14 @@ def test_sqlite_copies_to_postgres_and_back_without_loss(tmp_path: Path, postgre
         (t.name, t.rows, t.sha256) for t in report.tables
     ]
     assert {t.name for t in report.tables} == {spec.name for spec in TABLES}
+    assert counts["gateway_spend"] == counts["gateway_limits"] == counts["gateway_minute"] == 1
+    keys = open_gateway_key_store(postgres_url)
+    try:
+        assert keys.spent("team", "team_1", 0) == Decimal("0.000000123457")
+        assert keys.limits("team", "team_1") == SubjectLimits("team", "team_1", Decimal("12.345678901234"), "month",
+                                                               rpm=5)
+    finally:
+        keys.close()
 
 
 def test_copy_into_a_database_that_holds_data_writes_nothing(tmp_path: Path, postgres_url: str) -> None:

@@ -16,8 +16,10 @@ from metis_core.events.event_spec import EventSpec
 from metis_core.events.payloads.fields import (
     DecimalString,
     InboundShape,
+    NonNegativeInt,
     PayloadModel,
-    QuotaCapType,
+    QuotaLimitType,
+    QuotaScope,
     UtcDatetime,
 )
 
@@ -65,17 +67,21 @@ class GatewayAuthFailedPayload(PayloadModel):
 
 
 class GatewayQuotaExceededPayload(PayloadModel):
-    """A request was refused because the key's daily or monthly USD cap is spent.
+    """A request was refused because a budget (day, month or total) is spent or a rate limit is hit.
 
     Not given a payload by the spec (it is only named in the §7.3 audit set); designed here:
-    which key, which cap, the cap and the spend in the window as Decimal strings, the window,
-    and what was being asked for. See docs/event-bus.md.
+    which key, whose limit (`scope`: the key, its user or its team), which cap, the cap and the
+    spend in the window as Decimal strings (budgets) or the per-minute limit and count (rpm, tpm),
+    the window, and what was being asked for. See docs/event-bus.md.
     """
 
     gateway_key_id: str
-    cap_type: QuotaCapType
-    cap_usd: DecimalString
-    spent_usd: DecimalString
+    cap_type: QuotaLimitType
+    cap_usd: DecimalString | None = None
+    spent_usd: DecimalString | None = None
+    limit_per_minute: NonNegativeInt | None = None
+    used_per_minute: NonNegativeInt | None = None
+    scope: QuotaScope = "gateway_key"
     window_start: UtcDatetime
     window_end: UtcDatetime
     inbound_shape: InboundShape | None = None

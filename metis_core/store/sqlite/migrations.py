@@ -223,12 +223,71 @@ def _v5_learning_tables(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_pattern_outcomes_recorded ON pattern_outcomes(recorded_at)")
 
 
+_V6_GATEWAY_SCHEMA = (
+    """CREATE TABLE gateway_keys (
+        id TEXT PRIMARY KEY,
+        name TEXT NOT NULL,
+        prefix TEXT NOT NULL UNIQUE,
+        secret_hash TEXT NOT NULL,
+        user_id TEXT,
+        team_id TEXT,
+        allowed_models_json TEXT,
+        budget_pusd INTEGER,
+        budget_period TEXT,
+        rpm INTEGER,
+        tpm INTEGER,
+        created_at INTEGER NOT NULL,
+        expires_at INTEGER,
+        revoked_at INTEGER,
+        revoke_reason TEXT,
+        replaced_by TEXT,
+        grace_until INTEGER
+    )""",
+    """CREATE TABLE gateway_limits (
+        scope TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        budget_pusd INTEGER,
+        budget_period TEXT,
+        rpm INTEGER,
+        tpm INTEGER,
+        PRIMARY KEY (scope, subject_id)
+    )""",
+    """CREATE TABLE gateway_spend (
+        scope TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        window_start INTEGER NOT NULL,
+        spent_pusd INTEGER NOT NULL DEFAULT 0,
+        alerted_percent INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (scope, subject_id, window_start)
+    )""",
+    """CREATE TABLE gateway_minute (
+        scope TEXT NOT NULL,
+        subject_id TEXT NOT NULL,
+        minute INTEGER NOT NULL,
+        requests INTEGER NOT NULL DEFAULT 0,
+        tokens INTEGER NOT NULL DEFAULT 0,
+        PRIMARY KEY (scope, subject_id, minute)
+    )""",
+)
+
+
+def _v6_gateway_keys(conn: sqlite3.Connection) -> None:
+    """Gateway keys (hashes only), budgets, per-window spend and per-minute counters.
+
+    The queries over these tables live in store/gateway_keys.py; money is integer picodollars so
+    that a charge is one atomic `spent = spent + ?` (SQLite has no decimal type).
+    """
+    for statement in _V6_GATEWAY_SCHEMA:
+        conn.execute(statement)
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
     ("trace_bookkeeping", _v3_trace_bookkeeping),
     ("worker_sessions", _v4_worker_sessions),
     ("learning_tables", _v5_learning_tables),
+    ("gateway_keys", _v6_gateway_keys),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 

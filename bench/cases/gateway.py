@@ -1,0 +1,281 @@
+"""The gateway in front of the local provider server: what a hop through it adds, and how much it carries.
+
+Four ways to reach the same upstream (bench/server.py, its own process) with the same Anthropic
+Messages request: directly; through the pass-through floor (the gateway's own Starlette/uvicorn
+stack forwarding bytes, bench/gateway_floor.py); through `metis gateway` (auth, quotas, routing,
+canonical translation, the record); and through the LiteLLM proxy when bench/.venv has it. Each
+server is its own process. Rows: added latency p50 and p99 per non-streaming call, added time to
+first byte of a stream (both over the direct call, sequential, in alternating blocks), and requests
+per second with 64 concurrent clients. Targets: gateway p50 <= floor + 1 ms; throughput >= 0.5x
+the floor's and >= 3x LiteLLM's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.context import RunContext
+from bench.figures import METIS, Figure, Target
+from bench.timing import median, percentile
+
+CASE = "gateway"
+FLOOR_NAME = "pass-through floor"
+LITELLM = "litellm proxy"
+DIRECT = "direct"
+CONCURRENCY = 64
+THROUGHPUT_SECONDS = 6.0
+MODEL = "claude-haiku-4-5"
+REQUEST = {"model": MODEL, "max_tokens": 256, "system": "You are terse.",
+           "messages": [{"role": "user", "content": "What is the weather in Paris?"}]}
+P50_TARGET_MS = 1.0
+SEQUENTIAL_BUDGET_S = 20.0
+"""Seconds of sequential calls (or streams) per implementation before a slow one stops."""
+LITELLM_KEY = "sk-" + secrets.token_hex(32)
+"""The proxy refuses to start without a master key; a random one for this run's local server."""
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _wait_for(url: str, process: subprocess.Popen[bytes], seconds: float = 60.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the server behind {url} exited with {process.returncode}")
+        with contextlib.suppress(OSError):
+            socket.create_connection(("127.0.0.1", int(url.rsplit(":", 1)[1])), timeout=0.2).close()
+            return
+        time.sleep(0.1)
+    raise RuntimeError(f"{url} did not start within {seconds:.0f} s")
+
+
+@contextlib.contextmanager
+def _process(command: list[str], env: dict[str, str], url: str) -> Iterator[str]:
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait_for(url, process)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def _uvicorn(factory: str, port: int, python: str) -> list[str]:
+    return [python, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port", str(port),
+            "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
+            "--lifespan", "off"]
+
+
+def _issue_key(home: Path) -> str:
+    """A gateway key in a fresh METIS_HOME (no limits: the quota path runs, nothing refuses)."""
+    from metis_core.events.bus import EventBus
+    from metis_core.gateway.keys import KeyService, KeyTerms
+    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+    from metis_core.trace.store import TraceStore
+
+    bus = EventBus()
+    trace = TraceStore(home / "metis.db")
+    trace.attach(bus)
+    store = SqliteGatewayKeyStore(home / "metis.db")
+    try:
+        return KeyService(store, bus).issue(KeyTerms(name="bench")).token
+    finally:
+        bus.shutdown(drain=True)
+        trace.close()
+        store.close()
+
+
+@contextlib.contextmanager
+def _targets(upstream: str, python: str) -> Iterator[tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str]]]:
+    """Base URL and headers of each way to the upstream, with its server running."""
+    base_env = {**os.environ, "BENCH_UPSTREAM": upstream, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    home = Path(tempfile.mkdtemp(prefix="metis-gateway-bench-"))
+    missing: dict[str, str] = {}
+    ways: dict[str, tuple[str, dict[str, str]]] = {DIRECT: (upstream, {"x-api-key": "bench"})}
+    with contextlib.ExitStack() as stack:
+        port = _free_port()
+        stack.enter_context(_process(_uvicorn("bench.gateway_floor:build_app", port, python), base_env,
+                                     f"http://127.0.0.1:{port}"))
+        ways[FLOOR_NAME] = (f"http://127.0.0.1:{port}", {})
+        token = _issue_key(home)
+        port = _free_port()
+        gateway_env = {**base_env, "METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
+                       "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)}
+        stack.enter_context(_process(_uvicorn("metis_core.gateway.serve:build_app", port, python), gateway_env,
+                                     f"http://127.0.0.1:{port}"))
+        ways[METIS] = (f"http://127.0.0.1:{port}", {"x-api-key": token})
+        litellm = shutil.which("litellm", path=str(Path(python).parent))
+        if litellm is None:
+            missing[LITELLM] = "not installed in this environment (bench/.venv brings litellm[proxy])"
+        else:
+            port = _free_port()
+            config = home / "litellm.yaml"
+            config.write_text(
+                "model_list:\n  - model_name: " + MODEL + "\n    litellm_params:\n      model: anthropic/" + MODEL
+                + "\n      api_base: " + upstream + "\n      api_key: bench\n"
+                "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
+                "general_settings:\n  master_key: " + LITELLM_KEY + "\n"
+            )
+            stack.enter_context(_process([litellm, "--config", str(config), "--host", "127.0.0.1", "--port",
+                                          str(port), "--num_workers", "1"], base_env, f"http://127.0.0.1:{port}"))
+            ways[LITELLM] = (f"http://127.0.0.1:{port}", {"authorization": f"Bearer {LITELLM_KEY}"})
+        yield ways, missing
+    shutil.rmtree(home, ignore_errors=True)
+
+
+async def _call(client: httpx.AsyncClient, base: str, headers: dict[str, str]) -> None:
+    answer = await client.post(base + "/v1/messages", json=REQUEST, headers=headers)
+    if answer.status_code != 200 or b'"content"' not in answer.content:
+        raise RuntimeError(f"{base}: HTTP {answer.status_code} {answer.text[:200]}")
+
+
+async def _first_byte(client: httpx.AsyncClient, base: str, headers: dict[str, str]) -> float:
+    start = time.perf_counter()
+    first = 0.0
+    async with client.stream("POST", base + "/v1/messages", json={**REQUEST, "stream": True},
+                             headers=headers) as answer:
+        async for chunk in answer.aiter_raw():
+            if chunk and not first:
+                first = time.perf_counter() - start
+        if answer.status_code != 200:
+            raise RuntimeError(f"{base}: stream HTTP {answer.status_code}")
+    return first
+
+
+async def _sequential(ways: dict[str, tuple[str, dict[str, str]]], rounds: int, block: int,
+                      measure: Callable[[str, dict[str, str]], Awaitable[float]]) -> dict[str, list[float]]:
+    samples: dict[str, list[float]] = {name: [] for name in ways}
+    spent = dict.fromkeys(ways, 0.0)
+    for base, headers in ways.values():
+        for _ in range(5):
+            await measure(base, headers)
+    for _ in range(rounds):
+        for name, (base, headers) in ways.items():
+            if spent[name] > SEQUENTIAL_BUDGET_S:
+                continue  # a slow peer stops early (it has at least one block)
+            start = time.perf_counter()
+            for _ in range(block):
+                samples[name].append(await measure(base, headers))
+            spent[name] += time.perf_counter() - start
+    return samples
+
+
+async def _throughput(client: httpx.AsyncClient, base: str, headers: dict[str, str],
+                      seconds: float) -> tuple[float, int]:
+    """(answered requests per second, failed requests) with CONCURRENCY clients for `seconds`."""
+    done = failed = 0
+    stop = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal done, failed
+        while time.perf_counter() < stop:
+            try:
+                await _call(client, base, headers)
+            except (httpx.HTTPError, RuntimeError):
+                failed += 1  # counted, and the rate counts answers only
+                continue
+            done += 1
+
+    start = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
+    return done / (time.perf_counter() - start), failed
+
+
+async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool) -> dict[str, Any]:
+    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
+    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
+
+        async def timed_call(base: str, headers: dict[str, str]) -> float:
+            start = time.perf_counter()
+            await _call(client, base, headers)
+            return time.perf_counter() - start
+
+        rounds, block = (4, 10) if quick else (20, 20)
+        calls = await _sequential(ways, rounds, block, timed_call)
+        firsts = await _sequential(ways, rounds, block, lambda b, h: _first_byte(client, b, h))
+        seconds = 2.0 if quick else THROUGHPUT_SECONDS
+        rates: dict[str, float] = {}
+        failures: dict[str, int] = {}
+        for name, (base, headers) in ways.items():
+            if name != DIRECT:
+                rates[name], failures[name] = await _throughput(client, base, headers, seconds)
+    return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures}
+
+
+def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
+    calls, firsts, rates = result["calls"], result["firsts"], result["rates"]
+    direct50, direct99 = median(calls[DIRECT]), percentile(calls[DIRECT], 0.99)
+    direct_ttfb = median(firsts[DIRECT])
+    figures: list[Figure] = []
+    floor_added = (median(calls[FLOOR_NAME]) - direct50) * 1e3
+    for name in (n for n in calls if n != DIRECT):
+        added50 = (median(calls[name]) - direct50) * 1e3
+        figures.append(Figure(CASE, "added latency p50 per call (ms over direct)", name, added50, "ms",
+                              len(calls[name]), is_floor=name == FLOOR_NAME,
+                              note=f"direct p50 {direct50 * 1e3:.2f} ms",
+                              target=Target("max", floor_added + P50_TARGET_MS) if name == METIS else None))
+        figures.append(Figure(CASE, "added latency p99 per call (ms over direct)", name,
+                              (percentile(calls[name], 0.99) - direct99) * 1e3, "ms", len(calls[name]),
+                              is_floor=name == FLOOR_NAME, note=f"direct p99 {direct99 * 1e3:.2f} ms"))
+        figures.append(Figure(CASE, "added time to first byte of a stream (ms over direct)", name,
+                              (median(firsts[name]) - direct_ttfb) * 1e3, "ms", len(firsts[name]),
+                              is_floor=name == FLOOR_NAME, note=f"direct {direct_ttfb * 1e3:.2f} ms"))
+    floor_rate = rates[FLOOR_NAME]
+    for name, rate in rates.items():
+        failed = result.get("failures", {}).get(name, 0)
+        figures.append(Figure(CASE, f"requests per second, {CONCURRENCY} concurrent clients", name, rate, "req/s",
+                              1, floor=floor_rate, is_floor=name == FLOOR_NAME, higher_is_better=True,
+                              target=Target("ratio_min", 0.5) if name == METIS else None,
+                              note=f"{failed} failed requests" if failed else ""))
+    if LITELLM in rates:
+        figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
+                              rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,
+                              target=Target("ratio_min", 3.0)))
+    for name, why in missing.items():
+        figures.append(Figure(CASE, "missing", name, 0.0, "", 0, note=why))
+    return figures
+
+
+def run(ctx: RunContext) -> list[Figure]:
+    with _targets(ctx.server, ctx.python) as (ways, missing):
+        result = asyncio.run(_measure(ways, ctx.quick))
+    return _figures(result, missing)
+
+
+def main() -> None:
+    """`python -m bench.cases.gateway [--quick]`: this case alone, printed (no results file written)."""
+    from bench.server import serve_in_process
+
+    quick = "--quick" in sys.argv
+    with serve_in_process(sys.executable) as upstream:
+        figures = run(RunContext(server=upstream, quick=quick))
+    for figure in figures:
+        verdict = {True: "met", False: "MISSED", None: ""}[figure.passed]
+        ratio = f"  ({figure.ratio:.2f}x)" if figure.ratio is not None and not figure.is_floor else ""
+        print(f"{figure.row:<58} {figure.impl:<20} {figure.value:10.2f} {figure.unit:<6}{ratio} {verdict} "
+              f"{figure.note}")
+
+
+if __name__ == "__main__":
+    main()

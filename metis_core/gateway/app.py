@@ -1,0 +1,283 @@
+"""The gateway's HTTP surface: every route in one table, each a thin function over GatewayService.
+
+OpenAI shapes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models. Anthropic shape: POST /v1/messages,
+POST /v1/messages/count_tokens. Probes: GET /healthz, GET /readyz. A refused or failed request
+gets its shape's error body and status (with Retry-After on 429), never a traceback. Streams are
+written frame by frame as upstream events arrive, and a client that goes away cancels the
+upstream request (a disconnect listener runs beside the stream whatever the ASGI version).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import math
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import Any
+
+import anyio
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response, StreamingResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from metis_core.adapters._common.token_estimate import estimate_tokens
+from metis_core.agent.stream_tracker import StreamTracker
+from metis_core.errors import (
+    AllModelsFailedError,
+    CapabilityMismatchError,
+    GatewayBodyTooLargeError,
+    GatewayError,
+    GatewayRequestError,
+    MetisError,
+    ProviderError,
+)
+from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.quotas import Subject
+from metis_core.gateway.service import GatewayService, upstream_failure
+from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
+from metis_core.gateway.shapes.base import InboundShape
+from metis_core.gateway.shapes.openai_chat import OpenAIChatShape
+from metis_core.gateway.shapes.openai_responses import OpenAIResponsesShape
+from metis_core.messages import Message, StreamEvent
+
+log = logging.getLogger("metis_core.gateway")
+CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError)
+OPENAI = OpenAIChatShape()
+RESPONSES = OpenAIResponsesShape()
+ANTHROPIC = AnthropicMessagesShape()
+
+
+def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
+    return Response(orjson.dumps(payload), status_code=status, headers=headers, media_type="application/json")
+
+
+def error_response(shape: InboundShape, status: int, kind: str, message: str,
+                   retry_after: float | None = None) -> Response:
+    headers = {"retry-after": str(math.ceil(retry_after))} if retry_after is not None else None
+    return json_response(shape.error_body(status, kind, message), status, headers)
+
+
+def presented_token(request: Request) -> str | None:
+    auth = request.headers.get("authorization")
+    if auth and auth[:7].lower() == "bearer ":
+        return auth[7:].strip() or None
+    return request.headers.get("x-api-key") or None
+
+
+async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+        chunks.append(chunk)
+    try:
+        body = orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as error:
+        raise GatewayRequestError(f"the request body is not valid JSON ({error})") from None
+    if not isinstance(body, dict):
+        raise GatewayRequestError("the request body must be a JSON object")
+    return body
+
+
+class DisconnectAwareStream(StreamingResponse):
+    """A StreamingResponse that always watches for the client leaving, so a silent upstream is
+    still cancelled (Starlette skips the watcher for ASGI spec 2.4 servers)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async with anyio.create_task_group() as group:
+
+            async def stream() -> None:
+                with contextlib.suppress(OSError):  # the client went away while we were writing
+                    await self.stream_response(send)
+                group.cancel_scope.cancel()
+
+            async def watch() -> None:
+                while (await receive())["type"] != "http.disconnect":
+                    continue
+                group.cancel_scope.cancel()
+
+            group.start_soon(stream)
+            await watch()
+        close = getattr(self.body_iterator, "aclose", None)
+        if close is not None:  # a stream left at a `yield` by the cancel: close it (and its upstream) now
+            with anyio.CancelScope(shield=True):
+                await close()
+
+
+class GatewayApp:
+    """Routes bound to one GatewayService."""
+
+    def __init__(self, service: GatewayService) -> None:
+        self.service = service
+
+    # --- the two call shapes ----------------------------------------------------------------
+
+    async def chat_completions(self, request: Request) -> Response:
+        return await self.call(request, OPENAI)
+
+    async def responses(self, request: Request) -> Response:
+        return await self.call(request, RESPONSES)
+
+    async def messages(self, request: Request) -> Response:
+        return await self.call(request, ANTHROPIC)
+
+    async def call(self, request: Request, shape: InboundShape) -> Response:
+        service = self.service
+        try:
+            key = service.authenticate(presented_token(request), shape)
+            body = await read_json_body(request, service.settings.max_body_bytes)
+            asked = body.get("model")
+            members = service.allowed_members(key, str(asked), service.resolve(asked, shape))
+            subjects = service.admit(key, shape, str(asked))
+            inbound, session_id = service.read(shape, body, members)
+        except GatewayError as error:
+            return error_response(shape, error.status, error.kind, str(error), error.retry_after)
+        except ClientDisconnect:
+            return Response(status_code=499)
+        record = service.open_call(key, shape, inbound, session_id, str(asked))
+        if inbound.stream:
+            return await self.stream(shape, record, members, subjects)
+        try:
+            final: Message | None = None
+            async for event in service.events(record, members, stream=False):
+                if event.type == "message_complete":
+                    final = event.message
+        except Exception as error:  # every failure is answered in the shape's format
+            return self.failed(shape, record, error)
+        assert final is not None
+        self.finish(record, final, subjects)
+        return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
+
+    def failed(self, shape: InboundShape, record: CallRecord, error: BaseException) -> Response:
+        if not isinstance(error, CALL_FAILURES):
+            log.exception("gateway call %s failed", record.session_id, exc_info=error)
+        record.errored(error)
+        failure = upstream_failure(error)
+        return error_response(shape, failure.status, failure.kind, failure.message, failure.retry_after)
+
+    def finish(self, record: CallRecord, final: Message, subjects: list[Subject]) -> None:
+        usage = final.metadata.usage
+        alerts = []
+        if usage is not None:
+            tokens = usage.total_input_tokens + usage.output_tokens
+            alerts = self.service.quotas.charge(subjects, usage.cost_usd, tokens)
+        record.completed(final, alerts)
+
+    async def stream(self, shape: InboundShape, record: CallRecord, members: list[str],
+                     subjects: list[Subject]) -> Response:
+        inbound = record.request
+        writer = shape.stream_writer(record.asked_model, inbound.tool_ids, inbound)
+        record.stream_writer = writer
+        events = self.service.events(record, members, stream=True)
+        assert isinstance(events, AsyncGenerator)
+        try:  # the first event decides the status: a call that fails before answering is an error response
+            first = await anext(events)
+        except Exception as error:
+            return self.failed(shape, record, error)
+
+        async def frames() -> AsyncIterator[bytes]:
+            tracker = StreamTracker()
+            final: Message | None = None
+            event: StreamEvent = first
+            try:
+                while True:
+                    tracker.observe(event)
+                    if event.type == "message_complete":
+                        final = event.message
+                    frame = writer.feed(event)
+                    if frame:
+                        yield frame
+                    event = await anext(events)
+            except StopAsyncIteration:
+                pass
+            except (asyncio.CancelledError, GeneratorExit):
+                record.cancelled(tracker.cancelled_message(record.session_id, record.model)
+                                 if tracker.has_content() else None)
+                with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
+                    await events.aclose()
+                raise
+            except Exception as error:
+                if not isinstance(error, MetisError):
+                    log.exception("gateway stream %s failed", record.session_id, exc_info=error)
+                record.errored(error)
+                failure = upstream_failure(error)
+                yield writer.fail(failure.status, failure.kind, failure.message)
+                return
+            if final is not None:
+                self.finish(record, final, subjects)
+
+        return DisconnectAwareStream(frames(), media_type="text/event-stream",
+                                     headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
+
+    # --- the rest ---------------------------------------------------------------------------
+
+    async def count_tokens(self, request: Request) -> Response:
+        service = self.service
+        try:
+            service.authenticate(presented_token(request), ANTHROPIC)
+            body = await read_json_body(request, service.settings.max_body_bytes)
+            members = service.resolve(body.get("model"), ANTHROPIC)
+            inbound, _ = service.read(ANTHROPIC, body, members)
+        except GatewayError as error:
+            return error_response(ANTHROPIC, error.status, error.kind, str(error), error.retry_after)
+        adapter = service.rt.client.adapter(members[0].partition(":")[0])
+        tokens = adapter.estimate_input_tokens(inbound.messages, inbound.tools)
+        return json_response({"input_tokens": tokens if tokens else estimate_tokens(inbound.messages, inbound.tools)})
+
+    async def models(self, request: Request) -> Response:
+        shape = ANTHROPIC if "anthropic-version" in request.headers else OPENAI
+        try:
+            self.service.authenticate(presented_token(request), shape)
+        except GatewayError as error:
+            return error_response(shape, error.status, error.kind, str(error))
+        registry = self.service.rt.registry
+        ids = [m.id for m in registry.models()]
+        aliases = list(self.service.engine.policy.aliases()) + list(self.service.engine.policy.chains())
+        names = [*ids, *sorted({*registry.aliases(), *aliases})]
+        if shape is ANTHROPIC:
+            data = [{"id": n, "type": "model", "display_name": n, "created_at": "1970-01-01T00:00:00Z"} for n in names]
+            return json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,
+                                  "last_id": names[-1] if names else None})
+        return json_response({"object": "list", "data": [
+            {"id": n, "object": "model", "created": 0, "owned_by": n.partition(":")[0] if ":" in n else "metis"}
+            for n in names
+        ]})  # fmt: skip
+
+    async def healthz(self, request: Request) -> Response:
+        return json_response({"status": "ok"})
+
+    async def readyz(self, request: Request) -> Response:
+        try:
+            self.service.key_store.ping()
+            self.service.rt.registry.providers()
+        except MetisError as error:
+            return json_response({"status": "unavailable", "reason": str(error)}, 503)
+        except Exception as error:  # a probe answers, it does not crash
+            return json_response({"status": "unavailable", "reason": type(error).__name__}, 503)
+        return json_response({"status": "ready"})
+
+
+def create_app(service: GatewayService) -> Starlette:
+    """The ASGI application: the route table below is the whole gateway surface."""
+    app = GatewayApp(service)
+    routes = [
+        Route("/v1/chat/completions", app.chat_completions, methods=["POST"]),
+        Route("/v1/responses", app.responses, methods=["POST"]),
+        Route("/v1/messages", app.messages, methods=["POST"]),
+        Route("/v1/messages/count_tokens", app.count_tokens, methods=["POST"]),
+        Route("/v1/models", app.models, methods=["GET"]),
+        Route("/healthz", app.healthz, methods=["GET"]),
+        Route("/readyz", app.readyz, methods=["GET"]),
+    ]
+    starlette = Starlette(routes=routes)
+    starlette.state.service = service
+    return starlette

@@ -1,0 +1,197 @@
+"""The record of one gateway call: a session turn with its events, messages and charge.
+
+turn.started -> llm.call_started (-> llm.call_failed per failed member) -> llm.call_completed
+(carrying gateway_key_id, inbound_shape, user_id, team_id) -> turn.completed, or turn.cancelled
+when the client went away. Building and emitting the events and writing the session, its messages
+and the answer all happen in order on the gateway's one writer thread, so none of it is on the
+answer's path (an event's id and time are those of its emission there, a few ms after the fact).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import Executor
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.redaction import redact
+from metis_core.agent.turn import completed_payload
+from metis_core.errors import MetisError
+from metis_core.events.envelope import Actor, Event
+from metis_core.hashing import sha256_hex
+from metis_core.ids import new_ulid
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role
+
+if TYPE_CHECKING:
+    from metis_core.agent.runtime import Runtime
+    from metis_core.gateway.shapes.base import InboundRequest, StreamWriter
+    from metis_core.store.gateway_keys import GatewayKeyRecord
+
+log = logging.getLogger("metis_core.gateway")
+FROM_CLIENT = "from_client"
+"""Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
+_TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+
+
+class CallRecord:
+    """Events and persistence of one call; also the fallback chain's observer."""
+
+    def __init__(
+        self, runtime: Runtime, writer: Executor, key: GatewayKeyRecord, shape: str, session_id: str,
+        request: InboundRequest, asked_model: str,
+    ) -> None:
+        self.rt = runtime
+        self.writer = writer
+        self.key = key
+        self.shape = shape
+        self.session_id = session_id
+        self.request = request
+        self.asked_model = asked_model
+        self.recorder = TurnRecorder(runtime.bus, session_id, new_ulid())
+        self.clock = time.perf_counter()
+        self.turn: Event | None = None
+        self.started: Event | None = None
+        self.attempt_clock = self.clock
+        self.model = ""
+        self.attempts = 0
+        self.started_any = False
+        self.estimated_tokens = 0
+        self.stream_writer: StreamWriter | None = None
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {"gateway_key_id": self.key.id, "inbound_shape": self.shape, "user_id": self.key.user_id,
+                "team_id": self.key.team_id}
+
+    def _later(self, work: Callable[[], object]) -> None:
+        """Run on the writer thread, after everything submitted before (parents before children)."""
+
+        def guarded() -> None:
+            try:
+                work()
+            except Exception:  # the answer has left; a failed record is logged, never raised
+                log.exception("gateway call %s: recording failed", self.session_id)
+
+        self.writer.submit(guarded)
+
+    def begin(self, estimated_tokens: int) -> None:
+        self.estimated_tokens = estimated_tokens
+
+        def emit() -> None:
+            messages = self.request.messages
+            last_user = next((m for m in reversed(messages) if m.role is Role.USER), None)
+            self.turn = self.recorder.emit("turn.started", {
+                "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
+                "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
+                "has_images": any(isinstance(b, ImageBlock) for m in messages for b in m.content),
+                "has_tool_calls_in_history": any(m.tool_uses() for m in messages),
+            }, None, actor=Actor.USER)  # fmt: skip
+
+        self._later(emit)
+
+    # --- ChainObserver ------------------------------------------------------------------------
+
+    def attempt_started(self, model: str, attempt: int) -> None:
+        self.model = model
+        self.attempts += 1
+        self.attempt_clock = time.perf_counter()
+        if self.stream_writer is not None:
+            self.stream_writer.upstream_provider = model.partition(":")[0]
+        self.started_any = True
+        payload = {"model": model, "provider": model.partition(":")[0],
+                   "estimated_input_tokens": self.estimated_tokens, "request_id": new_ulid(), "is_worker": False}
+
+        def emit() -> None:
+            self.started = self.recorder.emit("llm.call_started", payload, self.turn, actor=Actor.AGENT)
+
+        self._later(emit)
+
+    def attempt_failed(self, model: str, error: BaseException) -> str | None:
+        self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
+        return None  # emitted on the writer thread: health events go without a parent
+
+    def failed(self, model: str, error_class: str, message: str, retry_count: int = 0) -> None:
+        payload = {
+            "model": model, "provider": model.partition(":")[0], "error_class": error_class,
+            "error_message_redacted": redact(message), "retry_count": retry_count,
+            "latency_ms": int((time.perf_counter() - self.attempt_clock) * 1000),
+        }  # fmt: skip
+        self._later(lambda: self.recorder.emit("llm.call_failed", payload, self.started, actor=Actor.AGENT))
+
+    # --- endings ------------------------------------------------------------------------------
+
+    def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
+        """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
+        meta = final.metadata
+        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
+        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
+        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
+            payload = {**completed_payload(final), **self.identity}
+
+            def emit() -> None:
+                event = self.recorder.emit("llm.call_completed", payload, self.started, actor=Actor.AGENT)
+                for alert in alerts or ():
+                    self.recorder.emit("quota.alert", alert, event, actor=Actor.SYSTEM)
+
+            self._later(emit)
+        else:
+            self.failed(self.model, "other", "the answer ended incomplete")
+        self._turn_completed(final, None)
+        self._persist(final)
+
+    def errored(self, error: BaseException) -> None:
+        """No answer (every member failed, or the request could not be sent)."""
+        self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
+        self._persist(None)
+
+    def cancelled(self, partial: Message | None) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived."""
+        if partial is not None:
+            partial.metadata.status = MessageStatus.CANCELLED
+        if self.started_any:
+            self.failed(self.model, "cancelled", "the client disconnected mid-stream")
+        payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
+                   "partial_tool_calls": 0}
+        self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.USER))
+        self._persist(partial)
+
+    def _turn_completed(self, final: Message | None, error: str | None) -> None:
+        usage = final.metadata.usage if final is not None else None
+        stop = final.metadata.stop_reason if final is not None else None
+        payload = {
+            "stop_reason": stop if stop in _TURN_STOPS else "end_turn", "llm_call_count": self.attempts,
+            "tool_call_count": 0, "total_input_tokens": usage.total_input_tokens if usage else 0,
+            "total_output_tokens": usage.output_tokens if usage else 0,
+            "total_cost_usd": float(usage.cost_usd or Decimal(0)) if usage else 0.0,
+            "wall_time_seconds": round(time.perf_counter() - self.clock, 3),
+            "signals_extra": {"error": error} if error else None,
+            "user_id": self.key.user_id, "team_id": self.key.team_id,
+        }  # fmt: skip
+        self._later(lambda: self.recorder.emit("turn.completed", payload, self.turn, actor=Actor.AGENT))
+
+    # --- the store ----------------------------------------------------------------------------
+
+    def _persist(self, final: Message | None) -> None:
+        self._later(lambda: self._write(final))
+
+    def _write(self, final: Message | None) -> None:
+        """On the writer thread: the session row, the inbound history and the answer, in order."""
+        store = self.rt.store
+        for message in self.request.messages:
+            if message.role is Role.ASSISTANT and message.metadata.usage is not None:
+                # The client's own history: a record of what it sent, not a call metis made or charged.
+                setattr(message.metadata, FROM_CLIENT, True)
+                message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
+        messages = [*self.request.messages, *([final] if final is not None else [])]
+        try:
+            store.store_conversation(f"gateway:{self.key.id}", self.session_id, messages,
+                                     active_model=self.model or None, title=f"gateway {self.shape} {self.asked_model}")
+            tool_map = self.request.tool_ids.to_dict()
+            if tool_map:
+                store.update_session(self.session_id, tool_id_map=tool_map)
+        except MetisError as error:  # the answer has left; the record must not take the server down
+            log.warning("gateway call %s not stored: %s", self.session_id, error)

@@ -1,0 +1,175 @@
+"""Quotas: spend budgets (day, month, total), requests and tokens per minute, per key, user and team.
+
+`admit` runs before any upstream call: a spent budget or a full minute refuses the request with
+GatewayQuotaError (Retry-After = seconds to the window's end) and one gateway.quota_exceeded per
+subject and window per process. `charge` runs after the call: the call is finished and paid for
+even if it crosses the budget, and quota.alert fires once per window at 50, 80 and 100 % (the
+caller records it under the call's llm.call_completed).
+Counters move by single atomic statements in the key store, so several workers share them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from metis_core.errors import GatewayQuotaError
+from metis_core.events.bus import EventBus
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope, SubjectLimits
+
+ALERT_THRESHOLDS = (50, 80, 100)
+LIMITS_CACHE_SECONDS = 1.0
+"""A change made by `metis gateway limits set` reaches running gateways within this."""
+_CAP_TYPES = {"day": "daily", "month": "monthly", "total": "total"}
+_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """One party a request counts against, with its limits."""
+
+    scope: Scope
+    subject_id: str
+    budget_usd: Decimal | None
+    budget_period: BudgetPeriod | None
+    rpm: int | None
+    tpm: int | None
+
+
+def budget_window(period: BudgetPeriod, now: datetime) -> tuple[datetime, datetime]:
+    """[start, end) of the UTC window `now` falls in."""
+    if period == "total":
+        return datetime(1970, 1, 1, tzinfo=UTC), _FOREVER
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day, datetime.fromtimestamp(day.timestamp() + 86_400, UTC)
+    start = day.replace(day=1)
+    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return start, end
+
+
+class QuotaGate:
+    def __init__(self, store: GatewayKeyStore, bus: EventBus) -> None:
+        self.store = store
+        self.bus = bus
+        self._limits_read: dict[tuple[str, str], tuple[float, SubjectLimits | None]] = {}
+        self._reported: set[tuple[str, str, str, int]] = set()
+        """(scope, subject, cap type, window start) already reported as exceeded by this process."""
+
+    def _limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
+        """A user's or team's limits, read from the store at most once a second per subject."""
+        clock = time.monotonic()
+        cached = self._limits_read.get((scope, subject_id))
+        if cached is not None and clock - cached[0] < LIMITS_CACHE_SECONDS:
+            return cached[1]
+        found = self.store.limits(scope, subject_id)
+        if len(self._limits_read) >= 10_000:
+            self._limits_read.clear()
+        self._limits_read[(scope, subject_id)] = (clock, found)
+        return found
+
+    def subjects(self, key: GatewayKeyRecord) -> list[Subject]:
+        found = [Subject("gateway_key", key.id, key.budget_usd, key.budget_period, key.rpm, key.tpm)]
+        for scope, subject_id in (("user", key.user_id), ("team", key.team_id)):
+            if subject_id is None:
+                continue
+            limits = self._limits(scope, subject_id)  # type: ignore[arg-type]
+            if limits is not None:
+                found.append(Subject(limits.scope, subject_id, limits.budget_usd, limits.budget_period,
+                                     limits.rpm, limits.tpm))
+        return found
+
+    # --- before the call ----------------------------------------------------------------------
+
+    def admit(self, key: GatewayKeyRecord, subjects: list[Subject], *, shape: str, model: str) -> None:
+        """Raise GatewayQuotaError when any subject is over a budget or a per-minute limit."""
+        now = datetime.now(UTC)
+        for subject in subjects:
+            if subject.budget_usd is None or subject.budget_period is None:
+                continue
+            start, end = budget_window(subject.budget_period, now)
+            spent = self.store.spent(subject.scope, subject.subject_id, int(start.timestamp()))
+            if spent >= subject.budget_usd:
+                self._exceeded(key, subject, _CAP_TYPES[subject.budget_period], start, end, shape, model,
+                               {"cap_usd": subject.budget_usd, "spent_usd": spent})
+                raise GatewayQuotaError(
+                    f"the {subject.budget_period} budget of {_who(subject)} (${subject.budget_usd}) is spent; "
+                    "ask the gateway operator to raise it, or wait for the next window",
+                    retry_after=_retry_after(end, now),
+                )
+        if not any(s.rpm is not None or s.tpm is not None for s in subjects):
+            return
+        minute = int(time.time() // 60)
+        start = datetime.fromtimestamp(minute * 60, UTC)
+        end = datetime.fromtimestamp(minute * 60 + 60, UTC)
+        for subject in subjects:
+            if subject.rpm is None and subject.tpm is None:
+                continue
+            requests, tokens = self.store.count_request(subject.scope, subject.subject_id, minute)
+            if subject.rpm is not None and requests > subject.rpm:
+                self._exceeded(key, subject, "rpm", start, end, shape, model,
+                               {"limit_per_minute": subject.rpm, "used_per_minute": requests - 1})
+                raise GatewayQuotaError(f"{_who(subject)} is limited to {subject.rpm} requests per minute",
+                                        retry_after=_retry_after(end, now))
+            if subject.tpm is not None and tokens >= subject.tpm:
+                self._exceeded(key, subject, "tpm", start, end, shape, model,
+                               {"limit_per_minute": subject.tpm, "used_per_minute": tokens})
+                raise GatewayQuotaError(f"{_who(subject)} is limited to {subject.tpm} tokens per minute",
+                                        retry_after=_retry_after(end, now))
+
+    def _exceeded(
+        self, key: GatewayKeyRecord, subject: Subject, cap_type: str, start: datetime, end: datetime,
+        shape: str, model: str, figures: dict[str, Any],
+    ) -> None:
+        """One gateway.quota_exceeded per subject, cap and window in this process: a flood of refusals
+        is one audit record, not thousands."""
+        marker = (subject.scope, subject.subject_id, cap_type, int(start.timestamp()))
+        if marker in self._reported:
+            return
+        self._reported.add(marker)
+        self.bus.emit_new("gateway.quota_exceeded", {
+            "gateway_key_id": key.id, "cap_type": cap_type, "scope": subject.scope,
+            "window_start": start, "window_end": end, "inbound_shape": shape, "requested_model": model,
+            "user_id": key.user_id, "team_id": key.team_id, **figures,
+        }, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)  # fmt: skip
+
+    # --- after the call -----------------------------------------------------------------------
+
+    def charge(self, subjects: list[Subject], cost: Decimal | None, tokens: int) -> list[dict[str, Any]]:
+        """Count the call's tokens and spend against every subject, now (the next request must see
+        them); return the quota.alert payloads of thresholds this call crossed, for the record."""
+        now = datetime.now(UTC)
+        minute = int(time.time() // 60)
+        alerts: list[dict[str, Any]] = []
+        for subject in subjects:
+            if subject.tpm is not None and tokens:
+                self.store.add_tokens(subject.scope, subject.subject_id, minute, tokens)
+            if subject.budget_period is None or subject.budget_usd is None or not cost:
+                continue
+            start, end = budget_window(subject.budget_period, now)
+            window = int(start.timestamp())
+            total = self.store.add_spend(subject.scope, subject.subject_id, window, cost)
+            if subject.budget_usd <= 0:
+                continue
+            percent = total * 100 / subject.budget_usd
+            for threshold in ALERT_THRESHOLDS:
+                if percent >= threshold and self.store.claim_alert(subject.scope, subject.subject_id, window,
+                                                                   threshold):
+                    alerts.append({
+                        "scope": subject.scope, "subject_id": subject.subject_id,
+                        "cap_type": _CAP_TYPES[subject.budget_period], "threshold_percent": threshold,
+                        "cap_usd": subject.budget_usd, "spent_usd": total, "window_start": start, "window_end": end,
+                    })  # fmt: skip
+        return alerts
+
+
+def _who(subject: Subject) -> str:
+    return {"gateway_key": "this key", "user": "this key's user", "team": "this key's team"}[subject.scope]
+
+
+def _retry_after(end: datetime, now: datetime) -> float:
+    return max(1.0, min((end - now).total_seconds(), 86_400.0 * 31))

@@ -1,0 +1,81 @@
+"""Building and running the gateway process: the runtime under METIS_HOME, the app, uvicorn.
+
+`build_app()` is the factory uvicorn imports in each worker (so `--workers N` runs N processes
+sharing one metis.db: counters there are atomic). uvloop and httptools are used when installed
+(the `gateway` extra brings them), else asyncio and h11. Settings come from the environment:
+METIS_GATEWAY_MAX_BODY_BYTES, METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE, METIS_GATEWAY_WORKSPACE.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metis_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from starlette.applications import Starlette
+
+    from metis_core.gateway.service import GatewaySettings
+
+
+SWITCH_INTERVAL_SECONDS = 0.0005
+
+
+def _int_env(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r} is not a whole number; unset it or give one") from None
+    if value < 0:
+        raise ConfigError(f"{name} must be zero or more")
+    return value
+
+
+def settings_from_env() -> GatewaySettings:
+    from metis_core.gateway.service import DEFAULT_MAX_BODY_BYTES, GatewaySettings
+
+    workspace = Path(os.environ.get("METIS_GATEWAY_WORKSPACE") or Path.cwd())
+    return GatewaySettings(
+        max_body_bytes=_int_env("METIS_GATEWAY_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
+        auth_failure_events_per_minute=_int_env("METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE", 10),
+        workspace=workspace,
+    )
+
+
+def build_app() -> Starlette:
+    """One worker's app: a Runtime on METIS_HOME, its key store, and the routes."""
+    from metis_core.agent.runtime import Runtime
+    from metis_core.gateway.app import create_app
+    from metis_core.gateway.service import GatewayService
+    from metis_core.store.gateway_keys import open_gateway_key_store
+
+    # The record is written on background threads; a short switch interval hands the GIL back to
+    # the event loop within 0.5 ms (not 5) when a request arrives while they work.
+    sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    runtime = Runtime()
+    service = GatewayService(runtime, open_gateway_key_store(runtime.database), settings_from_env())
+    return create_app(service)
+
+
+def server_stack() -> tuple[str, str]:
+    """(loop, http) implementations uvicorn should use: the fast ones when installed."""
+    loop = "uvloop" if importlib.util.find_spec("uvloop") is not None else "asyncio"
+    http = "httptools" if importlib.util.find_spec("httptools") is not None else "h11"
+    return loop, http
+
+
+def serve(host: str, port: int, workers: int) -> None:
+    try:
+        import uvicorn
+    except ImportError:
+        raise ConfigError("the gateway needs its extra: pip install 'metis-core[gateway]'") from None
+    loop, http = server_stack()
+    uvicorn.run("metis_core.gateway.serve:build_app", factory=True, host=host, port=port, workers=workers,
+                loop=loop, http=http, log_level="warning", lifespan="off", access_log=False)

@@ -1,0 +1,260 @@
+"""The gateway without HTTP: authenticate, resolve the model, admit, call upstream, record.
+
+`GatewayService` holds the runtime (registry, client, bus, stores), the key service, the quota
+gate and the writer thread; the Starlette app (app.py) only turns requests into calls of it and
+its answers into responses. Upstream failures become GatewayError-like answers whose message has
+been scrubbed of anything that looks like a key.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+import time
+from collections.abc import AsyncIterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from metis_core.adapters._common.token_estimate import estimate_tokens
+from metis_core.agent.redaction import redact
+from metis_core.errors import (
+    AliasCycleError,
+    AllModelsFailedError,
+    AuthenticationError,
+    CapabilityMismatchError,
+    ErrorClass,
+    GatewayAuthError,
+    GatewayModelNotAllowedError,
+    GatewayRequestError,
+    GatewayUnknownModelError,
+    MetisError,
+    ModelIdError,
+    ProviderError,
+    UnknownModelError,
+)
+from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.keys import KeyService, token_hash_prefix
+from metis_core.gateway.quotas import QuotaGate, Subject
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape
+from metis_core.ids import new_session_id
+from metis_core.messages import Role, StreamEvent
+from metis_core.routing.fallback import FallbackChain
+from metis_core.store.gateway_keys import GatewayKeyRecord, GatewayKeyStore
+
+if TYPE_CHECKING:
+    from metis_core.agent.runtime import Runtime
+
+log = logging.getLogger("metis_core.gateway")
+DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+POLICY_RECHECK_SECONDS = 1.0
+
+
+@dataclass(slots=True)
+class GatewaySettings:
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """Larger inbound bodies get 413 before they are read whole."""
+    auth_failure_events_per_minute: int = 10
+    """At most this many gateway.auth_failed events per minute per process; the rest are counted."""
+    workspace: Path = field(default_factory=Path.cwd)
+    """Where routing.yaml (aliases, chains) is read from."""
+
+
+class AuthFailureLimiter:
+    """A fixed one-minute window: the first N failures are recorded, the rest only counted."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self.window = -1
+        self.recorded = 0
+        self.suppressed = 0
+        self._lock = threading.Lock()
+
+    def allow(self) -> bool:
+        with self._lock:
+            window = int(time.monotonic() // 60)
+            if window != self.window:
+                self.window, self.recorded = window, 0
+            if self.recorded < self.per_minute:
+                self.recorded += 1
+                return True
+            self.suppressed += 1
+            return False
+
+
+@dataclass(slots=True)
+class UpstreamFailure:
+    """How an upstream failure is answered: status, kind (for the shape's error type), safe message."""
+
+    status: int
+    kind: str
+    message: str
+    retry_after: float | None = None
+
+
+def upstream_failure(error: BaseException) -> UpstreamFailure:
+    if isinstance(error, AllModelsFailedError):
+        last = error.errors[-1] if error.errors else None
+        failure = upstream_failure(last) if last is not None else UpstreamFailure(502, "upstream", "")
+        failure.message = redact(str(error))
+        return failure
+    if isinstance(error, CapabilityMismatchError):
+        return UpstreamFailure(400, "invalid_request", redact(str(error)))
+    if isinstance(error, AuthenticationError):
+        return UpstreamFailure(502, "upstream", f"{error.provider} refused the gateway's own credentials; "
+                                                "the gateway operator must fix its provider key")
+    if isinstance(error, ProviderError):
+        status, kind = {
+            ErrorClass.RATE_LIMIT: (429, "rate_limit"), ErrorClass.INVALID_REQUEST: (400, "invalid_request"),
+            ErrorClass.CONTEXT_OVERFLOW: (400, "invalid_request"), ErrorClass.SERVER_ERROR: (529, "overloaded"),
+            ErrorClass.NETWORK: (502, "upstream"),
+        }.get(error.error_class, (502, "upstream"))  # fmt: skip
+        return UpstreamFailure(status, kind, redact(str(error)), error.retry_after)
+    return UpstreamFailure(500, "upstream", "the gateway failed to answer; the operator's log has the details")
+
+
+class GatewayService:
+    def __init__(self, runtime: Runtime, key_store: GatewayKeyStore, settings: GatewaySettings | None = None) -> None:
+        self.rt = runtime
+        self.settings = settings or GatewaySettings()
+        self.key_store = key_store
+        self.keys = KeyService(key_store, runtime.bus)
+        self.quotas = QuotaGate(key_store, runtime.bus)
+        self.engine = runtime.engine_for(self.settings.workspace)
+        self.auth_failures = AuthFailureLimiter(self.settings.auth_failure_events_per_minute)
+        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-gateway-record")
+        self._policy_version, self._policy_read_at = "", -1e9
+        self._resolved: dict[tuple[str, str, str], list[str]] = {}
+        """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""
+
+    # --- gates --------------------------------------------------------------------------------
+
+    def authenticate(self, token: str | None, shape: InboundShape) -> GatewayKeyRecord:
+        try:
+            return self.keys.authenticate(token)
+        except GatewayAuthError as error:
+            if self.auth_failures.allow():
+                self.rt.bus.emit_new("gateway.auth_failed", {
+                    "reason": error.reason, "inbound_shape": shape.name,
+                    "token_hash_prefix": token_hash_prefix(token) if token else None,
+                    "gateway_key_id": error.key_id,
+                }, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)  # fmt: skip
+            raise
+
+    def resolve(self, asked: object, shape: InboundShape) -> list[str]:
+        """Model ids for the `model` field: an id, alias or chain, or a bare name of a known model."""
+        if not isinstance(asked, str) or not asked.strip():
+            raise GatewayRequestError("`model` must be a non-empty string naming a model, alias or chain")
+        clock = time.monotonic()
+        if clock - self._policy_read_at > POLICY_RECHECK_SECONDS:  # routing.yaml is re-read at most this often
+            self._policy_version, self._policy_read_at = self.engine.policy.version, clock
+        cache_key = (asked, shape.natural_provider, self._policy_version)
+        found = self._resolved.get(cache_key)
+        if found is None:
+            found = self._resolve(asked, shape)
+            if len(self._resolved) >= 4096:
+                self._resolved.clear()
+            self._resolved[cache_key] = found
+        return list(found)
+
+    def _resolve(self, asked: str, shape: InboundShape) -> list[str]:
+        try:
+            return self.engine.expand(asked)
+        except AliasCycleError as error:
+            raise GatewayRequestError(str(error)) from None
+        except (UnknownModelError, ModelIdError) as error:
+            if ":" not in asked and "," not in asked:
+                found = self._bare_name(asked, shape)
+                if found is not None:
+                    return [found]
+            raise GatewayUnknownModelError(
+                f"{error} `GET /v1/models` lists what this gateway serves."
+            ) from None
+
+    def _bare_name(self, name: str, shape: InboundShape) -> str | None:
+        registry = self.rt.registry
+        providers = [shape.natural_provider, *(p for p in registry.providers() if p != shape.natural_provider)]
+        for provider in providers:
+            candidate = f"{provider}:{name}"
+            try:
+                if registry.get(candidate).catalog_id is not None:
+                    return candidate
+            except (UnknownModelError, ModelIdError):
+                continue
+        return None
+
+    @staticmethod
+    def allowed_members(key: GatewayKeyRecord, asked: str, members: list[str]) -> list[str]:
+        """The members the key may use; GatewayModelNotAllowedError when none."""
+        patterns = key.allowed_models
+        if not patterns:
+            return members
+        if any(fnmatch.fnmatchcase(asked, p) for p in patterns):
+            return members
+        allowed = [m for m in members if any(fnmatch.fnmatchcase(m, p) for p in patterns)]
+        if not allowed:
+            raise GatewayModelNotAllowedError(
+                f"this key may not use {asked!r}; it may use {', '.join(patterns)}"
+            )
+        return allowed
+
+    def admit(self, key: GatewayKeyRecord, shape: InboundShape, asked: str) -> list[Subject]:
+        subjects = self.quotas.subjects(key)
+        self.quotas.admit(key, subjects, shape=shape.name, model=asked)
+        return subjects
+
+    # --- the call -----------------------------------------------------------------------------
+
+    def read(self, shape: InboundShape, body: dict[str, object], members: list[str]) -> tuple[InboundRequest, str]:
+        """The body in canonical form, and the session id its messages belong to."""
+        problem = shape.body_problem(body)
+        if problem is not None:
+            raise GatewayRequestError(problem)
+        session_id = new_session_id()
+        provider, _, name = members[0].partition(":")
+        model_name = name if provider == shape.natural_provider else str(body["model"])
+        try:
+            read = shape.read(body, model_name, session_id)
+        except MetisError as error:
+            raise GatewayRequestError(redact(str(error))) from None
+        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as error:
+            raise GatewayRequestError(
+                f"the request body does not have the {shape.name} shape ({type(error).__name__}: "
+                f"{redact(str(error), 200)}); check it against the API reference"
+            ) from None
+        dropped = sorted(read.options.extra)
+        if dropped and not all(m.partition(":")[0] in shape.extra_providers for m in members):
+            log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)
+            read.options.extra = {}
+        if not any(m.role is Role.USER for m in read.messages):
+            raise GatewayRequestError("the request holds no user message metis can read; a conversation starts "
+                                      "with one")
+        return read, session_id
+
+    def open_call(
+        self, key: GatewayKeyRecord, shape: InboundShape, request: InboundRequest, session_id: str, asked: str,
+    ) -> CallRecord:
+        record = CallRecord(self.rt, self.writer, key, shape.name, session_id, request, asked)
+        record.begin(estimate_tokens(request.messages, request.tools))
+        return record
+
+    def events(self, record: CallRecord, members: list[str], *, stream: bool) -> AsyncIterator[StreamEvent]:
+        request = record.request
+        chain = FallbackChain(self.rt.client, members, health=self.rt.health)
+        return chain.astream(
+            request.messages, tools=request.tools, options=request.options, tool_ids=request.tool_ids,
+            session_id=record.session_id, observer=record, stream=stream,
+        )  # fmt: skip
+
+    def drain(self) -> None:
+        """Wait for every pending store write and event (tests, shutdown)."""
+        self.writer.submit(lambda: None).result()
+        self.rt.bus.flush()
+
+    def close(self) -> None:
+        self.writer.shutdown(wait=True)
+        self.key_store.close()
+        self.rt.close()

@@ -1,0 +1,1 @@
+"""Inbound wire shapes of the gateway: one module per API a client may speak."""

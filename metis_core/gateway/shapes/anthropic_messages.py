@@ -1,0 +1,216 @@
+"""The Anthropic Messages shape: `POST /v1/messages` bodies in, Messages answers and SSE out.
+
+Thinking goes back to the client only when Anthropic signed it (a signature replays only to its
+origin; anything else would be rejected on the client's next turn). In a stream a thinking block
+stays open until the end, where its `signature_delta` arrives with the final message; blocks are
+numbered in the order they are started, so a late redacted-thinking block never shifts an index.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic.request_reader import read_request
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, sse
+from metis_core.ids import new_ulid
+from metis_core.messages import (
+    Message,
+    MessageComplete,
+    RedactedThinkingBlock,
+    StreamError,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
+    ToolUseBlock,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+    Usage,
+    UsageUpdate,
+)
+
+_STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn"}
+ERROR_TYPES = {
+    "invalid_request": "invalid_request_error", "too_large": "request_too_large", "auth": "authentication_error",
+    "permission": "permission_error", "not_found": "not_found_error", "rate_limit": "rate_limit_error",
+    "upstream": "api_error", "overloaded": "overloaded_error",
+}  # fmt: skip
+
+
+def _stop_reason(message: Message) -> str:
+    reason = message.metadata.stop_reason
+    return reason if reason in _STOP_REASONS else "end_turn"
+
+
+def _usage(usage: Usage | None) -> dict[str, int]:
+    usage = usage or Usage()
+    return {
+        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
+        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
+        "cache_read_input_tokens": usage.cached_input_tokens,
+    }  # fmt: skip
+
+
+def _signed(block: ThinkingBlock | RedactedThinkingBlock) -> bool:
+    origin = block.origin
+    return origin is not None and origin.provider == "anthropic"
+
+
+class AnthropicMessagesShape(InboundShape):
+    name = "anthropic"
+    namespace = "anthropic"
+    id_style = "anthropic"
+    natural_provider = "anthropic"
+    extra_providers = frozenset({"anthropic"})
+
+    def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:
+        tool_ids = ToolIdMap()
+        read = read_request({**body, "model": model_name}, session_id=session_id, tool_ids=tool_ids)
+        return InboundRequest(read.messages, read.tools, read.options, tool_ids, stream=bool(body.get("stream")))
+
+    def content(self, message: Message, tool_ids: ToolIdMap) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock):
+                out.append({"type": "text", "text": block.text})
+            elif isinstance(block, ToolUseBlock):
+                out.append({"type": "tool_use", "id": self.client_tool_id(tool_ids, block.id), "name": block.name,
+                            "input": block.input})
+            elif isinstance(block, ThinkingBlock) and _signed(block):
+                out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
+            elif isinstance(block, RedactedThinkingBlock) and _signed(block):
+                out.append({"type": "redacted_thinking", "data": block.data})
+        return out
+
+    def response_body(self, message: Message, model: str, tool_ids: ToolIdMap) -> dict[str, Any]:
+        return {
+            "id": f"msg_{message.id}", "type": "message", "role": "assistant", "model": model,
+            "content": self.content(message, tool_ids), "stop_reason": _stop_reason(message), "stop_sequence": None,
+            "usage": _usage(message.metadata.usage),
+        }  # fmt: skip
+
+    def stream_writer(self, model: str, tool_ids: ToolIdMap, request: InboundRequest) -> StreamWriter:
+        return AnthropicStreamWriter(self, model, tool_ids)
+
+    def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
+        return {"type": "error", "error": {"type": ERROR_TYPES.get(kind, "api_error"), "message": message}}
+
+
+class AnthropicStreamWriter(StreamWriter):
+    def __init__(self, shape: AnthropicMessagesShape, model: str, tool_ids: ToolIdMap) -> None:
+        self.shape = shape
+        self.model = model
+        self.tool_ids = tool_ids
+        self.started = False
+        self.usage = Usage()
+        self.out_index: dict[int, int] = {}
+        """canonical block index -> the index this stream gave it."""
+        self.open_block: int | None = None
+        """The open text or tool block (canonical index); thinking blocks stay open until the end."""
+        self.open_thinking: list[int] = []
+        self.tool_inputs: dict[int, bool] = {}
+        self.failed = False
+
+    def _start_message(self) -> bytes:
+        self.started = True
+        return sse("message_start", {"type": "message_start", "message": {
+            "id": f"msg_{new_ulid()}", "type": "message", "role": "assistant", "model": self.model, "content": [],
+            "stop_reason": None, "stop_sequence": None, "usage": _usage(self.usage),
+        }})  # fmt: skip
+
+    def _close_open(self) -> bytes:
+        if self.open_block is None:
+            return b""
+        index, self.open_block = self.out_index[self.open_block], None
+        return sse("content_block_stop", {"type": "content_block_stop", "index": index})
+
+    def _start_block(self, canonical: int, block: dict[str, Any], *, keep_open: bool = True) -> bytes:
+        frames = b"" if block["type"] == "thinking" else self._close_open()
+        index = self.out_index[canonical] = len(self.out_index)
+        frames += sse("content_block_start", {"type": "content_block_start", "index": index, "content_block": block})
+        if block["type"] == "thinking":
+            self.open_thinking.append(canonical)
+        elif keep_open:
+            self.open_block = canonical
+        return frames
+
+    def _delta(self, canonical: int, delta: dict[str, Any]) -> bytes:
+        index = self.out_index[canonical]
+        return sse("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta})
+
+    def feed(self, event: StreamEvent) -> bytes:
+        if self.failed:
+            return b""
+        frames = b""
+        if isinstance(event, UsageUpdate):
+            self.usage = event.usage
+            return b"" if self.started else self._start_message()
+        if not self.started:
+            frames += self._start_message()
+        if isinstance(event, TextDelta):
+            if event.index not in self.out_index:
+                frames += self._start_block(event.index, {"type": "text", "text": ""})
+            frames += self._delta(event.index, {"type": "text_delta", "text": event.text})
+        elif isinstance(event, ThinkingDelta):
+            if self.upstream_provider != "anthropic":
+                return frames  # unsigned reasoning cannot go back to an Anthropic client
+            if event.index not in self.out_index:
+                frames += self._start_block(event.index, {"type": "thinking", "thinking": "", "signature": ""})
+            frames += self._delta(event.index, {"type": "thinking_delta", "thinking": event.text})
+        elif isinstance(event, ToolUseStart):
+            client_id = self.shape.client_tool_id(self.tool_ids, event.id)
+            frames += self._start_block(event.index, {"type": "tool_use", "id": client_id, "name": event.name,
+                                                      "input": {}})
+        elif isinstance(event, ToolUseInputDelta):
+            self.tool_inputs[event.index] = True
+            frames += self._delta(event.index, {"type": "input_json_delta", "partial_json": event.partial_json})
+        elif isinstance(event, ToolUseEnd):
+            if not self.tool_inputs.get(event.index) and event.input:
+                whole = orjson.dumps(event.input).decode()
+                frames += self._delta(event.index, {"type": "input_json_delta", "partial_json": whole})
+            if self.open_block == event.index:
+                frames += self._close_open()
+        elif isinstance(event, StreamError):
+            self.failed = True
+            frames += self.fail(502, "overloaded" if event.retryable else "upstream", event.message)
+        elif isinstance(event, MessageComplete):
+            frames += self._finish(event.message)
+        return frames
+
+    def _finish(self, message: Message) -> bytes:
+        frames = self._close_open()
+        for canonical, block in enumerate(message.content):
+            if isinstance(block, ThinkingBlock) and canonical in self.open_thinking:
+                if block.signature:
+                    frames += self._delta(canonical, {"type": "signature_delta", "signature": block.signature})
+                frames += sse("content_block_stop", {"type": "content_block_stop",
+                                                     "index": self.out_index[canonical]})
+            elif isinstance(block, ThinkingBlock) and _signed(block) and canonical not in self.out_index:
+                frames += self._start_block(canonical, {"type": "thinking", "thinking": "", "signature": ""})
+                frames += self._delta(canonical, {"type": "thinking_delta", "thinking": block.text})
+                frames += self._delta(canonical, {"type": "signature_delta", "signature": block.signature or ""})
+                frames += sse("content_block_stop", {"type": "content_block_stop",
+                                                     "index": self.out_index[canonical]})
+            elif isinstance(block, RedactedThinkingBlock) and _signed(block) and canonical not in self.out_index:
+                frames += self._start_block(canonical, {"type": "redacted_thinking", "data": block.data},
+                                            keep_open=False)
+                frames += sse("content_block_stop", {"type": "content_block_stop",
+                                                     "index": self.out_index[canonical]})
+            elif isinstance(block, TextBlock) and canonical not in self.out_index and block.text:
+                frames += self._start_block(canonical, {"type": "text", "text": ""})
+                frames += self._delta(canonical, {"type": "text_delta", "text": block.text}) + self._close_open()
+        usage = message.metadata.usage or self.usage
+        frames += sse("message_delta", {
+            "type": "message_delta", "delta": {"stop_reason": _stop_reason(message), "stop_sequence": None},
+            "usage": _usage(usage),
+        })  # fmt: skip
+        return frames + sse("message_stop", {"type": "message_stop"})
+
+    def fail(self, status: int, kind: str, message: str) -> bytes:
+        self.failed = True
+        return sse("error", self.shape.error_body(status, kind, message))

@@ -1,0 +1,210 @@
+"""The OpenAI Responses shape: `POST /v1/responses` in, `response` objects and its typed SSE events out.
+
+Stateless only: `previous_response_id` and `conversation` are refused by the reader (send the whole
+conversation in `input`). Text becomes one `message` output item per run of text, tool calls become
+`function_call` items; reasoning is not written (its encrypted form belongs to OpenAI's own calls).
+Stream events carry `sequence_number` and the item/content indexes the SDK's accumulator needs.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.openai_chat.request import compact_json
+from metis_core.adapters.openai_responses.request_reader import read_request
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, sse
+from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
+from metis_core.ids import new_ulid
+from metis_core.messages import (
+    Message,
+    MessageComplete,
+    StreamError,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolUseBlock,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+    Usage,
+)
+
+
+def usage_body(usage: Usage | None) -> dict[str, Any]:
+    usage = usage or Usage()
+    return {
+        "input_tokens": usage.total_input_tokens, "input_tokens_details": {"cached_tokens": usage.cached_input_tokens},
+        "output_tokens": usage.output_tokens, "output_tokens_details": {"reasoning_tokens": usage.reasoning_tokens},
+        "total_tokens": usage.total_input_tokens + usage.output_tokens,
+    }  # fmt: skip
+
+
+def _text_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+    return {"type": "message", "id": item_id, "status": status, "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []}
+
+
+def _call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
+    return {"type": "function_call", "id": item_id, "call_id": call_id, "name": name, "arguments": arguments,
+            "status": status}
+
+
+class OpenAIResponsesShape(InboundShape):
+    name = "openai"
+    namespace = "openai_responses"
+    id_style = "openai"
+    natural_provider = "openai_responses"
+    extra_providers = frozenset({"openai_responses"})
+
+    def body_problem(self, body: dict[str, Any]) -> str | None:
+        given = body.get("input")
+        if isinstance(given, str) and given:
+            return None
+        if isinstance(given, list) and given and all(isinstance(item, dict) for item in given):
+            return None
+        return "`input` must be a non-empty string or a non-empty list of input items"
+
+    def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:
+        tool_ids = ToolIdMap()
+        read = read_request({**body, "model": model_name}, tool_ids=tool_ids, session_id=session_id)
+        read.options.extra = {k: v for k, v in read.options.extra.items() if v is not None and k != "store"}
+        return InboundRequest(read.messages, read.tools, read.options, tool_ids, stream=bool(body.get("stream")))
+
+    def output(self, message: Message, tool_ids: ToolIdMap) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        for block in message.content:
+            if isinstance(block, TextBlock) and block.text:
+                items.append(_text_item(f"msg_{new_ulid()}", block.text))
+            elif isinstance(block, ToolUseBlock):
+                items.append(_call_item(f"fc_{new_ulid()}", self.client_tool_id(tool_ids, block.id), block.name,
+                                        compact_json(block.input)))
+        return items
+
+    def response_object(self, response_id: str, model: str, status: str, output: list[dict[str, Any]],
+                        usage: Usage | None) -> dict[str, Any]:
+        return {
+            "id": response_id, "object": "response", "created_at": int(time.time()), "status": status,
+            "model": model, "output": output, "usage": usage_body(usage) if status != "in_progress" else None,
+            "error": None, "incomplete_details": None, "instructions": None, "metadata": {},
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": [], "temperature": None, "top_p": None,
+            "text": {"format": {"type": "text"}},
+        }  # fmt: skip
+
+    def response_body(self, message: Message, model: str, tool_ids: ToolIdMap) -> dict[str, Any]:
+        status = "incomplete" if message.metadata.stop_reason == "max_tokens" else "completed"
+        body = self.response_object(f"resp_{message.id}", model, status, self.output(message, tool_ids),
+                                    message.metadata.usage)
+        if status == "incomplete":
+            body["incomplete_details"] = {"reason": "max_output_tokens"}
+        return body
+
+    def stream_writer(self, model: str, tool_ids: ToolIdMap, request: InboundRequest) -> StreamWriter:
+        return ResponsesStreamWriter(self, model, tool_ids)
+
+    def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
+        error_type, code = ERROR_TYPES.get(kind, ("server_error", None))
+        return {"error": {"message": message, "type": error_type, "param": None, "code": code}}
+
+
+class ResponsesStreamWriter(StreamWriter):
+    def __init__(self, shape: OpenAIResponsesShape, model: str, tool_ids: ToolIdMap) -> None:
+        self.shape = shape
+        self.model = model
+        self.tool_ids = tool_ids
+        self.response_id = f"resp_{new_ulid()}"
+        self.sequence = 0
+        self.started = False
+        self.output: list[dict[str, Any]] = []
+        self.text_item: tuple[int, str, list[str]] | None = None
+        """(output index, item id, text so far) of the open message item."""
+        self.calls: dict[int, tuple[int, str, str, str, list[str]]] = {}
+        """canonical index -> (output index, item id, call id, name, argument fragments)."""
+        self.failed = False
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        payload = {"type": kind, "sequence_number": self.sequence, **fields}
+        self.sequence += 1
+        return sse(kind, payload)
+
+    def _close_text(self) -> bytes:
+        if self.text_item is None:
+            return b""
+        index, item_id, parts = self.text_item
+        self.text_item = None
+        text = "".join(parts)
+        part = {"type": "output_text", "text": text, "annotations": []}
+        item = _text_item(item_id, text)
+        self.output[index] = item
+        return (self._event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
+                            text=text, logprobs=[])
+                + self._event("response.content_part.done", item_id=item_id, output_index=index, content_index=0,
+                              part=part)
+                + self._event("response.output_item.done", output_index=index, item=item))  # fmt: skip
+
+    def feed(self, event: StreamEvent) -> bytes:
+        if self.failed:
+            return b""
+        frames = b""
+        if not self.started:
+            self.started = True
+            created = self.shape.response_object(self.response_id, self.model, "in_progress", [], None)
+            frames += self._event("response.created", response=created)
+            frames += self._event("response.in_progress", response=created)
+        if isinstance(event, TextDelta):
+            if self.text_item is None:
+                index, item_id = len(self.output), f"msg_{new_ulid()}"
+                self.output.append(_text_item(item_id, "", "in_progress"))
+                self.text_item = (index, item_id, [])
+                frames += self._event("response.output_item.added", output_index=index,
+                                      item=_text_item(item_id, "", "in_progress"))
+                frames += self._event("response.content_part.added", item_id=item_id, output_index=index,
+                                      content_index=0, part={"type": "output_text", "text": "", "annotations": []})
+            index, item_id, parts = self.text_item
+            parts.append(event.text)
+            frames += self._event("response.output_text.delta", item_id=item_id, output_index=index,
+                                  content_index=0, delta=event.text, logprobs=[])
+        elif isinstance(event, ToolUseStart):
+            frames += self._close_text()
+            index, item_id = len(self.output), f"fc_{new_ulid()}"
+            call_id = self.shape.client_tool_id(self.tool_ids, event.id)
+            self.calls[event.index] = (index, item_id, call_id, event.name, [])
+            item = _call_item(item_id, call_id, event.name, "", "in_progress")
+            self.output.append(item)
+            frames += self._event("response.output_item.added", output_index=index, item=item)
+        elif isinstance(event, ToolUseInputDelta) and event.index in self.calls:
+            index, item_id, _, _, fragments = self.calls[event.index]
+            fragments.append(event.partial_json)
+            frames += self._event("response.function_call_arguments.delta", item_id=item_id, output_index=index,
+                                  delta=event.partial_json)
+        elif isinstance(event, ToolUseEnd) and event.index in self.calls:
+            index, item_id, call_id, name, fragments = self.calls[event.index]
+            arguments = "".join(fragments) or compact_json(event.input)
+            if not fragments:
+                frames += self._event("response.function_call_arguments.delta", item_id=item_id, output_index=index,
+                                      delta=arguments)
+            item = _call_item(item_id, call_id, name, arguments)
+            self.output[index] = item
+            frames += self._event("response.function_call_arguments.done", item_id=item_id, output_index=index,
+                                  name=name, arguments=arguments)
+            frames += self._event("response.output_item.done", output_index=index, item=item)
+        elif isinstance(event, StreamError):
+            frames += self.fail(502, "overloaded" if event.retryable else "upstream", event.message)
+        elif isinstance(event, MessageComplete):
+            frames += self._close_text()
+            final = event.message
+            status = "incomplete" if final.metadata.stop_reason == "max_tokens" else "completed"
+            body = self.shape.response_object(self.response_id, self.model, status, self.output,
+                                              final.metadata.usage)
+            if status == "incomplete":
+                body["incomplete_details"] = {"reason": "max_output_tokens"}
+                return frames + self._event("response.incomplete", response=body)
+            frames += self._event("response.completed", response=body)
+        return frames
+
+    def fail(self, status: int, kind: str, message: str) -> bytes:
+        self.failed = True
+        body = self.shape.response_object(self.response_id, self.model, "failed", self.output, None)
+        body["error"] = {"code": "server_error", "message": message}
+        return self._event("response.failed", response=body)

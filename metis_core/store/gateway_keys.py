@@ -1,0 +1,277 @@
+"""Gateway keys, limits and quota counters: the records, the store protocol, and its SQLite backend.
+
+Every query over the `gateway_*` tables (migration 6) lives here, behind `GatewayKeyStore`, so a
+PostgreSQL backend is one more class with the same methods. Counters change by single atomic
+statements (`x = x + ?`, `INSERT .. ON CONFLICT DO UPDATE .. RETURNING`), never read-modify-write,
+so several gateway workers can share one file. Money is integer picodollars (1e-12 USD) on disk and
+Decimal outside. No plaintext key is ever stored: only its SHA-256 and a public prefix.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal, Protocol
+
+import orjson
+
+from metis_core.errors import GatewayKeyError
+from metis_core.store.db import open_database, write_transaction
+from metis_core.store.records import from_us, to_us
+
+Scope = Literal["gateway_key", "user", "team"]
+BudgetPeriod = Literal["day", "month", "total"]
+PICO = Decimal("1e12")
+
+
+def to_pusd(amount: Decimal) -> int:
+    """Decimal USD -> integer picodollars (rounded half-even at the 12th decimal)."""
+    return int((amount * PICO).to_integral_value())
+
+
+def from_pusd(value: int) -> Decimal:
+    return (Decimal(value) / PICO).normalize() if value else Decimal(0)
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayKeyRecord:
+    id: str
+    name: str
+    prefix: str
+    """The public part of the token, shown by `keys list` (`mk_` + 8 characters)."""
+    secret_hash: str
+    """SHA-256 hex of the whole token."""
+    user_id: str | None
+    team_id: str | None
+    allowed_models: tuple[str, ...] | None
+    budget_usd: Decimal | None
+    budget_period: BudgetPeriod | None
+    rpm: int | None
+    tpm: int | None
+    created_at: datetime
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    revoke_reason: str | None = None
+    replaced_by: str | None = None
+    grace_until: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SubjectLimits:
+    """Budget and rates of one user or team (keys carry their own on the key row)."""
+
+    scope: Scope
+    subject_id: str
+    budget_usd: Decimal | None = None
+    budget_period: BudgetPeriod | None = None
+    rpm: int | None = None
+    tpm: int | None = None
+
+
+class GatewayKeyStore(Protocol):
+    """What the gateway needs from a backend; each method is one short transaction."""
+
+    def insert_key(self, record: GatewayKeyRecord) -> None: ...
+    def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None: ...
+    def get_key(self, key_id: str) -> GatewayKeyRecord: ...
+    def list_keys(self) -> list[GatewayKeyRecord]: ...
+    def revoke(self, key_id: str, at: datetime, reason: str) -> bool: ...
+    def start_grace(self, key_id: str, replaced_by: str, until: datetime) -> bool: ...
+    def set_limits(self, limits: SubjectLimits) -> None: ...
+    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None: ...
+    def count_request(self, scope: Scope, subject_id: str, minute: int) -> tuple[int, int]: ...
+    def add_tokens(self, scope: Scope, subject_id: str, minute: int, tokens: int) -> None: ...
+    def add_spend(self, scope: Scope, subject_id: str, window_start: int, amount: Decimal) -> Decimal: ...
+    def spent(self, scope: Scope, subject_id: str, window_start: int) -> Decimal: ...
+    def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool: ...
+    def ping(self) -> None: ...
+    def close(self) -> None: ...
+
+
+_KEY_COLUMNS = (
+    "id, name, prefix, secret_hash, user_id, team_id, allowed_models_json, budget_pusd, budget_period, rpm, "
+    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until"
+)
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return to_us(value) if value is not None else None
+
+
+def _opt_dt(value: int | None) -> datetime | None:
+    return from_us(value) if value is not None else None
+
+
+def _key_from_row(row: tuple[object, ...]) -> GatewayKeyRecord:
+    (key_id, name, prefix, secret_hash, user_id, team_id, models, budget, period, rpm, tpm, created,
+     expires, revoked, reason, replaced_by, grace) = row  # fmt: skip
+    return GatewayKeyRecord(
+        id=str(key_id), name=str(name), prefix=str(prefix), secret_hash=str(secret_hash),
+        user_id=user_id, team_id=team_id,  # type: ignore[arg-type]
+        allowed_models=tuple(orjson.loads(models)) if isinstance(models, str) else None,
+        budget_usd=from_pusd(budget) if isinstance(budget, int) else None,
+        budget_period=period,  # type: ignore[arg-type]
+        rpm=rpm, tpm=tpm,  # type: ignore[arg-type]
+        created_at=from_us(created),  # type: ignore[arg-type]
+        expires_at=_opt_dt(expires), revoked_at=_opt_dt(revoked),  # type: ignore[arg-type]
+        revoke_reason=reason, replaced_by=replaced_by,  # type: ignore[arg-type]
+        grace_until=_opt_dt(grace),  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+class SqliteGatewayKeyStore:
+    """The SQLite backend: the `gateway_*` tables of metis.db, one connection behind a lock."""
+
+    def __init__(self, db_path: Path | str | None = None) -> None:
+        self._conn, self.path = open_database(db_path)
+        self._lock = threading.Lock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    def ping(self) -> None:
+        with self._lock:
+            self._conn.execute("SELECT 1 FROM gateway_keys LIMIT 1").fetchall()
+
+    def _write(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+        with self._lock, write_transaction(self._conn, self.path):
+            return self._conn.execute(sql, params)
+
+    def _one(self, sql: str, params: tuple[object, ...]) -> tuple[object, ...] | None:
+        """One row of a write that RETURNs, fetched inside its transaction."""
+        with self._lock, write_transaction(self._conn, self.path):
+            row: tuple[object, ...] | None = self._conn.execute(sql, params).fetchone()
+            return row
+
+    # --- keys -------------------------------------------------------------------------------
+
+    def insert_key(self, record: GatewayKeyRecord) -> None:
+        models = orjson.dumps(list(record.allowed_models)).decode() if record.allowed_models is not None else None
+        self._write(
+            f"INSERT INTO gateway_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (record.id, record.name, record.prefix, record.secret_hash, record.user_id, record.team_id, models,
+             to_pusd(record.budget_usd) if record.budget_usd is not None else None, record.budget_period,
+             record.rpm, record.tpm, to_us(record.created_at), _opt_us(record.expires_at),
+             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until)),
+        )  # fmt: skip
+
+    def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys WHERE prefix = ?", (prefix,)).fetchone()
+        return _key_from_row(row) if row is not None else None
+
+    def get_key(self, key_id: str) -> GatewayKeyRecord:
+        with self._lock:
+            row = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys WHERE id = ?", (key_id,)).fetchone()
+        if row is None:
+            raise GatewayKeyError(f"no gateway key {key_id!r} in {self.path}; `metis gateway keys list` shows them")
+        return _key_from_row(row)
+
+    def list_keys(self) -> list[GatewayKeyRecord]:
+        with self._lock:
+            rows = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys ORDER BY id").fetchall()
+        return [_key_from_row(row) for row in rows]
+
+    def revoke(self, key_id: str, at: datetime, reason: str) -> bool:
+        """True when this call revoked it (False: already revoked, so only one caller emits the event)."""
+        cursor = self._write(
+            "UPDATE gateway_keys SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
+            (to_us(at), reason, key_id),
+        )
+        return cursor.rowcount == 1
+
+    def start_grace(self, key_id: str, replaced_by: str, until: datetime) -> bool:
+        cursor = self._write(
+            "UPDATE gateway_keys SET replaced_by = ?, grace_until = ? "
+            "WHERE id = ? AND revoked_at IS NULL AND replaced_by IS NULL",
+            (replaced_by, to_us(until), key_id),
+        )
+        return cursor.rowcount == 1
+
+    # --- user and team limits ---------------------------------------------------------------
+
+    def set_limits(self, limits: SubjectLimits) -> None:
+        budget = to_pusd(limits.budget_usd) if limits.budget_usd is not None else None
+        self._write(
+            "INSERT INTO gateway_limits (scope, subject_id, budget_pusd, budget_period, rpm, tpm) "
+            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
+            "budget_pusd = excluded.budget_pusd, budget_period = excluded.budget_period, "
+            "rpm = excluded.rpm, tpm = excluded.tpm",
+            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
+        )
+
+    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT budget_pusd, budget_period, rpm, tpm FROM gateway_limits WHERE scope = ? AND subject_id = ?",
+                (scope, subject_id),
+            ).fetchone()
+        if row is None:
+            return None
+        budget, period, rpm, tpm = row
+        return SubjectLimits(scope, subject_id, from_pusd(budget) if budget is not None else None, period, rpm, tpm)
+
+    # --- counters ---------------------------------------------------------------------------
+
+    def count_request(self, scope: Scope, subject_id: str, minute: int) -> tuple[int, int]:
+        """Count one request in `minute`; return (requests, tokens) of that minute, this one included."""
+        row = self._one(
+            "INSERT INTO gateway_minute (scope, subject_id, minute, requests) VALUES (?, ?, ?, 1) "
+            "ON CONFLICT (scope, subject_id, minute) DO UPDATE SET requests = requests + 1 "
+            "RETURNING requests, tokens",
+            (scope, subject_id, minute),
+        )
+        assert row is not None
+        return int(row[0]), int(row[1])  # type: ignore[call-overload]
+
+    def add_tokens(self, scope: Scope, subject_id: str, minute: int, tokens: int) -> None:
+        self._write(
+            "INSERT INTO gateway_minute (scope, subject_id, minute, tokens) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (scope, subject_id, minute) DO UPDATE SET tokens = tokens + excluded.tokens",
+            (scope, subject_id, minute, tokens),
+        )
+
+    def add_spend(self, scope: Scope, subject_id: str, window_start: int, amount: Decimal) -> Decimal:
+        """Charge `amount` to the window; return the window's new total."""
+        row = self._one(
+            "INSERT INTO gateway_spend (scope, subject_id, window_start, spent_pusd) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (scope, subject_id, window_start) DO UPDATE SET spent_pusd = spent_pusd + excluded.spent_pusd "
+            "RETURNING spent_pusd",
+            (scope, subject_id, window_start, to_pusd(amount)),
+        )
+        assert row is not None
+        return from_pusd(int(row[0]))  # type: ignore[call-overload]
+
+    def spent(self, scope: Scope, subject_id: str, window_start: int) -> Decimal:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT spent_pusd FROM gateway_spend WHERE scope = ? AND subject_id = ? AND window_start = ?",
+                (scope, subject_id, window_start),
+            ).fetchone()
+        return from_pusd(int(row[0])) if row is not None else Decimal(0)
+
+    def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool:
+        """True for exactly one caller per window and threshold (the one that should emit quota.alert)."""
+        cursor = self._write(
+            "UPDATE gateway_spend SET alerted_percent = ? "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND alerted_percent < ?",
+            (percent, scope, subject_id, window_start, percent),
+        )
+        return cursor.rowcount == 1
+
+
+def open_gateway_key_store(location: Path | str | None = None) -> GatewayKeyStore:
+    """The key store on the configured backend: a postgresql:// URL, else the SQLite file."""
+    from metis_core.store.backend import database_location, is_postgres_url
+
+    where = database_location(location)
+    if is_postgres_url(where):
+        from metis_core.store.postgres.gateway_keys import PostgresGatewayKeyStore
+
+        return PostgresGatewayKeyStore(str(where))
+    return SqliteGatewayKeyStore(where)

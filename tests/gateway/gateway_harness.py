@@ -1,0 +1,84 @@
+"""A real gateway for tests: uvicorn on 127.0.0.1 in a thread, in front of a replay upstream.
+
+The upstream is the CLI tests' ReplayServer (recorded provider traffic over real HTTP); the
+gateway's runtime has its own METIS_HOME, a ModelClient pointed at the upstream and a key store
+in the same metis.db. `GatewayHarness.drain()` waits until every event and store write landed.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+from cli.replay_server import ReplayServer
+
+from metis_core.adapters.client import ModelClient
+from metis_core.agent.runtime import Runtime
+from metis_core.events.recorder import EventRecorder
+from metis_core.gateway.app import create_app
+from metis_core.gateway.keys import KeyTerms
+from metis_core.gateway.service import GatewayService, GatewaySettings
+from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+from metis_core.transport.retry import RetryPolicy
+
+UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002",
+                 "openai_responses": "sk-upstream-SECRET-0003"}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class GatewayHarness:
+    def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None) -> None:
+        client = ModelClient(
+            base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
+                       "openai_responses": upstream.base_url + "/v1"},
+            api_keys=UPSTREAM_KEYS, retry=RetryPolicy(max_retries=0),
+        )  # fmt: skip
+        self.runtime = Runtime(home=home, client=client, configured_providers=set(UPSTREAM_KEYS))
+        self.events = EventRecorder()
+        self.runtime.bus.subscribe(self.events.subscription())
+        self.service = GatewayService(self.runtime, SqliteGatewayKeyStore(self.runtime.db_path),
+                                      settings or GatewaySettings(workspace=home))
+        self.upstream = upstream
+        self.port = free_port()
+        config = uvicorn.Config(create_app(self.service), host="127.0.0.1", port=self.port, log_level="warning",
+                                lifespan="off")
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self) -> GatewayHarness:
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("the gateway did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(10)
+        self.service.close()
+
+    def issue(self, **terms: Any) -> tuple[str, str]:
+        issued = self.service.keys.issue(KeyTerms(name=terms.pop("name", "test"), **terms))
+        return issued.record.id, issued.token
+
+    def drain(self) -> None:
+        self.service.drain()
+
+    def of_type(self, event_type: str) -> list[Any]:
+        self.drain()
+        return self.events.of_type(event_type)
