@@ -31,7 +31,8 @@ class AuditFormat(StrEnum):
 
 
 def default_backup_path() -> Path:
-    return db_path().parent / "backups" / f"metis-{datetime.now(UTC):%Y%m%d-%H%M%S}.db"
+    suffix = "db" if isinstance(database(), Path) else "dump"  # pg_dump's custom format on PostgreSQL
+    return db_path().parent / "backups" / f"metis-{datetime.now(UTC):%Y%m%d-%H%M%S}.{suffix}"
 
 
 @guarded
