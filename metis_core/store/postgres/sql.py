@@ -28,3 +28,11 @@ STATEMENTS = Statements(
     delete_expired_events="DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE {expired} LIMIT ?)",
     session_for_append="SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ? FOR UPDATE",
 )
+
+# The trace batcher's bulk path (PostgreSQL only): COPY into a per-connection staging table, then
+# one INSERT .. SELECT that ignores stored ids, so redelivered events stay harmless.
+STAGE_EVENTS = "CREATE TEMP TABLE IF NOT EXISTS events_stage (LIKE events INCLUDING DEFAULTS) ON COMMIT DELETE ROWS"
+COPY_EVENTS_TO_STAGE = f"COPY events_stage ({_EVENT_COLUMNS}) FROM STDIN"
+MOVE_STAGED_EVENTS = (
+    f"INSERT INTO events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} FROM events_stage ON CONFLICT (id) DO NOTHING"
+)
