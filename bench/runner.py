@@ -22,7 +22,7 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway", "structured")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
@@ -34,6 +34,7 @@ CASE_MODULES = {
     "chain": "bench.cases.chain",
     "learning": "bench.cases.learning",
     "gateway": "bench.cases.gateway",
+    "structured": "bench.cases.structured",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
              "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")

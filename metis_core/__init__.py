@@ -135,6 +135,16 @@ _EXPORTS: dict[str, str] = {
     "check_fits": "metis_core.models.fit",
     "HttpTransport": "metis_core.transport.http",
     "MetisError": "metis_core.errors",
+    "OutputRefusedError": "metis_core.errors",
+    "OutputSchemaError": "metis_core.errors",
+    "OutputValidationError": "metis_core.errors",
+    "OutputPolicy": "metis_core.structured.policy",
+    "OutputSpec": "metis_core.structured.spec",
+    "output_spec": "metis_core.structured.spec",
+    "StructuredResult": "metis_core.structured.result",
+    "OutputAttempt": "metis_core.structured.result",
+    "PartialOutput": "metis_core.structured.stream",
+    "recover_json": "metis_core.structured.recovery",
     "ConfigError": "metis_core.errors",
     "MissingAPIKeyError": "metis_core.errors",
     "InsecureKeyFileError": "metis_core.errors",
@@ -341,8 +351,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from metis_core.models.fit import check_fits
     from metis_core.transport.http import HttpTransport
+    from metis_core.structured.policy import OutputPolicy
+    from metis_core.structured.spec import OutputSpec, output_spec
+    from metis_core.structured.result import StructuredResult, OutputAttempt
+    from metis_core.structured.stream import PartialOutput
+    from metis_core.structured.recovery import recover_json
     from metis_core.errors import (
         MetisError,
+        OutputRefusedError,
+        OutputSchemaError,
+        OutputValidationError,
         ConfigError,
         MissingAPIKeyError,
         InsecureKeyFileError,

@@ -558,3 +558,43 @@ class GatewayQuotaError(GatewayError):
 
 class GatewayKeyError(MetisError):
     """A key-management command named a key that does not exist or cannot take the change."""
+
+
+# --- structured output (docs/structured-output.md) ------------------------------------------
+
+
+class OutputSchemaError(MetisError):
+    """An `output=` argument is not a pydantic model class, a JSON Schema dict or an OutputSpec."""
+
+
+class OutputRefusedError(MetisError):
+    """The provider refused to answer (OpenAI `refusal`, Anthropic refusal stop, Gemini safety block).
+
+    Never retried: retrying a refusal with a changed prompt searches for a way around the filter."""
+
+    def __init__(self, model: str, refusal_text: str | None, *, safety_category: str | None = None,
+                 attempts: Sequence[object] = ()) -> None:
+        self.model = model
+        self.provider = model.partition(":")[0]
+        refusal_text = scrub_secrets(refusal_text) if refusal_text else refusal_text  # provider text, like a body
+        self.refusal_text = refusal_text
+        self.safety_category = safety_category
+        self.attempts = list(attempts)
+        said = f": {refusal_text}" if refusal_text else ""
+        super().__init__(f"{model} refused to give the structured answer{said}; "
+                         "rephrase the request or use another model (refusals are not retried)")
+
+
+class OutputValidationError(MetisError):
+    """No attempt produced an answer that parses and validates against the output schema.
+
+    `attempts` holds every attempt's record (OutputAttempt), each with its reason and validator errors."""
+
+    def __init__(self, model: str, output_name: str, attempts: Sequence[object], final_reason: str) -> None:
+        self.model = model
+        self.output_name = output_name
+        self.attempts = list(attempts)
+        self.final_reason = final_reason
+        reasons = "; ".join(f"attempt {i}: {a}" for i, a in enumerate(self.attempts, 1))
+        super().__init__(f"{model} gave no valid {output_name!r} after {len(self.attempts)} attempt(s) ({reasons}); "
+                         "raise the retry budget, enable nl_to_format, simplify the schema or pick a stronger model")

@@ -34,6 +34,8 @@ from metis_core.transport.wire import WireChunk, WireResponse
 if TYPE_CHECKING:
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 
 @dataclass(slots=True)
@@ -208,6 +210,13 @@ class Adapter(ABC):
         for chunk in chunks:
             yield from translator.feed(chunk)
         yield from translator.finish()
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        """How this API carries `spec` for `model` (docs/structured-output.md); adapters with a native
+        form override this in their `structured.py`. CapabilityMismatchError if it cannot be carried."""
+        from metis_core.structured.plan import default_plan
+
+        return default_plan(spec, capabilities, model)
 
     def estimate_input_tokens(self, messages: list[Message], tools: list[ToolDefinition]) -> int:
         """Pre-flight estimate for routing and the context check (~4 characters a token).

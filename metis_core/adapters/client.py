@@ -13,11 +13,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 from urllib.parse import urlencode
 
 import orjson
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -44,6 +44,24 @@ if TYPE_CHECKING:
     from metis_core.config import MetisConfig
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
+    from metis_core.structured.policy import OutputPolicy
+    from metis_core.structured.result import StructuredResult
+    from metis_core.structured.spec import OutputSpec
+    from metis_core.structured.steps import OutputObserver
+    from metis_core.structured.stream import PartialOutput
+
+OutputModel = TypeVar("OutputModel", bound=BaseModel)
+
+
+class CallArgs(TypedDict, total=False):
+    """The keyword arguments every call form shares (for the `output=` overloads)."""
+
+    tools: Sequence[ToolDefinition] | None
+    options: AdapterOptions | None
+    tool_ids: ToolIdMap | None
+    session_id: str
+    routing: RoutingDecisionRecord | None
+    capabilities: AdapterCapabilities | None
 
 
 class _PreparedCall:
@@ -245,6 +263,18 @@ class ModelClient:
 
     # --- non-streaming -----------------------------------------------------------------------
 
+    @overload
+    def complete(self, messages: Sequence[Message], model: str | None = None, *, output: None = None,
+                 **kwargs: Unpack[CallArgs]) -> Message: ...
+    @overload
+    def complete(self, messages: Sequence[Message], model: str | None = None, *, output: type[OutputModel],
+                 output_policy: OutputPolicy | None = None, on_output_step: OutputObserver | None = None,
+                 **kwargs: Unpack[CallArgs]) -> StructuredResult[OutputModel]: ...
+    @overload
+    def complete(self, messages: Sequence[Message], model: str | None = None, *,
+                 output: Mapping[str, Any] | OutputSpec, output_policy: OutputPolicy | None = None,
+                 on_output_step: OutputObserver | None = None, **kwargs: Unpack[CallArgs]) -> StructuredResult[Any]: ...
+
     def complete(
         self,
         messages: Sequence[Message],
@@ -256,8 +286,21 @@ class ModelClient:
         session_id: str = "",
         routing: RoutingDecisionRecord | None = None,
         capabilities: AdapterCapabilities | None = None,
-    ) -> Message:
-        """One non-streaming call. Raises CapabilityMismatchError before sending, ProviderError after."""
+        output: type[BaseModel] | Mapping[str, Any] | OutputSpec | None = None,
+        output_policy: OutputPolicy | None = None,
+        on_output_step: OutputObserver | None = None,
+    ) -> Message | StructuredResult[Any]:
+        """One non-streaming call. Raises CapabilityMismatchError before sending, ProviderError after.
+
+        With `output=` (a pydantic model class or a JSON Schema dict) it returns a StructuredResult whose
+        `value` is validated, retrying as `output_policy` allows (docs/structured-output.md); refusals
+        raise OutputRefusedError, exhaustion OutputValidationError. Steps go to `on_output_step`."""
+        if output is not None:
+            from metis_core.adapters.structured_calls import CallSettings, complete_structured
+
+            settings = CallSettings(model, options, session_id, capabilities, output_policy, on_output_step,
+                                    {"tool_ids": tool_ids, "routing": routing})
+            return complete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
         headers = self._headers(call)
         provider = call.adapter.provider
@@ -268,6 +311,20 @@ class ModelClient:
             return parse_response_checked(call.adapter, response, call.context)
 
         return self.retry.call(attempt)
+
+    @overload
+    async def acomplete(self, messages: Sequence[Message], model: str | None = None, *, output: None = None,
+                        **kwargs: Unpack[CallArgs]) -> Message: ...
+    @overload
+    async def acomplete(self, messages: Sequence[Message], model: str | None = None, *,
+                        output: type[OutputModel], output_policy: OutputPolicy | None = None,
+                        on_output_step: OutputObserver | None = None,
+                        **kwargs: Unpack[CallArgs]) -> StructuredResult[OutputModel]: ...
+    @overload
+    async def acomplete(self, messages: Sequence[Message], model: str | None = None, *,
+                        output: Mapping[str, Any] | OutputSpec, output_policy: OutputPolicy | None = None,
+                        on_output_step: OutputObserver | None = None,
+                        **kwargs: Unpack[CallArgs]) -> StructuredResult[Any]: ...
 
     async def acomplete(
         self,
@@ -280,7 +337,17 @@ class ModelClient:
         session_id: str = "",
         routing: RoutingDecisionRecord | None = None,
         capabilities: AdapterCapabilities | None = None,
-    ) -> Message:
+        output: type[BaseModel] | Mapping[str, Any] | OutputSpec | None = None,
+        output_policy: OutputPolicy | None = None,
+        on_output_step: OutputObserver | None = None,
+    ) -> Message | StructuredResult[Any]:
+        """Async `complete`, `output=` included."""
+        if output is not None:
+            from metis_core.adapters.structured_calls import CallSettings, acomplete_structured
+
+            settings = CallSettings(model, options, session_id, capabilities, output_policy, on_output_step,
+                                    {"tool_ids": tool_ids, "routing": routing})
+            return await acomplete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
         headers = self._headers(call)
         provider = call.adapter.provider
@@ -295,6 +362,14 @@ class ModelClient:
 
     # --- streaming ---------------------------------------------------------------------------
 
+    @overload
+    def stream(self, messages: Sequence[Message], model: str | None = None, *, output: None = None,
+               **kwargs: Unpack[CallArgs]) -> Iterator[StreamEvent]: ...
+    @overload
+    def stream(self, messages: Sequence[Message], model: str | None = None, *,
+               output: type[BaseModel] | Mapping[str, Any] | OutputSpec, output_policy: OutputPolicy | None = None,
+               on_output_step: OutputObserver | None = None, **kwargs: Unpack[CallArgs]) -> Iterator[PartialOutput]: ...
+
     def stream(
         self,
         messages: Sequence[Message],
@@ -306,13 +381,23 @@ class ModelClient:
         session_id: str = "",
         routing: RoutingDecisionRecord | None = None,
         capabilities: AdapterCapabilities | None = None,
-    ) -> Iterator[StreamEvent]:
+        output: type[BaseModel] | Mapping[str, Any] | OutputSpec | None = None,
+        output_policy: OutputPolicy | None = None,
+        on_output_step: OutputObserver | None = None,
+    ) -> Iterator[StreamEvent] | Iterator[PartialOutput]:
         """Stream canonical events; always ends with one `message_complete` unless it raises first.
 
         Failures before any content are raised (and retried when transient); later ones end the
         stream with an `error` event and a PARTIAL message. The capability check and request
-        building run when this is called, not on first iteration.
+        building run when this is called, not on first iteration. With `output=` it yields
+        PartialOutput updates instead: lenient partial values, then one final strictly validated one.
         """
+        if output is not None:
+            from metis_core.adapters.structured_calls import CallSettings, stream_structured
+
+            settings = CallSettings(model, options, session_id, capabilities, output_policy, on_output_step,
+                                    {"tool_ids": tool_ids, "routing": routing})
+            return stream_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
         return self._stream_attempts(call, self._headers(call))
 
@@ -354,6 +439,24 @@ class ModelClient:
                 return
             yield from gate.push(finish_checked(translator, provider))
             yield from gate.close()
+
+    def astream_output(
+        self,
+        messages: Sequence[Message],
+        model: str | None = None,
+        *,
+        output: type[BaseModel] | Mapping[str, Any] | OutputSpec,
+        output_policy: OutputPolicy | None = None,
+        on_output_step: OutputObserver | None = None,
+        **kwargs: Unpack[CallArgs],
+    ) -> AsyncIterator[PartialOutput]:
+        """Async structured streaming (`astream` itself stays an async generator of StreamEvents)."""
+        from metis_core.adapters.structured_calls import CallSettings, astream_structured
+
+        settings = CallSettings(model, kwargs.get("options"), kwargs.get("session_id", ""),
+                                kwargs.get("capabilities"), output_policy, on_output_step,
+                                {"tool_ids": kwargs.get("tool_ids"), "routing": kwargs.get("routing")})
+        return astream_structured(self, messages, kwargs.get("tools"), output, settings)
 
     async def astream(
         self,

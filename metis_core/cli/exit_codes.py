@@ -16,6 +16,9 @@ from metis_core.errors import (
     EventLogIntegrityError,
     MetisError,
     ModelIdError,
+    OutputRefusedError,
+    OutputSchemaError,
+    OutputValidationError,
     ProviderError,
     RoutingPolicyError,
     StoreError,
@@ -49,13 +52,14 @@ class ExitCode(IntEnum):
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.CANCELLED
-    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError | ToolModuleError):
+    if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError | ToolModuleError
+                  | OutputSchemaError):
         return ExitCode.USAGE
     if isinstance(error, ConfigError | RoutingPolicyError):
         return ExitCode.CONFIGURATION
-    if isinstance(error, ProviderError | AllModelsFailedError):
+    if isinstance(error, ProviderError | AllModelsFailedError | OutputValidationError):
         return ExitCode.PROVIDER
-    if isinstance(error, CapabilityMismatchError | NoRoutableModelError):
+    if isinstance(error, CapabilityMismatchError | NoRoutableModelError | OutputRefusedError):
         return ExitCode.REFUSED
     if isinstance(error, EventLogIntegrityError):
         return ExitCode.INTEGRITY

@@ -46,10 +46,28 @@ def run(
     workspace: WorkspaceOption = Path("."),
     record: cassette_flags.RecordOption = None,
     replay: cassette_flags.ReplayOption = None,
+    schema: Annotated[Path | None, typer.Option("--schema", metavar="FILE", help="Answer as JSON validated "
+                                                "against this JSON Schema (docs/structured-output.md).")] = None,
+    retries: Annotated[int, typer.Option("--retries", min=0, max=8, help="With --schema: corrective retries after "
+                                         "an invalid answer.")] = 2,
+    nl_to_format: Annotated[bool, typer.Option("--nl-to-format", help="With --schema: after the retries, one "
+                                               "free-form answer coerced into the schema.")] = False,
 ) -> None:
     """Send one message and print the answer (for scripts; see --json and the exit codes)."""
     from metis_core.cli.exit_codes import ExitCode
     from metis_core.cli.failures import guarded
+
+    if schema is not None:
+        from metis_core.cli.run_structured import SchemaRun, run_with_schema
+
+        guarded(cassette_flags.use_cassette)(record, replay)
+        unsupported = {"--session": session, "--continue": continue_latest, "--attach": attach,
+                       "--tools-from": tools_from, "--tools": tools, "--template": template, "--no-log": no_log}
+        code = guarded(run_with_schema)(SchemaRun(prompt, schema, model, as_json, workspace, retries, nl_to_format,
+                                                  system, [name for name, given in unsupported.items() if given]))
+        if code is not ExitCode.OK:
+            raise typer.Exit(int(code))
+        return
     from metis_core.cli.run import RunRequest
     from metis_core.cli.run import run as run_turn
 

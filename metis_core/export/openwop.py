@@ -5,8 +5,9 @@ cancelled, and a metis session goes on after each of those. Every LLM call is a 
 attempt retries the same node), its composed system prompt prompt.composed (hashes only), tool
 calls agent.toolCalled/toolReturned, routing agent.decided, a replay's turn.replay_diverged
 replay.diverged (sourceRunId = the original turn). A refused call is envelope.refusal and
-node.failed `envelope_refusal` (RFC 0032 §B.3). Sequences start at 0 per run. Events without a
-counterpart are skipped and counted.
+node.failed `envelope_refusal` (RFC 0032 §B.3); the other structured-output steps (llm.output_*)
+are envelope.* on their call's node (openwop_envelope.py). Sequences start at 0 per run. Events
+without a counterpart are skipped and counted.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from metis_core import __version__
 from metis_core.events.envelope import Event
 from metis_core.events.redaction import redact
 from metis_core.export.message_rendering import tool_result_text
+from metis_core.export.openwop_envelope import ENVELOPE_TYPES, envelope_payload
 from metis_core.export.options import ExportOptions
 from metis_core.export.otlp_json import trace_id_for_session
 from metis_core.export.output import ExportTarget, jsonl_bytes, write_output
@@ -101,7 +103,7 @@ class _RunBuilder:
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
             "llm.prompt_composed": self._prompt_composed,
             "turn.replay_diverged": self._replay_diverged,
-        }.get(event.type)
+        }.get(event.type) or (self._envelope if event.type in ENVELOPE_TYPES else None)
         if handler is None or (event.type == "turn.started" and event is not self.started):
             return False
         return handler(event)
@@ -300,6 +302,32 @@ class _RunBuilder:
                        retryable=p["error_class"] in RETRYABLE_ERRORS)
         self.last_failure = (node_id, error)
         self.add(event, "node.failed", {"nodeId": node_id, "error": error, "attempts": attempt + 1}, node_id=node_id)
+        return True
+
+    def _envelope(self, event: Event) -> bool:
+        """A structured-output step, on the node of the model call it follows."""
+        call = self.rec.event(event.parent_event_id)
+        if call is not None and call.type == "llm.call_completed":
+            if event.type == "llm.output_refused" and call.payload["stop_reason"] == "refusal":
+                return self._fill_refusal(call, event)
+            call = self.rec.event(call.parent_event_id)
+        if call is None or call.id not in self.nodes:
+            return False
+        node_id = self.nodes[call.id][0]
+        payload = envelope_payload(event, node_id, include_content=self.options.include_content)
+        self.add(event, ENVELOPE_TYPES[event.type], payload, node_id=node_id)
+        return True
+
+    def _fill_refusal(self, call: Event, refused: Event) -> bool:
+        """The call's own envelope.refusal stands for llm.output_refused; a structured turn keeps no
+        refused message, so what the step recorded fills the fields the message would have given."""
+        doc = next((d for d in self.docs if d["eventId"] == call.id + "-refusal"), None)
+        if doc is None:
+            return False
+        filled = envelope_payload(refused, doc["nodeId"], include_content=self.options.include_content)
+        for key in ("refusalText", "safetyCategory"):
+            if doc["payload"].get(key) is None:
+                doc["payload"][key] = filled[key]
         return True
 
     # --- tools -----------------------------------------------------------------------------

@@ -4,6 +4,8 @@ Declarations are honest: a feature the adapter does not expose is declared False
 model has it. Values come from the model registry (data/models.yaml) plus user overrides.
 """
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict
 
 
@@ -15,6 +17,10 @@ class AdapterCapabilities(BaseModel):
     supports_tools: bool = True
     supports_system_prompt: bool = True
     supports_structured_output: bool = False
+    structured_output_mode: Literal["", "json_schema", "tool", "instructions"] = ""
+    """How a schema travels (docs/structured-output.md): "json_schema" (the API constrains decoding),
+    "tool" (one forced tool whose input is the answer) or "instructions" (prompt, then validation).
+    Empty: "json_schema" when supports_structured_output, else "tool" when tools are supported."""
     supports_streaming: bool = True
     supports_streaming_tool_calls: bool = True
     supports_parallel_tool_calls: bool = True
@@ -35,3 +41,12 @@ class AdapterCapabilities(BaseModel):
     supports_developer_role: bool = False
     max_tokens_field: str = "max_tokens"
     """"max_tokens" or "max_completion_tokens"."""
+
+    @property
+    def output_mode(self) -> str:
+        """structured_output_mode with the empty default resolved."""
+        if self.structured_output_mode:
+            return self.structured_output_mode
+        if self.supports_structured_output:
+            return "json_schema"
+        return "tool" if self.supports_tools else "instructions"

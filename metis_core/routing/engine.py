@@ -66,6 +66,8 @@ class TurnNeeds:
     has_tools: bool = False
     has_system_prompt: bool = False
     needs_structured_output: bool = False
+    output_schema: dict[str, Any] | None = None
+    """A structured answer's JSON Schema: a model must carry it in its registry mode (structured/plan.py)."""
     estimated_input_tokens: int = 0
     user_text: str = ""
     workspace: str = ""
@@ -187,6 +189,12 @@ class RoutingEngine:
             return "no_system_prompt_support", f"{model} takes no system prompt"
         if needs.needs_structured_output and not caps.supports_structured_output:
             return "no_structured_output_support", f"{model} cannot return structured output"
+        if needs.output_schema is not None:
+            from metis_core.structured.plan import carry_failure  # structured turns only
+
+            why = carry_failure(needs.output_schema, caps, model)
+            if why is not None:
+                return "no_structured_output_support", why
         missing = [name for name in needs.hosted_tools if name not in caps.hosted_tools]
         if missing:
             offered = ", ".join(caps.hosted_tools) or "none"

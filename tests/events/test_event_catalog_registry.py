@@ -18,12 +18,15 @@ from metis_core.events.payloads.turn import TurnCompletedPayload, TurnStartedPay
 from metis_core.messages import StopReason
 
 SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
+OUTPUT_STEPS = {"llm.output_retried", "llm.output_exhausted", "llm.output_refused", "llm.output_truncated",
+                "llm.output_nl_to_format", "llm.output_recovered"}
 DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", "routing.constraint_failure",
-                 "llm.prompt_composed"}
+                 "llm.prompt_composed", *OUTPUT_STEPS}
 """Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set; turn.replay_diverged
 for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
 `routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
-was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`)."""
+was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`); the llm.output_* structured-output steps
+(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`)."""
 ADDED_HERE = {"session.deleted"}
 """Audit types this repo added beyond the spec (docs/cli.md: `metis sessions delete`)."""
 
@@ -144,3 +147,10 @@ def test_registering_a_type_twice_is_refused() -> None:
 def test_the_catalog_is_read_only() -> None:
     with pytest.raises(TypeError):
         CATALOG["turn.started"] = CATALOG["turn.completed"]  # type: ignore[index]
+
+
+def test_structured_output_steps_extend_the_llm_domain_with_their_floors() -> None:
+    floors = {t: CATALOG[t].floor for t in OUTPUT_STEPS}
+    assert floors.pop("llm.output_refused") is Sensitivity.PRIVATE  # the provider's refusal text may echo the prompt
+    assert set(floors.values()) == {Sensitivity.PSEUDONYMOUS}
+    assert all(CATALOG[t].domain == "llm" and not CATALOG[t].audit for t in OUTPUT_STEPS)

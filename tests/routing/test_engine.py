@@ -125,6 +125,27 @@ settings:
     assert decision.settings["anthropic:claude-sonnet-4-6"].temperature == 0.2
 
 
+def test_a_model_that_cannot_carry_the_output_schema_is_rejected(tmp_path: Path) -> None:
+    """A forced tool carries only an object root: a Claude model without native structured output cannot
+    take an array answer, one with it can."""
+    routing = engine(tmp_path, global_yaml="default: anthropic:claude-sonnet-4-5\n")
+    needs = TurnNeeds(output_schema={"type": "array", "items": {"type": "integer"}})
+    decision = routing.decide(needs, sticky="anthropic:claude-3-5-haiku-latest")
+    sticky = decision.chain[1]
+    assert sticky.verdict == "rejected" and sticky.validation_failure == "no_structured_output_support"
+    assert "forced tool carries only an object root" in sticky.reason
+    assert decision.chosen_model == "anthropic:claude-sonnet-4-5"
+
+
+def test_a_schema_no_native_mode_can_carry_leaves_only_instruction_models(tmp_path: Path) -> None:
+    recursive = {"$defs": {"node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/node"}}}},
+                 "$ref": "#/$defs/node"}
+    routing = engine(tmp_path, global_yaml="default: openai_compatible:local\n")
+    decision = routing.decide(TurnNeeds(output_schema=recursive), sticky="openai:gpt-4o")
+    assert decision.chain[1].validation_failure == "no_structured_output_support"
+    assert decision.chosen_model == "openai_compatible:local"
+
+
 def test_a_worker_is_routed_by_its_tier_through_the_delegate_slot_and_rules_stand_aside(tmp_path: Path) -> None:
     rules = ("default: anthropic:claude-sonnet-4-6\nrules:\n  - name: tools\n    when: {has_tools: true}\n"
              "    model: openai:gpt-4o\n")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.errors import classify_error
@@ -12,7 +12,12 @@ from metis_core.adapters.anthropic.stream import AnthropicStreamTranslator
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 
 class AnthropicAdapter(Adapter):
@@ -36,6 +41,11 @@ class AnthropicAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return AnthropicStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.anthropic.structured import anthropic_structured_plan  # structured calls only
+
+        return anthropic_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_error(response)

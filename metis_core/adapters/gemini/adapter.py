@@ -7,7 +7,7 @@ and stream.py parse answers, errors.py classifies failures. The key travels in t
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
@@ -19,6 +19,10 @@ from metis_core.errors import ModelIdError, ProviderError, UnknownModelError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 UNLISTED_GEMINI = AdapterCapabilities(supports_thinking=True, supports_images=True, supports_structured_output=True)
 """Assumed for a Gemini model the registry does not list: every Gemini model reads images."""
@@ -51,6 +55,11 @@ class GeminiAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return GeminiStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.gemini.structured import gemini_structured_plan  # structured calls only
+
+        return gemini_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_gemini_error(response)

@@ -6,7 +6,7 @@ Local Ollama needs no key; a key, when configured (hosted Ollama), is sent as a 
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
@@ -16,7 +16,12 @@ from metis_core.adapters.ollama.response import parse_chat_response
 from metis_core.adapters.ollama.stream import OllamaStreamTranslator
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 DEFAULT_BASE_URL = "http://127.0.0.1:11434"
 
@@ -42,6 +47,11 @@ class OllamaAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return OllamaStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.ollama.structured import ollama_structured_plan  # structured calls only
+
+        return ollama_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_ollama_error(response)

@@ -17,10 +17,13 @@ from metis_core.adapters.openai_chat.response import parse_chat_response
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
+from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
     from metis_core.adapters.openai_chat.request_reader import ChatRequest, ChatRequestReader
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 
 def _chat_reader() -> type[ChatRequestReader]:
@@ -81,6 +84,11 @@ class OpenAIChatAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> ChatStreamTranslator:
         return self.translator_class(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.openai_chat.structured import openai_structured_plan  # structured calls only
+
+        return openai_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_chat_error(response, self.provider)

@@ -7,7 +7,7 @@ safe); Bearer auth added by the transport at send time.
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
@@ -20,6 +20,10 @@ from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 UNLISTED_MODEL_CAPABILITIES = AdapterCapabilities(supports_images=True)
 """For a model the registry does not list: send images (the API says if it cannot take them) and
@@ -51,6 +55,11 @@ class OpenAIResponsesAdapter(Adapter):
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
         return ResponsesStreamTranslator(context)
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.openai_chat.structured import openai_structured_plan  # structured calls only
+
+        return openai_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
         return classify_error(response)

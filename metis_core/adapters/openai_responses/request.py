@@ -24,6 +24,7 @@ from metis_core.adapters._common.hosted import (
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
+from metis_core.adapters._common.strict_schema import is_strict_compatible
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.adapters.openai_responses.hosted import hosted_tool_definitions
@@ -107,26 +108,6 @@ def tool_param(tool: ToolDefinition) -> dict[str, Any]:
     if tool.description:
         param["description"] = tool.description
     return param
-
-
-def is_strict_compatible(schema: Any) -> bool:
-    """Strict mode needs every object closed (`additionalProperties: false`) with all properties required."""
-    if not isinstance(schema, dict):
-        return True
-    if "anyOf" in schema:
-        return all(is_strict_compatible(branch) for branch in schema["anyOf"])
-    kind = schema.get("type")
-    kinds = kind if isinstance(kind, list) else [kind]
-    if "object" in kinds:
-        properties = schema.get("properties") or {}
-        if schema.get("additionalProperties") is not False:
-            return False
-        if set(schema.get("required") or ()) != set(properties):
-            return False
-        return all(is_strict_compatible(sub) for sub in properties.values())
-    if "array" in kinds:
-        return is_strict_compatible(schema.get("items"))
-    return True
 
 
 def _add_options(body: dict[str, Any], options: AdapterOptions, capabilities: AdapterCapabilities) -> None:

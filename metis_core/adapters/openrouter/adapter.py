@@ -12,9 +12,12 @@ from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
 from metis_core.adapters.openrouter.request import OpenRouterRequestBuilder
 from metis_core.adapters.openrouter.request_reader import OpenRouterRequestReader
 from metis_core.adapters.openrouter.stream import OpenRouterStreamTranslator
+from metis_core.models.capabilities import AdapterCapabilities
 
 if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
+    from metis_core.structured.plan import StructuredPlan
+    from metis_core.structured.spec import OutputSpec
 
 
 class OpenRouterAdapter(OpenAIChatAdapter):
@@ -31,6 +34,11 @@ class OpenRouterAdapter(OpenAIChatAdapter):
         super().__init__(registry)
         self.referer = referer
         self.title = title
+
+    def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
+        from metis_core.adapters.openrouter.structured import openrouter_structured_plan  # structured calls only
+
+        return openrouter_structured_plan(spec, capabilities, model)
 
     def request_headers(self) -> dict[str, str]:
         headers: dict[str, str] = {}

@@ -1,0 +1,157 @@
+"""A turn that must end in a structured answer (`metis run --schema`, docs/structured-output.md).
+
+Like TurnRunner.run it records turn.started → route.decided → llm.call_* → turn.completed, but every
+model call is one the StructuredRun asks for, and its steps (corrective retry, doubled budget,
+refusal, NL-to-format, recovery, exhaustion) become llm.output_* events, each parented on the call it
+follows. Routing refuses models that cannot carry the schema; the chosen model is used alone (its
+plan is model-specific). No tools are offered. The session keeps the user message and one
+assistant message holding the validated JSON.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from metis_core.adapters.base import AdapterOptions
+from metis_core.agent.context import resolve_file_refs, turn_needs
+from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.redaction import redact
+from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult, TurnRunner, _CallObserver, completed_payload
+from metis_core.errors import MalformedResponseError, MetisError
+from metis_core.events.envelope import Actor, Event
+from metis_core.hashing import sha256_hex
+from metis_core.ids import new_ulid
+from metis_core.messages import Message, Role, TextBlock
+from metis_core.models.model_id import parse_model_id
+from metis_core.routing.fallback import FallbackChain
+from metis_core.structured.driver import StructuredRun
+from metis_core.structured.policy import OutputPolicy
+from metis_core.structured.result import StructuredResult
+from metis_core.structured.spec import OutputSpec
+from metis_core.structured.steps import (
+    NlToFormatEngaged,
+    OutputRefused,
+    OutputStep,
+    OutputTruncated,
+    RecoveryApplied,
+    RetryAttempted,
+    RetryExhausted,
+)
+
+
+@dataclass
+class StructuredTurnResult:
+    turn: TurnResult
+    output: StructuredResult[Any] | None = None
+
+
+class OutputStepRecorder:
+    """An OutputObserver that records each step as its llm.output_* event, parented on the last call."""
+
+    def __init__(self, recorder: TurnRecorder) -> None:
+        self.recorder = recorder
+        self.parent: Event | None = None
+
+    def __call__(self, step: OutputStep) -> None:
+        event_type, payload = output_step_event(step)
+        self.recorder.emit(event_type, payload, self.parent, actor=Actor.AGENT)
+
+
+def output_step_event(step: OutputStep) -> tuple[str, dict[str, Any]]:
+    """The catalog type and payload of one driver step (redacted where text can carry secrets)."""
+    base: dict[str, Any] = {"model": step.model, "provider": parse_model_id(step.model).provider,
+                            "output_name": step.output_name}
+    if isinstance(step, RetryAttempted):
+        return "llm.output_retried", {**base, "attempt": step.attempt, "reason": step.reason,
+                                      "previous_error": _redacted(step.previous_error)}
+    if isinstance(step, RetryExhausted):
+        return "llm.output_exhausted", {**base, "total_attempts": step.total_attempts,
+                                        "final_reason": step.final_reason, "final_error": _redacted(step.final_error)}
+    if isinstance(step, OutputRefused):
+        return "llm.output_refused", {**base, "refusal_text": _redacted(step.refusal_text),
+                                      "safety_category": step.safety_category}
+    if isinstance(step, OutputTruncated):
+        return "llm.output_truncated", {**base, "stop_reason": step.stop_reason,
+                                        "partial_payload_available": step.partial_payload_available,
+                                        "output_tokens": step.output_tokens, "next_max_tokens": step.next_max_tokens}
+    if isinstance(step, NlToFormatEngaged):
+        return "llm.output_nl_to_format", {**base, "fallback_calls": step.fallback_calls}
+    assert isinstance(step, RecoveryApplied)
+    return "llm.output_recovered", {**base, "attempt": step.attempt, "path": step.path,
+                                    "byte_offset": step.byte_offset}
+
+
+def _redacted(text: str | None) -> str | None:
+    return redact(text) if text is not None else None
+
+
+async def run_structured_turn(runner: TurnRunner, session: Session, user_text: str, spec: OutputSpec, *,
+                              policy: OutputPolicy | None = None, override: str | None = None,
+                              options: AdapterOptions | None = None) -> StructuredTurnResult:
+    rt = runner.rt
+    turn_id = new_ulid()
+    result = TurnResult(turn_id=turn_id)
+    out = StructuredTurnResult(result)
+    recorder = TurnRecorder(rt.bus, session.id, turn_id)
+    rt.current_session.set(session.id)
+    clock = time.perf_counter()
+    session.append(Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text)]), rt.store)
+    needs = dataclasses.replace(turn_needs(session.history, [], session.workspace, user_text),
+                                output_schema=spec.schema)
+    started = recorder.emit("turn.started", {
+        "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+        "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
+        "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
+    }, None, actor=Actor.USER)
+    steps = OutputStepRecorder(recorder)
+    try:
+        decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+        recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
+        model = decision.chosen_model
+        result.model = model
+        caps = rt.client.registry.capabilities(model)
+        plan = rt.client.adapter(parse_model_id(model).provider).structured_plan(spec, caps, model)
+        run = StructuredRun(spec=spec, plan=plan, model=model, messages=resolve_file_refs(session.history,
+                            session.workspace), tools=[], options=options or AdapterOptions(model=model),
+                            max_output_tokens=caps.max_output_tokens, policy=policy, observer=steps)
+        chain = FallbackChain(rt.client, [model], health=rt.health, settings=decision.settings)
+        request = run.first_request()
+        parent: Event | None = started
+        while True:
+            observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+            final: Message | None = None
+            async for event in chain.astream(request.messages, tools=request.tools, options=request.options,
+                                             tool_ids=session.tool_ids, session_id=session.id,
+                                             routing=decision.record, observer=observer):
+                if event.type == "message_complete":
+                    final = event.message
+            result.llm_calls += observer.attempts
+            if final is None:
+                raise MalformedResponseError("the stream ended without a final message", provider=plan.mode)
+            TurnRunner._count_usage(result, final)
+            call = recorder.emit("llm.call_completed", completed_payload(final), observer.started,
+                                 actor=Actor.AGENT) if final.metadata.usage is not None else observer.started
+            steps.parent = parent = call
+            step = run.take(final)
+            if isinstance(step, StructuredResult):
+                out.output = step
+                break
+            request = step
+        answer = Message(role=Role.ASSISTANT, session_id=session.id, metadata=final.metadata.model_copy(),
+                         content=[TextBlock(text=orjson.dumps(step.value_json()).decode())])
+        session.append(answer, rt.store, provider=answer.metadata.provider)
+        result.produced.append(answer)
+        result.final = answer
+        result.stop_reason = "end_turn"
+    except MetisError as error:
+        result.error = str(error)
+        result.failure = error
+    session.turn_count += 1
+    runner._completed(recorder, started, result, clock)
+    return out
