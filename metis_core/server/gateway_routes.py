@@ -16,7 +16,7 @@ from starlette.routing import Route
 from metis_core.errors import ServeAccessError
 from metis_core.events.envelope import Sensitivity
 from metis_core.server.api_routes import clearance_of, context_of
-from metis_core.store.gateway_keys import GatewayKeyRecord, SqliteGatewayKeyStore, SubjectLimits
+from metis_core.store.gateway_keys import GatewayKeyRecord, SubjectLimits, open_gateway_key_store
 
 
 def _iso(value: Any) -> str | None:
@@ -39,8 +39,8 @@ def limits_json(limits: SubjectLimits) -> dict[str, Any]:
             "budget_period": limits.budget_period, "rpm": limits.rpm, "tpm": limits.tpm}
 
 
-def _read(db_path: Any) -> dict[str, Any]:
-    store = SqliteGatewayKeyStore(db_path)
+def _read(database: Any) -> dict[str, Any]:
+    store = open_gateway_key_store(database)  # the runtime's backend: SQLite file or PostgreSQL
     try:
         keys = store.list_keys()
         subjects = sorted({("user", k.user_id) for k in keys if k.user_id} | {("team", k.team_id) for k in keys
@@ -55,7 +55,7 @@ def _read(db_path: Any) -> dict[str, Any]:
 async def gateway_keys(request: Request) -> JSONResponse:
     if clearance_of(request) is not Sensitivity.PRIVATE:
         raise ServeAccessError("gateway keys and quotas need an admin token")
-    return JSONResponse(await asyncio.to_thread(_read, context_of(request).runtime.db_path))
+    return JSONResponse(await asyncio.to_thread(_read, context_of(request).runtime.database))
 
 
 ROUTES = [Route("/api/gateway/keys", gateway_keys)]
