@@ -98,7 +98,7 @@ def ollama_host_to_url(value: str) -> str:
 
 
 class ProviderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     base_url: str | None = None
     api_key_env: str | None = None
@@ -110,7 +110,7 @@ class ProviderConfig(BaseModel):
 
 
 class DefaultsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     model: str | None = None
     """Default model id, alias or chain for new sessions."""
@@ -120,7 +120,7 @@ class DefaultsConfig(BaseModel):
 
 
 class SessionsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     inactivity_timeout_hours: float = Field(default=24.0, gt=0)
     """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
@@ -133,7 +133,7 @@ class MetisConfig(BaseModel):
     validated at load when the file has them and built with their defaults on first use otherwise:
     a model call needs none of them, so a process that only calls never builds their classes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     home: Path
     path: Path
@@ -159,6 +159,8 @@ class MetisConfig(BaseModel):
     @classmethod
     def from_file_data(cls, data: Mapping[str, Any], home: Path, path: Path) -> MetisConfig:
         """Validate a config file's top-level mapping; raises pydantic's ValidationError."""
+        if not data:  # no file, or an empty one: all defaults, nothing to validate (no schema is built)
+            return cls.model_construct(home=home, path=path)
         sections = {key: data[key] for key in AGENT_SECTION_KEYS if key in data}
         config = cls.model_validate({**{k: v for k, v in data.items() if k not in sections}, "home": home,
                                      "path": path})
