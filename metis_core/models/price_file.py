@@ -2,7 +2,9 @@
 
 Prices must be written as strings or integers: a YAML float such as 0.1 is rejected, because
 binary floats cannot hold most cent fractions exactly. Every problem names the file and entry.
-This module only reads and checks; computing costs lives in pricing.py.
+The bundled prices.yaml is checked once and then built from its prepared form without validating
+(checked_price_data); the models build their schemas only when something is validated. This
+module only reads and checks; computing costs lives in pricing.py.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ Price = Annotated[Decimal, BeforeValidator(_exact_price)]
 class Rates(BaseModel):
     """Per-million-token USD prices; omitted ones take their documented default."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     input: Price
     output: Price
@@ -81,7 +83,7 @@ class PriceEntry(Rates):
 
 
 class PriceVersion(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     pricing_version: str = Field(min_length=1)
     effective_from: date
@@ -126,6 +128,27 @@ def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
         if duplicates:
             raise PriceTableError(f"{source}: {attribute} repeated: {duplicates}; each version needs its own")
     return versions
+
+
+def checked_price_data(data: Mapping[str, Any]) -> list[PriceVersion]:
+    """Versions from data that parse_price_data already accepted, without validating them again."""
+    return [PriceVersion.model_construct(
+        pricing_version=raw["pricing_version"], effective_from=raw["effective_from"], note=raw.get("note"),
+        models={key: None if entry is None else _checked_entry(entry) for key, entry in raw.get("models", {}).items()},
+    ) for raw in data["versions"]]
+
+
+def _checked_entry(raw: Mapping[str, Any]) -> PriceEntry:
+    long = raw.get("long_context")
+    return PriceEntry.model_construct(
+        **_checked_rates(raw),
+        long_context=None if long is None else LongContextPrice.model_construct(
+            **_checked_rates(long), threshold_tokens=int(long["threshold_tokens"])),
+    )
+
+
+def _checked_rates(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {kind: None if raw.get(kind) is None else _exact_price(raw[kind]) for kind in RATE_KINDS}
 
 
 def read_price_file(path: Path) -> list[PriceVersion]:
