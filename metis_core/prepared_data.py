@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 import orjson
 
 Checked = TypeVar("Checked")
+DATA_DIR = Path(__file__).resolve().parent / "data"
+"""The bundled data files (a plain path: importlib.resources' readers are not loaded for it)."""
 FORMAT = 3
 """Bumped when the prepared form changes shape; part of every cache file's name."""
 DATE_TAG = "$date"

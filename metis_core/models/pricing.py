@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,7 @@ from metis_core.models.price_file import (
     parse_price_data,
     read_price_file,
 )
-from metis_core.prepared_data import load_checked
+from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text
 
 if TYPE_CHECKING:
@@ -242,7 +241,7 @@ def _registry_canonical_id(config: MetisConfig | None) -> Callable[[str], str]:
 
 
 def builtin_price_path() -> Path:
-    return Path(str(resources.files("metis_core") / "data" / "prices.yaml"))
+    return DATA_DIR / "prices.yaml"
 
 
 @lru_cache(maxsize=1)

@@ -9,7 +9,6 @@ something is validated (user entries, another file). Resolving ids lives in regi
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +18,7 @@ from metis_core.errors import ConfigError, ModelIdError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.prepared_data import load_checked
+from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text, read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
@@ -107,7 +106,7 @@ def read_registry_file(path: Path) -> RegistryFile:
 
 
 def builtin_registry_path() -> Path:
-    return Path(str(resources.files("metis_core") / "data" / "models.yaml"))
+    return DATA_DIR / "models.yaml"
 
 
 @lru_cache(maxsize=1)
