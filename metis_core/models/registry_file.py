@@ -6,7 +6,7 @@ without validating (prepared_data.load_checked); the models build their schemas 
 something is validated (user entries, another file). Resolving ids lives in registry.py.
 """
 
-from __future__ import annotations
+
 
 from functools import lru_cache
 from pathlib import Path
