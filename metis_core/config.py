@@ -7,8 +7,6 @@ are read on first use of their name. Keys are SecretStr end to end: they never r
 a log line or an exception. It does not open connections or check that a key is valid.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import stat
@@ -154,10 +152,10 @@ class MetisConfig(BaseModel):
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
-    _agent: AgentSections | None = PrivateAttr(default=None)
+    _agent: "AgentSections | None" = PrivateAttr(default=None)
 
     @classmethod
-    def from_file_data(cls, data: Mapping[str, Any], home: Path, path: Path) -> MetisConfig:
+    def from_file_data(cls, data: Mapping[str, Any], home: Path, path: Path) -> "MetisConfig":
         """Validate a config file's top-level mapping; raises pydantic's ValidationError."""
         if not data:  # no file, or an empty one: all defaults, nothing to validate (no schema is built)
             return cls.model_construct(home=home, path=path, defaults=DefaultsConfig.model_construct(),
@@ -172,7 +170,7 @@ class MetisConfig(BaseModel):
         return config
 
     @property
-    def agent_sections(self) -> AgentSections:
+    def agent_sections(self) -> "AgentSections":
         if self._agent is None:
             from metis_core.agent_config import AgentSections
 
@@ -180,19 +178,19 @@ class MetisConfig(BaseModel):
         return self._agent
 
     @property
-    def mcp_servers(self) -> dict[str, McpServerConfig]:
+    def mcp_servers(self) -> "dict[str, McpServerConfig]":
         return self.agent_sections.mcp_servers
 
     @property
-    def delegation(self) -> DelegationConfig:
+    def delegation(self) -> "DelegationConfig":
         return self.agent_sections.delegation
 
     @property
-    def memory(self) -> MemoryConfig:
+    def memory(self) -> "MemoryConfig":
         return self.agent_sections.memory
 
     @property
-    def skills(self) -> SkillsConfig:
+    def skills(self) -> "SkillsConfig":
         return self.agent_sections.skills
 
     @field_validator("chains", mode="before")
