@@ -158,7 +158,7 @@ class MetisConfig(BaseModel):
     def from_file_data(cls, data: Mapping[str, Any], home: Path, path: Path) -> "MetisConfig":
         """Validate a config file's top-level mapping; raises pydantic's ValidationError."""
         if not data:  # no file, or an empty one: all defaults, nothing to validate (no schema is built)
-            return cls.model_construct(home=home, path=path, defaults=DefaultsConfig.model_construct(),
+            return cls.model_construct(home=Path(home), path=Path(path), defaults=DefaultsConfig.model_construct(),
                                        sessions=SessionsConfig.model_construct())
         sections = {key: data[key] for key in AGENT_SECTION_KEYS if key in data}
         config = cls.model_validate({**{k: v for k, v in data.items() if k not in sections}, "home": home,
