@@ -320,7 +320,9 @@ def test_messages_from_an_older_message_schema_are_migrated_on_load(
     assert loaded.text() == "migrated" and loaded.schema_version == 2  # v0 -> v1 (test step) -> v2
 
 
-def test_a_replay_session_names_its_source_and_the_source_lists_its_replays(store: SessionStore, tmp_path: Path) -> None:
+def test_a_replay_session_names_its_source_and_the_source_lists_its_replays(
+    store: SessionStore, tmp_path: Path
+) -> None:
     source = store.create_session(tmp_path)
     first = store.create_session(tmp_path, replay_of=source.id)
     second = store.create_session(tmp_path, replay_of=source.id)
