@@ -94,14 +94,15 @@ class SessionManager:
     def create(
         self, workspace: Path, *, model: str | None = None, title: str | None = None,
         parent_session_id: str | None = None, delegate_model: str | None = None, tools: ToolRegistry | None = None,
-        confirmation: ConfirmationPolicy | None = None,
+        confirmation: ConfirmationPolicy | None = None, replay_of: str | None = None,
     ) -> Session:
-        """A new session; a delegated worker names its planner, tier model, tools and confirmations."""
+        """A new session; a delegated worker names its planner, tier model, tools and confirmations;
+        a `metis replay` run names the session it replays (`replay_of`)."""
         rt = self.rt
         workspace = workspace.resolve()
         engine = rt.engine_for(workspace)
         record = rt.store.create_session(workspace, active_model=model, title=title,
-                                         parent_session_id=parent_session_id)
+                                         parent_session_id=parent_session_id, replay_of=replay_of)
         session = Session(id=record.id, workspace=workspace, engine=engine, sticky_model=model,
                           confirmation=confirmation or rt.confirmation_policy(),
                           parent_session_id=parent_session_id, delegate_model=delegate_model, tools=tools)

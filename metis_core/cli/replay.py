@@ -119,7 +119,8 @@ def replay(
     turns: Annotated[str | None, typer.Option("--turns", help="Only these user turns: N, N..M, N.. or ..M.")] = None,
     sessions: Annotated[str | None, typer.Option(
         "--sessions", help="Replay every session matching: workspace:PATH since:DATE until:DATE tag:NAME "
-                           "limit:N and words.")] = None,
+                           "limit:N replays:include|only and words (replay sessions are left out "
+                           "unless replays: asks).")] = None,
     live_tools: Annotated[bool, typer.Option("--live-tools", help="Run tools again instead of serving the "
                                                                    "recorded results.")] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Approve every tool confirmation (--live-tools).")] = False,

@@ -101,11 +101,16 @@ def show(
         record = store.get_session(session_id)
         messages = store.load_messages(session_id)
         totals = store.session_totals(session_id)
+        replays = [r.id for r in store.replays_of(session_id)]
     out = terminal.out
     out.print(f"session {record.id}" + (f" · {record.title}" if record.title else ""), style="bold", markup=False)
     out.print(f"workspace {record.workspace_path} · model {record.active_model or '(default)'} · "
               f"{len(messages)} messages · {cost_text(totals.cost_usd, totals.unpriced_message_count)} · created "
               f"{record.created_at:%Y-%m-%d %H:%M} · {record.disposition or 'open'}", style="dim", markup=False)
+    if record.replay_of:
+        out.print(f"replay of session {record.replay_of}", style="dim", markup=False)
+    if replays:
+        out.print(f"replayed as {', '.join(replays)}", style="dim", markup=False)
     for message in messages:
         out.print()
         out.print(message_text(message))

@@ -2,8 +2,9 @@
 
 A query is space-separated terms: `workspace:PATH`, `since:YYYY-MM-DD`, `until:YYYY-MM-DD`
 (creation date, `until` inclusive), `tag:NAME` (sessions whose title carries `#NAME`; the store
-has no tag column), `limit:N`, and free words (title or message text contains them). Replay
-sessions themselves are never selected again. A session that cannot be replayed is listed, not fatal.
+has no tag column), `limit:N`, `replays:include|only` and free words (title or message text contain
+them). Sessions that are themselves replays (`replay_of` set) are left out unless `replays:` asks
+for them. A session that cannot be replayed is listed, not fatal.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from metis_core.errors import ReplayError
 from metis_core.replay.compare import DEFAULT_TEXT_THRESHOLD
@@ -23,7 +24,6 @@ if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
     from metis_core.store.sessions import SessionStore
 
-REPLAY_TITLE_PREFIX = "replay of "
 DEFAULT_LIMIT = 50
 SCAN_LIMIT = 100_000
 
@@ -36,6 +36,8 @@ class SessionQuery:
     tag: str | None = None
     text: str | None = None
     limit: int = DEFAULT_LIMIT
+    replays: Literal["exclude", "include", "only"] = "exclude"
+    """Whether sessions made by `metis replay` are left out (default), selected too, or alone."""
 
 
 def _date(term: str, value: str) -> datetime:
@@ -51,7 +53,7 @@ def parse_query(query: str) -> SessionQuery:
     words: list[str] = []
     for term in query.split():
         name, sep, value = term.partition(":")
-        if not sep or name not in ("workspace", "since", "until", "tag", "limit"):
+        if not sep or name not in ("workspace", "since", "until", "tag", "limit", "replays"):
             words.append(term)
             continue
         if not value:
@@ -64,6 +66,11 @@ def parse_query(query: str) -> SessionQuery:
             if not value.isdigit() or int(value) < 1:
                 raise ReplayError(f"limit:{value} must be a positive number of sessions")
             found["limit"] = int(value)
+        elif name == "replays":
+            if value not in ("exclude", "include", "only"):
+                raise ReplayError(f"replays:{value} must be replays:include (replay sessions too), "
+                                  "replays:only or replays:exclude (the default)")
+            found["replays"] = value
         else:
             found[name] = value
     if words:
@@ -83,7 +90,8 @@ def matching_sessions(store: SessionStore, query: SessionQuery) -> list[SessionR
     chosen: list[SessionRecord] = []
     for record in records:
         title = record.title or ""
-        if title.startswith(REPLAY_TITLE_PREFIX):
+        is_replay = record.replay_of is not None
+        if (query.replays == "exclude" and is_replay) or (query.replays == "only" and not is_replay):
             continue
         if query.since is not None and record.created_at < query.since:
             continue

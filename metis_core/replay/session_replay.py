@@ -1,8 +1,9 @@
 """Replaying one stored session on another model: a new linked session, compared turn by turn.
 
-The replay session is titled `replay of <source> on <model>`; earlier turns outside `--turns` are
-copied into it (with fresh ids) so the selected ones see the same history. Each selected user turn
-runs through the normal agent loop, with tools answered from the recording unless `live_tools`.
+The replay session names its source in `replay_of` (store step 7) and is titled `replay of <source>
+on <model>`; earlier turns outside `--turns` are copied into it (with fresh ids) so the selected ones
+see the same history. Each selected user turn runs through the normal agent loop, with tools
+answered from the recording unless `live_tools`.
 Every divergence becomes a turn.replay_diverged event inside the replayed turn, before it completes.
 """
 
@@ -81,6 +82,8 @@ class ReplayReport:
     turns: list[TurnComparison] = field(default_factory=list)
     tools_served: int = 0
     tools_unmatched: int = 0
+    replay_of: str | None = None
+    """The link stored on the replay session (its `replay_of` column), read back from the store."""
 
     @property
     def diverged_turns(self) -> int:
@@ -106,7 +109,7 @@ class ReplayReport:
     def to_json(self) -> dict[str, Any]:
         return {
             "source_session_id": self.source_session_id, "replay_session_id": self.replay_session_id,
-            "model": self.model, "live_tools": self.live_tools,
+            "replay_of": self.replay_of, "model": self.model, "live_tools": self.live_tools,
             "tools": {"served_from_recording": self.tools_served, "not_in_recording": self.tools_unmatched},
             "summary": self.summary(), "turns": [t.to_json() for t in self.turns],
         }
@@ -180,8 +183,10 @@ async def replay_session(
     source = load_source(rt, source_session_id)
     selected = select_turns(source, turns)
     original = OriginalRunIndex.of_session(rt, source.id)
-    session = rt.sessions.create(source.workspace, model=model, title=f"replay of {source.id} on {model}")
-    report = ReplayReport(source.id, session.id, model, live_tools)
+    session = rt.sessions.create(source.workspace, model=model, title=f"replay of {source.id} on {model}",
+                                 replay_of=source.id)
+    report = ReplayReport(source.id, session.id, model, live_tools,
+                          replay_of=rt.store.get_session(session.id).replay_of)
     live = rt.tools
     log = RecordedToolLog(source.tool_results())
     if not live_tools:

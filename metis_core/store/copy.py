@@ -41,7 +41,7 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("sessions", "id", (
         "id", "workspace_path", "active_model", "routing_policy_json", "schema_version", "created_at", "updated_at",
         "tool_id_map_json", "title", "ended_at", "disposition", "total_cost_usd", "unpriced_message_count",
-        "total_input_tokens", "total_output_tokens", "parent_session_id",
+        "total_input_tokens", "total_output_tokens", "parent_session_id", "replay_of",
     ), frozenset({"routing_policy_json", "tool_id_map_json"}), frozenset({"total_cost_usd"})),
     TableSpec("messages", "id", (
         "id", "session_id", "role", "content_json", "metadata_json", "created_at", "schema_version",

@@ -64,6 +64,8 @@ class SessionRecord:
     total_output_tokens: int
     parent_session_id: str | None = None
     """The planner session that delegated to this worker session; None for a top-level session."""
+    replay_of: str | None = None
+    """The session this one re-ran on another model (`metis replay`); None for any other session."""
 
     def to_json_dict(self) -> dict[str, Any]:
         return {
@@ -83,13 +85,14 @@ class SessionRecord:
             "total_input_tokens": self.total_input_tokens,
             "total_output_tokens": self.total_output_tokens,
             "parent_session_id": self.parent_session_id,
+            "replay_of": self.replay_of,
         }
 
 
 SESSION_COLUMNS = (
     "id, workspace_path, active_model, routing_policy_json, tool_id_map_json, title, "
     "schema_version, created_at, updated_at, ended_at, disposition, total_cost_usd, "
-    "unpriced_message_count, total_input_tokens, total_output_tokens, parent_session_id"
+    "unpriced_message_count, total_input_tokens, total_output_tokens, parent_session_id, replay_of"
 )
 
 
@@ -111,6 +114,7 @@ def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
         tokens_in,
         tokens_out,
         parent,
+        replay_of,
     ) = tuple(row)
     return SessionRecord(
         id=sid,
@@ -129,6 +133,7 @@ def session_from_row(row: sqlite3.Row | tuple[Any, ...]) -> SessionRecord:
         total_input_tokens=tokens_in,
         total_output_tokens=tokens_out,
         parent_session_id=parent,
+        replay_of=replay_of,
     )
 
 

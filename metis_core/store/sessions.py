@@ -113,13 +113,15 @@ class SessionStore:
         title: str | None = None,
         routing_policy: dict[str, Any] | None = None,
         parent_session_id: str | None = None,
+        replay_of: str | None = None,
     ) -> SessionRecord:
+        """A new session; `replay_of` names the session a `metis replay` run re-runs."""
         sid = session_id or new_session_id()
         stamp = now_us()
         with self._lock, self._db.transaction():
             self._insert_session_row(
                 sid, normalize_workspace(workspace_path), active_model, routing_policy, {}, title, stamp, stamp,
-                parent_session_id=parent_session_id,
+                parent_session_id=parent_session_id, replay_of=replay_of,
             )
         return self.get_session(sid)
 
@@ -153,13 +155,14 @@ class SessionStore:
         updated_at_us: int,
         *,
         parent_session_id: str | None = None,
+        replay_of: str | None = None,
     ) -> None:
         """Inside a held transaction."""
         try:
             self._db.execute(
                 "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, "
-                "tool_id_map_json, title, schema_version, created_at, updated_at, parent_session_id) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "tool_id_map_json, title, schema_version, created_at, updated_at, parent_session_id, replay_of) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     sid,
                     workspace,
@@ -171,6 +174,7 @@ class SessionStore:
                     created_at_us,
                     updated_at_us,
                     parent_session_id,
+                    replay_of,
                 ),
             )
         except self._db.duplicate_error as error:
@@ -193,6 +197,15 @@ class SessionStore:
             rows = self._db.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
                 (parent_session_id,),
+            ).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def replays_of(self, session_id: str) -> list[SessionRecord]:
+        """The sessions `metis replay` made from this one, oldest first."""
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE replay_of = ? ORDER BY created_at, id",
+                (session_id,),
             ).fetchall()
         return [session_from_row(row) for row in rows]
 
@@ -413,6 +426,7 @@ class SessionStore:
                 session.title,
                 to_us(session.created_at),
                 now_us(),
+                replay_of=session.replay_of,
             )
             for message in parsed.messages:
                 insert_message(self._db, message)

@@ -90,6 +90,7 @@ def _session_from_json(raw: Mapping[str, Any]) -> SessionRecord:
             unpriced_message_count=0,
             total_input_tokens=0,
             total_output_tokens=0,
+            replay_of=str(raw["replay_of"]) if raw.get("replay_of") else None,
         )
     except (KeyError, ValueError, TypeError, AttributeError) as error:
         raise _fail(f"the session object is incomplete or malformed ({error!r})") from error

@@ -1,5 +1,6 @@
 """`metis replay` in a subprocess: a session recorded by `metis run`, replayed on another provider
-(JSON report, linked session, turn.replay_diverged, the OpenWOP export), then `--sessions` as a table.
+(JSON report, the session linked by replay_of in `sessions show`, turn.replay_diverged, the OpenWOP
+export), then `--sessions` as a table.
 """
 
 from __future__ import annotations
@@ -35,6 +36,13 @@ def test_replay_on_another_provider_reports_json_links_the_session_and_exports_t
     assert report["summary"]["divergence_rate"] == 1.0
 
     linked = report["replay_session_id"]
+    assert report["replay_of"] == source
+    shown = metis(["sessions", "show", linked], cli_env(home, None), workspace)
+    assert shown.returncode == 0 and f"replay of session {source}" in shown.stdout, shown.stderr
+    shown = metis(["sessions", "show", source], cli_env(home, None), workspace)
+    assert f"replayed as {linked}" in shown.stdout
+    shown = metis(["sessions", "show", linked, "--json"], cli_env(home, None), workspace)
+    assert json.loads(shown.stdout)["session"]["replay_of"] == source
     events = stored_events(home, linked)
     diverged = [e for e in events if e.type == "turn.replay_diverged"]
     assert [e.payload["source_session_id"] for e in diverged] == [source]

@@ -19,11 +19,13 @@ def test_a_query_reads_workspace_dates_tag_limit_and_words() -> None:
     assert query.since == datetime(2026, 1, 1, tzinfo=UTC)
     assert query.until == datetime(2026, 2, 1, tzinfo=UTC), "until is inclusive of its day"
     assert query.text == "refund policy"
+    assert query.replays == "exclude", "replay sessions are left out unless asked"
+    assert parse_query("replays:include").replays == "include" and parse_query("replays:only").replays == "only"
 
 
 @pytest.mark.parametrize(("text", "message"), [
     ("since:yesterday", "since:yesterday is not a date"), ("limit:0", "limit:0 must be a positive"),
-    ("tag:", "tag: needs a value"),
+    ("tag:", "tag: needs a value"), ("replays:yes", "replays:yes must be replays:include"),
 ])
 def test_a_bad_query_term_is_named(text: str, message: str) -> None:
     with pytest.raises(ReplayError, match=message):
@@ -58,3 +60,25 @@ async def test_sessions_are_selected_by_tag_and_date_and_replays_are_never_resel
 async def test_no_matching_session_is_a_named_error(harness: ReplayHarness) -> None:
     with pytest.raises(ReplayError, match="no stored session matches"):
         await replay_sessions(harness.runtime, "tag:nothing", "openai:gpt-4.1")
+
+
+async def test_replays_are_known_by_their_link_not_their_title_and_selected_only_when_asked(
+    harness: ReplayHarness,
+) -> None:
+    h = harness
+    source = await h.record_original()
+    h.script.script("openai", [Reply.fixture("openai_chat", "stream__tool_call_single.sse"),
+                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse"),
+                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
+    replay = (await replay_sessions(h.runtime, f"workspace:{h.workspace}", "openai:gpt-4.1")).reports[0]
+    store = h.runtime.store
+    store.update_session(replay.replay_session_id, title="renamed by hand")
+    lookalike = await h.record_original()
+    store.update_session(lookalike, title=f"replay of {source} on my laptop")
+
+    def chosen(query: str) -> set[str]:
+        return {r.id for r in matching_sessions(store, parse_query(query))}
+
+    assert chosen("SF") == {source, lookalike}, "the renamed replay is still a replay; the look-alike is not"
+    assert chosen("SF replays:include") == {source, lookalike, replay.replay_session_id}
+    assert chosen("SF replays:only") == {replay.replay_session_id}

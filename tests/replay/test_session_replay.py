@@ -52,6 +52,8 @@ async def test_a_target_that_agrees_shows_no_divergence_and_its_tools_come_from_
 
     linked = h.runtime.store.get_session(report.replay_session_id)
     assert linked.title == f"replay of {source} on anthropic:claude-sonnet-4-5"
+    assert linked.replay_of == source and report.to_json()["replay_of"] == source
+    assert [r.id for r in h.runtime.store.replays_of(source)] == [report.replay_session_id]
     messages = h.runtime.store.load_messages(report.replay_session_id)
     assert [m.text() for m in messages if m.role is Role.USER] == list(USER_TEXTS)
     assert not [e for e in h.events(report.replay_session_id) if e.type == "turn.replay_diverged"]

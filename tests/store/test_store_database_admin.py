@@ -106,3 +106,35 @@ def test_the_database_url_picks_the_backend(monkeypatch: pytest.MonkeyPatch, _is
     monkeypatch.setenv("METIS_DATABASE_URL", "sqlite:///tmp/x.db")
     assert database_location() == Path("/tmp/x.db")
     assert "secret" not in redact_url("postgresql://u:secret@db.example:5432/metis")
+
+
+def test_step_7_links_replay_sessions_from_their_titles_on_either_backend(db_location: Path | str) -> None:
+    """Both backends' step 7 (`replay_sessions`) add `replay_of` and backfill it the same way."""
+    source, replay, renamed, itself = (f"sess_01JD{n}F5Q8ZK3X1V2W4Y6T7R9M0" for n in "ABCD")
+    rows = [(source, "weather #billing"), (replay, f"replay of {source} on openai:gpt-4o"),
+            (renamed, "replay of my notes on Tuesday"), (itself, f"replay of {itself} on x")]
+    insert = ("INSERT INTO sessions (id, workspace_path, schema_version, created_at, updated_at, title) "
+              "VALUES ({0}, '/w', 6, 1000, 2000, {0})")
+    if isinstance(db_location, Path):  # a file left at version 6 by an older metis
+        from metis_core.store.sqlite.connection import connect
+        from metis_core.store.sqlite.migrations import migrate
+
+        conn = connect(db_location)
+        migrate(conn, db_location, up_to=6)
+        conn.executemany(insert.format("?"), rows)
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        from metis_core.store.postgres.migrations import migrate as migrate_postgres
+
+        with psycopg.connect(db_location, autocommit=True) as pg:
+            migrate_postgres(pg, "test", up_to=6)
+            for row in rows:
+                pg.execute(insert.format("%s"), row)
+    with SessionStore(db_location) as store:
+        assert [r.id for r in store.replays_of(source)] == [replay]
+        assert [store.get_session(s).replay_of for s in (source, renamed, itself)] == [None, None, None]
+        later = store.create_session("/w", replay_of=source)
+        assert [r.id for r in store.replays_of(source)] == [replay, later.id]

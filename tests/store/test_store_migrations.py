@@ -78,13 +78,42 @@ def test_a_file_from_every_earlier_version_upgrades_with_data_intact(tmp_path: P
         assert record.tool_id_map == {tu_ok: {"anthropic": "toolu_A"}}
         assert record.total_cost_usd == Decimal("0.0123") and record.unpriced_message_count == 1
         assert (record.total_input_tokens, record.total_output_tokens) == (164, 30)
+        assert record.replay_of is None
         applied = store._db.conn.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall()
         assert [v for v, _, _ in applied] == list(range(1, SCHEMA_VERSION + 1))
         assert all(at > 0 for _, _, at in applied)
         store.append_message(user_message("continued after upgrade", session_id="sess_old"))
         assert len(store.load_messages("sess_old")) == len(messages) + 1
+        replay = store.create_session("/w", replay_of="sess_old")  # step 7's column is writable
+        assert [r.id for r in store.replays_of("sess_old")] == [replay.id]
     with TraceStore(db) as trace:  # the v3 trace bookkeeping is there too
         assert trace.detect_gaps() == []
+
+
+@pytest.mark.parametrize("start_version", range(1, 7))
+def test_replay_sessions_of_a_file_before_step_7_are_linked_from_their_titles(
+    tmp_path: Path, start_version: int
+) -> None:
+    """Before step 7 `metis replay` titled its session `replay of <source> on <model>` and stored no link."""
+    db = tmp_path / "metis.db"
+    _build_file_at(db, start_version)
+    source, replay, renamed, itself = (f"sess_01JD{n}F5Q8ZK3X1V2W4Y6T7R9M0" for n in "ABCD")
+    title_column = start_version >= 2  # titles arrived with step 2
+    conn = sqlite3.connect(db)
+    for sid, title in ((source, "weather bot #billing"), (replay, f"replay of {source} on openai:gpt-4o"),
+                       (renamed, "replay of my notes on Tuesday"), (itself, f"replay of {itself} on x")):
+        conn.execute(
+            "INSERT INTO sessions (id, workspace_path, schema_version, created_at, updated_at) "
+            "VALUES (?, '/w', 1, 1000, 2000)", (sid,))
+        if title_column:
+            conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, sid))
+    conn.commit()
+    conn.close()
+    with SessionStore(db) as store:
+        assert [r.id for r in store.replays_of(source)] == ([replay] if title_column else [])
+        assert store.get_session(renamed).replay_of is None, "a title that names no session id is not a link"
+        assert store.get_session(source).replay_of is None
+        assert store.get_session(itself).replay_of is None, "a session is never a replay of itself"
 
 
 def test_a_fresh_file_is_stamped_with_every_step(tmp_path: Path) -> None:
@@ -102,6 +131,8 @@ def test_a_fresh_file_is_stamped_with_every_step(tmp_path: Path) -> None:
             "idx_events_turn",
             "idx_events_parent",
             "idx_events_timestamp_us",
+            "idx_sessions_parent",
+            "idx_sessions_replay_of",
         } <= indexes
 
 

@@ -318,3 +318,29 @@ def test_messages_from_an_older_message_schema_are_migrated_on_load(
     )
     (loaded,) = store.load_messages(session.id)
     assert loaded.text() == "migrated" and loaded.schema_version == 2  # v0 -> v1 (test step) -> v2
+
+
+def test_a_replay_session_names_its_source_and_the_source_lists_its_replays(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    source = store.create_session(tmp_path)
+    first = store.create_session(tmp_path, replay_of=source.id)
+    second = store.create_session(tmp_path, replay_of=source.id)
+    assert store.get_session(first.id).replay_of == source.id
+    assert source.replay_of is None and source.to_json_dict()["replay_of"] is None
+    assert [r.id for r in store.replays_of(source.id)] == [first.id, second.id]
+    assert store.replays_of(first.id) == []
+    assert store.export_session(first.id)["session"]["replay_of"] == source.id
+
+
+def test_the_replay_link_survives_export_and_import(tmp_path: Path) -> None:
+    with SessionStore(tmp_path / "a.db") as a:
+        source = a.create_session(tmp_path)
+        replay = a.create_session(tmp_path, replay_of=source.id)
+        a.append_message(user_message("again", session_id=replay.id))
+        document = a.export_session(replay.id)
+    with SessionStore(tmp_path / "b.db") as b:
+        assert b.import_session(document).replay_of == source.id
+        copy = b.import_session(document, as_new_session=True)
+        assert copy.id != replay.id and copy.replay_of == source.id
+        assert [r.id for r in b.replays_of(source.id)] == [replay.id, copy.id]

@@ -8,6 +8,7 @@ from a newer metis is refused (SchemaVersionError); a SQLite file that is not ou
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import time
 from collections.abc import Callable
@@ -281,6 +282,25 @@ def _v6_gateway_keys(conn: sqlite3.Connection) -> None:
         conn.execute(statement)
 
 
+_REPLAY_TITLE = re.compile(r"replay of (sess_[0-9A-HJKMNP-TV-Z]{26}) on \S")
+"""The title `metis replay` gave its sessions before step 7 (metis_core/replay/session_replay.py)."""
+
+
+def _v7_replay_sessions(conn: sqlite3.Connection) -> None:
+    """A session made by `metis replay` names the session it replays (docs/record-replay.md).
+
+    Replay sessions written before this step carried the link only in their title
+    (`replay of <source id> on <model>`); the backfill reads it from there.
+    """
+    conn.execute("ALTER TABLE sessions ADD COLUMN replay_of TEXT")
+    conn.execute("CREATE INDEX idx_sessions_replay_of ON sessions(replay_of)")
+    rows = conn.execute("SELECT id, title FROM sessions WHERE title LIKE 'replay of % on %'").fetchall()
+    for session_id, title in rows:
+        found = _REPLAY_TITLE.match(title)
+        if found is not None and found.group(1) != session_id:
+            conn.execute("UPDATE sessions SET replay_of = ? WHERE id = ?", (found.group(1), session_id))
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -288,6 +308,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("worker_sessions", _v4_worker_sessions),
     ("learning_tables", _v5_learning_tables),
     ("gateway_keys", _v6_gateway_keys),
+    ("replay_sessions", _v7_replay_sessions),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
