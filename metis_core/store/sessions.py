@@ -162,9 +162,9 @@ class SessionStore:
         itself (the database locked past the busy timeout, disk full) raises, nothing committed.
         """
         refused: list[tuple[str, MetisError]] = []
-        with self._lock, write_transaction(self._conn, self.path):
+        with self._lock, self._db.transaction():
             for item in conversations:
-                self._conn.execute("SAVEPOINT conversation")
+                self._db.execute("SAVEPOINT conversation")
                 try:
                     tool_map = _check_tool_id_map(item.tool_id_map) if item.tool_id_map else {}
                     self._insert_session_row(
@@ -172,11 +172,11 @@ class SessionStore:
                         tool_map, item.title, item.stamp_us, item.stamp_us,
                     )
                     for message in item.messages:
-                        insert_message(self._conn, self.path, message)
+                        insert_message(self._db, message)
                 except MetisError as error:
-                    self._conn.execute("ROLLBACK TO conversation")
+                    self._db.execute("ROLLBACK TO SAVEPOINT conversation")  # SQLite and PostgreSQL alike
                     refused.append((item.session_id, error))
-                self._conn.execute("RELEASE conversation")
+                self._db.execute("RELEASE SAVEPOINT conversation")
         return refused
 
     def _insert_session_row(
