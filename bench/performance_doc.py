@@ -15,7 +15,7 @@ from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 CASE_ORDER = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway",
-              "structured")
+              "structured", "serve")
 
 METHOD = """\
 Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds
@@ -111,6 +111,9 @@ MEANINGS = {
     "structured": "Validating a 2 KB structured answer (`metis_core.structured.validation.validate_answer`) "
                   "against pydantic's own `model_validate_json` on the same answer; recovery rows (fence and "
                   "prose, json-repair) are reported, not judged.",
+    "serve": "Events/s from the bus into the trace store while `metis serve` runs on 127.0.0.1, with no "
+             "WebSocket client and with one that subscribes to every event and never reads (dropped once "
+             "its 1,000-event queue is full); bursts of 5,000 events, flushed after each.",
 }
 
 
