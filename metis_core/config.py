@@ -154,6 +154,7 @@ class MetisConfig(BaseModel):
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
+    _watched: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _agent: "AgentSections | None" = PrivateAttr(default=None)
 
     @classmethod
@@ -299,6 +300,19 @@ class MetisConfig(BaseModel):
         named = self.named_provider(provider)
         variable = f"{named.variable} with a key (kind://KEY@host)" if named else self.api_key_env_vars(provider)[0]
         raise MissingAPIKeyError(provider, variable)
+
+    def provider_environment(self, provider: str) -> tuple[str | None, ...]:
+        """The current values of every environment variable `base_url` and `api_key` read for `provider`.
+
+        Equal tuples mean both would answer as before, so a caller may keep what it built from them
+        (the model client keeps the headers and URL of each provider instead of re-reading them per call).
+        """
+        names = self._watched.get(provider)
+        if names is None:
+            sdk = (SDK_BASE_URL_ENV[provider],) if provider in SDK_BASE_URL_ENV else ()
+            names = self._watched[provider] = (base_url_env_var(provider), *sdk, *self.api_key_env_vars(provider))
+        env = self._environ
+        return tuple([env.get(name) for name in names])
 
     def extra_headers(self, provider: str) -> dict[str, str]:
         """Headers to send as-is; revealed here only, for the transport to use."""

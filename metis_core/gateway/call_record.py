@@ -2,9 +2,10 @@
 
 turn.started -> llm.call_started (-> llm.call_failed per failed member) -> llm.call_completed
 (carrying gateway_key_id, inbound_shape, user_id, team_id) -> turn.completed, or turn.cancelled
-when the client went away. Building and emitting the events and writing the session, its messages
-and the answer all happen in order on the gateway's one writer thread, so none of it is on the
-answer's path (an event's id and time are those of its emission there, a few ms after the fact).
+when the client went away. Emitting the events and staging the session, its messages and the
+answer happen in order on the gateway's one record writer (record_writer.py, many calls per
+transaction), so none of it is on the answer's path (an event's id and time are those of its
+emission there, a few ms after the fact).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from concurrent.futures import Executor
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +24,12 @@ from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import ImageBlock, Message, MessageStatus, Role
+from metis_core.store.records import now_us
+from metis_core.store.sessions import StoredConversation
 
 if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
+    from metis_core.gateway.record_writer import RecordWriter
     from metis_core.gateway.shapes.base import InboundRequest, StreamWriter
     from metis_core.store.gateway_keys import GatewayKeyRecord
 
@@ -40,7 +43,7 @@ class CallRecord:
     """Events and persistence of one call; also the fallback chain's observer."""
 
     def __init__(
-        self, runtime: Runtime, writer: Executor, key: GatewayKeyRecord, shape: str, session_id: str,
+        self, runtime: Runtime, writer: RecordWriter, key: GatewayKeyRecord, shape: str, session_id: str,
         request: InboundRequest, asked_model: str,
     ) -> None:
         self.rt = runtime
@@ -179,19 +182,15 @@ class CallRecord:
         self._later(lambda: self._write(final))
 
     def _write(self, final: Message | None) -> None:
-        """On the writer thread: the session row, the inbound history and the answer, in order."""
-        store = self.rt.store
+        """On the writer thread: stage the session row, the inbound history and the answer for the batch."""
         for message in self.request.messages:
             if message.role is Role.ASSISTANT and message.metadata.usage is not None:
                 # The client's own history: a record of what it sent, not a call metis made or charged.
                 setattr(message.metadata, FROM_CLIENT, True)
                 message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
         messages = [*self.request.messages, *([final] if final is not None else [])]
-        try:
-            store.store_conversation(f"gateway:{self.key.id}", self.session_id, messages,
-                                     active_model=self.model or None, title=f"gateway {self.shape} {self.asked_model}")
-            tool_map = self.request.tool_ids.to_dict()
-            if tool_map:
-                store.update_session(self.session_id, tool_id_map=tool_map)
-        except MetisError as error:  # the answer has left; the record must not take the server down
-            log.warning("gateway call %s not stored: %s", self.session_id, error)
+        self.writer.stage(StoredConversation(
+            f"gateway:{self.key.id}", self.session_id, messages, active_model=self.model or None,
+            title=f"gateway {self.shape} {self.asked_model}", tool_id_map=self.request.tool_ids.to_dict() or None,
+            stamp_us=now_us(),
+        ))  # fmt: skip

@@ -13,7 +13,6 @@ import logging
 import threading
 import time
 from collections.abc import AsyncIterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -39,6 +38,7 @@ from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.keys import KeyService, token_hash_prefix
 from metis_core.gateway.quotas import QuotaGate, Subject
+from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape
 from metis_core.ids import new_session_id
 from metis_core.messages import Role, StreamEvent
@@ -125,7 +125,7 @@ class GatewayService:
         self.quotas = QuotaGate(key_store, runtime.bus)
         self.engine = runtime.engine_for(self.settings.workspace)
         self.auth_failures = AuthFailureLimiter(self.settings.auth_failure_events_per_minute)
-        self.writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-gateway-record")
+        self.writer = RecordWriter(runtime.store)
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
         """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""
@@ -251,10 +251,10 @@ class GatewayService:
 
     def drain(self) -> None:
         """Wait for every pending store write and event (tests, shutdown)."""
-        self.writer.submit(lambda: None).result()
+        self.writer.drain()
         self.rt.bus.flush()
 
     def close(self) -> None:
-        self.writer.shutdown(wait=True)
+        self.writer.close()
         self.key_store.close()
         self.rt.close()

@@ -19,7 +19,7 @@ from typing import Any, Final
 
 import orjson
 
-from metis_core.errors import SessionExistsError, SessionNotFoundError, StoreError
+from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
 from metis_core.store.backend import Location, open_backend
@@ -68,6 +68,19 @@ def _check_tool_id_map(value: Mapping[str, Mapping[str, str]]) -> ToolIdMap:
             raise StoreError(f"tool_id_map[{canonical!r}] must map provider names to id strings")
         checked[canonical] = inner
     return checked
+
+
+@dataclass(frozen=True, slots=True)
+class StoredConversation:
+    """One new session and its messages, as `SessionStore.store_conversations` writes it."""
+
+    workspace_path: str
+    session_id: str
+    messages: list[Message]
+    active_model: str | None = None
+    title: str | None = None
+    tool_id_map: Mapping[str, Mapping[str, str]] | None = None
+    stamp_us: int = 0
 
 
 @dataclass(frozen=True)
@@ -142,6 +155,31 @@ class SessionStore:
             )
             for message in messages:
                 insert_message(self._db, message)
+
+    def store_conversations(self, conversations: Iterable[StoredConversation]) -> list[tuple[str, MetisError]]:
+        """Many `store_conversation`s in one transaction, each under its own savepoint.
+
+        One conversation that cannot be stored (its session exists, a message is refused) is rolled
+        back alone and returned with its error; the others commit. A failure of the transaction
+        itself (the database locked past the busy timeout, disk full) raises, nothing committed.
+        """
+        refused: list[tuple[str, MetisError]] = []
+        with self._lock, self._db.transaction():
+            for item in conversations:
+                self._db.execute("SAVEPOINT conversation")
+                try:
+                    tool_map = _check_tool_id_map(item.tool_id_map) if item.tool_id_map else {}
+                    self._insert_session_row(
+                        item.session_id, normalize_workspace(item.workspace_path), item.active_model, None,
+                        tool_map, item.title, item.stamp_us, item.stamp_us,
+                    )
+                    for message in item.messages:
+                        insert_message(self._db, message)
+                except MetisError as error:
+                    self._db.execute("ROLLBACK TO SAVEPOINT conversation")  # SQLite and PostgreSQL alike
+                    refused.append((item.session_id, error))
+                self._db.execute("RELEASE SAVEPOINT conversation")
+        return refused
 
     def _insert_session_row(
         self,

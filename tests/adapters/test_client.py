@@ -98,6 +98,33 @@ def test_base_url_and_key_come_from_the_environment_when_not_given(monkeypatch: 
     assert server.requests[0].headers["x-api-key"] == "sk-ant-from-env"
 
 
+def test_key_and_base_url_read_once_are_read_again_when_the_environment_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("METIS_ANTHROPIC_BASE_URL", "http://127.0.0.1:7777/first")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-first-key")
+    server = MockServer([ok_text(), ok_text(), ok_text()])
+    client = ModelClient(http_client=httpx.Client(transport=httpx.MockTransport(server)), prices=None)
+    reads: list[str] = []
+    read_auth_headers = client._read_auth_headers
+
+    def counting(provider: str, adapter: Any) -> dict[str, str]:
+        reads.append(provider)
+        return read_auth_headers(provider, adapter)
+
+    monkeypatch.setattr(client, "_read_auth_headers", counting)
+    client.complete(HISTORY, model=MODEL)
+    client.complete(HISTORY, model=MODEL)
+    assert reads == ["anthropic"]  # kept while the environment is unchanged
+    monkeypatch.setenv("METIS_ANTHROPIC_BASE_URL", "http://127.0.0.1:7777/second")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-second-key")
+    client.complete(HISTORY, model=MODEL)
+    assert reads == ["anthropic", "anthropic"]
+    sent = [(str(r.url), r.headers["x-api-key"]) for r in server.requests]
+    assert sent == [("http://127.0.0.1:7777/first/v1/messages", "sk-ant-first-key")] * 2 + [
+        ("http://127.0.0.1:7777/second/v1/messages", "sk-ant-second-key")]
+
+
 def test_missing_key_fails_before_any_request() -> None:
     server = MockServer([ok_text()])
     client = ModelClient(http_client=httpx.Client(transport=httpx.MockTransport(server)), prices=None)

@@ -10,7 +10,7 @@ from pathlib import Path
 import anthropic
 import openai
 import pytest
-from cli.replay_server import ANTHROPIC, OPENAI, Reply
+from cli.replay_server import ANTHROPIC, OPENAI, ReplayServer, Reply
 from typer.testing import CliRunner
 
 from metis_core.cli.app import app
@@ -101,3 +101,36 @@ async def test_the_serve_factory_builds_a_ready_app(monkeypatch: pytest.MonkeyPa
         assert service.settings.max_body_bytes == 1000
     finally:
         service.close()
+
+
+def test_concurrent_calls_are_each_a_full_turn_on_the_record_after_shutdown_without_a_drain(
+    tmp_path: Path, upstream: ReplayServer
+) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from metis_core.store.sessions import SessionStore
+    from metis_core.trace.store import TraceStore
+
+    gateway = GatewayHarness(tmp_path / "home", upstream).start()
+    _, token = gateway.issue()
+    calls = 16
+    upstream.script(ANTHROPIC, *[Reply.recording("anthropic", "response__text.json")] * calls)
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+
+    def call(i: int) -> str:
+        answer = client.messages.create(model="anthropic:claude-haiku-4-5", max_tokens=20,
+                                        messages=[{"role": "user", "content": f"question {i}"}])
+        return answer.id
+
+    with ThreadPoolExecutor(8) as pool:
+        assert len(list(pool.map(call, range(calls)))) == calls
+    gateway.stop()  # no drain: closing the service must write whatever the record writer still holds
+    store, trace = SessionStore(gateway.runtime.db_path), TraceStore(gateway.runtime.db_path)
+    sessions = [s for s in store.list_sessions(limit=100) if s.title and s.title.startswith("gateway anthropic")]
+    assert len(sessions) == calls
+    asked = sorted(store.load_messages(s.id)[0].text() for s in sessions)
+    assert asked == sorted(f"question {i}" for i in range(calls))
+    for session in sessions:
+        assert [m.role.value for m in store.load_messages(session.id)] == ["user", "assistant"]
+        assert [e.type for e in trace.replay(session.id)] == [
+            "turn.started", "llm.call_started", "llm.call_completed", "turn.completed"]

@@ -1,0 +1,154 @@
+"""The async client path on its own: ModelClient.acomplete beside raw httpx posting a prebuilt body.
+
+An independent check of the suite's call figures, measured the way a loaded machine allows: process
+CPU time per call (the local server runs in its own process, so only the caller's work counts), in
+alternating blocks, medians. Two ways to configure the client: explicit `base_urls`/`api_keys` (as
+the suite does) and from the environment (as the gateway does: METIS_<P>_BASE_URL, <P>_API_KEY).
+Target: metis at most 1.25x the floor, async and sync. Run: `python -m bench.async_path [--calls N]`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib.util
+import os
+import statistics
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import httpx
+import orjson
+
+from bench.peers.floor import PATHS, headers_for, prebuilt_body
+from bench.peers.metis import base_urls, canonical_conversation, canonical_tools, make_client, options_for
+from bench.server import serve_in_process
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.client import ModelClient
+from metis_core.transport.retry import RetryPolicy
+
+TARGET = 1.25
+PROVIDER = "anthropic"
+BLOCK = 50
+
+
+def env_client(server: str) -> ModelClient:
+    """A client configured as the gateway's is: nothing explicit, everything from the environment."""
+    os.environ["METIS_ANTHROPIC_BASE_URL"] = base_urls(server)[PROVIDER]
+    os.environ["ANTHROPIC_API_KEY"] = "sk-bench-not-a-real-key"
+    return ModelClient(retry=RetryPolicy(max_retries=0))
+
+
+Blocks = dict[str, list[tuple[float, float]]]
+"""way -> (CPU seconds per call, wall seconds per call) of each block."""
+
+
+def per_call(blocks: Blocks, name: str, start: tuple[float, float], calls: int) -> None:
+    cpu, wall = time.process_time() - start[0], time.perf_counter() - start[1]
+    blocks.setdefault(name, []).append((cpu / calls, wall / calls))
+
+
+def clocks() -> tuple[float, float]:
+    return time.process_time(), time.perf_counter()
+
+
+async def run_async(server: str, calls: int) -> Blocks:
+    body, url = prebuilt_body(PROVIDER, stream=False), base_urls(server)[PROVIDER] + PATHS[PROVIDER]
+    headers = headers_for(PROVIDER)
+    messages, tools, options = canonical_conversation(), canonical_tools(), options_for(PROVIDER)
+    raw = httpx.AsyncClient()
+    explicit, from_env = make_client(server), env_client(server)
+
+    async def floor() -> object:
+        response = await raw.post(url, content=body, headers=headers)
+        return orjson.loads(response.content)
+
+    def metis(client: ModelClient) -> Callable[[], Awaitable[object]]:
+        async def call() -> object:
+            return await client.acomplete(messages, tools=tools, options=options, tool_ids=ToolIdMap())
+
+        return call
+
+    ways = {"raw httpx (floor)": floor, "metis explicit": metis(explicit), "metis from env": metis(from_env)}
+    blocks: Blocks = {}
+    for way in ways.values():  # warm up: connections open, adapters built, caches filled
+        for _ in range(20):
+            await way()
+    for _ in range(max(1, calls // BLOCK)):
+        for name, way in ways.items():
+            start = clocks()
+            for _ in range(BLOCK):
+                await way()
+            per_call(blocks, name, start, BLOCK)
+    await raw.aclose()
+    await explicit.aclose()
+    await from_env.aclose()
+    return blocks
+
+
+def run_sync(server: str, calls: int) -> Blocks:
+    body, url = prebuilt_body(PROVIDER, stream=False), base_urls(server)[PROVIDER] + PATHS[PROVIDER]
+    headers = headers_for(PROVIDER)
+    messages, tools, options = canonical_conversation(), canonical_tools(), options_for(PROVIDER)
+    raw = httpx.Client()
+    explicit, from_env = make_client(server), env_client(server)
+
+    def floor() -> object:
+        return orjson.loads(raw.post(url, content=body, headers=headers).content)
+
+    def metis(client: ModelClient) -> Callable[[], object]:
+        return lambda: client.complete(messages, tools=tools, options=options, tool_ids=ToolIdMap())
+
+    ways: dict[str, Callable[[], Any]] = {"raw httpx (floor)": floor, "metis explicit": metis(explicit),
+                                          "metis from env": metis(from_env)}
+    blocks: Blocks = {}
+    for way in ways.values():
+        for _ in range(20):
+            way()
+    for _ in range(max(1, calls // BLOCK)):
+        for name, way in ways.items():
+            start = clocks()
+            for _ in range(BLOCK):
+                way()
+            per_call(blocks, name, start, BLOCK)
+    raw.close()
+    explicit.close()
+    from_env.close()
+    return blocks
+
+
+def report(title: str, blocks: Blocks) -> bool:
+    floor_name = "raw httpx (floor)"
+    floor_cpu = statistics.median(c for c, _ in blocks[floor_name])
+    floor_wall = statistics.median(w for _, w in blocks[floor_name])
+    print(f"{title}: per call, median of {len(blocks[floor_name])} blocks of {BLOCK} "
+          "(CPU decides the target; wall, as the suite times it, for comparison)")
+    met = True
+    for name, values in blocks.items():
+        cpu, wall = statistics.median(c for c, _ in values), statistics.median(w for _, w in values)
+        ratio = cpu / floor_cpu
+        is_floor = name == floor_name
+        mark = "" if is_floor else ("  ok" if ratio <= TARGET else f"  over {TARGET}x")
+        met &= is_floor or ratio <= TARGET
+        print(f"  {name:<20} CPU {cpu * 1e6:6.0f} µs {ratio:5.2f}x{mark:<12} wall {wall * 1e6:6.0f} µs "
+              f"{wall / floor_wall:5.2f}x")
+    return met
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=1000, help="calls per way and mode (default 1000)")
+    args = parser.parse_args()
+    sniffio = importlib.util.find_spec("sniffio") is not None
+    print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, sniffio installed: {sniffio}, "
+          f"load average {os.getloadavg()[0]:.2f}")
+    with serve_in_process(sys.executable) as server:
+        met = report("async", asyncio.run(run_async(server, args.calls)))
+        met &= report("sync", run_sync(server, args.calls))
+    print("target met" if met else f"target missed: metis over {TARGET}x the floor")
+
+
+if __name__ == "__main__":
+    main()

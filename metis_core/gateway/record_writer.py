@@ -1,0 +1,98 @@
+"""The gateway's one record writer: a thread draining a queue of record jobs, in submission order.
+
+Each job emits a call's events and may stage its conversation (session row, messages); every
+conversation staged by the jobs of one drained batch is written in one SQLite transaction, each
+under its own savepoint, so a busy gateway pays one commit per batch, not per call. A failed job
+or a refused conversation is logged and isolated; nothing submitted is dropped: `drain()` and
+`close()` wait for all of it, and pending work also runs at interpreter exit.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
+
+from metis_core.errors import MetisError
+
+if TYPE_CHECKING:
+    from metis_core.store.sessions import SessionStore, StoredConversation
+
+log = logging.getLogger("metis_core.gateway")
+MAX_BATCH = 256
+"""At most this many jobs (calls' events and conversations) per transaction."""
+
+
+class RecordWriter:
+    """Runs record jobs on one thread, in order; stages conversations and commits them per batch."""
+
+    def __init__(self, store: SessionStore, max_batch: int = MAX_BATCH) -> None:
+        self.store = store
+        self.max_batch = max_batch
+        # A one-thread executor, not a bare thread: its pending work runs at interpreter exit.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-gateway-record")
+        self._jobs: deque[Callable[[], object]] = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._staged: list[StoredConversation] = []
+        self.batches = 0
+        """Transactions committed so far (tests, the benchmark)."""
+
+    def submit(self, job: Callable[[], object]) -> None:
+        """Queue `job`; it runs after every job submitted before it."""
+        with self._lock:
+            self._jobs.append(job)
+            if self._scheduled:
+                return
+            self._scheduled = True
+        self._executor.submit(self._run)
+
+    def stage(self, conversation: StoredConversation) -> None:
+        """From a job: write `conversation` with the rest of this batch."""
+        self._staged.append(conversation)
+
+    def drain(self) -> None:
+        """Wait until every job submitted before this call has run and its conversations committed."""
+        self._executor.submit(lambda: None).result()
+
+    def close(self) -> None:
+        """Run and commit everything pending, then stop the thread."""
+        self._executor.shutdown(wait=True)
+
+    # --- on the writer thread -------------------------------------------------------------------
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                if not self._jobs:
+                    self._scheduled = False
+                    return
+                count = min(len(self._jobs), self.max_batch)
+                batch = [self._jobs.popleft() for _ in range(count)]
+            for job in batch:
+                try:
+                    job()
+                except Exception:  # the answer has left; a failed record is logged, never raised
+                    log.exception("gateway record job failed")
+            self._commit()
+
+    def _commit(self) -> None:
+        staged, self._staged = self._staged, []
+        if not staged:
+            return
+        try:
+            refused = self.store.store_conversations(staged)
+        except MetisError as error:  # the batch's transaction failed: try each alone, lose only what fails
+            log.warning("gateway record batch of %d not stored together (%s); storing one by one", len(staged), error)
+            refused = []
+            for item in staged:
+                try:
+                    refused += self.store.store_conversations([item])
+                except MetisError as single:
+                    refused.append((item.session_id, single))
+        self.batches += 1
+        for session_id, problem in refused:
+            log.warning("gateway call %s not stored: %s", session_id, problem)

@@ -1,0 +1,153 @@
+"""The gateway's record writer: order kept, many calls per transaction, isolation, nothing lost at shutdown."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+from metis_core.errors import MetisError, StoreError
+from metis_core.gateway.record_writer import RecordWriter
+from metis_core.ids import new_session_id
+from metis_core.messages.message import user_message
+from metis_core.store.sessions import SessionStore, StoredConversation
+
+
+def conversation(text: str, session_id: str | None = None) -> StoredConversation:
+    sid = session_id or new_session_id()
+    return StoredConversation("gateway:key", sid, [user_message(text, session_id=sid)], title=text, stamp_us=1)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SessionStore:
+    return SessionStore(tmp_path / "metis.db")
+
+
+def hold(writer: RecordWriter) -> threading.Event:
+    """Keep the writer busy until the returned event is set, so later jobs queue up behind it."""
+    started, release = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(10)
+
+    writer.submit(busy)
+    assert started.wait(10)
+    return release
+
+
+def stage_later(writer: RecordWriter, item: StoredConversation, order: list[str] | None = None) -> None:
+    """Submit a job that stages `item` (noting its title in `order` when given), as a call record does."""
+
+    def job() -> None:
+        if order is not None:
+            order.append(item.title or "")
+        writer.stage(item)
+
+    writer.submit(job)
+
+
+def test_jobs_run_in_submission_order_and_queued_calls_share_one_transaction(store: SessionStore) -> None:
+    writer = RecordWriter(store)
+    release = hold(writer)
+    order: list[str] = []
+    items = [conversation(f"call {i}") for i in range(40)]
+    for item in items:
+        stage_later(writer, item, order)
+    release.set()
+    writer.drain()
+    assert order == [f"call {i}" for i in range(40)]
+    assert writer.batches == 1  # the 40 calls queued behind the busy writer committed together
+    for i, item in enumerate(items):
+        assert [m.text() for m in store.load_messages(item.session_id)] == [f"call {i}"]
+    writer.close()
+
+
+def test_a_batch_is_capped_at_max_batch_jobs(store: SessionStore) -> None:
+    writer = RecordWriter(store, max_batch=8)
+    release = hold(writer)
+    items = [conversation(f"call {i}") for i in range(20)]
+    for item in items:
+        stage_later(writer, item)
+    release.set()
+    writer.drain()
+    assert writer.batches == 3  # 7 (behind the holding job), 8, 5
+    assert all(store.has_session(item.session_id) for item in items)
+    writer.close()
+
+
+def test_a_failing_job_and_a_refused_conversation_do_not_cost_the_rest_of_the_batch(
+    store: SessionStore, caplog: pytest.LogCaptureFixture
+) -> None:
+    taken = conversation("already stored")
+    store.store_conversations([taken])
+    writer = RecordWriter(store)
+    release = hold(writer)
+    before, after = conversation("before"), conversation("after")
+    stage_later(writer, before)
+    writer.submit(lambda: 1 / 0)
+    stage_later(writer, conversation("a second time", session_id=taken.session_id))
+    stage_later(writer, after)
+    release.set()
+    writer.drain()
+    assert [m.text() for m in store.load_messages(before.session_id)] == ["before"]
+    assert [m.text() for m in store.load_messages(after.session_id)] == ["after"]
+    assert [m.text() for m in store.load_messages(taken.session_id)] == ["already stored"]
+    assert "record job failed" in caplog.text and f"{taken.session_id} not stored" in caplog.text
+    writer.close()
+
+
+def test_a_failed_batch_transaction_is_retried_call_by_call(store: SessionStore) -> None:
+    class FailsOnBatches(SessionStore):
+        def store_conversations(self, conversations: Iterable[StoredConversation]) -> list[tuple[str, MetisError]]:
+            items = list(conversations)
+            if len(items) > 1:
+                raise StoreError("database is locked")
+            return super().store_conversations(items)
+
+    flaky = FailsOnBatches(store.path)
+    writer = RecordWriter(flaky)
+    release = hold(writer)
+    items = [conversation(f"call {i}") for i in range(5)]
+    for item in items:
+        stage_later(writer, item)
+    release.set()
+    writer.drain()
+    assert all(flaky.has_session(item.session_id) for item in items)
+    writer.close()
+
+
+def test_close_commits_everything_still_queued(store: SessionStore) -> None:
+    writer = RecordWriter(store)
+    release = hold(writer)
+    items = [conversation(f"call {i}") for i in range(10)]
+    for item in items:
+        stage_later(writer, item)
+    threading.Timer(0.2, release.set).start()
+    writer.close()
+    assert all(store.has_session(item.session_id) for item in items)
+
+
+def test_queued_records_are_written_when_the_process_exits_without_closing(tmp_path: Path) -> None:
+    db = tmp_path / "metis.db"
+    script = textwrap.dedent(f"""
+        import threading, time
+        from metis_core.gateway.record_writer import RecordWriter
+        from metis_core.messages.message import user_message
+        from metis_core.store.sessions import SessionStore, StoredConversation
+        writer = RecordWriter(SessionStore({str(db)!r}))
+        writer.submit(lambda: time.sleep(0.3))
+        for i in range(25):
+            sid = f"sess_exit_{{i:02d}}"
+            item = StoredConversation("gateway:key", sid, [user_message(str(i), session_id=sid)])
+            writer.submit(lambda item=item: writer.stage(item))
+        # no drain, no close: the interpreter exits with all of it queued
+    """)
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=60)
+    store = SessionStore(db)
+    assert [store.load_messages(f"sess_exit_{i:02d}")[0].text() for i in range(25)] == [str(i) for i in range(25)]
