@@ -14,7 +14,8 @@ from bench.history import RowHistory, judged_rows, same_code_runs, tree_of
 from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
-CASE_ORDER = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway", "structured")
+CASE_ORDER = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway",
+              "structured")
 
 METHOD = """\
 Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds

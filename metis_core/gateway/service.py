@@ -32,6 +32,7 @@ from metis_core.errors import (
     GatewayUnknownModelError,
     MetisError,
     ModelIdError,
+    OutputValidationError,
     ProviderError,
     UnknownModelError,
 )
@@ -101,6 +102,8 @@ def upstream_failure(error: BaseException) -> UpstreamFailure:
         failure = upstream_failure(last) if last is not None else UpstreamFailure(502, "upstream", "")
         failure.message = redact(str(error))
         return failure
+    if isinstance(error, OutputValidationError):  # the model's answers never fit the client's schema
+        return UpstreamFailure(502, "upstream", redact(str(error)))
     if isinstance(error, CapabilityMismatchError):
         return UpstreamFailure(400, "invalid_request", redact(str(error)))
     if isinstance(error, AuthenticationError):
