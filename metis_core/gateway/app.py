@@ -33,8 +33,10 @@ from metis_core.errors import (
     GatewayError,
     GatewayRequestError,
     MetisError,
+    OutputSchemaError,
     OutputValidationError,
     ProviderError,
+    ToolSchemaError,
 )
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.quotas import Subject
@@ -47,7 +49,8 @@ from metis_core.gateway.structured_call import StructuredAsk, answer_events, ans
 from metis_core.messages import Message, StreamEvent
 
 log = logging.getLogger("metis_core.gateway")
-CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError)
+CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
+                 OutputSchemaError, ToolSchemaError)
 OPENAI = OpenAIChatShape()
 RESPONSES = OpenAIResponsesShape()
 ANTHROPIC = AnthropicMessagesShape()
@@ -141,12 +144,12 @@ class GatewayApp:
             members = service.allowed_members(key, str(asked), service.resolve(asked, shape))
             subjects = service.admit(key, shape, str(asked))
             inbound, session_id = service.read(shape, body, members)
+            ask = structured_ask(inbound, forced_tool=shape.forced_tool_is_schema)
         except GatewayError as error:
             return error_response(shape, error.status, error.kind, str(error), error.retry_after)
         except ClientDisconnect:
             return Response(status_code=499)
         record = service.open_call(key, shape, inbound, session_id, str(asked))
-        ask = structured_ask(inbound, forced_tool=shape.forced_tool_is_schema)
         if ask is not None:
             return await self.structured(shape, record, members, subjects, ask)
         if inbound.stream:

@@ -18,7 +18,15 @@ import orjson
 
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.structured_calls import inbound_output
-from metis_core.errors import CapabilityMismatchError, MalformedResponseError, OutputRefusedError
+from metis_core.agent.redaction import redact
+from metis_core.errors import (
+    CapabilityMismatchError,
+    GatewayRequestError,
+    MalformedResponseError,
+    OutputRefusedError,
+    OutputSchemaError,
+    ToolSchemaError,
+)
 from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
 from metis_core.ids import new_tool_use_id
 from metis_core.messages import (
@@ -61,15 +69,22 @@ class StructuredAsk:
 
 def structured_ask(request: InboundRequest, *, forced_tool: bool) -> StructuredAsk | None:
     """The structured-output ask of an inbound request, or None. `forced_tool`: the shape treats one
-    tool forced by `tool_choice` as a schema (Anthropic's documented way to get JSON)."""
-    spec, options = inbound_output(request.options)
+    tool forced by `tool_choice` as a schema (Anthropic's documented way to get JSON). An output
+    schema that is not JSON Schema is a GatewayRequestError (400)."""
+    try:
+        spec, options = inbound_output(request.options)
+    except (OutputSchemaError, ToolSchemaError) as error:
+        raise GatewayRequestError(f"the request's output schema cannot be used: {redact(str(error), 300)}") from None
     if spec is not None:
         return StructuredAsk(spec, options, list(request.tools))
     choice = options.tool_choice
     if forced_tool and isinstance(choice, dict) and len(request.tools) == 1 \
             and request.tools[0].name == choice.get("name"):
         tool = request.tools[0]
-        spec = output_spec(tool.input_schema, name=tool.name)
+        try:
+            spec = output_spec(tool.input_schema, name=tool.name)
+        except (OutputSchemaError, ToolSchemaError):
+            return None  # not a schema metis can validate against: the forced tool goes upstream as is
         return StructuredAsk(spec, dataclasses.replace(options, tool_choice=None), [], as_tool=tool.name)
     return None
 

@@ -226,3 +226,48 @@ def test_a_streamed_refusal_is_the_openai_refusal_delta(gateway: GatewayHarness)
         final = stream.get_final_completion()
     assert final.choices[0].message.refusal == "This request was refused due to policy."
     assert final.choices[0].message.parsed is None
+
+
+def test_a_responses_refusal_is_a_refusal_content_part(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, Reply(200, CLAUDE.refusal().content, "application/json"))
+    answer = openai_client(gateway, token).responses.parse(model=CLAUDE.model, input="hi", text_format=Person)
+    [part] = answer.output[0].content  # type: ignore[union-attr]
+    assert part.type == "refusal" and part.refusal == "This request was refused due to policy."
+    assert answer.output_parsed is None
+
+
+def test_a_streamed_forced_tool_is_one_whole_tool_use_block(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(OPENAI, reply(GPT, GOOD))
+    tool = {"name": "record_person", "description": "Record a person.",
+            "input_schema": Person.model_json_schema()}
+    with anthropic_client(gateway, token).messages.stream(
+            model=GPT.model, max_tokens=200, messages=[{"role": "user", "content": "hi"}],
+            tools=[tool], tool_choice={"type": "tool", "name": "record_person"}) as stream:  # type: ignore[list-item]
+        final = stream.get_final_message()
+    [block] = final.content
+    assert block.type == "tool_use" and block.input == {"age": 22, "available": False}
+    assert final.stop_reason == "tool_use"
+
+
+def test_an_output_schema_that_is_not_json_schema_is_a_400_before_any_upstream_call(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    with pytest.raises(openai.BadRequestError) as caught:
+        openai_client(gateway, token).chat.completions.create(
+            model=CLAUDE.model, messages=[{"role": "user", "content": "hi"}],
+            response_format={"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "nonsense"}}})
+    assert "not valid JSON Schema" in str(caught.value) and gateway.upstream.requests == []
+
+
+def test_a_forced_tool_among_several_is_an_ordinary_tool_call(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    body = json.loads(CLAUDE_TOOL.tool_answer("a", {"x": 1}).content)
+    gateway.upstream.script(ANTHROPIC, Reply(200, json.dumps(body).encode(), "application/json"))
+    tools = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("a", "b")]
+    answer = anthropic_client(gateway, token).messages.create(
+        model=CLAUDE_TOOL.model, max_tokens=50, messages=[{"role": "user", "content": "hi"}],
+        tools=tools, tool_choice={"type": "tool", "name": "a"})  # type: ignore[arg-type]
+    assert answer.content[0].type == "tool_use" and answer.content[0].input == {"x": 1}
+    [seen] = gateway.upstream.bodies(ANTHROPIC)
+    assert [t["name"] for t in seen["tools"]] == ["a", "b"] and gateway.of_type("llm.output_recovered") == []
