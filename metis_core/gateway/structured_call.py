@@ -148,6 +148,10 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         alerts = service.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens) \
             if usage is not None else []
         record.call_completed(final, alerts)
+        offered = {t.name for t in ask.tools}
+        if any(b.name in offered for b in final.tool_uses()):
+            # The client offered its own tools: a call of one is an answer (the schema binds the final text).
+            return _answer(record, final, total, list(final.content), "tool_use")
         try:
             taken = run.take(final)
         except OutputRefusedError as refused:

@@ -92,12 +92,12 @@ def test_an_anthropic_output_format_is_answered_by_openai_response_format(gatewa
 def test_an_anthropic_forced_single_tool_is_answered_as_tool_use_by_openai(gateway: GatewayHarness) -> None:
     _, token = gateway.issue()
     gateway.upstream.script(OPENAI, reply(GPT, GOOD))
-    tool = {"name": "record_person", "description": "Record a person.", "input_schema": {
+    tool: Any = {"name": "record_person", "description": "Record a person.", "input_schema": {
         "type": "object", "properties": {"age": {"type": "integer"}, "available": {"type": "boolean"}},
         "required": ["age", "available"]}}
     answer = anthropic_client(gateway, token).messages.create(
         model=GPT.model, max_tokens=200, messages=[{"role": "user", "content": "Ollama is 22 and busy."}],
-        tools=[tool], tool_choice={"type": "tool", "name": "record_person"})  # type: ignore[list-item]
+        tools=[tool], tool_choice={"type": "tool", "name": "record_person"})
     [block] = answer.content
     assert block.type == "tool_use" and block.name == "record_person"
     assert block.input == {"age": 22, "available": False} and block.id.startswith("toolu_")
@@ -232,7 +232,8 @@ def test_a_responses_refusal_is_a_refusal_content_part(gateway: GatewayHarness) 
     _, token = gateway.issue()
     gateway.upstream.script(ANTHROPIC, Reply(200, CLAUDE.refusal().content, "application/json"))
     answer = openai_client(gateway, token).responses.parse(model=CLAUDE.model, input="hi", text_format=Person)
-    [part] = answer.output[0].content  # type: ignore[union-attr]
+    item: Any = answer.output[0]
+    [part] = item.content
     assert part.type == "refusal" and part.refusal == "This request was refused due to policy."
     assert answer.output_parsed is None
 
@@ -240,11 +241,11 @@ def test_a_responses_refusal_is_a_refusal_content_part(gateway: GatewayHarness) 
 def test_a_streamed_forced_tool_is_one_whole_tool_use_block(gateway: GatewayHarness) -> None:
     _, token = gateway.issue()
     gateway.upstream.script(OPENAI, reply(GPT, GOOD))
-    tool = {"name": "record_person", "description": "Record a person.",
+    tool: Any = {"name": "record_person", "description": "Record a person.",
             "input_schema": Person.model_json_schema()}
     with anthropic_client(gateway, token).messages.stream(
             model=GPT.model, max_tokens=200, messages=[{"role": "user", "content": "hi"}],
-            tools=[tool], tool_choice={"type": "tool", "name": "record_person"}) as stream:  # type: ignore[list-item]
+            tools=[tool], tool_choice={"type": "tool", "name": "record_person"}) as stream:
         final = stream.get_final_message()
     [block] = final.content
     assert block.type == "tool_use" and block.input == {"age": 22, "available": False}
@@ -264,10 +265,30 @@ def test_a_forced_tool_among_several_is_an_ordinary_tool_call(gateway: GatewayHa
     _, token = gateway.issue()
     body = json.loads(CLAUDE_TOOL.tool_answer("a", {"x": 1}).content)
     gateway.upstream.script(ANTHROPIC, Reply(200, json.dumps(body).encode(), "application/json"))
-    tools = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("a", "b")]
+    tools: Any = [{"name": n, "description": n, "input_schema": {"type": "object"}} for n in ("a", "b")]
     answer = anthropic_client(gateway, token).messages.create(
         model=CLAUDE_TOOL.model, max_tokens=50, messages=[{"role": "user", "content": "hi"}],
-        tools=tools, tool_choice={"type": "tool", "name": "a"})  # type: ignore[arg-type]
+        tools=tools, tool_choice={"type": "tool", "name": "a"})
     assert answer.content[0].type == "tool_use" and answer.content[0].input == {"x": 1}
     [seen] = gateway.upstream.bodies(ANTHROPIC)
     assert [t["name"] for t in seen["tools"]] == ["a", "b"] and gateway.of_type("llm.output_recovered") == []
+
+
+def test_a_call_of_the_clients_own_tool_is_answered_as_a_tool_call(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    body = json.loads(CLAUDE.answer("").content)
+    body["content"] = [{"type": "tool_use", "id": "toolu_01A", "name": "lookup", "input": {"name": "Ollama"}}]
+    body["stop_reason"] = "tool_use"
+    gateway.upstream.script(ANTHROPIC, Reply(200, json.dumps(body).encode(), "application/json"))
+    tool: Any = {"type": "function", "function": {"name": "lookup", "parameters": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+    answer = openai_client(gateway, token).chat.completions.create(
+        model=CLAUDE.model, messages=[{"role": "user", "content": "How old is Ollama?"}], tools=[tool],
+        response_format={"type": "json_schema", "json_schema": {"name": "Person",
+                                                                "schema": Person.model_json_schema()}})
+    call: Any
+    [call] = answer.choices[0].message.tool_calls or []
+    assert call.function.name == "lookup" and json.loads(call.function.arguments) == {"name": "Ollama"}
+    assert answer.choices[0].finish_reason == "tool_calls" and len(gateway.upstream.requests) == 1
+    [seen] = gateway.upstream.bodies(ANTHROPIC)
+    assert "output_config" in seen and seen["tools"][0]["name"] == "lookup"
