@@ -144,6 +144,8 @@ class MetisConfig(AgentSections):
     """Feedback, evaluator and pattern-store settings; validated by metis_core.learning.settings."""
     tool_modules: list[Path] = Field(default_factory=empty_list)
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
+    database_url: str | None = None
+    """postgresql://... puts every store on PostgreSQL (METIS_DATABASE_URL wins); unset: METIS_HOME/metis.db."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)

@@ -329,6 +329,17 @@ class StorageFullError(StoreError):
     """The disk is full or the directory is read-only; nothing was half-written."""
 
 
+class DatabaseConnectionError(StoreError):
+    """The database server could not be reached, or the connection dropped mid-statement.
+
+    Whatever transaction was open was rolled back by the server: nothing half-written is kept.
+    """
+
+
+class DatabaseDriverMissingError(StoreError):
+    """A postgresql:// URL was given but psycopg is not installed (`pip install 'metis-core[postgres]'`)."""
+
+
 class BackupError(StoreError):
     """A backup or restore was refused; the message says why and how to proceed."""
 

@@ -34,9 +34,10 @@ def fixtures() -> Path:
 
 @pytest.fixture(autouse=True)
 def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """Every test gets its own METIS_HOME and no provider keys from the developer's shell."""
+    """Every test gets its own METIS_HOME and no provider keys or database URL from the developer's shell."""
     home = tmp_path_factory.mktemp("metis_home")
     monkeypatch.setenv("METIS_HOME", str(home))
+    monkeypatch.delenv("METIS_DATABASE_URL", raising=False)
     for var in list(os.environ):
         if var.endswith("_API_KEY") or (var.startswith("METIS_") and var.endswith("_BASE_URL")):
             monkeypatch.delenv(var, raising=False)

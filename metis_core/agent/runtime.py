@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -33,6 +34,7 @@ from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.pattern_slot import PatternAdvisor
 from metis_core.routing.policy_file import PolicyLoader
+from metis_core.store.backend import DATABASE_URL_ENV
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 
@@ -65,8 +67,13 @@ class Runtime:
         self.prices = PriceTable.load(self.config)
         self.bus = bus or EventBus()
         self.db_path = db_path or self.home / "metis.db"
-        self.store = SessionStore(self.db_path)
-        self.trace = TraceStore(self.db_path)
+        """The SQLite file (the learning layer's tables live there on either backend)."""
+        self.database: Path | str = (
+            db_path or os.environ.get(DATABASE_URL_ENV) or self.config.database_url or self.db_path
+        )
+        """Where sessions and the trace live: `db_path`, METIS_DATABASE_URL, `database_url:`, or db_path."""
+        self.store = SessionStore(self.database)
+        self.trace = TraceStore(self.database)
         self.trace.attach(self.bus)
         self.costs = CostAccumulator()
         self.costs.attach(self.bus)

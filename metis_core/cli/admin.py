@@ -1,8 +1,8 @@
-"""`metis backup`, `metis restore` and `metis audit export`: looking after METIS_HOME/metis.db.
+"""`metis backup`, `metis restore` and `metis audit export`: looking after the metis database.
 
 Thin commands over metis_core.trace.backup and .audit: a hot snapshot into one file, a guarded
-restore (refused while the database exists unless --force), and the audit-flagged events as
-JSONL or CSV, filtered by time and type. Progress shows on stderr while they run.
+restore (refused while the database exists unless --force; pg_dump / pg_restore on PostgreSQL),
+and the audit-flagged events as JSONL or CSV, filtered by time and type. Progress on stderr.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from metis_core.cli.failures import guarded
-from metis_core.cli.local_data import db_path, parse_when, progress
+from metis_core.cli.local_data import database, db_path, parse_when, progress
 from metis_core.cli.output import Terminal
 from metis_core.trace.audit import export_audit
 from metis_core.trace.backup import backup as backup_database
@@ -31,7 +31,8 @@ class AuditFormat(StrEnum):
 
 
 def default_backup_path() -> Path:
-    return db_path().parent / "backups" / f"metis-{datetime.now(UTC):%Y%m%d-%H%M%S}.db"
+    suffix = "db" if isinstance(database(), Path) else "dump"  # pg_dump's custom format on PostgreSQL
+    return db_path().parent / "backups" / f"metis-{datetime.now(UTC):%Y%m%d-%H%M%S}.{suffix}"
 
 
 @guarded
@@ -44,7 +45,7 @@ def backup(
     terminal = Terminal.open()
     target = dest or default_backup_path()
     with progress(terminal, f"backing up to {target}") as update:
-        result = backup_database(db_path(), target, overwrite=force)
+        result = backup_database(database(), target, overwrite=force)
         update(1, 1)
     terminal.out.print("\n".join(result.lines()), markup=False)
 
@@ -57,7 +58,7 @@ def restore(
     """Replace the database with a backup (stop other metis processes first)."""
     terminal = Terminal.open()
     with progress(terminal, f"restoring {backup_file}") as update:
-        result = restore_database(backup_file, db_path(), allow_overwrite=force)
+        result = restore_database(backup_file, database(), allow_overwrite=force)
         update(1, 1)
     terminal.out.print("\n".join(result.lines()), markup=False)
 
@@ -77,7 +78,7 @@ def audit_export(
     start, end = parse_when(since, "--since"), parse_when(until, "--until")
     buffer = io.StringIO(newline="")
     with progress(terminal, "exporting audit events") as update:
-        count = export_audit(db_path(), buffer, format.value, since=start, until=end, types=types or None)
+        count = export_audit(database(), buffer, format.value, since=start, until=end, types=types or None)
         update(count, count)
     if output is None:
         terminal.raw(buffer.getvalue())

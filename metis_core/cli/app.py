@@ -60,6 +60,7 @@ lazy("sessions", "metis_core.cli.sessions:app", "List, show, export, import and 
 lazy("trace", "metis_core.cli.trace:app", "Show, replay, export and prune the event trace.")
 lazy("backup", "metis_core.cli.admin:backup", "Snapshot the database (consistent while metis runs).")
 lazy("restore", "metis_core.cli.admin:restore", "Replace the database with a backup (keeps the replaced one).")
+lazy("db", "metis_core.cli.db_commands:app", "Migrate, inspect and copy the database (SQLite or PostgreSQL).")
 lazy("audit", "metis_core.cli.admin:audit_app", "Export the audit trail.")
 lazy("replay", "metis_core.cli.replay:replay", "Replay stored sessions on another model and compare.")
 lazy("mcp", "metis_core.cli.mcp_servers:app", "MCP servers of config.yaml and the tools they offer.")

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from metis_core.cli.failures import guarded
-from metis_core.cli.local_data import db_path, parse_when
+from metis_core.cli.local_data import database, parse_when
 from metis_core.cli.output import Terminal
 from metis_core.errors import GatewayKeyError
 
@@ -58,18 +58,17 @@ def parse_usd(value: str | None) -> Decimal | None:
 
 @contextmanager
 def key_service() -> Iterator[KeyService]:
-    """Keys over METIS_HOME/metis.db, with audit events written to its trace."""
+    """Keys on the configured database (METIS_HOME/metis.db or PostgreSQL), audit events to its trace."""
     from metis_core.events.bus import EventBus
     from metis_core.gateway.keys import KeyService
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+    from metis_core.store.gateway_keys import open_gateway_key_store
     from metis_core.trace.store import TraceStore
 
-    path = db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
+    where = database()
     bus = EventBus()
-    trace = TraceStore(path)
+    trace = TraceStore(where)
     trace.attach(bus)
-    store = SqliteGatewayKeyStore(path)
+    store = open_gateway_key_store(where)
     try:
         yield KeyService(store, bus)
     finally:
@@ -226,14 +225,14 @@ def set_limits(
 ) -> None:
     """Set (replace) the budget and rates shared by every key of a user or team."""
     from metis_core.gateway.keys import check_subject_id
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore, SubjectLimits
+    from metis_core.store.gateway_keys import SubjectLimits, open_gateway_key_store
 
     kind = "user" if subject_id.startswith("usr_") else "team"
     check_subject_id(subject_id, kind)
     if budget_period not in ("day", "month", "total"):
         raise GatewayKeyError("--budget-period is day, month or total")
     amount = parse_usd(budget_usd)
-    store = SqliteGatewayKeyStore(db_path())
+    store = open_gateway_key_store(database())
     try:
         store.set_limits(SubjectLimits(kind, subject_id, amount,  # type: ignore[arg-type]
                                        budget_period if amount is not None else None, rpm, tpm))  # type: ignore[arg-type]

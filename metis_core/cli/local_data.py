@@ -15,6 +15,7 @@ import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from metis_core.cli.output import Terminal
+from metis_core.store.backend import Location, database_location
 from metis_core.store.db import default_db_path
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
@@ -26,16 +27,20 @@ def db_path() -> Path:
     return default_db_path()
 
 
+def database() -> Location:
+    """METIS_DATABASE_URL, `database_url:` in config.yaml, or METIS_HOME/metis.db."""
+    where = database_location()
+    if isinstance(where, Path):
+        where.parent.mkdir(parents=True, exist_ok=True)
+    return where
+
+
 def session_store() -> SessionStore:
-    path = db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return SessionStore(path)
+    return SessionStore(database())
 
 
 def trace_store() -> TraceStore:
-    path = db_path()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return TraceStore(path)
+    return TraceStore(database())
 
 
 @contextmanager

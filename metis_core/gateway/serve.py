@@ -54,13 +54,13 @@ def build_app() -> Starlette:
     from metis_core.agent.runtime import Runtime
     from metis_core.gateway.app import create_app
     from metis_core.gateway.service import GatewayService
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+    from metis_core.store.gateway_keys import open_gateway_key_store
 
     # The record is written on background threads; a short switch interval hands the GIL back to
     # the event loop within 0.5 ms (not 5) when a request arrives while they work.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     runtime = Runtime()
-    service = GatewayService(runtime, SqliteGatewayKeyStore(runtime.db_path), settings_from_env())
+    service = GatewayService(runtime, open_gateway_key_store(runtime.database), settings_from_env())
     return create_app(service)
 
 

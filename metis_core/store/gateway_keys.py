@@ -263,3 +263,15 @@ class SqliteGatewayKeyStore:
             (percent, scope, subject_id, window_start, percent),
         )
         return cursor.rowcount == 1
+
+
+def open_gateway_key_store(location: Path | str | None = None) -> GatewayKeyStore:
+    """The key store on the configured backend: a postgresql:// URL, else the SQLite file."""
+    from metis_core.store.backend import database_location, is_postgres_url
+
+    where = database_location(location)
+    if is_postgres_url(where):
+        from metis_core.store.postgres.gateway_keys import PostgresGatewayKeyStore
+
+        return PostgresGatewayKeyStore(str(where))
+    return SqliteGatewayKeyStore(where)

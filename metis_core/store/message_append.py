@@ -8,15 +8,14 @@ tool_use of the same session); the message's own invariants are the Message mode
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from decimal import Decimal
-from pathlib import Path
 
 import orjson
 
 from metis_core.errors import SessionInvariantError, SessionNotFoundError, StoreError
 from metis_core.messages import Message, MessageStatus, Role, ToolResultBlock, ToolUseBlock
+from metis_core.store.backend import Database
 from metis_core.store.message_rows import message_row
 from metis_core.store.records import ToolCallStatus, ToolIdMap, now_us, to_us
 
@@ -31,8 +30,7 @@ _INSERT_TOOL_CALL = (
 
 
 def insert_message(
-    conn: sqlite3.Connection,
-    path: Path,
+    conn: Database,
     message: Message,
     provider_ids: Mapping[str, str] | None = None,
 ) -> None:
@@ -40,12 +38,12 @@ def insert_message(
     session_id = message.session_id
     if not session_id:
         raise StoreError(f"message {message.id} has no session_id; set it to the session it belongs to")
-    session = conn.execute(
-        "SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ?", (session_id,)
-    ).fetchone()
+    # the session row is held until commit, so concurrent appends (several processes on
+    # PostgreSQL) add their totals one after the other instead of overwriting each other
+    session = conn.execute(conn.statements.session_for_append, (session_id,)).fetchone()
     if session is None:
         raise SessionNotFoundError(
-            f"no session {session_id} in {path}; create it with SessionStore.create_session first"
+            f"no session {session_id} in {conn.location}; create it with SessionStore.create_session first"
         )
     (last_id,) = conn.execute("SELECT MAX(id) FROM messages WHERE session_id = ?", (session_id,)).fetchone()
     if last_id is not None and message.id <= last_id:
@@ -55,8 +53,8 @@ def insert_message(
         )
     try:
         conn.execute(_INSERT_MESSAGE, message_row(message))
-    except sqlite3.IntegrityError as error:
-        raise StoreError(f"message {message.id} is already stored in {path}") from error
+    except conn.duplicate_error as error:
+        raise StoreError(f"message {message.id} is already stored in {conn.location}") from error
 
     tool_map: ToolIdMap = orjson.loads(session[0])
     map_changed = _record_tool_uses(conn, message, tool_map, provider_ids or {})
@@ -81,7 +79,7 @@ def insert_message(
 
 
 def _record_tool_uses(
-    conn: sqlite3.Connection,
+    conn: Database,
     message: Message,
     tool_map: ToolIdMap,
     provider_ids: Mapping[str, str],
@@ -121,14 +119,14 @@ def _record_tool_uses(
                     to_us(message.created_at),
                 ),
             )
-        except sqlite3.IntegrityError as error:
+        except conn.duplicate_error as error:
             raise SessionInvariantError(
                 f"message {message.id}", [f"tool_use id {block.id} is already used by another message"]
             ) from error
     return changed
 
 
-def _record_tool_results(conn: sqlite3.Connection, message: Message) -> None:
+def _record_tool_results(conn: Database, message: Message) -> None:
     for block in message.content:
         if not isinstance(block, ToolResultBlock):
             continue

@@ -19,13 +19,6 @@ from metis_core.messages import Message
 from metis_core.messages.migrations import migrate_message_dict
 from metis_core.store.records import to_us
 
-MESSAGE_SELECT = (
-    "SELECT id, session_id, role, content_json, metadata_json, "
-    # created_at is stored in unix microseconds; SQLite renders the same text format_timestamp does
-    "strftime('%Y-%m-%dT%H:%M:%S', created_at / 1000000, 'unixepoch') "
-    "|| printf('.%06dZ', created_at % 1000000), schema_version FROM messages"
-)
-
 
 def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
     """(id, session_id, role, content_json, metadata_json, created_at_us, schema_version)."""

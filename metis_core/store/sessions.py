@@ -1,4 +1,4 @@
-"""`SessionStore`: sessions and their canonical messages in METIS_HOME/metis.db.
+"""`SessionStore`: sessions and their canonical messages, on SQLite or PostgreSQL.
 
 Each write is one short IMMEDIATE transaction, so a message and its tool_call rows land
 together, readers in other processes never see half a message, and a second writing process
@@ -8,7 +8,6 @@ The store does not route, call providers or emit events; export/import lives in 
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,9 +22,9 @@ import orjson
 from metis_core.errors import SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
-from metis_core.store.db import open_database, sqlite_errors, write_transaction
+from metis_core.store.backend import Location, open_backend
 from metis_core.store.message_append import insert_message
-from metis_core.store.message_rows import MESSAGE_SELECT, gc_paused, messages_from_rows
+from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
 from metis_core.store.records import (
     SESSION_COLUMNS,
@@ -84,15 +83,18 @@ class SessionDeletion:
 class SessionStore:
     """Sessions, messages and tool calls. Safe to share between threads; one connection."""
 
-    def __init__(self, db_path: Path | str | None = None) -> None:
-        self._conn, self.path = open_database(db_path)
+    def __init__(self, db_path: Location | None = None) -> None:
+        """`db_path`: a SQLite file or a postgresql:// URL; by default METIS_DATABASE_URL,
+        `database_url:` in config.yaml, or METIS_HOME/metis.db (see `store.backend`)."""
+        self._db = open_backend(db_path)
+        self.path = self._db.location
         self._lock = threading.RLock()
 
     # --- lifecycle -------------------------------------------------------------------------
 
     def close(self) -> None:
         with self._lock:
-            self._conn.close()
+            self._db.close()
 
     def __enter__(self) -> SessionStore:
         return self
@@ -114,7 +116,7 @@ class SessionStore:
     ) -> SessionRecord:
         sid = session_id or new_session_id()
         stamp = now_us()
-        with self._lock, write_transaction(self._conn, self.path):
+        with self._lock, self._db.transaction():
             self._insert_session_row(
                 sid, normalize_workspace(workspace_path), active_model, routing_policy, {}, title, stamp, stamp,
                 parent_session_id=parent_session_id,
@@ -132,12 +134,12 @@ class SessionStore:
     ) -> None:
         """A new session and all its messages in one transaction: all of it or none (gateway calls)."""
         stamp = now_us()
-        with self._lock, write_transaction(self._conn, self.path):
+        with self._lock, self._db.transaction():
             self._insert_session_row(
                 session_id, normalize_workspace(workspace_path), active_model, None, {}, title, stamp, stamp
             )
             for message in messages:
-                insert_message(self._conn, self.path, message)
+                insert_message(self._db, message)
 
     def _insert_session_row(
         self,
@@ -154,7 +156,7 @@ class SessionStore:
     ) -> None:
         """Inside a held transaction."""
         try:
-            self._conn.execute(
+            self._db.execute(
                 "INSERT INTO sessions (id, workspace_path, active_model, routing_policy_json, "
                 "tool_id_map_json, title, schema_version, created_at, updated_at, parent_session_id) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -171,14 +173,14 @@ class SessionStore:
                     parent_session_id,
                 ),
             )
-        except sqlite3.IntegrityError as error:
+        except self._db.duplicate_error as error:
             raise SessionExistsError(
                 f"session {sid} already exists in {self.path}; pick another id or import as a new session"
             ) from error
 
     def get_session(self, session_id: str) -> SessionRecord:
-        with self._lock, sqlite_errors(self.path):
-            row = self._conn.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        with self._lock, self._db.errors():
+            row = self._db.execute(f"SELECT {SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is None:
             raise SessionNotFoundError(
                 f"no session {session_id} in {self.path}; `metis sessions` lists the stored ones"
@@ -187,16 +189,16 @@ class SessionStore:
 
     def worker_sessions(self, parent_session_id: str) -> list[SessionRecord]:
         """The worker sessions a planner session delegated to, oldest first."""
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
                 f"SELECT {SESSION_COLUMNS} FROM sessions WHERE parent_session_id = ? ORDER BY created_at, id",
                 (parent_session_id,),
             ).fetchall()
         return [session_from_row(row) for row in rows]
 
     def has_session(self, session_id: str) -> bool:
-        with self._lock, sqlite_errors(self.path):
-            return self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+        with self._lock, self._db.errors():
+            return self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
 
     def delete_session(self, session_id: str) -> SessionDeletion:
         """Delete a session, its messages, tool calls and trace events in one transaction.
@@ -209,23 +211,23 @@ class SessionStore:
         record = self.get_session(session_id)
         audit = sorted(AUDIT_EVENT_TYPES)
         marks = ", ".join("?" for _ in audit)
-        with self._lock, write_transaction(self._conn, self.path):
-            messages = self._conn.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?",
+        with self._lock, self._db.transaction():
+            messages = self._db.execute("SELECT COUNT(*) FROM messages WHERE session_id = ?",
                                           (session_id,)).fetchone()[0]
-            self._conn.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
-            self._conn.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
-            events = self._conn.execute(f"DELETE FROM events WHERE session_id = ? AND type NOT IN ({marks})",
+            self._db.execute("DELETE FROM tool_calls WHERE session_id = ?", (session_id,))
+            self._db.execute("DELETE FROM messages WHERE session_id = ?", (session_id,))
+            events = self._db.execute(f"DELETE FROM events WHERE session_id = ? AND type NOT IN ({marks})",
                                         (session_id, *audit)).rowcount
-            kept = self._conn.execute(f"SELECT COUNT(*) FROM events WHERE session_id = ? AND type IN ({marks})",
+            kept = self._db.execute(f"SELECT COUNT(*) FROM events WHERE session_id = ? AND type IN ({marks})",
                                       (session_id, *audit)).fetchone()[0]
-            self._conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return SessionDeletion(record, int(messages), int(events), int(kept))
 
     def session_ids_starting_with(self, prefix: str, limit: int = 10) -> list[str]:
         """Stored session ids that begin with `prefix`, most recently updated first."""
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
                 "SELECT id FROM sessions WHERE id LIKE ? ESCAPE '\\' ORDER BY updated_at DESC, id DESC LIMIT ?",
                 (pattern, limit),
             ).fetchall()
@@ -240,8 +242,8 @@ class SessionStore:
             params.append(normalize_workspace(workspace))
         query += " ORDER BY updated_at DESC, id DESC LIMIT ?"
         params.append(limit)
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(query, params).fetchall()
+        with self._lock, self._db.errors():
+            rows = self._db.execute(query, params).fetchall()
         return [session_from_row(row) for row in rows]
 
     def search_sessions(self, text: str, limit: int = 50) -> list[SessionRecord]:
@@ -249,15 +251,9 @@ class SessionStore:
         if not text:
             return self.list_sessions(limit)
         pattern = "%" + text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
-        query = (
-            f"SELECT {SESSION_COLUMNS} FROM sessions WHERE title LIKE ?1 ESCAPE '\\' OR id IN ("
-            "SELECT m.session_id FROM messages m, json_each(m.content_json) b "
-            "WHERE json_extract(b.value, '$.type') = 'text' "
-            "AND json_extract(b.value, '$.text') LIKE ?1 ESCAPE '\\') "
-            "ORDER BY updated_at DESC, id DESC LIMIT ?2"
-        )
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(query, (pattern, limit)).fetchall()
+        query = self._db.statements.search_sessions.format(columns=SESSION_COLUMNS)
+        with self._lock, self._db.errors():
+            rows = self._db.execute(query, (pattern, limit)).fetchall()
         return [session_from_row(row) for row in rows]
 
     def update_session(
@@ -296,8 +292,8 @@ class SessionStore:
         return self.get_session(session_id)
 
     def _update(self, session_id: str, assignments: list[str], values: list[Any]) -> None:
-        with self._lock, write_transaction(self._conn, self.path):
-            cursor = self._conn.execute(
+        with self._lock, self._db.transaction():
+            cursor = self._db.execute(
                 f"UPDATE sessions SET {', '.join(assignments)} WHERE id = ?", (*values, session_id)
             )
             if cursor.rowcount == 0:
@@ -311,26 +307,27 @@ class SessionStore:
         `provider_ids` maps this message's canonical tool_use ids to the ids its provider
         issued; they are kept on the tool_calls rows and merged into the session's tool-id map.
         """
-        with self._lock, write_transaction(self._conn, self.path):
-            insert_message(self._conn, self.path, message, provider_ids)
+        with self._lock, self._db.transaction():
+            insert_message(self._db, message, provider_ids)
 
     def append_messages(self, messages: Iterable[Message]) -> None:
         """Store several messages in one transaction: all of them or none."""
-        with self._lock, write_transaction(self._conn, self.path):
+        with self._lock, self._db.transaction():
             for message in messages:
-                insert_message(self._conn, self.path, message)
+                insert_message(self._db, message)
 
     def load_messages(self, session_id: str) -> list[Message]:
         """Every message of the session in id order, equal to what was appended."""
-        with self._lock, sqlite_errors(self.path), gc_paused():
-            if not self._conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+        with self._lock, self._db.errors(), gc_paused():
+            if not self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                 raise SessionNotFoundError(f"no session {session_id} in {self.path}")
-            rows = self._conn.execute(f"{MESSAGE_SELECT} WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+            select = self._db.statements.message_select
+            rows = self._db.execute(f"{select} WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
             return messages_from_rows(rows)
 
     def message_count(self, session_id: str) -> int:
-        with self._lock, sqlite_errors(self.path):
-            (count,) = self._conn.execute(
+        with self._lock, self._db.errors():
+            (count,) = self._db.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
         return int(count)
@@ -343,14 +340,14 @@ class SessionStore:
         if status is not None:
             query += " AND status = ?"
             params.append(status.value)
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(query + " ORDER BY created_at, id", params).fetchall()
+        with self._lock, self._db.errors():
+            rows = self._db.execute(query + " ORDER BY created_at, id", params).fetchall()
         return [tool_call_from_row(row) for row in rows]
 
     def cancel_pending_tool_calls(self, session_id: str) -> int:
         """Mark every still-pending call of the session cancelled (a turn was aborted)."""
-        with self._lock, write_transaction(self._conn, self.path):
-            cursor = self._conn.execute(
+        with self._lock, self._db.transaction():
+            cursor = self._db.execute(
                 "UPDATE tool_calls SET status = ?, completed_at = ? WHERE session_id = ? AND status = ?",
                 (ToolCallStatus.CANCELLED.value, now_us(), session_id, ToolCallStatus.PENDING.value),
             )
@@ -358,14 +355,12 @@ class SessionStore:
 
     def session_totals(self, session_id: str) -> SessionTotals:
         """Usage summed from the assistant messages themselves (not the running columns)."""
-        with self._lock, sqlite_errors(self.path):
-            (count,) = self._conn.execute(
+        with self._lock, self._db.errors():
+            (count,) = self._db.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
-            rows = self._conn.execute(
-                "SELECT json_extract(metadata_json, '$.usage'), json_extract(metadata_json, '$.model') "
-                "FROM messages WHERE session_id = ? AND role = ? ORDER BY id",
-                (session_id, Role.ASSISTANT.value),
+            rows = self._db.execute(
+                self._db.statements.usage_and_model, (session_id, Role.ASSISTANT.value)
             ).fetchall()
         sums = dict.fromkeys(
             ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"),
@@ -408,7 +403,7 @@ class SessionStore:
 
         parsed = parse_export(data, renumber=as_new_session)
         session = parsed.session
-        with self._lock, write_transaction(self._conn, self.path):
+        with self._lock, self._db.transaction():
             self._insert_session_row(
                 session.id,
                 session.workspace_path,
@@ -420,9 +415,9 @@ class SessionStore:
                 now_us(),
             )
             for message in parsed.messages:
-                insert_message(self._conn, self.path, message)
+                insert_message(self._db, message)
             if session.ended_at is not None:
-                self._conn.execute(
+                self._db.execute(
                     "UPDATE sessions SET ended_at = ?, disposition = ? WHERE id = ?",
                     (to_us(session.ended_at), session.disposition, session.id),
                 )

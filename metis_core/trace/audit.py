@@ -2,7 +2,7 @@
 
 An audit event is a trace event whose type is in AUDIT_EVENT_TYPES; this module selects them by
 time range and type, in id order, and writes one record per event with stable fields. It reads
-the database only (a read-only connection) and never changes it.
+the database only (a read-only SQLite connection, or PostgreSQL without migrating) and never changes it.
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ import orjson
 from metis_core.errors import StoreError
 from metis_core.events.catalog import AUDIT_EVENT_TYPES
 from metis_core.events.envelope import datetime_from_us
-from metis_core.store.db import connect, default_db_path, sqlite_errors
+from metis_core.store.backend import Location, database_location, is_postgres_url
+from metis_core.store.db import connect, sqlite_errors
 from metis_core.store.migrations import check_is_metis_database
 from metis_core.trace.event_rows import EVENT_COLUMNS
 from metis_core.trace.store import event_filters
@@ -49,7 +50,7 @@ def _record(row: tuple[Any, ...]) -> dict[str, Any]:
 
 
 def audit_records(
-    db_path: Path | str | None = None,
+    db_path: Location | None = None,
     *,
     since: datetime | None = None,
     until: datetime | None = None,
@@ -62,22 +63,38 @@ def audit_records(
         raise StoreError(
             f"not audit event types: {', '.join(not_audit)}; choose from {', '.join(sorted(AUDIT_EVENT_TYPES))}"
         )
-    path = Path(db_path) if db_path is not None else default_db_path()
+    where = database_location(db_path)
     clauses, params = event_filters(types=wanted, since=since, until=until)
+    query = f"SELECT {EVENT_COLUMNS} FROM events WHERE {' AND '.join(clauses)} ORDER BY id"
+    if is_postgres_url(where):
+        return [_record(row) for row in _postgres_rows(str(where), query, params)]
+    path = Path(where)
     conn = connect(path, read_only=True)
     try:
         with sqlite_errors(path):
             check_is_metis_database(conn, path)
-            rows = conn.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE {' AND '.join(clauses)} ORDER BY id", params
-            ).fetchall()
+            rows = conn.execute(query, params).fetchall()
     finally:
         conn.close()
     return [_record(row) for row in rows]
 
 
+def _postgres_rows(url: str, query: str, params: list[Any]) -> list[Any]:
+    from metis_core.store.postgres.database import PostgresDatabase
+    from metis_core.store.postgres.migrations import check_version
+
+    db = PostgresDatabase(url, migrate=False, max_size=1)
+    try:
+        with db.errors(), db.pool.connection() as conn:
+            check_version(conn, db.location)
+        with db.errors():
+            return db.execute(query, params).fetchall()
+    finally:
+        db.close()
+
+
 def export_audit(
-    db_path: Path | str | None,
+    db_path: Location | None,
     out: Path | str | IO[str],
     format: AuditFormat = "jsonl",
     since: datetime | None = None,

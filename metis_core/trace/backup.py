@@ -4,6 +4,7 @@
 write) into a temporary file beside the destination, checks it and renames it into place.
 `restore` refuses anything that is not a clean, intact metis backup of the running schema
 version, and replaces the database atomically. Neither runs migrations on the files it copies.
+On PostgreSQL both use pg_dump / pg_restore (store/postgres/dump.py).
 """
 
 from __future__ import annotations
@@ -14,19 +15,25 @@ import sqlite3
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from metis_core.errors import BackupError, CorruptDatabaseError, SchemaVersionError
 from metis_core.events.envelope import datetime_from_us
-from metis_core.store.db import connect, default_db_path, integrity_check, sqlite_errors
+from metis_core.store.backend import database_location, is_postgres_url, redact_url
+from metis_core.store.db import connect, integrity_check, sqlite_errors
 from metis_core.store.migrations import SCHEMA_VERSION, check_is_metis_database
+
+if TYPE_CHECKING:
+    from metis_core.store.postgres.dump import DumpFigures
 
 
 @dataclass(frozen=True)
 class BackupResult:
     """What a backup file holds. Derived from the file alone, so it is deterministic."""
 
-    source: Path
-    dest: Path
+    source: Path | str
+    dest: Path | str
+    """Files, or a PostgreSQL URL without its password."""
     bytes: int
     schema_version: int
     event_count: int
@@ -90,10 +97,30 @@ def _fsync(path: Path) -> None:
         os.fsync(handle.fileno())
 
 
+def _postgres_result(source: str, dest: Path | str, file: Path, figures: DumpFigures) -> BackupResult:
+    return BackupResult(
+        source=source,
+        dest=dest,
+        bytes=file.stat().st_size,
+        schema_version=figures.schema_version,
+        event_count=figures.event_count,
+        oldest_event=datetime_from_us(figures.oldest_event_us) if figures.oldest_event_us is not None else None,
+        newest_event=datetime_from_us(figures.newest_event_us) if figures.newest_event_us is not None else None,
+    )
+
+
 def backup(db_path: Path | str | None, dest: Path | str, *, overwrite: bool = False) -> BackupResult:
     """Snapshot `db_path` (default METIS_HOME/metis.db) into the single file `dest`."""
-    source = Path(db_path) if db_path is not None else default_db_path()
+    where = database_location(db_path)
     target = Path(dest)
+    if is_postgres_url(where):
+        from metis_core.store.postgres.dump import dump
+
+        if target.exists() and not overwrite:
+            raise BackupError(f"{target} already exists; choose another file or pass --force to overwrite it")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return _postgres_result(redact_url(str(where)), target, target, dump(str(where), target))
+    source = Path(where)
     if not source.is_file():
         raise BackupError(f"nothing to back up: {source} does not exist")
     if target.exists() and not overwrite:
@@ -139,7 +166,13 @@ def restore(
     unless `allow_overwrite`. Stop other metis processes first.
     """
     source = Path(backup_path)
-    target = Path(db_path) if db_path is not None else default_db_path()
+    where = database_location(db_path)
+    if is_postgres_url(where):
+        from metis_core.store.postgres.dump import restore_dump
+
+        figures = restore_dump(source, str(where), allow_overwrite=allow_overwrite)
+        return _postgres_result(str(source), redact_url(str(where)), source, figures)
+    target = Path(where)
     if not source.is_file():
         raise BackupError(f"backup {source} does not exist")
     for suffix in ("-wal", "-shm"):

@@ -8,7 +8,6 @@ not gaps. Lost events nothing stored points at stay invisible (see docs/persiste
 
 from __future__ import annotations
 
-import sqlite3
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -18,7 +17,7 @@ import orjson
 from metis_core.events.catalog import make_event
 from metis_core.events.envelope import Actor, Event
 from metis_core.ids import ulid_timestamp_ms, ulid_to_int
-from metis_core.store.db import write_transaction
+from metis_core.store.backend import Database
 from metis_core.store.records import to_us
 
 if TYPE_CHECKING:
@@ -52,7 +51,7 @@ class Gap:
         }
 
 
-def pruned_before_us(conn: sqlite3.Connection) -> int:
+def pruned_before_us(conn: Database) -> int:
     row = conn.execute("SELECT value FROM trace_state WHERE key = ?", (PRUNED_BEFORE_KEY,)).fetchone()
     return int(row[0]) if row else 0
 
@@ -78,7 +77,7 @@ def estimate_missing(start_id: str, end_id: str, known_missing: int) -> int:
     return known_missing
 
 
-def detect_gaps(conn: sqlite3.Connection) -> list[Gap]:
+def detect_gaps(conn: Database) -> list[Gap]:
     """Every causal gap in the trace, oldest session first."""
     floor = pruned_before_us(conn)
     rows = conn.execute(
@@ -119,7 +118,7 @@ def report_new_gaps(store: TraceStore, emit: Callable[[Event], object]) -> list[
     Emitting comes first: if recording fails the gap is announced again next start, never lost.
     """
     detected_at = datetime.now(UTC)
-    with store.connection() as conn:
+    with store.connection() as conn, conn.errors():
         known = {
             (sid, start, end)
             for sid, start, end in conn.execute("SELECT session_id, gap_start_id, gap_end_id FROM trace_gaps")
@@ -128,10 +127,10 @@ def report_new_gaps(store: TraceStore, emit: Callable[[Event], object]) -> list[
     for gap in fresh:
         emit(make_event("bus.gap_detected", gap.payload(detected_at), session_id=gap.session_id, actor=Actor.SYSTEM))
     if fresh:
-        with store.connection() as conn, write_transaction(conn, store.path):
+        with store.connection() as conn, conn.transaction():
             conn.executemany(
-                "INSERT OR IGNORE INTO trace_gaps (session_id, gap_start_id, gap_end_id, missing_ids_json, "
-                "detected_at) VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO trace_gaps (session_id, gap_start_id, gap_end_id, missing_ids_json, "
+                "detected_at) VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING",
                 [
                     (
                         g.session_id,
@@ -146,7 +145,7 @@ def report_new_gaps(store: TraceStore, emit: Callable[[Event], object]) -> list[
     return fresh
 
 
-def known_gaps(conn: sqlite3.Connection, session_id: str | None = None) -> list[Gap]:
+def known_gaps(conn: Database, session_id: str | None = None) -> list[Gap]:
     """Gaps already reported, for replay and analytics to flag affected sessions."""
     query = "SELECT session_id, gap_start_id, gap_end_id, missing_ids_json FROM trace_gaps"
     params: tuple[str, ...] = ()
@@ -160,7 +159,7 @@ def known_gaps(conn: sqlite3.Connection, session_id: str | None = None) -> list[
     return gaps
 
 
-def record_prune_floor(conn: sqlite3.Connection, cutoff_us: int) -> None:
+def record_prune_floor(conn: Database, cutoff_us: int) -> None:
     """Inside a held transaction: events older than `cutoff_us` may be missing on purpose."""
     floor = max(cutoff_us, pruned_before_us(conn))
     conn.execute(

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from metis_core.events.catalog import AUDIT_EVENT_TYPES, make_event
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event, datetime_from_us
-from metis_core.store.db import sqlite_errors, write_transaction
 from metis_core.store.records import to_us
 from metis_core.trace.gaps import record_prune_floor
 
@@ -75,7 +74,7 @@ def prune_trace(
     cutoff_us = to_us(cutoff)
     is_audit, audit_types = _audit_clause()
     expired = f"timestamp_us < ? AND NOT {is_audit}"
-    with store.connection() as conn, sqlite_errors(store.path):
+    with store.connection() as conn, conn.errors():
         (to_delete,) = conn.execute(
             f"SELECT COUNT(*) FROM events WHERE {expired}", [cutoff_us, *audit_types]
         ).fetchone()
@@ -89,9 +88,9 @@ def prune_trace(
     deleted = 0
     if not dry_run:
         while True:
-            with store.connection() as conn, write_transaction(conn, store.path):
+            with store.connection() as conn, conn.transaction():
                 cursor = conn.execute(
-                    f"DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {expired} LIMIT ?)",
+                    conn.statements.delete_expired_events.format(expired=expired),
                     [cutoff_us, *audit_types, DELETE_BATCH_ROWS],
                 )
                 deleted += cursor.rowcount
@@ -101,7 +100,7 @@ def prune_trace(
                 progress(deleted, max(to_delete, deleted))
             if cursor.rowcount < DELETE_BATCH_ROWS:
                 break
-        with store.connection() as conn, sqlite_errors(store.path):
+        with store.connection() as conn, conn.errors():
             (oldest,) = conn.execute("SELECT MIN(timestamp_us) FROM events").fetchone()
     elif progress is not None:
         progress(0, to_delete)

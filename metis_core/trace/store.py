@@ -1,30 +1,30 @@
-"""`TraceStore`: the events table of metis.db, written by a fast-path bus subscriber.
+"""`TraceStore`: the events table (SQLite or PostgreSQL), written by a fast-path bus subscriber.
 
 The subscriber inserts into an open transaction and commits when the bus queue is momentarily
 empty, after `commit_every` events or after `commit_interval` seconds (an idle flusher covers a
-stopped burst); `append` always commits. Replay and queries read the same table. Retention,
+stopped burst); `append` always commits. On PostgreSQL the handler hands rows to an `EventBatcher`
+whose thread does the network writes. Replay and queries read the same table. Retention,
 gap detection, backup and audit export live in their own modules.
 """
 
 from __future__ import annotations
 
 import logging
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from metis_core.errors import StoreError
 from metis_core.events.bus import EventBus, EventFilter, Subscription, SubscriptionHandle
 from metis_core.events.envelope import Event
-from metis_core.store.db import open_database, sqlite_errors, translate_sqlite_error
+from metis_core.store.backend import Database, Location, open_backend
 from metis_core.store.records import to_us
-from metis_core.trace.event_rows import EVENT_COLUMNS, INSERT_EVENT, event_from_row, event_row
+from metis_core.trace.event_batcher import EventBatcher
+from metis_core.trace.event_rows import EVENT_COLUMNS, event_from_row, event_row
 
 if TYPE_CHECKING:
     from metis_core.trace.gaps import Gap
@@ -53,14 +53,19 @@ class TraceStore:
 
     def __init__(
         self,
-        db_path: Path | str | None = None,
+        db_path: Location | None = None,
         *,
         commit_every: int = 100,
         commit_interval: float = 0.02,
     ) -> None:
         if commit_every < 1 or commit_interval <= 0:
             raise ValueError("commit_every must be >= 1 and commit_interval > 0")
-        self._conn, self.path = open_database(db_path)
+        self._db: Database = open_backend(db_path)
+        self.path = self._db.location
+        self._insert = self._db.statements.insert_event
+        self._batcher: EventBatcher | None = None
+        if self._db.backend == "postgres":
+            self._batcher = EventBatcher(self._db, batch_rows=commit_every, interval=commit_interval)
         self.commit_every = commit_every
         self.commit_interval = commit_interval
         self._lock = threading.RLock()
@@ -82,10 +87,12 @@ class TraceStore:
             if self._closed:
                 return
             try:
+                if self._batcher is not None:
+                    self._batcher.close()
                 self._commit_pending()
             finally:
                 self._closed = True
-                self._conn.close()
+                self._db.close()
 
     def __enter__(self) -> TraceStore:
         return self
@@ -94,29 +101,40 @@ class TraceStore:
         self.close()
 
     @contextmanager
-    def connection(self) -> Iterator[sqlite3.Connection]:
-        """The connection with nothing pending, held exclusively (retention, gap scans)."""
+    def connection(self) -> Iterator[Database]:
+        """The database with nothing pending, held exclusively (retention, gap scans)."""
         with self._lock:
             self._commit_pending()
-            yield self._conn
+            yield self._db
 
     # --- writing ---------------------------------------------------------------------------
 
     def append(self, event: Event) -> None:
         """Insert one event and commit (with anything the subscriber had pending)."""
-        with self._lock, sqlite_errors(self.path):
+        if self._batcher is not None:
+            self._check_open()
+            self._batcher.add(event_row(event))
+            self._batcher.flush()
+            return
+        with self._lock, self._db.errors():
             self._begin_if_needed()
-            self._conn.execute(INSERT_EVENT, event_row(event))
+            self._db.execute(self._insert, event_row(event))
             self._pending += 1
             self._commit_pending()
 
     def append_many(self, events: Iterable[Event]) -> int:
         """Insert events in one transaction; returns how many."""
         count = 0
-        with self._lock, sqlite_errors(self.path):
+        if self._batcher is not None:
+            self._check_open()
+            rows = [event_row(event) for event in events]
+            self._batcher.add_many(rows)
+            self._batcher.flush()
+            return len(rows)
+        with self._lock, self._db.errors():
             self._begin_if_needed()
             for event in events:
-                self._conn.execute(INSERT_EVENT, event_row(event))
+                self._db.execute(self._insert, event_row(event))
                 count += 1
             self._pending += count
             self._commit_pending()
@@ -124,12 +142,13 @@ class TraceStore:
 
     def write_event(self, event: Event) -> None:
         """The fast-path handler: insert now, commit when the batch policy says so."""
+        if self._batcher is not None:  # the batcher's thread does the network write
+            self._batcher.add(event_row(event))
+            return
         with self._lock:
-            try:
+            with self._db.errors():
                 self._begin_if_needed()
-                self._conn.execute(INSERT_EVENT, event_row(event))
-            except sqlite3.Error as error:
-                raise translate_sqlite_error(error, self.path) from error
+                self._db.execute(self._insert, event_row(event))
             self._pending += 1
             bus = self._bus
             if (
@@ -146,17 +165,23 @@ class TraceStore:
         with self._lock:
             self._commit_pending()
 
-    def _begin_if_needed(self) -> None:
+    def _check_open(self) -> None:
         if self._closed:
             raise StoreError(f"the trace store on {self.path} is closed")
-        if not self._conn.in_transaction:
-            self._conn.execute("BEGIN IMMEDIATE")
+
+    def _begin_if_needed(self) -> None:
+        """SQLite only: the subscriber's batch is one open write transaction."""
+        self._check_open()
+        if not self._db.in_transaction:
+            self._db.execute("BEGIN IMMEDIATE")
             self._pending_since = time.monotonic()
 
     def _commit_pending(self) -> None:
-        if not self._closed and self._conn.in_transaction:
-            with sqlite_errors(self.path):
-                self._conn.execute("COMMIT")
+        if self._batcher is not None and not self._closed:
+            self._batcher.flush()
+        elif not self._closed and self._db.in_transaction:
+            with self._db.errors():
+                self._db.execute("COMMIT")
         self._pending = 0
 
     def _start_flusher(self) -> None:
@@ -210,15 +235,18 @@ class TraceStore:
         return self._select(f"{where}ORDER BY id", params, limit)
 
     def count(self) -> int:
-        with self._lock, sqlite_errors(self.path):
-            return int(self._conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        with self._lock, self._db.errors():
+            self._commit_pending()
+            return int(self._db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
     def _select(self, tail: str, params: list[Any], limit: int | None = None) -> list[Event]:
         if limit is not None:
             tail += " LIMIT ?"
             params = [*params, limit]
-        with self._lock, sqlite_errors(self.path):
-            rows = self._conn.execute(f"SELECT {EVENT_COLUMNS} FROM events {tail}", params).fetchall()
+        with self._lock, self._db.errors():
+            if self._batcher is not None:  # read your own writes, as SQLite's open transaction does
+                self._batcher.flush()
+            rows = self._db.execute(f"SELECT {EVENT_COLUMNS} FROM events {tail}", params).fetchall()
         return [event_from_row(row) for row in rows]
 
     # --- consistency and retention (see gaps.py, retention.py) ------------------------------
@@ -226,7 +254,7 @@ class TraceStore:
     def detect_gaps(self) -> list[Gap]:
         from metis_core.trace.gaps import detect_gaps
 
-        with self.connection() as conn, sqlite_errors(self.path):
+        with self.connection() as conn, conn.errors():
             return detect_gaps(conn)
 
     def check_gaps(self, sink: EventSink) -> list[Gap]:
@@ -239,7 +267,7 @@ class TraceStore:
         """Gaps already reported by `check_gaps` (for replay to flag an incomplete session)."""
         from metis_core.trace.gaps import known_gaps
 
-        with self.connection() as conn, sqlite_errors(self.path):
+        with self.connection() as conn, conn.errors():
             return known_gaps(conn, session_id)
 
     def prune(
@@ -280,7 +308,7 @@ def event_filters(
         params.append(session_id)
     if types is not None:
         wanted = sorted(set(types))
-        clauses.append(f"type IN ({', '.join('?' * len(wanted))})" if wanted else "0")
+        clauses.append(f"type IN ({', '.join('?' * len(wanted))})" if wanted else "1 = 0")
         params.extend(wanted)
     if since is not None:
         clauses.append("timestamp_us >= ?")

@@ -45,7 +45,8 @@ def write_file_call_stream(path: str, content: str) -> bytes:
 
 def cli_env(home: Path, base_url: str | None, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
-           if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL") and k not in ("OLLAMA_HOST", "METIS_HOME")}
+           if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL")
+           and k not in ("OLLAMA_HOST", "METIS_HOME", "METIS_DATABASE_URL")}
     env.update(METIS_HOME=str(home), METIS_BUS_MODE="strict", NO_COLOR="1", COLUMNS="200", TERM="xterm",
                METIS_OLLAMA_PROBE_URL="http://127.0.0.1:9")
     if base_url is not None:

@@ -1,6 +1,6 @@
-"""The SQLite gateway key store: hashes only, and counters that several workers can share.
+"""The gateway key store on both backends: hashes only, and counters that several workers can share.
 
-Two stores on one file stand in for two gateway workers: concurrent charges and request counts
+Two stores on one database stand in for two gateway workers: concurrent charges and request counts
 must add up exactly (single atomic statements), and each alert threshold is claimed once.
 """
 
@@ -14,7 +14,14 @@ from pathlib import Path
 import pytest
 
 from metis_core.errors import GatewayKeyError
-from metis_core.store.gateway_keys import GatewayKeyRecord, SqliteGatewayKeyStore, SubjectLimits, from_pusd, to_pusd
+from metis_core.store.gateway_keys import (
+    GatewayKeyRecord,
+    GatewayKeyStore,
+    SubjectLimits,
+    from_pusd,
+    open_gateway_key_store,
+    to_pusd,
+)
 
 
 def record(key_id: str = "gk_1") -> GatewayKeyRecord:
@@ -25,8 +32,8 @@ def record(key_id: str = "gk_1") -> GatewayKeyRecord:
     )  # fmt: skip
 
 
-def test_a_key_round_trips_and_an_unknown_id_is_named(tmp_path: Path) -> None:
-    store = SqliteGatewayKeyStore(tmp_path / "metis.db")
+def test_a_key_round_trips_and_an_unknown_id_is_named(db_location: Path | str) -> None:
+    store = open_gateway_key_store(db_location)
     store.insert_key(record())
     assert store.get_key("gk_1") == record()
     assert store.key_by_prefix(record().prefix) == record()
@@ -42,10 +49,10 @@ def test_money_is_exact_in_picodollars() -> None:
     assert from_pusd(to_pusd(Decimal("2.5"))) == Decimal("2.5")
 
 
-def test_counters_shared_by_two_workers_add_up_exactly(tmp_path: Path) -> None:
-    stores = [SqliteGatewayKeyStore(tmp_path / "metis.db") for _ in range(2)]
+def test_counters_shared_by_two_workers_add_up_exactly(db_location: Path | str) -> None:
+    stores = [open_gateway_key_store(db_location) for _ in range(2)]
 
-    def work(store: SqliteGatewayKeyStore) -> None:
+    def work(store: GatewayKeyStore) -> None:
         for _ in range(50):
             store.add_spend("gateway_key", "gk_1", 0, Decimal("0.001"))
             store.count_request("team", "team_1", 7)
@@ -61,9 +68,17 @@ def test_counters_shared_by_two_workers_add_up_exactly(tmp_path: Path) -> None:
     assert claims.count(True) == 1
 
 
-def test_user_and_team_limits_are_replaced_whole(tmp_path: Path) -> None:
-    store = SqliteGatewayKeyStore(tmp_path / "metis.db")
+def test_user_and_team_limits_are_replaced_whole(db_location: Path | str) -> None:
+    store = open_gateway_key_store(db_location)
     store.set_limits(SubjectLimits("team", "team_1", Decimal("10"), "month", rpm=5))
     store.set_limits(SubjectLimits("team", "team_1", None, None, tpm=100))
     assert store.limits("team", "team_1") == SubjectLimits("team", "team_1", None, None, None, 100)
     assert store.limits("user", "usr_1") is None
+
+
+def test_amounts_round_to_the_same_picodollars_on_both_backends(db_location: Path | str) -> None:
+    store = open_gateway_key_store(db_location)
+    total = store.add_spend("user", "usr_1", 0, Decimal("0.000000123456789012"))
+    assert total == Decimal("0.000000123457")
+    assert store.add_spend("user", "usr_1", 0, Decimal("1.1")) == Decimal("1.100000123457")
+    store.close()

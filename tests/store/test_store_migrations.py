@@ -71,14 +71,14 @@ def test_a_file_from_every_earlier_version_upgrades_with_data_intact(tmp_path: P
         conn.close()
 
     with SessionStore(db) as store:
-        assert user_version(store._conn) == SCHEMA_VERSION
+        assert user_version(store._db.conn) == SCHEMA_VERSION
         assert store.load_messages("sess_old") == messages
         record = store.get_session("sess_old")
         assert record.routing_policy == {"rule": 1}
         assert record.tool_id_map == {tu_ok: {"anthropic": "toolu_A"}}
         assert record.total_cost_usd == Decimal("0.0123") and record.unpriced_message_count == 1
         assert (record.total_input_tokens, record.total_output_tokens) == (164, 30)
-        applied = store._conn.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall()
+        applied = store._db.conn.execute("SELECT version, name, applied_at FROM schema_migrations").fetchall()
         assert [v for v, _, _ in applied] == list(range(1, SCHEMA_VERSION + 1))
         assert all(at > 0 for _, _, at in applied)
         store.append_message(user_message("continued after upgrade", session_id="sess_old"))
@@ -89,13 +89,13 @@ def test_a_file_from_every_earlier_version_upgrades_with_data_intact(tmp_path: P
 
 def test_a_fresh_file_is_stamped_with_every_step(tmp_path: Path) -> None:
     with SessionStore(tmp_path / "metis.db") as store:
-        assert user_version(store._conn) == SCHEMA_VERSION == len(MIGRATIONS)
-        names = [n for (n,) in store._conn.execute("SELECT name FROM schema_migrations ORDER BY version")]
+        assert user_version(store._db.conn) == SCHEMA_VERSION == len(MIGRATIONS)
+        names = [n for (n,) in store._db.conn.execute("SELECT name FROM schema_migrations ORDER BY version")]
         assert names == [name for name, _ in MIGRATIONS]
-        mode = store._conn.execute("PRAGMA journal_mode").fetchone()[0]
-        sync = store._conn.execute("PRAGMA synchronous").fetchone()[0]
+        mode = store._db.conn.execute("PRAGMA journal_mode").fetchone()[0]
+        sync = store._db.conn.execute("PRAGMA synchronous").fetchone()[0]
         assert (mode, sync) == ("wal", 1)  # 1 = NORMAL
-        indexes = {n for (n,) in store._conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        indexes = {n for (n,) in store._db.conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
         assert {
             "idx_events_session_id",
             "idx_events_type_timestamp",
@@ -109,7 +109,7 @@ def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
     db = tmp_path / "metis.db"
     SessionStore(db).close()
     with SessionStore(db) as store:
-        (count,) = store._conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()
+        (count,) = store._db.conn.execute("SELECT COUNT(*) FROM schema_migrations").fetchone()
         assert count == SCHEMA_VERSION
 
 
@@ -172,14 +172,14 @@ def test_a_full_disk_is_storage_full_and_leaves_nothing_half_written(tmp_path: P
         session = store.create_session(tmp_path)
         messages, _ = full_conversation(session.id)
         store.append_messages(messages[:2])
-        (pages,) = store._conn.execute("PRAGMA page_count").fetchone()
-        store._conn.execute(f"PRAGMA max_page_count = {pages}")  # the "disk" is now full
+        (pages,) = store._db.conn.execute("PRAGMA page_count").fetchone()
+        store._db.conn.execute(f"PRAGMA max_page_count = {pages}")  # the "disk" is now full
         big = user_message("x" * 200_000, session_id=session.id)
         with pytest.raises(StorageFullError, match="no space left to write"):
             store.append_message(big)
-        store._conn.execute("PRAGMA max_page_count = 1073741823")
+        store._db.conn.execute("PRAGMA max_page_count = 1073741823")
         assert store.load_messages(session.id) == messages[:2]
-        assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store._db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 def test_a_held_write_lock_becomes_database_locked_naming_the_file(

@@ -75,7 +75,7 @@ def test_two_processes_appending_at_once_both_succeed(tmp_path: Path) -> None:
     with SessionStore(db) as store:
         for sid in sessions:
             assert [m.text() for m in store.load_messages(sid)] == [f"m{i}" for i in range(150)]
-        assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        assert store._db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
 _CRASH_CHILD = """
@@ -145,7 +145,7 @@ def test_sigkill_at_random_points_never_loses_a_reported_commit(tmp_path: Path) 
             (reported_messages if kind == "M" else reported_events).append(ident)
 
         with SessionStore(db) as store:
-            assert store._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            assert store._db.conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
             stored = [m.id for m in store.load_messages(sid)]
             # everything reported is there, in order; at most the unreported last one extra
             assert stored[: len(reported_messages)] == reported_messages
@@ -200,7 +200,7 @@ def test_readers_see_whole_messages_while_a_writer_appends(tmp_path: Path) -> No
 
 _MIGRATION_CHILD = """
 import sys, time
-from metis_core.store import migrations
+from metis_core.store.sqlite import migrations
 stop_at = int(sys.argv[2])
 
 def pausing(step, number):
@@ -237,7 +237,7 @@ def _assert_whole_current_schema(db: Path) -> None:
     from metis_core.store import SCHEMA_VERSION
 
     with SessionStore(db) as store:
-        conn = store._conn
+        conn = store._db.conn
         assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
         assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
         steps = [v for (v,) in conn.execute("SELECT version FROM schema_migrations ORDER BY version")]

@@ -21,8 +21,8 @@ from metis_core.store import UNSET, SessionStore, ToolCallStatus, default_db_pat
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SessionStore:
-    s = SessionStore(tmp_path / "metis.db")
+def store(db_location: Path | str) -> SessionStore:
+    s = SessionStore(db_location)
     yield s
     s.close()
 
@@ -34,8 +34,8 @@ def test_default_database_lives_in_metis_home(_isolated_home: Path) -> None:
     assert (_isolated_home / "metis.db").is_file()
 
 
-def test_every_block_type_reloads_equal_in_a_new_store(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_every_block_type_reloads_equal_in_a_new_store(tmp_path: Path, db_location: Path | str) -> None:
+    db = db_location
     with SessionStore(db) as s:
         session = s.create_session(tmp_path, active_model="anthropic:claude-sonnet-4-6")
         messages, _ = full_conversation(session.id)
@@ -310,7 +310,7 @@ def test_messages_from_an_older_message_schema_are_migrated_on_load(
     session = store.create_session(tmp_path)
     store.append_message(user_message("hello", session_id=session.id))
     with store._lock:
-        store._conn.execute("UPDATE messages SET schema_version = 0")
+        store._db.execute("UPDATE messages SET schema_version = 0")
     monkeypatch.setitem(
         __import__("metis_core.messages.migrations", fromlist=["x"]).MESSAGE_MIGRATIONS,
         0,

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
+from store_backends import execute_on
 from trace_samples import chain, event
 
 from metis_core.events.bus import EventBus, EventFilter, Subscription
@@ -14,15 +14,14 @@ from metis_core.trace import TraceStore
 from metis_core.trace.gaps import estimate_missing
 
 
-def _drop(db: Path, events: list[Event]) -> None:
-    conn = sqlite3.connect(db)
-    conn.executemany("DELETE FROM events WHERE id = ?", [(e.id,) for e in events])
-    conn.commit()
-    conn.close()
+def _drop(db: Path | str, events: list[Event]) -> None:
+    execute_on(db, "DELETE FROM events WHERE id = ?", [(e.id,) for e in events])
 
 
-def test_events_lost_from_the_middle_of_a_session_are_announced_on_startup(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_events_lost_from_the_middle_of_a_session_are_announced_on_startup(
+    tmp_path: Path, db_location: Path | str
+) -> None:
+    db = db_location
     emitted = chain("sess_crash", 10)
     with TraceStore(db) as store, EventBus(mode="strict") as bus:
         store.attach(bus)
@@ -48,8 +47,10 @@ def test_events_lost_from_the_middle_of_a_session_are_announced_on_startup(tmp_p
     assert announced[0].session_id == "sess_crash" and announced[0].type == "bus.gap_detected"
 
 
-def test_a_gap_is_announced_once_across_restarts(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_a_gap_is_announced_once_across_restarts(
+    tmp_path: Path, db_location: Path | str
+) -> None:
+    db = db_location
     emitted = chain("sess_a", 6)
     with TraceStore(db) as store:
         store.append_many(emitted)
@@ -62,16 +63,20 @@ def test_a_gap_is_announced_once_across_restarts(tmp_path: Path) -> None:
             assert [g.gap_end_id for g in store.known_gaps("sess_a")] == [emitted[3].id]
 
 
-def test_a_complete_trace_has_no_gaps(tmp_path: Path) -> None:
-    with TraceStore(tmp_path / "metis.db") as store:
+def test_a_complete_trace_has_no_gaps(
+    tmp_path: Path, db_location: Path | str
+) -> None:
+    with TraceStore(db_location) as store:
         store.append_many([*chain("sess_a", 8), *chain("sess_b", 3), event()])
         assert store.detect_gaps() == []
         sent: list[Event] = []
         assert store.check_gaps(sent.append) == [] and sent == []
 
 
-def test_separate_losses_in_one_session_are_separate_gaps(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_separate_losses_in_one_session_are_separate_gaps(
+    tmp_path: Path, db_location: Path | str
+) -> None:
+    db = db_location
     emitted = chain("sess_a", 10)
     with TraceStore(db) as store:
         store.append_many(emitted)
@@ -84,10 +89,12 @@ def test_separate_losses_in_one_session_are_separate_gaps(tmp_path: Path) -> Non
     ]
 
 
-def test_parents_removed_by_retention_are_not_gaps(tmp_path: Path) -> None:
+def test_parents_removed_by_retention_are_not_gaps(
+    tmp_path: Path, db_location: Path | str
+) -> None:
     from trace_samples import NOW
 
-    with TraceStore(tmp_path / "metis.db") as store:
+    with TraceStore(db_location) as store:
         old_parent = event(at=NOW.replace(year=2020))
         child = event(parent=old_parent, type="gateway.key_revoked")  # audit: survives the sweep
         store.append_many([old_parent, child])

@@ -15,8 +15,8 @@ from metis_core.trace import TraceStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> TraceStore:
-    s = TraceStore(tmp_path / "metis.db")
+def store(tmp_path: Path, db_location: Path | str) -> TraceStore:
+    s = TraceStore(db_location)
     old = [event(type="tool.called", at=NOW - timedelta(days=100 + i)) for i in range(5)]
     old_audit = [event(type=t, at=NOW - timedelta(days=200)) for t in sorted(AUDIT_EVENT_TYPES)]
     recent = [event(type="tool.called", at=NOW - timedelta(days=10 + i)) for i in range(3)]
@@ -84,8 +84,8 @@ def test_deletion_runs_in_batches_and_reports_progress(store: TraceStore, monkey
     assert progress == [(2, 5), (4, 5), (5, 5)]
 
 
-def test_an_empty_trace_sweeps_to_nothing(tmp_path: Path) -> None:
-    with TraceStore(tmp_path / "metis.db") as store:
+def test_an_empty_trace_sweeps_to_nothing(tmp_path: Path, db_location: Path | str) -> None:
+    with TraceStore(db_location) as store:
         result = store.prune(90, now=NOW, sink=lambda e: None)
         assert (result.rows_deleted, result.rows_audit_exempt, result.oldest_kept_timestamp) == (0, 0, None)
         with pytest.raises(ValueError):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 import statistics
 import time
 from datetime import timedelta
@@ -10,6 +9,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from store_backends import scalar_on
 from trace_samples import NOW, TURN_STARTED, chain, event
 
 from metis_core.errors import StoreError
@@ -20,18 +20,14 @@ from metis_core.trace import TraceStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> TraceStore:
-    s = TraceStore(tmp_path / "metis.db")
+def store(tmp_path: Path, db_location: Path | str) -> TraceStore:
+    s = TraceStore(db_location)
     yield s
     s.close()
 
 
-def _other_connection_count(path: Path) -> int:
-    conn = sqlite3.connect(path)
-    try:
-        return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
-    finally:
-        conn.close()
+def _other_connection_count(location: Path | str) -> int:
+    return int(scalar_on(location, "SELECT COUNT(*) FROM events"))  # type: ignore[call-overload]
 
 
 def test_an_event_reads_back_equal(store: TraceStore) -> None:
@@ -84,8 +80,8 @@ def test_queries_filter_by_type_time_range_and_turn(store: TraceStore) -> None:
     assert store.events(types=[]) == []
 
 
-def test_subscriber_writes_every_bus_event_in_emit_order(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_subscriber_writes_every_bus_event_in_emit_order(tmp_path: Path, db_location: Path | str) -> None:
+    db = db_location
     with TraceStore(db) as store, EventBus(mode="strict") as bus:
         store.attach(bus)
         emitted = chain("sess_bus", 500)
@@ -97,8 +93,8 @@ def test_subscriber_writes_every_bus_event_in_emit_order(tmp_path: Path) -> None
         assert _other_connection_count(db) >= 500
 
 
-def test_a_lone_event_is_committed_without_an_explicit_flush(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_a_lone_event_is_committed_without_an_explicit_flush(tmp_path: Path, db_location: Path | str) -> None:
+    db = db_location
     with TraceStore(db, commit_every=1000, commit_interval=0.05) as store:
         handler = store.subscription().handler
         handler(event())  # no bus: only the idle flusher can commit it
@@ -108,19 +104,23 @@ def test_a_lone_event_is_committed_without_an_explicit_flush(tmp_path: Path) -> 
         assert _other_connection_count(db) == 1
 
 
-def test_a_burst_is_batched_into_few_commits(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_a_burst_is_batched_into_few_commits(tmp_path: Path, db_location: Path | str) -> None:
+    db = db_location
     with TraceStore(db, commit_every=50, commit_interval=10) as store:
         handler = store.subscription().handler
         for _ in range(49):
             handler(event())
         assert _other_connection_count(db) == 0  # still one open transaction
         handler(event())
+        # SQLite commits on the handler's thread; PostgreSQL's batcher thread sends the batch
+        deadline = time.monotonic() + 5
+        while _other_connection_count(db) < 50 and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert _other_connection_count(db) == 50
 
 
-def test_closing_commits_what_is_pending(tmp_path: Path) -> None:
-    db = tmp_path / "metis.db"
+def test_closing_commits_what_is_pending(tmp_path: Path, db_location: Path | str) -> None:
+    db = db_location
     store = TraceStore(db, commit_every=1000, commit_interval=10)
     store.subscription().handler(event())
     store.close()

@@ -1,0 +1,134 @@
+"""The seam between the stores and their databases: one protocol, two backends.
+
+`SessionStore` and `TraceStore` talk to a `Database` (sqlite3-like `execute`, explicit
+`transaction()`, driver errors turned into StoreErrors) and take backend-specific SQL from its
+`statements`. Portable SQL uses `?` placeholders. `open_backend` picks the backend from the
+location: a `postgresql://` URL or a file path (METIS_DATABASE_URL / `database_url:` decide the default).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+import yaml
+
+DATABASE_URL_ENV = "METIS_DATABASE_URL"
+Location = Path | str
+"""A SQLite file path, `sqlite:///path`, or a `postgresql://` URL."""
+
+
+class Rows(Protocol):
+    @property
+    def rowcount(self) -> int: ...
+
+    def fetchone(self) -> Any: ...
+    def fetchall(self) -> list[Any]: ...
+    def __iter__(self) -> Iterator[Any]: ...
+
+
+@dataclass(frozen=True)
+class Statements:
+    """The SQL that differs between backends; each backend's `sql.py` fills every field."""
+
+    insert_event: str
+    """Nine event columns; a stored id is ignored."""
+    insert_events_prefix: str
+    """`INSERT INTO events (...) VALUES` for multi-row batches (rows appended, then `conflict_ignore`)."""
+    conflict_ignore: str
+    message_select: str
+    """id, session_id, role, content_json, metadata_json, created_at as ISO text, schema_version."""
+    search_sessions: str
+    """Params (pattern, limit); `{columns}` is formatted with the session columns."""
+    usage_and_model: str
+    """Params (session_id, role): each assistant message's usage JSON text and model."""
+    delete_expired_events: str
+    """`{expired}` is formatted with the retention clause; params end with the batch size."""
+    session_for_append: str
+    """Param (session_id): tool_id_map_json, total_cost_usd, holding the session row until commit
+    (PostgreSQL: FOR UPDATE; SQLite's BEGIN IMMEDIATE already serializes writers)."""
+
+
+class Database(Protocol):
+    """What the stores need from a backend. Safe for one thread at a time (stores hold a lock)."""
+
+    backend: Literal["sqlite", "postgres"]
+    location: Path | str
+    """The SQLite file, or the PostgreSQL URL with its password removed (for messages)."""
+    statements: Statements
+    duplicate_error: type[BaseException] | tuple[type[BaseException], ...]
+    """What the driver raises for a primary-key or unique violation."""
+
+    def execute(self, sql: str, params: Sequence[Any] = ()) -> Rows: ...
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None: ...
+    def transaction(self) -> AbstractContextManager[None]:
+        """All statements inside commit together or not at all; driver errors become StoreErrors."""
+        ...
+
+    def errors(self) -> AbstractContextManager[None]:
+        """Driver errors raised inside become the matching StoreError."""
+        ...
+
+    @property
+    def in_transaction(self) -> bool: ...
+    def schema_version(self) -> int: ...
+    def close(self) -> None: ...
+
+
+def is_postgres_url(location: Location) -> bool:
+    return isinstance(location, str) and location.startswith(("postgresql://", "postgres://"))
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, safe for messages and logs."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.hostname or ""
+    user = parts.username or ""
+    netloc = f"{user}:***@{host}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+
+
+def _configured_url(home: Path) -> str | None:
+    path = home / "config.yaml"
+    if not path.is_file():
+        return None
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return None  # the config loader reports a broken file with its own error
+    value = data.get("database_url") if isinstance(data, dict) else None
+    return value if isinstance(value, str) and value else None
+
+
+def database_location(location: Location | None = None) -> Location:
+    """`location` if given, else METIS_DATABASE_URL, else `database_url:` in config.yaml, else
+    METIS_HOME/metis.db. `sqlite:///path` becomes the path."""
+    from metis_core.store.sqlite.connection import default_db_path, metis_home
+
+    chosen: Location | None = location
+    if chosen is None:
+        chosen = os.environ.get(DATABASE_URL_ENV) or _configured_url(metis_home()) or default_db_path()
+    if isinstance(chosen, str) and chosen.startswith("sqlite://"):
+        return Path(chosen.removeprefix("sqlite://"))
+    if isinstance(chosen, str) and not is_postgres_url(chosen):
+        return Path(chosen)
+    return chosen
+
+
+def open_backend(location: Location | None = None) -> Database:
+    """Open (and migrate) the database at `location` (see `database_location`)."""
+    where = database_location(location)
+    if is_postgres_url(where):
+        from metis_core.store.postgres.database import PostgresDatabase
+
+        return PostgresDatabase(str(where))
+    from metis_core.store.sqlite.database import SqliteDatabase
+
+    return SqliteDatabase(Path(where))
