@@ -15,7 +15,7 @@ from bench.report import format_ratio, format_value, verdict
 
 DOC = Path(__file__).resolve().parent.parent / "docs" / "performance.md"
 CASE_ORDER = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway",
-              "structured")
+              "structured", "serve")
 
 METHOD = """\
 Run it with `make bench` (the same as `.venv/bin/python -m bench`). The first run builds
@@ -64,6 +64,19 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   runtime annotations in the model modules (no string evaluation), plain slotted classes for
   internal records and error patterns compiled on first error. Nothing is deferred past import
   that a call needs, so the first-answer row moves with the import row.
+- **First call, in CPU time** (issue 26: at most 10 ms over the floor's): `python -m bench.first_call_cpu`
+  runs the floor and metis-core's `ModelClient.complete` in turns, each in a fresh interpreter
+  against one local server, and reports median process CPU time (unmoved by other processes on
+  the cores, unlike wall time), whole and split into the imports and the first call after them.
+  The first call does only what it uses: the bundled models.yaml and prices.yaml are checked once
+  and then built from their checked prepared form without validating (`prepared_data.load_checked`);
+  prices are plain slotted values (their pydantic schema, `models/price_schema.py`, loads only to
+  validate a user's `prices:`), a price is made on its model's first lookup; config, registry and
+  ModelInfo models build their schemas on first validation (`defer_build`), and a missing or empty
+  config.yaml validates nothing; config's agent sections (MCP, delegation, memory, skills) load only
+  when the file has them. tests/test_cold_start.py checks that a first call imports none of the
+  modules it does not use (YAML, difflib, the agent, stores, price schema ...) and builds none of
+  those schemas.
 - **Calls, read with their reference line**: "floor + per-call mapping (reference)" posts with the
   floor's client but builds the body on every call from the canonical messages with the hand-written
   mapping, the least any library that keeps a canonical conversation must do per turn. Work done
@@ -111,6 +124,9 @@ MEANINGS = {
     "structured": "Validating a 2 KB structured answer (`metis_core.structured.validation.validate_answer`) "
                   "against pydantic's own `model_validate_json` on the same answer; recovery rows (fence and "
                   "prose, json-repair) are reported, not judged.",
+    "serve": "Events/s from the bus into the trace store while `metis serve` runs on 127.0.0.1, with no "
+             "WebSocket client and with one that subscribes to every event and never reads (dropped once "
+             "its 1,000-event queue is full); bursts of 5,000 events, flushed after each.",
 }
 
 

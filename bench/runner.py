@@ -22,7 +22,8 @@ from typing import Any
 
 from bench import environment
 
-CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway", "structured")
+CASES = ("startup", "cli", "call", "stream", "translate", "cost", "store", "chain", "learning", "gateway",
+         "structured", "serve")
 CASE_MODULES = {
     "startup": "bench.cases.startup",
     "cli": "bench.cases.cli",
@@ -35,6 +36,7 @@ CASE_MODULES = {
     "learning": "bench.cases.learning",
     "gateway": "bench.cases.gateway",
     "structured": "bench.cases.structured",
+    "serve": "bench.cases.serve",
 }
 VERSIONED = ("metis-core", "httpx", "orjson", "pydantic", "pydantic-core", "openai", "anthropic", "litellm",
              "pydantic-ai-slim", "genai-prices", "httpx2", "aiohttp", "rich", "llm", "typer")

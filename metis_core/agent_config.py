@@ -1,6 +1,7 @@
 """The config.yaml sections of the agent's reach: MCP servers, delegation tiers, memory and skills.
 
-Plain validated settings, read by `config.load_config` into `MetisConfig`; the agent packages that
+Plain validated settings, read by `config.load_config` into `MetisConfig` only when the file has one
+of these sections (a process that only calls models never imports this module); the agent packages that
 use them (agent/mcp, agent/delegation, agent/memory, agent/skills) own the behaviour. Values of
 `env` and `headers` are secret (they often carry tokens) and are revealed only to the transport.
 """
@@ -93,7 +94,7 @@ def check_server_names(servers: dict[str, McpServerConfig]) -> dict[str, McpServ
 
 
 class AgentSections(BaseModel):
-    """Mixin of the agent sections for MetisConfig (kept here so config.py stays about providers)."""
+    """The agent sections of MetisConfig (kept here so config.py stays about providers and calls)."""
 
     mcp_servers: dict[str, McpServerConfig] = Field(default_factory=empty_dict)
     delegation: DelegationConfig = Field(default_factory=DelegationConfig)

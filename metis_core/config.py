@@ -7,22 +7,22 @@ are read on first use of their name. Keys are SecretStr end to end: they never r
 a log line or an exception. It does not open connections or check that a key is valid.
 """
 
-from __future__ import annotations
-
 import os
 import re
 import stat
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, ValidationError, field_validator
 
-from metis_core.agent_config import AgentSections
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.provider_dsn import NamedProvider, dsn_names, dsn_variable, parse_provider_dsn
 from metis_core.yaml_text import read_yaml_file
+
+if TYPE_CHECKING:
+    from metis_core.agent_config import AgentSections, DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
 
 CONFIG_FILE_NAME = "config.yaml"
 
@@ -55,6 +55,9 @@ STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
 PROVIDER_KINDS = frozenset(STANDARD_KEY_ENV)
 """The built-in provider keys, each an adapter kind a named provider may speak through."""
+
+AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills")
+"""Sections validated by agent_config.AgentSections, only when the file has them (else defaults on first use)."""
 
 _OLLAMA_DEFAULT_PORT = 11434
 _NAME_FORBIDDEN = re.compile(r"[:,\s]")
@@ -93,7 +96,7 @@ def ollama_host_to_url(value: str) -> str:
 
 
 class ProviderConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     base_url: str | None = None
     api_key_env: str | None = None
@@ -105,7 +108,7 @@ class ProviderConfig(BaseModel):
 
 
 class DefaultsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     model: str | None = None
     """Default model id, alias or chain for new sessions."""
@@ -115,7 +118,7 @@ class DefaultsConfig(BaseModel):
 
 
 class SessionsConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     inactivity_timeout_hours: float = Field(default=24.0, gt=0)
     """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
@@ -123,10 +126,12 @@ class SessionsConfig(BaseModel):
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
 
-class MetisConfig(AgentSections):
-    """The whole file; the agent sections (mcp_servers, delegation, memory, skills) come from AgentSections."""
+class MetisConfig(BaseModel):
+    """The whole file. The agent sections (mcp_servers, delegation, memory, skills) are AgentSections,
+    validated at load when the file has them and built with their defaults on first use otherwise:
+    a model call needs none of them, so a process that only calls never builds their classes."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     home: Path
     path: Path
@@ -149,6 +154,46 @@ class MetisConfig(AgentSections):
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
+    _agent: "AgentSections | None" = PrivateAttr(default=None)
+
+    @classmethod
+    def from_file_data(cls, data: Mapping[str, Any], home: Path, path: Path) -> "MetisConfig":
+        """Validate a config file's top-level mapping; raises pydantic's ValidationError."""
+        if not data:  # no file, or an empty one: all defaults, nothing to validate (no schema is built)
+            return cls.model_construct(home=Path(home), path=Path(path), defaults=DefaultsConfig.model_construct(),
+                                       sessions=SessionsConfig.model_construct())
+        sections = {key: data[key] for key in AGENT_SECTION_KEYS if key in data}
+        config = cls.model_validate({**{k: v for k, v in data.items() if k not in sections}, "home": home,
+                                     "path": path})
+        if sections:
+            from metis_core.agent_config import AgentSections
+
+            config._agent = AgentSections.model_validate(sections)
+        return config
+
+    @property
+    def agent_sections(self) -> "AgentSections":
+        if self._agent is None:
+            from metis_core.agent_config import AgentSections
+
+            self._agent = AgentSections()
+        return self._agent
+
+    @property
+    def mcp_servers(self) -> "dict[str, McpServerConfig]":
+        return self.agent_sections.mcp_servers
+
+    @property
+    def delegation(self) -> "DelegationConfig":
+        return self.agent_sections.delegation
+
+    @property
+    def memory(self) -> "MemoryConfig":
+        return self.agent_sections.memory
+
+    @property
+    def skills(self) -> "SkillsConfig":
+        return self.agent_sections.skills
 
     @field_validator("chains", mode="before")
     @classmethod
@@ -276,7 +321,7 @@ def load_config(home: Path | None = None, *, environ: Mapping[str, str] | None =
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping (key: value), got {type(data).__name__}")
     try:
-        config = MetisConfig.model_validate({**data, "home": root, "path": path})
+        config = MetisConfig.from_file_data(data, root, path)
     except ValidationError as exc:
         raise ConfigError(_describe_validation_error(path, exc)) from None
     if any(p.api_key is not None for p in config.providers.values()):

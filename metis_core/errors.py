@@ -598,3 +598,15 @@ class OutputValidationError(MetisError):
         reasons = "; ".join(f"attempt {i}: {a}" for i, a in enumerate(self.attempts, 1))
         super().__init__(f"{model} gave no valid {output_name!r} after {len(self.attempts)} attempt(s) ({reasons}); "
                          "raise the retry budget, enable nl_to_format, simplify the schema or pick a stronger model")
+
+
+class ServeError(MetisError):
+    """`metis serve` was asked for something it refuses (an open bind without a token, a bad request)."""
+
+
+class ServeAccessError(ServeError):
+    """A request to `metis serve` lacks a valid access token, or asks for more than its token allows."""
+
+
+class StreamRequestError(ServeError):
+    """A WebSocket or SSE subscription named something invalid (an unknown type, domain or sensitivity)."""

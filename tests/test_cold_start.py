@@ -7,6 +7,7 @@ builtin's text signature, which compiles the tokenizer's regular expressions (~1
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -79,3 +80,50 @@ def test_a_call_path_loads_no_request_reader() -> None:
     done = subprocess.run([sys.executable, "-c", CALL_PATH_MODULES], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-600:]
     assert done.stdout.strip() == "[]"
+
+
+FIRST_CALL = """
+import json, sys
+from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.client import ModelClient
+from metis_core.messages import user_message
+client = ModelClient(base_urls={"anthropic": URL}, api_keys={"anthropic": "sk-test-not-a-key"})
+options = AdapterOptions(model="anthropic:claude-sonnet-4-5", max_tokens=64)
+answer = client.complete([user_message("Say hello.")], options=options)
+from metis_core.config import DefaultsConfig, MetisConfig, ProviderConfig, SessionsConfig
+from metis_core.models.registry import ModelInfo
+from metis_core.models.registry_file import ModelEntry, ProviderEntry, RegistryFile
+deferred = [MetisConfig, ProviderConfig, DefaultsConfig, SessionsConfig, RegistryFile, ProviderEntry, ModelEntry,
+            ModelInfo]
+print(json.dumps({"text": answer.text(), "priced": str(answer.metadata.usage.cost_usd),
+                  "modules": sorted(sys.modules), "built": [m.__name__ for m in deferred if m.__pydantic_complete__]}))
+"""
+NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema", "metis_core.agent",
+                  "metis_core.store", "metis_core.trace", "metis_core.cassettes", "metis_core.structured",
+                  "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning")
+"""Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
+(rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
+
+
+def test_a_first_call_loads_only_what_it_uses_and_builds_no_schema_it_does_not_validate(tmp_path: Path) -> None:
+    # With no config.yaml and the bundled data in its checked prepared form, nothing is validated but the
+    # call itself: config, registry and price models stay unbuilt (defer_build) and YAML is never imported.
+    repo_root = str(Path(__file__).resolve().parent.parent)
+    if repo_root not in sys.path:  # `bench` is a top-level folder of the repository (as in tests/bench)
+        sys.path.insert(0, repo_root)
+    from bench.scenarios import call_answer
+    from bench.server import serve_in_thread
+
+    env = {"METIS_HOME": str(tmp_path / "home"), "XDG_CACHE_HOME": str(tmp_path / "cache"), "PATH": "/usr/bin:/bin"}
+    with serve_in_thread() as url:
+        runs = []
+        for _ in range(2):  # the first run may parse and check the bundled YAML and store its prepared form
+            done = subprocess.run([sys.executable, "-c", FIRST_CALL.replace("URL", repr(url))], capture_output=True,
+                                  text=True, check=False, env=env, timeout=120)
+            assert done.returncode == 0, done.stderr[-800:]
+            runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    second = runs[1]
+    assert second["text"] == call_answer().text and second["priced"] not in ("None", "")
+    loaded = [m for m in second["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_FOR_A_CALL)]
+    assert loaded == []
+    assert second["built"] == []

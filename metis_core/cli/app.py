@@ -62,6 +62,7 @@ lazy("backup", "metis_core.cli.admin:backup", "Snapshot the database (consistent
 lazy("restore", "metis_core.cli.admin:restore", "Replace the database with a backup (keeps the replaced one).")
 lazy("db", "metis_core.cli.db_commands:app", "Migrate, inspect and copy the database (SQLite or PostgreSQL).")
 lazy("audit", "metis_core.cli.admin:audit_app", "Export the audit trail.")
+lazy("serve", "metis_core.cli.serve:serve", "Web view, JSON API, HTTP chat and live events on localhost.")
 lazy("replay", "metis_core.cli.replay:replay", "Replay stored sessions on another model and compare.")
 lazy("mcp", "metis_core.cli.mcp_servers:app", "MCP servers of config.yaml and the tools they offer.")
 lazy("skills", "metis_core.cli.skills:app", "Skills: list, show, create, edit and import SKILL.md folders.")

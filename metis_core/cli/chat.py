@@ -9,7 +9,6 @@ hands over to first_run (and from there possibly to the demo).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import sys
 import time
 from collections.abc import Sequence
@@ -21,7 +20,7 @@ from metis_core.agent.session import Session
 from metis_core.agent.turn import TurnResult
 from metis_core.cli import first_run
 from metis_core.cli.cassette_flags import replaying
-from metis_core.cli.chat_input import MessageReader
+from metis_core.cli.chat_input import MessageReader, enable_line_editing
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
@@ -152,8 +151,7 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
         model = choice.model
     interactive = terminal.interactive
     if interactive:
-        with contextlib.suppress(ImportError):
-            import readline  # noqa: F401  (line editing and history for input())
+        enable_line_editing()
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
     reader = LineReader(sys.stdin.fileno()) if interactive else None
     confirmer: Confirmer = TerminalConfirmer(terminal, reader) if reader is not None else NoTerminalDenier(terminal)

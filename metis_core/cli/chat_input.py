@@ -1,8 +1,9 @@
 """Reading one chat message, which may span several lines.
 
-A paste of several lines is one message: with readline's bracketed paste the whole paste comes
-back from one `input()`, and without it the lines still waiting on the terminal when the first
-one is read are taken into the same message. A line ending in `\\` continues on the next line;
+A paste of several lines is one message: with readline's bracketed paste (which Python turns off
+when it loads readline, and `enable_line_editing` turns back on) the whole paste comes back from one
+`input()`, and without it the lines still waiting on the terminal when the first one is read are
+taken into the same message. A line ending in `\\` continues on the next line;
 `!multi` starts a message that runs until a line `!end`; `!edit` writes the message in $EDITOR.
 Without a terminal (a pipe) each line is a message, with the same `\\` and `!multi` rules.
 """
@@ -19,6 +20,21 @@ MORE = "... "
 MULTI, END, EDIT = "!multi", "!end", "!edit"
 PASTE_WAIT_SECONDS = 0.02
 """How long a line that was just read may wait for the next one to count as part of a paste."""
+
+
+def enable_line_editing() -> bool:
+    """Load readline for `input()` (editing, history) with bracketed paste on; False without readline.
+
+    Readline 8.1+ brackets a paste (ESC[200~ ... ESC[201~) and keeps it, line breaks included, in the
+    line being edited until Enter; CPython switches that off when it loads readline (bpo-42819, for
+    its own REPL), so a chat would otherwise see a pasted line break as Enter. libedit ignores it.
+    """
+    try:
+        import readline
+    except ImportError:
+        return False
+    readline.parse_and_bind("set enable-bracketed-paste on")
+    return True
 
 
 def pending_input(fd: int, wait: float = PASTE_WAIT_SECONDS) -> bool:

@@ -79,7 +79,7 @@ def _holds_a_key(data: dict[str, Any]) -> bool:
 def _check_valid(data: dict[str, Any], path: Path) -> None:
     """The changed data must still be a valid configuration (the checks every command makes)."""
     try:
-        MetisConfig.model_validate({**data, "home": path.parent, "path": path})
+        MetisConfig.from_file_data(data, path.parent, path)
     except ValidationError as error:
         first = error.errors(include_input=False, include_url=False)[0]
         where = ".".join(str(part) for part in first["loc"])

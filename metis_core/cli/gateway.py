@@ -21,7 +21,7 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import database, parse_when
 from metis_core.cli.output import Terminal
-from metis_core.errors import GatewayKeyError
+from metis_core.errors import GatewayKeyError, ServeError
 
 if TYPE_CHECKING:
     from metis_core.gateway.keys import KeyService
@@ -114,13 +114,28 @@ def serve(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option(min=1, max=65535, help="Port to listen on.")] = 4000,
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (they share metis.db).")] = 1,
+    web: Annotated[bool, typer.Option("--web", help="Also serve `metis serve`'s web view, JSON API, HTTP chat "
+                                                    "and event WebSocket (one worker; docs/serve.md).")] = False,
 ) -> None:
     """Serve /v1/chat/completions, /v1/messages, /v1/models, /healthz and /readyz."""
+    import os
+
     from metis_core.gateway.serve import serve as run_server
 
-    Terminal.open().err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)); Ctrl-C stops it",
-                              markup=False)
-    run_server(host, port, workers)
+    factory = "metis_core.gateway.serve:build_app"
+    if web:
+        from metis_core.config import metis_home
+        from metis_core.server.gateway_mount import BIND_HOST_ENV, FACTORY, access_for
+
+        if workers != 1:
+            raise ServeError("--web needs --workers 1: a live event stream must run beside the bus it "
+                                  "follows; serve the web view from one worker")
+        access_for(host, metis_home())  # refuse an open bind without a token before starting
+        os.environ[BIND_HOST_ENV] = host
+        factory = FACTORY
+    Terminal.open().err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
+                              f"{', web view at /' if web else ''}); Ctrl-C stops it", markup=False)
+    run_server(host, port, workers, factory)
 
 
 # --- keys ------------------------------------------------------------------------------------

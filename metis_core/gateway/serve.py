@@ -71,11 +71,12 @@ def server_stack() -> tuple[str, str]:
     return loop, http
 
 
-def serve(host: str, port: int, workers: int) -> None:
+def serve(host: str, port: int, workers: int, factory: str = "metis_core.gateway.serve:build_app") -> None:
+    """Run uvicorn on `factory` (`metis gateway serve --web` passes the one that adds `metis serve`'s routes)."""
     try:
         import uvicorn
     except ImportError:
         raise ConfigError("the gateway needs its extra: pip install 'metis-core[gateway]'") from None
     loop, http = server_stack()
-    uvicorn.run("metis_core.gateway.serve:build_app", factory=True, host=host, port=port, workers=workers,
+    uvicorn.run(factory, factory=True, host=host, port=port, workers=workers,
                 loop=loop, http=http, log_level="warning", lifespan="off", access_log=False)

@@ -2,27 +2,24 @@
 
 Prices must be written as strings or integers: a YAML float such as 0.1 is rejected, because
 binary floats cannot hold most cent fractions exactly. Every problem names the file and entry.
-This module only reads and checks; computing costs lives in pricing.py.
+The runtime classes are plain slotted values: price_schema.py (pydantic) validates, loaded only when
+something is (a user's `prices:`, another file); the bundled prices.yaml, once checked, is built
+from its prepared form without it (checked_price_data). Computing costs lives in pricing.py.
 """
-
-from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import date
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
-from typing import Annotated, Any
-
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from typing import Any
 
 from metis_core.errors import PriceTableError
-from metis_core.field_defaults import empty_dict
 from metis_core.yaml_text import read_yaml_file
 
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
 
 
-def _exact_price(value: Any) -> Decimal:
+def exact_price(value: Any) -> Decimal:
     if isinstance(value, bool | float):
         raise ValueError(f'write the price {value!r} as a quoted string (e.g. "0.30"), not a float')
     if not isinstance(value, str | int):
@@ -36,22 +33,17 @@ def _exact_price(value: Any) -> Decimal:
     return price
 
 
-Price = Annotated[Decimal, BeforeValidator(_exact_price)]
+class Rates:
+    """Per-million-token USD prices (plain values, made from checked data: price_schema validates,
+    checked_price_data trusts a checked form). cache_read and cache_write default to input,
+    reasoning to output."""
 
+    __slots__ = RATE_KINDS
 
-class Rates(BaseModel):
-    """Per-million-token USD prices; omitted ones take their documented default."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    input: Price
-    output: Price
-    cache_read: Price | None = None
-    """Defaults to input."""
-    cache_write: Price | None = None
-    """Defaults to input."""
-    reasoning: Price | None = None
-    """Defaults to output."""
+    def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None) -> None:
+        self.input, self.output = input, output
+        self.cache_read, self.cache_write, self.reasoning = cache_read, cache_write, reasoning
 
     def rate(self, kind: str) -> Decimal:
         value: Decimal | None = getattr(self, kind)
@@ -62,48 +54,71 @@ class Rates(BaseModel):
     def per_million(self) -> dict[str, Decimal]:
         return {kind: self.rate(kind) for kind in RATE_KINDS}
 
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ()))
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        names = [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
+        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
+
 
 class LongContextPrice(Rates):
     """Rates for a whole call whose total input exceeds `threshold_tokens`."""
 
-    threshold_tokens: int = Field(gt=0)
+    __slots__ = ("threshold_tokens",)
+
+    def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
+                 threshold_tokens: int) -> None:
+        super().__init__(input, output, cache_read, cache_write, reasoning)
+        self.threshold_tokens = threshold_tokens
 
 
 class PriceEntry(Rates):
-    long_context: LongContextPrice | None = None
+    __slots__ = ("long_context",)
+
+    def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
+                 long_context: LongContextPrice | None = None) -> None:
+        super().__init__(input, output, cache_read, cache_write, reasoning)
+        self.long_context = long_context
 
     @classmethod
-    def from_raw(cls, raw: Any, where: str) -> PriceEntry:
+    def from_raw(cls, raw: Any, where: str) -> "PriceEntry":
+        """A `prices:` entry of a user's config, validated (PriceTableError naming `where` if not)."""
+        from pydantic import ValidationError
+
+        from metis_core.models.price_schema import PriceEntrySchema, first_problem
+
         try:
-            return cls.model_validate(raw)
+            return PriceEntrySchema.model_validate(raw).runtime()
         except ValidationError as exc:
-            raise PriceTableError(f"{where}: {_first_problem(exc)}") from None
+            raise PriceTableError(f"{where}: {first_problem(exc)}") from None
 
 
-class PriceVersion(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+class PriceVersion:
+    """One version of the table; a None entry removes a model priced by an earlier version."""
 
-    pricing_version: str = Field(min_length=1)
-    effective_from: date
-    note: str | None = None
-    models: dict[str, PriceEntry | None] = Field(default_factory=empty_dict)
-    """A null entry removes a model priced by an earlier version."""
+    __slots__ = ("effective_from", "models", "note", "pricing_version")
 
-    @field_validator("models")
-    @classmethod
-    def _model_keys(cls, value: dict[str, PriceEntry | None]) -> dict[str, PriceEntry | None]:
-        for key in value:
-            provider, sep, name = key.partition(":")
-            if not sep or not provider or not name:
-                raise ValueError(f"{key!r} is not a model id or pattern (<provider>:<model>)")
-        return value
+    def __init__(self, pricing_version: str, effective_from: date, note: str | None,
+                 models: dict[str, PriceEntry | None]) -> None:
+        self.pricing_version, self.effective_from = pricing_version, effective_from
+        self.note, self.models = note, models
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, PriceVersion) and all(getattr(self, n) == getattr(other, n) for n in self.__slots__)
 
-def _first_problem(exc: ValidationError) -> str:
-    error = exc.errors(include_url=False, include_input=False)[0]
-    where = ".".join(str(part) for part in error["loc"])
-    message = str(error["msg"]).removeprefix("Value error, ")
-    return f"{where}: {message}" if where else message
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"PriceVersion({self.pricing_version!r}, {self.effective_from!r}, {len(self.models)} models)"
 
 
 def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
@@ -111,13 +126,17 @@ def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
         raise PriceTableError(f"{source}: expected a top-level `versions:` list")
     if set(data) - {"versions"}:
         raise PriceTableError(f"{source}: unknown top-level key(s) {sorted(set(data) - {'versions'})}")
+    from pydantic import ValidationError
+
+    from metis_core.models.price_schema import PriceVersionSchema, first_problem
+
     versions: list[PriceVersion] = []
     for index, raw in enumerate(data["versions"]):
         label = raw.get("pricing_version", f"#{index}") if isinstance(raw, Mapping) else f"#{index}"
         try:
-            versions.append(PriceVersion.model_validate(raw))
+            versions.append(PriceVersionSchema.model_validate(raw).runtime())
         except ValidationError as exc:
-            raise PriceTableError(f"{source}: version {label}: {_first_problem(exc)}") from None
+            raise PriceTableError(f"{source}: version {label}: {first_problem(exc)}") from None
     if not versions:
         raise PriceTableError(f"{source}: `versions:` is empty")
     for attribute in ("pricing_version", "effective_from"):
@@ -126,6 +145,24 @@ def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
         if duplicates:
             raise PriceTableError(f"{source}: {attribute} repeated: {duplicates}; each version needs its own")
     return versions
+
+
+def checked_price_data(data: Mapping[str, Any]) -> list[PriceVersion]:
+    """Versions from data that parse_price_data already accepted, without validating them again."""
+    return [PriceVersion(raw["pricing_version"], raw["effective_from"], raw.get("note"),
+                         {key: None if entry is None else _checked_entry(entry)
+                          for key, entry in raw.get("models", {}).items()})
+            for raw in data["versions"]]
+
+
+def _checked_entry(raw: Mapping[str, Any]) -> PriceEntry:
+    long = raw.get("long_context")
+    return PriceEntry(**_checked_rates(raw), long_context=None if long is None else LongContextPrice(
+        **_checked_rates(long), threshold_tokens=int(long["threshold_tokens"])))
+
+
+def _checked_rates(raw: Mapping[str, Any]) -> dict[str, Any]:
+    return {kind: None if raw.get(kind) is None else exact_price(raw[kind]) for kind in RATE_KINDS}
 
 
 def read_price_file(path: Path) -> list[PriceVersion]:

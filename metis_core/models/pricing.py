@@ -17,14 +17,21 @@ from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from metis_core.errors import MetisError, PriceTableError
 from metis_core.messages.metadata import Usage
-from metis_core.models.price_file import RATE_KINDS, PriceEntry, PriceVersion, Rates, parse_price_data, read_price_file
-from metis_core.prepared_data import load_prepared
+from metis_core.models.price_file import (
+    RATE_KINDS,
+    PriceEntry,
+    PriceVersion,
+    Rates,
+    checked_price_data,
+    parse_price_data,
+    read_price_file,
+)
+from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text
 
 if TYPE_CHECKING:
@@ -101,20 +108,36 @@ def _model_price(key: str, entry: PriceEntry, version: PriceVersion, suffix: str
     )
 
 
-class _VersionTable:
-    """One version's complete table: exact ids and glob patterns, both cumulative."""
+PricedEntry = tuple[PriceEntry, PriceVersion, str]
+"""A table entry with the version it is priced under and the pricing_version suffix (user overrides)."""
 
-    def __init__(self, exact: dict[str, ModelPrice], patterns: list[tuple[str, ModelPrice]]) -> None:
-        self.exact = exact
-        self.patterns = patterns
+
+class _VersionTable:
+    """One version's complete table: exact ids and glob patterns, both cumulative.
+
+    A ModelPrice is made when a model is first looked up, not for every entry of every version at
+    load (most processes price one or two models)."""
+
+    def __init__(self, entries: dict[str, PricedEntry]) -> None:
+        self._exact = {k: e for k, e in entries.items() if "*" not in k}
+        self._patterns = sorted((k for k in entries if "*" in k), key=lambda k: -len(k))  # most specific first
+        self._entries = entries
+        self._made: dict[str, ModelPrice] = {}
+
+    def _price(self, key: str) -> ModelPrice:
+        made = self._made.get(key)
+        if made is None:
+            entry, version, suffix = self._entries[key]
+            made = self._made[key] = _model_price(key, entry, version, suffix)
+        return made
 
     def find(self, model_id: str, canonical_id: str) -> ModelPrice | None:
-        price = self.exact.get(model_id) or self.exact.get(canonical_id)
-        if price is not None:
-            return price
-        for pattern, pattern_price in self.patterns:
+        for key in (model_id, canonical_id):
+            if key in self._exact:
+                return self._price(key)
+        for pattern in self._patterns:
             if fnmatch.fnmatchcase(model_id, pattern) or fnmatch.fnmatchcase(canonical_id, pattern):
-                return pattern_price
+                return self._price(pattern)
         return None
 
 
@@ -137,13 +160,11 @@ class PriceTable:
         entries: dict[str, PriceEntry | None] = {}
         for version in ordered:
             entries.update(version.models)
-            prices = {key: _model_price(key, entry, version) for key, entry in entries.items() if entry is not None}
+            priced: dict[str, PricedEntry] = {key: (entry, version, "") for key, entry in entries.items()
+                                              if entry is not None}
             for key, entry in (overrides or {}).items():
-                prices[key] = _model_price(key, entry, version, USER_PRICING_SUFFIX)
-            exact = {k: p for k, p in prices.items() if "*" not in k}
-            patterns = [(k, p) for k, p in prices.items() if "*" in k]
-            patterns.sort(key=lambda kp: -len(kp[0]))  # most specific (longest) pattern first
-            self._tables.append(_VersionTable(exact, patterns))
+                priced[key] = (entry, version, USER_PRICING_SUFFIX)
+            self._tables.append(_VersionTable(priced))
         self._resolved: dict[tuple[str, int], ModelPrice | None] = {}
         self._warned: set[str] = set()
 
@@ -220,15 +241,16 @@ def _registry_canonical_id(config: MetisConfig | None) -> Callable[[str], str]:
 
 
 def builtin_price_path() -> Path:
-    return Path(str(resources.files("metis_core") / "data" / "prices.yaml"))
+    return DATA_DIR / "prices.yaml"
 
 
 @lru_cache(maxsize=1)
 def _builtin_versions() -> tuple[PriceVersion, ...]:
-    """prices.yaml shipped with metis-core: from its prepared form when one matches (prepared_data.py)."""
+    """prices.yaml shipped with metis-core: parsed and checked, or built from the prepared form a
+    checked parse stored (prepared_data.py)."""
     path = builtin_price_path()
-    data = load_prepared(path, lambda text: parse_yaml_text(text, path, PriceTableError))
-    return tuple(parse_price_data(data, str(path)))
+    return tuple(load_checked(path, lambda text: parse_yaml_text(text, path, PriceTableError),
+                              lambda data: parse_price_data(data, str(path)), checked_price_data))
 
 
 @lru_cache(maxsize=1)

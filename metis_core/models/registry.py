@@ -9,7 +9,6 @@ family of its kind when its name is first asked. It does not price models (prici
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
@@ -33,7 +32,7 @@ if TYPE_CHECKING:
 
 
 class ModelInfo(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built by the registry from checked parts
 
     id: str
     """Verbatim, as asked: `openai_responses:gpt-5-2025-08-07` stays exactly that."""
@@ -172,7 +171,7 @@ class ModelRegistry:
                 fields.update(overlay.provider_capabilities.get(provider, {}))
                 display_name = overlay.display_name or display_name
                 snapshots += tuple(s for s in overlay.snapshots if s not in snapshots)
-        info = ModelInfo(
+        info = ModelInfo.model_construct(  # every part is checked: ids parsed, capabilities validated
             id=model_id,
             provider=provider,
             name=name,
@@ -276,6 +275,8 @@ class ModelRegistry:
 
     def _unknown(self, asked: str, provider: str | None, *, known_provider: bool) -> UnknownModelError:
         candidates = [*self._aliases, *(f"{p}:{n}" for p, n in self._names)]
+        import difflib  # only for an unknown name: a call never needs it
+
         close = difflib.get_close_matches(asked, candidates, n=3, cutoff=0.6)
         hint = f" Did you mean {', '.join(close)}?" if close else ""
         if not known_provider:

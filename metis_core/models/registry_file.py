@@ -1,13 +1,14 @@
 """The shape of models.yaml and of the `models:` entries in config.yaml, and how to read them.
 
 Validates on load so a typo in a capability name fails with the file and entry named, not later
-inside routing. It only reads and checks data; resolving ids lives in registry.py.
+inside routing. The bundled models.yaml is checked once and then built from its prepared form
+without validating (prepared_data.load_checked); the models build their schemas only when
+something is validated (user entries, another file). Resolving ids lives in registry.py.
 """
 
-from __future__ import annotations
+
 
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,14 @@ from metis_core.errors import ConfigError, ModelIdError
 from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.prepared_data import load_prepared
+from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text, read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
 
 class ProviderEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     family: str | None = None
     """Another provider whose models (and defaults) this one serves, e.g. openai_responses -> openai."""
@@ -43,7 +44,7 @@ UPSTREAM_FACTS = frozenset({"supports_images", "accepted_image_media_types", "ma
 
 
 class ModelEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
 
     display_name: str | None = None
     snapshots: list[str] = Field(default_factory=empty_list)
@@ -54,7 +55,7 @@ class ModelEntry(BaseModel):
 
 
 class RegistryFile(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     providers: dict[str, ProviderEntry] = Field(default_factory=empty_dict)
     models: dict[str, ModelEntry] = Field(default_factory=empty_dict)
@@ -105,13 +106,27 @@ def read_registry_file(path: Path) -> RegistryFile:
 
 
 def builtin_registry_path() -> Path:
-    return Path(str(resources.files("metis_core") / "data" / "models.yaml"))
+    return DATA_DIR / "models.yaml"
 
 
 @lru_cache(maxsize=1)
 def builtin_registry_file() -> RegistryFile:
-    """models.yaml shipped with metis-core, parsed once per process (from its prepared form when one
-    matches the file: metis_core/prepared_data.py), validated every time."""
+    """models.yaml shipped with metis-core, once per process: parsed and checked, or built from the
+    prepared form a checked parse stored (metis_core/prepared_data.py)."""
     path = builtin_registry_path()
-    data = load_prepared(path, lambda text: parse_yaml_text(text, path, ConfigError))
-    return parse_registry_data(data, str(path))
+    return load_checked(path, lambda text: parse_yaml_text(text, path, ConfigError),
+                        lambda data: parse_registry_data(data, str(path)), checked_registry_data)
+
+
+def checked_registry_data(data: dict[str, Any]) -> RegistryFile:
+    """A RegistryFile from data that parse_registry_data already accepted, without validating it again."""
+    # Every field is given: model_construct would otherwise inspect each default factory's signature.
+    providers = {name: ProviderEntry.model_construct(
+        family=entry.get("family"), any_model=entry.get("any_model", False), strip_tags=entry.get("strip_tags", False),
+        defaults=entry.get("defaults", {}), upstream=entry.get("upstream", {}),
+    ) for name, entry in data.get("providers", {}).items()}
+    models = {model_id: ModelEntry.model_construct(
+        display_name=entry.get("display_name"), snapshots=entry.get("snapshots", []),
+        capabilities=entry.get("capabilities", {}), provider_capabilities=entry.get("provider_capabilities", {}),
+    ) for model_id, entry in data.get("models", {}).items()}
+    return RegistryFile.model_construct(providers=providers, models=models, aliases=dict(data.get("aliases", {})))

@@ -227,10 +227,15 @@ class TraceStore:
         since: datetime | None = None,
         until: datetime | None = None,
         turn_id: str | None = None,
+        after_id: str | None = None,
         limit: int | None = None,
     ) -> list[Event]:
-        """Events matching every given filter, in id order. `until` is exclusive."""
+        """Events matching every given filter, in id order. `until` is exclusive; `after_id` too
+        (the events after the one a reconnecting client saw last)."""
         clauses, params = event_filters(session_id=session_id, types=types, since=since, until=until, turn_id=turn_id)
+        if after_id is not None:
+            clauses.append("id > ?")
+            params.append(after_id)
         where = f"WHERE {' AND '.join(clauses)} " if clauses else ""
         return self._select(f"{where}ORDER BY id", params, limit)
 

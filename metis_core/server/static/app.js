@@ -1,0 +1,317 @@
+// The metis web view: sessions, a session's conversation and causal trace (with live mode),
+// costs and the audit log. Plain DOM, no dependencies; every value is inserted as text, never HTML.
+"use strict";
+
+const state = { token: sessionStorage.getItem("metis-token") || "", socket: null };
+const main = document.getElementById("main");
+const statusLine = document.getElementById("status");
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+    else node.setAttribute(key, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+function show(...nodes) {
+  main.replaceChildren(...nodes.flat().filter((node) => node !== null && node !== undefined));
+}
+
+function say(text, isError) {
+  statusLine.textContent = text;
+  statusLine.classList.toggle("error", Boolean(isError));
+}
+
+async function api(path) {
+  const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
+  const response = await fetch(path, { headers });
+  if (response.status === 401) {
+    document.getElementById("token-form").hidden = false;
+    throw new Error("This server needs an access token.");
+  }
+  const body = await response.json();
+  if (!response.ok) throw new Error(body.detail || response.statusText);
+  return body;
+}
+
+function usd(value) {
+  const n = Number(value || 0);
+  return "$" + (n < 0.01 && n > 0 ? n.toFixed(6) : n.toFixed(4));
+}
+
+function when(iso) {
+  return iso ? new Date(iso).toLocaleString() : "";
+}
+
+// --- sessions list ------------------------------------------------------------------------------
+
+async function showSessions(query) {
+  const form = el("form", { role: "search", onsubmit: (e) => {
+    e.preventDefault();
+    location.hash = "#/?q=" + encodeURIComponent(form.elements.q.value);
+  } },
+  el("label", { for: "session-search" }, "Search sessions "),
+  el("input", { id: "session-search", name: "q", type: "search", value: query || "" }),
+  el("button", { type: "submit" }, "Search"));
+  const data = await api("/api/sessions" + (query ? "?q=" + encodeURIComponent(query) : ""));
+  const rows = data.sessions.map((s) => el("tr", {},
+    el("td", {}, el("a", { href: "#/session/" + s.id, class: "session-link" }, s.title || s.id)),
+    el("td", { class: "mono" }, s.id),
+    el("td", {}, s.active_model || ""),
+    el("td", {}, when(s.updated_at)),
+    el("td", { class: "num" }, usd(s.total_cost_usd))));
+  show(el("h1", {}, "Sessions"), form,
+    rows.length ? el("table", { id: "sessions" },
+      el("thead", {}, el("tr", {}, ["Title", "Id", "Model", "Updated", "Cost"].map(
+        (h, i) => el("th", { scope: "col", class: i === 4 ? "num" : null }, h)))),
+      el("tbody", {}, rows)) : el("p", {}, "No sessions found."));
+}
+
+// --- one session: conversation, trace tree, live mode ---------------------------------------------
+
+function blockView(block) {
+  switch (block.type) {
+    case "text": return el("pre", {}, block.text);
+    case "thinking": return el("details", { class: "thinking" }, el("summary", {}, "Thinking"), el("pre", {}, block.text));
+    case "redacted_thinking": return el("p", { class: "meta" }, "(redacted thinking)");
+    case "tool_use": return el("details", { class: "tool-use", open: true },
+      el("summary", {}, "Tool call: ", el("code", {}, block.name)), el("pre", {}, JSON.stringify(block.input, null, 2)));
+    case "tool_result": return el("details", { class: "tool-result", open: true },
+      el("summary", {}, block.is_error ? "Tool error" : "Tool result"),
+      (block.content || []).map(blockView));
+    case "image":
+      if (block.source.kind === "base64") {
+        return el("img", { src: "data:" + block.media_type + ";base64," + block.source.data, alt: "Attached image" });
+      }
+      if (block.source.kind === "url") return el("img", { src: block.source.data, alt: "Image from " + block.source.data });
+      return el("p", { class: "meta" }, "Image file: " + block.source.data);
+    default: return el("p", { class: "meta" }, "(" + block.type + ")");
+  }
+}
+
+function messageView(message) {
+  return el("article", { class: "msg " + message.role, "aria-label": message.role + " message" },
+    el("header", {}, message.role, message.metadata && message.metadata.model ? " · " + message.metadata.model : ""),
+    message.content.map(blockView));
+}
+
+function eventSummary(event) {
+  const p = event.payload;
+  if (!p) return el("span", { class: "meta withheld" }, "content withheld (private)");
+  const parts = [];
+  if (p.model) parts.push(p.model);
+  if (p.input_tokens !== undefined) parts.push(p.input_tokens + " in / " + p.output_tokens + " out tokens");
+  if (p.cost_usd !== undefined) parts.push(usd(p.cost_usd));
+  if (p.latency_ms !== undefined) parts.push(p.latency_ms + " ms");
+  if (p.tool_name) parts.push(p.tool_name);
+  if (p.decision) parts.push(p.decision + (p.scope ? " (" + p.scope + ")" : ""));
+  return el("span", { class: "meta" }, parts.join(" · "));
+}
+
+class TraceTree {
+  constructor(root) { this.root = root; this.items = new Map(); this.lists = new Map(); }
+
+  add(event) {
+    if (this.items.has(event.id)) return;
+    const item = el("li", { "data-event-id": event.id, "data-type": event.type });
+    const children = el("ul", {});
+    const label = [el("span", { class: "etype" }, event.type), eventSummary(event)];
+    item.append(el("details", { open: event.parent_event_id ? null : true }, el("summary", {}, label), children));
+    this.items.set(event.id, item);
+    this.lists.set(event.id, children);
+    const parentList = this.lists.get(event.parent_event_id);
+    (parentList || this.root).append(item);
+  }
+}
+
+function startLive(sessionId, lastId, tree, log, button) {
+  stopLive();
+  const scheme = location.protocol === "https:" ? "wss://" : "ws://";
+  const tokenPart = state.token ? "?token=" + encodeURIComponent(state.token) : "";
+  const socket = new WebSocket(scheme + location.host + "/ws/events" + tokenPart);
+  state.socket = socket;
+  let last = lastId;
+  socket.onopen = () => socket.send(JSON.stringify({ session_ids: [sessionId], last_event_id: last || "" }));
+  socket.onmessage = (message) => {
+    const frame = JSON.parse(message.data);
+    if (frame.kind === "event") {
+      last = frame.event.id;
+      tree.add(frame.event);
+      log.append(el("li", { "data-event-id": frame.event.id }, when(frame.event.timestamp), " ",
+        el("span", { class: "etype" }, frame.event.type)));
+      log.scrollTop = log.scrollHeight;
+    } else if (frame.kind === "subscribed") {
+      say("Following this session live.");
+    } else if (frame.kind === "dropped" || frame.kind === "error") {
+      say("Live stream ended: " + (frame.reason || frame.detail), true);
+    }
+  };
+  socket.onclose = () => {
+    if (state.socket === socket) { button.textContent = "Follow live"; button.setAttribute("aria-pressed", "false"); }
+  };
+  button.textContent = "Stop following";
+  button.setAttribute("aria-pressed", "true");
+}
+
+function stopLive() {
+  if (state.socket) { const s = state.socket; state.socket = null; s.close(); }
+}
+
+async function showSession(sessionId) {
+  const [detail, trace] = await Promise.all([api("/api/sessions/" + sessionId), api("/api/sessions/" + sessionId + "/trace")]);
+  let conversation;
+  try {
+    const messages = (await api("/api/sessions/" + sessionId + "/messages")).messages;
+    conversation = messages.length ? messages.map(messageView) : el("p", {}, "No messages yet.");
+  } catch (error) {
+    conversation = el("p", { class: "withheld" }, error.message);
+  }
+  const treeRoot = el("ul", { class: "tree", id: "trace-tree", "aria-label": "Causal trace" });
+  const tree = new TraceTree(treeRoot);
+  trace.events.forEach((event) => tree.add(event));
+  const lastId = trace.events.length ? trace.events[trace.events.length - 1].id : "";
+  const log = el("ul", { class: "live-log", id: "live-log", role: "log", "aria-live": "polite", "aria-label": "Live events" });
+  const button = el("button", { type: "button", id: "live-toggle", "aria-pressed": "false" }, "Follow live");
+  button.addEventListener("click", () => {
+    if (state.socket) { stopLive(); button.textContent = "Follow live"; button.setAttribute("aria-pressed", "false"); }
+    else startLive(sessionId, lastId, tree, log, button);
+  });
+  const s = detail.session;
+  const t = detail.totals;
+  show(
+    el("h1", {}, s.title || s.id),
+    el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
+      t.assistant_message_count + " model calls · " + usd(t.cost_usd) + " · " + t.input_tokens + " in / " +
+      t.output_tokens + " out tokens"),
+    el("p", {}, button),
+    el("div", { class: "columns" },
+      el("section", { "aria-labelledby": "conv-h" }, el("h2", { id: "conv-h" }, "Conversation"), conversation),
+      el("section", { "aria-labelledby": "trace-h" }, el("h2", { id: "trace-h" }, "Trace"),
+        el("p", {}, el("button", { type: "button", id: "expand-all", onclick: () =>
+          treeRoot.querySelectorAll("details").forEach((d) => { d.open = true; }) }, "Expand all")),
+        treeRoot,
+        el("h2", { id: "live-h" }, "Live events"), log)));
+}
+
+// --- costs ----------------------------------------------------------------------------------------
+
+function costChart(days) {
+  const width = 720, height = 240, pad = 36;
+  const svgNS = "http://www.w3.org/2000/svg";
+  const svg = document.createElementNS(svgNS, "svg");
+  svg.setAttribute("viewBox", "0 0 " + width + " " + height);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("id", "cost-chart");
+  const max = Math.max(...days.map((d) => Number(d.cost_usd)), 0.000001);
+  const title = document.createElementNS(svgNS, "title");
+  title.textContent = "Cost per day: " + days.map((d) => d.key + " " + usd(d.cost_usd)).join(", ");
+  svg.append(title);
+  const slot = (width - pad * 2) / Math.max(days.length, 1);
+  days.forEach((d, i) => {
+    const h = (Number(d.cost_usd) / max) * (height - pad * 2);
+    const bar = document.createElementNS(svgNS, "rect");
+    const barWidth = Math.min(slot * 0.7, 48);
+    Object.entries({ class: "bar", x: pad + i * slot + (slot - barWidth) / 2, y: height - pad - h, width: barWidth,
+      height: Math.max(h, 1), "data-day": d.key }).forEach(([k, v]) => bar.setAttribute(k, v));
+    svg.append(bar);
+    const label = document.createElementNS(svgNS, "text");
+    label.setAttribute("x", pad + i * slot + slot / 2);
+    label.setAttribute("y", height - pad + 14);
+    label.setAttribute("text-anchor", "middle");
+    label.textContent = d.key.slice(5);
+    svg.append(label);
+  });
+  const axis = document.createElementNS(svgNS, "text");
+  axis.setAttribute("x", 4);
+  axis.setAttribute("y", pad - 8);
+  axis.textContent = usd(max);
+  svg.append(axis);
+  return svg;
+}
+
+function spendTable(caption, rows) {
+  if (!rows.length) return null;
+  return el("table", {}, el("caption", {}, caption),
+    el("thead", {}, el("tr", {}, ["Name", "Calls", "Input tokens", "Output tokens", "Cost"].map(
+      (h, i) => el("th", { scope: "col", class: i ? "num" : null }, h)))),
+    el("tbody", {}, rows.map((r) => el("tr", {}, el("td", {}, r.key), el("td", { class: "num" }, r.calls),
+      el("td", { class: "num" }, r.input_tokens), el("td", { class: "num" }, r.output_tokens),
+      el("td", { class: "num" }, usd(r.cost_usd))))));
+}
+
+async function showCosts() {
+  const data = await api("/api/cost?days=30");
+  show(el("h1", {}, "Costs (last " + data.days + " days)"),
+    el("figure", { class: "chart" }, costChart(data.day), el("figcaption", {}, "Cost per day (USD)")),
+    spendTable("By model", data.model), spendTable("By gateway key", data.gateway_key),
+    spendTable("By user", data.user), spendTable("By team", data.team));
+}
+
+// --- audit ----------------------------------------------------------------------------------------
+
+async function showAudit() {
+  const data = await api("/api/audit?limit=500");
+  const rows = data.events.slice().reverse().map((e) => el("tr", {},
+    el("td", {}, when(e.timestamp)), el("td", {}, e.type), el("td", {}, e.actor),
+    el("td", {}, e.session_id === "system" ? "system" : el("a", { href: "#/session/" + e.session_id }, e.session_id)),
+    el("td", {}, e.payload ? el("code", {}, JSON.stringify(e.payload)) : el("span", { class: "withheld" }, "withheld"))));
+  show(el("h1", {}, "Audit log"), rows.length ? el("table", { id: "audit" },
+    el("thead", {}, el("tr", {}, ["When", "Event", "Actor", "Session", "Details"].map((h) => el("th", { scope: "col" }, h)))),
+    el("tbody", {}, rows)) : el("p", {}, "No audit events."));
+}
+
+// --- gateway keys -------------------------------------------------------------------------------
+
+async function showKeys() {
+  const data = await api("/api/gateway/keys");
+  const rows = data.keys.map((k) => el("tr", {},
+    el("td", {}, k.name), el("td", { class: "mono" }, k.prefix), el("td", {}, k.user_id || k.team_id || ""),
+    el("td", { class: "num" }, k.budget_usd ? usd(k.budget_usd) + " / " + k.budget_period : "none"),
+    el("td", { class: "num" }, k.rpm === null ? "" : k.rpm),
+    el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? "expires " + when(k.expires_at) : "active")));
+  const limits = data.limits.map((l) => el("tr", {}, el("td", {}, l.scope), el("td", { class: "mono" }, l.subject_id),
+    el("td", { class: "num" }, l.budget_usd ? usd(l.budget_usd) + " / " + l.budget_period : "none"),
+    el("td", { class: "num" }, l.rpm === null ? "" : l.rpm)));
+  show(el("h1", {}, "Gateway keys"),
+    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Prefix", "Owner", "Budget", "Requests/min",
+      "State"].map((h, i) => el("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, h)))), el("tbody", {}, rows))
+      : el("p", {}, "No gateway keys."),
+    limits.length ? el("table", { id: "limits" }, el("caption", {}, "User and team limits"),
+      el("thead", {}, el("tr", {}, ["Scope", "Subject", "Budget", "Requests/min"].map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, limits)) : null);
+}
+
+// --- routing --------------------------------------------------------------------------------------
+
+async function route() {
+  stopLive();
+  say("");
+  const hash = location.hash || "#/";
+  try {
+    if (hash.startsWith("#/session/")) await showSession(decodeURIComponent(hash.slice(10)));
+    else if (hash.startsWith("#/costs")) await showCosts();
+    else if (hash.startsWith("#/audit")) await showAudit();
+    else if (hash.startsWith("#/keys")) await showKeys();
+    else await showSessions(new URLSearchParams(hash.split("?")[1] || "").get("q"));
+    main.focus({ preventScroll: true });
+  } catch (error) {
+    show(el("p", { class: "error", role: "alert" }, error.message));
+  }
+}
+
+document.getElementById("token-form").addEventListener("submit", (e) => {
+  e.preventDefault();
+  state.token = document.getElementById("token-input").value;
+  sessionStorage.setItem("metis-token", state.token);
+  e.target.hidden = true;
+  route();
+});
+window.addEventListener("hashchange", route);
+route();

@@ -1,0 +1,83 @@
+"""`metis gateway serve --web`: the gateway's worker app with `metis serve`'s routes mounted beside,
+on a real uvicorn: both answer, the gateway's own auth is untouched, events stream live."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+from event_payload_samples import minimal
+from websockets.sync.client import connect
+
+from metis_core.errors import ServeError
+from metis_core.server.gateway_mount import BIND_HOST_ENV, access_for, build_gateway_with_web
+
+from .server_support import LiveServer
+
+
+def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv(BIND_HOST_ENV, "127.0.0.1")
+    app = build_gateway_with_web()
+    runtime = app.state.service.rt
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        with httpx.Client(base_url=server.url, timeout=5) as http:
+            assert http.get("/healthz").status_code == 200
+            assert http.get("/v1/models").status_code == 401  # the gateway's keys, not the web view's rules
+            assert http.get("/api/sessions").json() == {"sessions": []}
+            assert "<main" in http.get("/").text
+        with connect(server.ws_url) as ws:
+            ws.send(json.dumps({"session_ids": ["sess_gw"]}))
+            assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
+            assert json.loads(ws.recv(timeout=5))["kind"] == "replay_done"
+            event = runtime.bus.emit_new("session.resumed", minimal("session.resumed"), session_id="sess_gw")
+            assert json.loads(ws.recv(timeout=5))["event"]["id"] == event.id
+    finally:
+        server.stop()
+        app.state.service.close()
+
+
+def test_the_web_routes_on_an_open_bind_need_a_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("METIS_SERVE_TOKEN", raising=False)
+    with pytest.raises(ServeError, match="--token"):
+        access_for("0.0.0.0", tmp_path)
+    monkeypatch.setenv("METIS_SERVE_TOKEN", "mst_a-token-for-this-run")
+    assert access_for("0.0.0.0", tmp_path).tokens_required
+
+
+def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from decimal import Decimal
+
+    from metis_core.gateway.keys import KeyService, KeyTerms, new_subject_id
+    from metis_core.store.gateway_keys import SqliteGatewayKeyStore, SubjectLimits
+
+    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    app = build_gateway_with_web()
+    runtime = app.state.service.rt
+    store = SqliteGatewayKeyStore(runtime.db_path)
+    team = new_subject_id("team")
+    issued = KeyService(store, runtime.bus).issue(KeyTerms(name="ci", team_id=team, budget_usd=Decimal("5"),
+                                                           budget_period="month", rpm=60))
+    store.set_limits(SubjectLimits("team", team, budget_usd=Decimal("100"), budget_period="month"))
+    store.close()
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        response = httpx.get(server.url + "/api/gateway/keys", timeout=5)
+    finally:
+        server.stop()
+        app.state.service.close()
+    assert response.status_code == 200
+    [key] = response.json()["keys"]
+    assert key["id"] == issued.record.id and key["prefix"] == issued.record.prefix and key["budget_usd"] == "5"
+    assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
+                                          "budget_period": "month", "rpm": None, "tpm": None}]
+    assert issued.token not in response.text and issued.record.secret_hash not in response.text

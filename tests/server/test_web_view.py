@@ -1,0 +1,152 @@
+"""The web view in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
+a scripted session appears, its trace tree expands, live mode shows a new event within a second,
+the cost chart renders, the audit log and gateway keys list. Screenshots go to
+tmp/test-artefacts/serve/ (never committed).
+
+Without chromium the tests skip locally with the reason; under CI=true they fail instead.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from event_payload_samples import minimal
+
+from .conftest import Served
+from .server_support import chat_turn, script_weather_turn
+
+CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
+ARTEFACTS = Path(os.environ.get("METIS_TEST_ARTEFACTS", Path(__file__).parents[2] / "tmp" / "test-artefacts")) / "serve"
+FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1366,900")
+
+
+def _browser_missing() -> str | None:
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "selenium is not installed (pip install -e '.[dev]')"
+    if not (Path(CHROMIUM).exists() and Path(DRIVER).exists()):
+        return "chromium and chromium-driver are not installed (apt-get install -y chromium chromium-driver)"
+    return None
+
+
+@pytest.fixture
+def browser(tmp_path: Path) -> Iterator[object]:
+    missing = _browser_missing()
+    if missing:
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the web view tests must run in CI: {missing}")
+        pytest.skip(missing)
+    os.environ.setdefault("SE_OFFLINE", "true")  # selenium must not look for drivers online
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+    driver.implicitly_wait(0)
+    ARTEFACTS.mkdir(parents=True, exist_ok=True)
+    yield driver
+    driver.quit()
+
+
+def _wait(driver: object, css: str, timeout: float = 5.0) -> object:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, timeout, poll_frequency=0.02).until(  # type: ignore[arg-type]
+        expected_conditions.presence_of_element_located((By.CSS_SELECTOR, css)))
+
+
+def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chromium(
+    served: Served, browser: object,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    script_weather_turn(served)
+    session_id, _ = chat_turn(served, "allow_once")
+
+    driver.get(served.server.url + "/#/")
+    link = _wait(driver, "#sessions a.session-link")
+    assert link.text == "weather"  # type: ignore[attr-defined]
+    driver.save_screenshot(str(ARTEFACTS / "1-sessions.png"))
+
+    link.click()  # type: ignore[attr-defined]
+    _wait(driver, "#trace-tree li[data-type='turn.completed']")
+    completed_call = driver.find_element(By.CSS_SELECTOR, "#trace-tree li[data-type='llm.call_completed']")
+    assert not completed_call.is_displayed()  # nested under turn.started > llm.call_started, collapsed
+    driver.find_element(By.ID, "expand-all").click()
+    assert completed_call.is_displayed()
+    assert "claude-haiku-4-5" in completed_call.text and "tokens" in completed_call.text and "ms" in completed_call.text
+    roots = driver.find_elements(By.CSS_SELECTOR, "#trace-tree > li")
+    assert [r.get_attribute("data-type") for r in roots] == ["session.created", "turn.started"]
+    conversation = driver.find_element(By.CSS_SELECTOR, "section[aria-labelledby='conv-h']").text
+    assert "What's the weather in SF?" in conversation and "get_weather" in conversation
+    driver.save_screenshot(str(ARTEFACTS / "2-session-trace.png"))
+
+    driver.find_element(By.ID, "live-toggle").click()
+    _wait(driver, "#live-toggle[aria-pressed='true']")
+    deadline = time.monotonic() + 5
+    while "Following" not in driver.find_element(By.ID, "status").text:
+        assert time.monotonic() < deadline, "the live stream never subscribed"
+        time.sleep(0.02)
+    event = served.runtime.bus.emit_new("session.resumed", minimal("session.resumed"), session_id=session_id)
+    assert event is not None
+    emitted = time.monotonic()
+    _wait(driver, f"#live-log li[data-event-id='{event.id}']", timeout=1.0)
+    shown_after = time.monotonic() - emitted
+    assert shown_after < 1.0
+    assert driver.find_elements(By.CSS_SELECTOR, f"#trace-tree li[data-event-id='{event.id}']")
+    driver.save_screenshot(str(ARTEFACTS / "3-live.png"))
+
+    driver.get(served.server.url + "/#/costs")
+    bar = _wait(driver, "#cost-chart rect.bar")
+    assert float(bar.get_attribute("height")) > 1  # type: ignore[attr-defined]
+    costs = driver.find_element(By.TAG_NAME, "main").text
+    assert "claude-haiku-4-5" in costs and "null" not in costs
+    driver.save_screenshot(str(ARTEFACTS / "4-costs.png"))
+
+    driver.get(served.server.url + "/#/audit")
+    _wait(driver, "#audit tbody tr")
+    assert "tool.confirmation_resolved" in driver.find_element(By.ID, "audit").text
+    driver.save_screenshot(str(ARTEFACTS / "5-audit.png"))
+
+    from metis_core.gateway.keys import KeyService, KeyTerms
+    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+
+    store = SqliteGatewayKeyStore(served.runtime.db_path)
+    issued = KeyService(store, served.runtime.bus).issue(KeyTerms(name="laptop", rpm=30))
+    store.close()
+    driver.get(served.server.url + "/#/keys")
+    _wait(driver, "#keys tbody tr")
+    keys = driver.find_element(By.ID, "keys").text
+    assert "laptop" in keys and issued.record.prefix in keys and issued.token not in driver.page_source
+    driver.save_screenshot(str(ARTEFACTS / "6-keys.png"))
+
+
+def test_the_session_search_form_filters_the_list(served: Served, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    assert isinstance(browser, WebDriver)
+    script_weather_turn(served)
+    chat_turn(served, "deny")
+    browser.get(served.server.url + "/#/")
+    _wait(browser, "#sessions")
+    box = browser.find_element(By.CSS_SELECTOR, "label[for='session-search'] + input")
+    box.send_keys("zebra\n")
+    _wait(browser, "main p")
+    assert "No sessions found" in browser.find_element(By.TAG_NAME, "main").text
