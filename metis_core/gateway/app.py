@@ -33,19 +33,24 @@ from metis_core.errors import (
     GatewayError,
     GatewayRequestError,
     MetisError,
+    OutputSchemaError,
+    OutputValidationError,
     ProviderError,
+    ToolSchemaError,
 )
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
-from metis_core.gateway.shapes.base import InboundShape
+from metis_core.gateway.shapes.base import InboundShape, is_output_refusal
 from metis_core.gateway.shapes.openai_chat import OpenAIChatShape
 from metis_core.gateway.shapes.openai_responses import OpenAIResponsesShape
+from metis_core.gateway.structured_call import StructuredAsk, answer_events, answer_structured, structured_ask
 from metis_core.messages import Message, StreamEvent
 
 log = logging.getLogger("metis_core.gateway")
-CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError)
+CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
+                 OutputSchemaError, ToolSchemaError)
 OPENAI = OpenAIChatShape()
 RESPONSES = OpenAIResponsesShape()
 ANTHROPIC = AnthropicMessagesShape()
@@ -139,11 +144,14 @@ class GatewayApp:
             members = service.allowed_members(key, str(asked), service.resolve(asked, shape))
             subjects = service.admit(key, shape, str(asked))
             inbound, session_id = service.read(shape, body, members)
+            ask = structured_ask(inbound, forced_tool=shape.forced_tool_is_schema)
         except GatewayError as error:
             return error_response(shape, error.status, error.kind, str(error), error.retry_after)
         except ClientDisconnect:
             return Response(status_code=499)
         record = service.open_call(key, shape, inbound, session_id, str(asked))
+        if ask is not None:
+            return await self.structured(shape, record, members, subjects, ask)
         if inbound.stream:
             return await self.stream(shape, record, members, subjects)
         try:
@@ -156,6 +164,24 @@ class GatewayApp:
         assert final is not None
         self.finish(record, final, subjects)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
+
+    async def structured(self, shape: InboundShape, record: CallRecord, members: list[str], subjects: list[Subject],
+                         ask: StructuredAsk) -> Response:
+        """A structured-output ask: the whole run (every retry) happens before the first byte, so a
+        stream carries only the final, validated value, and an exhausted run is an error response."""
+        try:
+            answer = await answer_structured(self.service, record, members, ask, subjects)
+        except Exception as error:  # every failure is answered in the shape's format
+            return self.failed(shape, record, error)
+        record.answered(answer)
+        inbound = record.request
+        if not inbound.stream:
+            return json_response(shape.response_body(answer, record.asked_model, inbound.tool_ids))
+        writer = shape.stream_writer(record.asked_model, inbound.tool_ids, inbound)
+        writer.upstream_provider = record.model.partition(":")[0]
+        frames = writer.refusal(answer.text()) if is_output_refusal(answer) else b""
+        frames += b"".join(writer.feed(event) for event in answer_events(answer, text=not frames))
+        return Response(frames, media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
     def failed(self, shape: InboundShape, record: CallRecord, error: BaseException) -> Response:
         if not isinstance(error, CALL_FAILURES):

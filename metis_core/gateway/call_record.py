@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
+from metis_core.agent.structured_turn import output_step_event
 from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
 from metis_core.events.envelope import Actor, Event
@@ -32,6 +33,7 @@ if TYPE_CHECKING:
     from metis_core.gateway.record_writer import RecordWriter
     from metis_core.gateway.shapes.base import InboundRequest, StreamWriter
     from metis_core.store.gateway_keys import GatewayKeyRecord
+    from metis_core.structured.steps import OutputStep
 
 log = logging.getLogger("metis_core.gateway")
 FROM_CLIENT = "from_client"
@@ -63,6 +65,8 @@ class CallRecord:
         self.started_any = False
         self.estimated_tokens = 0
         self.stream_writer: StreamWriter | None = None
+        self.last_call: Event | None = None
+        """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -132,19 +136,41 @@ class CallRecord:
         meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
         setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
         setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        self.call_completed(final, alerts)
+        self._turn_completed(final, None)
+        self._persist(final)
+
+    def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
+        """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
+        meta = final.metadata
         if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
             payload = {**completed_payload(final), **self.identity}
 
             def emit() -> None:
                 event = self.recorder.emit("llm.call_completed", payload, self.started, actor=Actor.AGENT)
+                self.last_call = event
                 for alert in alerts or ():
                     self.recorder.emit("quota.alert", alert, event, actor=Actor.SYSTEM)
 
             self._later(emit)
         else:
             self.failed(self.model, "other", "the answer ended incomplete")
-        self._turn_completed(final, None)
-        self._persist(final)
+
+    def output_step(self, step: OutputStep) -> None:
+        """A structured-output step (an OutputObserver): its llm.output_* event, after the call it follows."""
+        event_type, payload = output_step_event(step)
+        self._later(lambda: self.recorder.emit(event_type, payload, self.last_call or self.started,
+                                               actor=Actor.AGENT))
+
+    def answered(self, answer: Message) -> None:
+        """A structured call's end: every attempt's llm.call_completed is already out; the answer written
+        back (its usage the sum of the attempts') closes the turn and is stored."""
+        meta = answer.metadata
+        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
+        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
+        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        self._turn_completed(answer, None)
+        self._persist(answer)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""

@@ -31,7 +31,10 @@ from metis_core.errors import (
     GatewayUnknownModelError,
     MetisError,
     ModelIdError,
+    OutputSchemaError,
+    OutputValidationError,
     ProviderError,
+    ToolSchemaError,
     UnknownModelError,
 )
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
@@ -101,7 +104,9 @@ def upstream_failure(error: BaseException) -> UpstreamFailure:
         failure = upstream_failure(last) if last is not None else UpstreamFailure(502, "upstream", "")
         failure.message = redact(str(error))
         return failure
-    if isinstance(error, CapabilityMismatchError):
+    if isinstance(error, OutputValidationError):  # the model's answers never fit the client's schema
+        return UpstreamFailure(502, "upstream", redact(str(error)))
+    if isinstance(error, CapabilityMismatchError | ToolSchemaError | OutputSchemaError):
         return UpstreamFailure(400, "invalid_request", redact(str(error)))
     if isinstance(error, AuthenticationError):
         return UpstreamFailure(502, "upstream", f"{error.provider} refused the gateway's own credentials; "

@@ -67,6 +67,7 @@ class AnthropicMessagesShape(InboundShape):
     id_style = "anthropic"
     natural_provider = "anthropic"
     extra_providers = frozenset({"anthropic"})
+    forced_tool_is_schema = True
 
     def read(self, body: dict[str, Any], model_name: str, session_id: str) -> InboundRequest:
         tool_ids = ToolIdMap()

@@ -16,9 +16,15 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import IdStyle, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
-from metis_core.messages import Message, StreamEvent, ToolDefinition
+from metis_core.messages import Message, StreamEvent, TextDelta, ToolDefinition
 
 ShapeName = Literal["openai", "anthropic"]
+OUTPUT_REFUSAL = "output_refusal"
+"""Metadata flag on an answer that is a structured-output refusal (OpenAI shapes write it as `refusal`)."""
+
+
+def is_output_refusal(message: Message) -> bool:
+    return bool(getattr(message.metadata, OUTPUT_REFUSAL, False))
 
 
 @dataclass(slots=True)
@@ -48,6 +54,10 @@ class StreamWriter(ABC):
     @abstractmethod
     def feed(self, event: StreamEvent) -> bytes: ...
 
+    def refusal(self, text: str) -> bytes:
+        """A structured-output refusal's text; shapes without a refusal field write it as text."""
+        return self.feed(TextDelta(index=0, text=text))
+
     @abstractmethod
     def fail(self, status: int, kind: str, message: str) -> bytes:
         """The frames that end a stream which failed after it started."""
@@ -64,6 +74,8 @@ class InboundShape(ABC):
     extra_providers: ClassVar[frozenset[str]]
     """Providers whose requests take this shape's unmapped fields (`AdapterOptions.extra`) verbatim;
     for any other upstream they are dropped, since its API would reject them."""
+    forced_tool_is_schema: ClassVar[bool] = False
+    """Whether one tool forced by `tool_choice` is a structured-output ask (Anthropic's documented way)."""
 
     def body_problem(self, body: dict[str, Any]) -> str | None:
         """What is wrong with the body's shape before reading it (None: nothing found)."""

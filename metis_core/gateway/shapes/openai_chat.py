@@ -14,7 +14,7 @@ from typing import Any
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.openai_chat.request import compact_json
 from metis_core.adapters.openai_chat.request_reader import ChatRequestReader
-from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, sse
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, is_output_refusal, sse
 from metis_core.ids import new_ulid
 from metis_core.messages import (
     Message,
@@ -43,6 +43,8 @@ ERROR_TYPES = {
 
 
 def finish_reason(message: Message) -> str:
+    if is_output_refusal(message):
+        return "stop"  # what OpenAI sends with a structured-output refusal (SDK parsers raise on content_filter)
     return FINISH_REASONS.get(message.metadata.stop_reason or "end_turn", "stop")
 
 
@@ -76,6 +78,8 @@ class OpenAIChatShape(InboundShape):
 
     def message_body(self, message: Message, tool_ids: ToolIdMap) -> dict[str, Any]:
         text = "".join(b.text for b in message.content if isinstance(b, TextBlock))
+        if is_output_refusal(message):
+            return {"role": "assistant", "content": None, "refusal": text}
         calls = [
             {"id": self.client_tool_id(tool_ids, b.id), "type": "function",
              "function": {"name": b.name, "arguments": compact_json(b.input)}}
@@ -154,6 +158,13 @@ class ChatStreamWriter(StreamWriter):
                 frames += sse(None, {**self.head, "choices": [], "usage": usage})
             frames += b"data: [DONE]\n\n"
         return frames
+
+    def refusal(self, text: str) -> bytes:
+        frames = b""
+        if not self.started:
+            self.started = True
+            frames += self._chunk({"role": "assistant", "content": None})
+        return frames + self._chunk({"refusal": text})
 
     def fail(self, status: int, kind: str, message: str) -> bytes:
         self.failed = True

@@ -14,7 +14,7 @@ from typing import Any
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.openai_chat.request import compact_json
 from metis_core.adapters.openai_responses.request_reader import read_request
-from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, sse
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, is_output_refusal, sse
 from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -74,6 +74,10 @@ class OpenAIResponsesShape(InboundShape):
 
     def output(self, message: Message, tool_ids: ToolIdMap) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
+        if is_output_refusal(message):
+            item = _text_item(f"msg_{new_ulid()}", "")
+            item["content"] = [{"type": "refusal", "refusal": message.text()}]
+            return [item]
         for block in message.content:
             if isinstance(block, TextBlock) and block.text:
                 items.append(_text_item(f"msg_{new_ulid()}", block.text))

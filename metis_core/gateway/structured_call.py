@@ -1,0 +1,189 @@
+"""Structured output through the gateway: a client's schema honoured on whichever model the call routes to.
+
+An OpenAI `response_format: json_schema` (Chat) or `text.format` (Responses), an Anthropic
+`output_config.format` or a forced single tool is taken out of the request and run by the same
+StructuredRun as `client.complete(output=...)` (recovery, corrective retries, doubled budget, refusal),
+against the first member whose mode can carry the schema. Every attempt is an upstream call on the
+record and charged to the key; the validated JSON goes back as one answer in the inbound shape.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.structured_calls import inbound_output
+from metis_core.agent.redaction import redact
+from metis_core.errors import (
+    CapabilityMismatchError,
+    GatewayRequestError,
+    MalformedResponseError,
+    OutputRefusedError,
+    OutputSchemaError,
+    ToolSchemaError,
+)
+from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
+from metis_core.ids import new_tool_use_id
+from metis_core.messages import (
+    Message,
+    MessageComplete,
+    Role,
+    StreamEvent,
+    TextBlock,
+    TextDelta,
+    ToolDefinition,
+    ToolUseBlock,
+    ToolUseEnd,
+    ToolUseStart,
+    Usage,
+)
+from metis_core.models.model_id import parse_model_id
+from metis_core.routing.fallback import FallbackChain
+from metis_core.structured.driver import StructuredRun
+from metis_core.structured.plan import StructuredPlan
+from metis_core.structured.result import StructuredResult
+from metis_core.structured.spec import OutputSpec, output_spec
+
+if TYPE_CHECKING:
+    from metis_core.gateway.call_record import CallRecord
+    from metis_core.gateway.quotas import Subject
+    from metis_core.gateway.service import GatewayService
+    from metis_core.gateway.shapes.base import InboundRequest
+
+@dataclass(slots=True)
+class StructuredAsk:
+    """What the client asked for, taken out of its request."""
+
+    spec: OutputSpec
+    options: AdapterOptions
+    """The request's options without the ask (the target's plan decides how the schema travels)."""
+    tools: list[ToolDefinition]
+    as_tool: str | None = None
+    """The forced tool's name when the ask was an Anthropic forced single tool: answered as tool_use."""
+
+
+def structured_ask(request: InboundRequest, *, forced_tool: bool) -> StructuredAsk | None:
+    """The structured-output ask of an inbound request, or None. `forced_tool`: the shape treats one
+    tool forced by `tool_choice` as a schema (Anthropic's documented way to get JSON). An output
+    schema that is not JSON Schema is a GatewayRequestError (400)."""
+    try:
+        spec, options = inbound_output(request.options)
+    except (OutputSchemaError, ToolSchemaError) as error:
+        raise GatewayRequestError(f"the request's output schema cannot be used: {redact(str(error), 300)}") from None
+    if spec is not None:
+        return StructuredAsk(spec, options, list(request.tools))
+    choice = options.tool_choice
+    if forced_tool and isinstance(choice, dict) and len(request.tools) == 1 \
+            and request.tools[0].name == choice.get("name"):
+        tool = request.tools[0]
+        try:
+            spec = output_spec(tool.input_schema, name=tool.name)
+        except (OutputSchemaError, ToolSchemaError):
+            return None  # not a schema metis can validate against: the forced tool goes upstream as is
+        return StructuredAsk(spec, dataclasses.replace(options, tool_choice=None), [], as_tool=tool.name)
+    return None
+
+
+def _plan_for(service: GatewayService, members: list[str], spec: OutputSpec) -> tuple[str, StructuredPlan, int]:
+    """The first member whose mode can carry the schema, its plan and output limit."""
+    refused: CapabilityMismatchError | None = None
+    client = service.rt.client
+    for model in members:
+        caps = client.registry.capabilities(model)
+        try:
+            plan = client.adapter(parse_model_id(model).provider).structured_plan(spec, caps, model)
+        except CapabilityMismatchError as error:
+            refused = error
+            continue
+        return model, plan, caps.max_output_tokens
+    assert refused is not None
+    raise refused
+
+
+def _add(total: Usage | None, usage: Usage | None) -> Usage | None:
+    if usage is None:
+        return total
+    if total is None:
+        return usage.model_copy()
+    cost = None if total.cost_usd is None and usage.cost_usd is None \
+        else (total.cost_usd or Decimal(0)) + (usage.cost_usd or Decimal(0))
+    return Usage(
+        input_tokens=total.input_tokens + usage.input_tokens, output_tokens=total.output_tokens + usage.output_tokens,
+        cached_input_tokens=total.cached_input_tokens + usage.cached_input_tokens,
+        cache_creation_input_tokens=total.cache_creation_input_tokens + usage.cache_creation_input_tokens,
+        reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens, cost_usd=cost,
+        pricing_version=usage.pricing_version or total.pricing_version, latency_ms=total.latency_ms + usage.latency_ms,
+    )  # fmt: skip
+
+
+async def answer_structured(service: GatewayService, record: CallRecord, members: list[str], ask: StructuredAsk,
+                            subjects: list[Subject]) -> Message:
+    """Drive the structured run to its answer, charging and recording every attempt. Returns the answer
+    to write back (a refusal too, flagged OUTPUT_REFUSAL); raises OutputValidationError on exhaustion
+    and what the upstream call raised otherwise. The answer's usage is the sum of every attempt's."""
+    request = record.request
+    model, plan, limit = _plan_for(service, members, ask.spec)
+    run = StructuredRun(spec=ask.spec, plan=plan, model=model, messages=list(request.messages), tools=ask.tools,
+                        options=dataclasses.replace(ask.options, model=model), max_output_tokens=limit,
+                        observer=record.output_step)
+    chain = FallbackChain(service.rt.client, [model], health=service.rt.health)
+    step = run.first_request()
+    total: Usage | None = None
+    while True:
+        final: Message | None = None
+        async for event in chain.astream(step.messages, tools=step.tools, options=step.options,
+                                         tool_ids=request.tool_ids, session_id=record.session_id, observer=record,
+                                         stream=False):
+            if event.type == "message_complete":
+                final = event.message
+        if final is None:
+            raise MalformedResponseError("the upstream call ended without a final message", provider=plan.mode)
+        usage = final.metadata.usage
+        total = _add(total, usage)
+        alerts = service.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens) \
+            if usage is not None else []
+        record.call_completed(final, alerts)
+        offered = {t.name for t in ask.tools}
+        if any(b.name in offered for b in final.tool_uses()):
+            # The client offered its own tools: a call of one is an answer (the schema binds the final text).
+            return _answer(record, final, total, list(final.content), "tool_use")
+        try:
+            taken = run.take(final)
+        except OutputRefusedError as refused:
+            return _answer(record, final, total, [TextBlock(text=refused.refusal_text or "")], "refusal",
+                           refusal=True)
+        if isinstance(taken, StructuredResult):
+            value = taken.value_json()
+            if ask.as_tool is not None:
+                block: TextBlock | ToolUseBlock = ToolUseBlock(id=new_tool_use_id(), name=ask.as_tool, input=value)
+                return _answer(record, final, total, [block], "tool_use")
+            return _answer(record, final, total, [TextBlock(text=orjson.dumps(value).decode())], "end_turn")
+        step = taken
+
+
+def _answer(record: CallRecord, final: Message, total: Usage | None, content: list[Any], stop: str, *,
+            refusal: bool = False) -> Message:
+    metadata = final.metadata.model_copy(update={"usage": total, "stop_reason": stop, "provider_raw": None})
+    if refusal:
+        setattr(metadata, OUTPUT_REFUSAL, True)
+    return Message(role=Role.ASSISTANT, session_id=record.session_id, metadata=metadata, content=content)
+
+
+def answer_events(answer: Message, *, text: bool = True) -> list[StreamEvent]:
+    """The answer as one stream (the validated JSON as one text delta, or one whole tool call):
+    partial objects are not streamed through the gateway, only the final, validated value.
+    `text=False` leaves text out (a refusal already written in the shape's own refusal field)."""
+    events: list[StreamEvent] = []
+    for index, block in enumerate(answer.content):
+        if isinstance(block, TextBlock) and text:
+            events.append(TextDelta(index=index, text=block.text))
+        elif isinstance(block, ToolUseBlock):
+            events.append(ToolUseStart(index=index, id=block.id, name=block.name))
+            events.append(ToolUseEnd(index=index, id=block.id, name=block.name, input=block.input))
+    events.append(MessageComplete(message=answer, stop_reason=answer.metadata.stop_reason))
+    return events
