@@ -202,10 +202,7 @@ class CassetteCall:
             exchange.error = str(error)
             exchange.finish()
             raise
-        exchange.opened_with(response.status, response.headers)
-        exchange.response_body = response.body
-        exchange.finish()
-        return response
+        return _recorded(exchange, response)
 
     @contextmanager
     def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str], *,
@@ -241,10 +238,7 @@ class CassetteCall:
             exchange.error = str(error)
             exchange.finish()
             raise
-        exchange.opened_with(response.status, response.headers)
-        exchange.response_body = response.body
-        exchange.finish()
-        return response
+        return _recorded(exchange, response)
 
     @asynccontextmanager
     async def astream(self, method: str, url: str, body: bytes, headers: Mapping[str, str], *,
@@ -265,3 +259,11 @@ class CassetteCall:
             raise
         finally:
             exchange.finish()
+
+
+def _recorded(exchange: _Exchange, response: WireResponse) -> WireResponse:
+    """Write a whole (non-streamed) response into its exchange and hand it on unchanged."""
+    exchange.opened_with(response.status, response.headers)
+    exchange.response_body = response.body
+    exchange.finish()
+    return response
