@@ -22,6 +22,7 @@ from jsonschema.exceptions import ValidationError
 from jsonschema.protocols import Validator
 
 from metis_core.errors import ToolInputInvalidError
+from metis_core.messages.tool_input_fast import Check, quick_check
 from metis_core.messages.tool_schema import child_path
 from metis_core.messages.tools import ToolDefinition
 
@@ -90,6 +91,15 @@ def _compiled_validator(schema_json: bytes) -> Validator:
     return validator
 
 
+@lru_cache(maxsize=1024)
+def _compiled_quick_check(schema_json: bytes) -> Check | None:
+    return quick_check(orjson.loads(schema_json))
+
+
+def _schema_key(schema: Any) -> bytes:
+    return orjson.dumps(schema, option=orjson.OPT_SORT_KEYS)
+
+
 def validator_for(tool: ToolDefinition) -> Validator:
     """The compiled validator for a tool's schema; compiled once per distinct schema."""
     # Keyed by content, not identity: a tool rebuilt each turn, or a schema mutated in place,
@@ -116,8 +126,13 @@ def tool_input_violations(tool: ToolDefinition, tool_input: Any) -> list[str]:
 
     After a lossy normalization the input must satisfy both the schema the model was shown and the
     one the tool declared (a `multipleOf` said only in words is still enforced)."""
-    errors = list(validator_for(tool).iter_errors(tool_input))
-    declared = _declared_validator(tool)
+    shown = _schema_key(tool.input_schema)
+    quick = _compiled_quick_check(shown)
+    lossy = any(change.lossy for change in tool.schema_changes)
+    if quick is not None and quick(tool_input) and not lossy:
+        return []  # plainly valid: the full validator would find nothing (tool_input_fast.py)
+    errors = list(_compiled_validator(shown).iter_errors(tool_input))
+    declared = _declared_validator(tool) if lossy else None
     if declared is not None:
         errors.extend(declared.iter_errors(tool_input))
     ordered = sorted(errors, key=lambda e: (_error_path(e), e.message))
