@@ -81,6 +81,17 @@ def _bound_check(keyword: str, compare: Callable[[Any, Any], bool], bound: Any) 
     return number
 
 
+def _required_check(names: tuple[str, ...]) -> Check:
+    def check(value: Any) -> bool:
+        if type(value) is dict:
+            for name in names:
+                if name not in value:
+                    return False
+        return True
+
+    return check
+
+
 def _any_of(tests: tuple[Check, ...]) -> Check:
     def check(value: Any) -> bool:
         return any(test(value) for test in tests)
@@ -128,8 +139,7 @@ def _compile(schema: Any, depth: int) -> Check | None:
         names = schema["required"]
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             return None
-        needed = tuple(names)
-        checks.append(lambda v: type(v) is not dict or all(n in v for n in needed))
+        checks.append(_required_check(tuple(names)))
     properties = schema.get("properties", {})
     if not isinstance(properties, dict):
         return None
@@ -155,12 +165,22 @@ def _compile(schema: Any, depth: int) -> Check | None:
         if item is None:
             return None
         checks.append(_items_check(item))
+    return _all_of(tuple(checks))
+
+
+def _all_of(checks: tuple[Check, ...]) -> Check:
     if not checks:
         return _anything
     if len(checks) == 1:
         return checks[0]
-    every = tuple(checks)
-    return lambda v: all(c(v) for c in every)
+
+    def check(value: Any) -> bool:
+        for test in checks:  # noqa: SIM110 - a plain loop: a generator in all() costs more than the tests
+            if not test(value):
+                return False
+        return True
+
+    return check
 
 
 def _object_check(properties: dict[str, Check], extra: Check | None) -> Check:

@@ -23,13 +23,14 @@ def ingress_violations(
     """tool_use id -> its violations, for the calls that fail; None when all pass or no tools were offered."""
     if not tools:
         return None
+    uses = [block for block in content if type(block) is ToolUseBlock]
+    if not uses:
+        return None
     from metis_core.messages.tool_input import tool_input_violations  # jsonschema: only once tools are offered
 
     found: dict[str, list[str]] = {}
     offered = {tool.name: tool for tool in tools}
-    for block in content:
-        if type(block) is not ToolUseBlock:
-            continue
+    for block in uses:
         definition = offered.get(block.name)
         if definition is None:
             problems = [f"{block.name!r} was not offered to the model (offered: {', '.join(sorted(offered))})"]
