@@ -121,17 +121,23 @@ class _Builder:
             "type": "tool_result",
             "tool_use_id": self.wire_id(block.tool_use_id),
         }
-        parts: list[dict[str, Any]] = []
-        for item in block.content:
-            if type(item) is TextBlock:
-                if item.text:
-                    parts.append({"type": "text", "text": item.text})
-            elif isinstance(item, ImageBlock):
-                image = self.image(message, index, item)
-                if image is not None:
-                    parts.append(image)
-        if parts:
-            out["content"] = parts
+        content = block.content
+        if len(content) == 1 and type(content[0]) is TextBlock:  # the usual result: one text
+            text = content[0].text
+            if text:
+                out["content"] = [{"type": "text", "text": text}]
+        else:
+            parts: list[dict[str, Any]] = []
+            for item in content:
+                if type(item) is TextBlock:
+                    if item.text:
+                        parts.append({"type": "text", "text": item.text})
+                elif isinstance(item, ImageBlock):
+                    image = self.image(message, index, item)
+                    if image is not None:
+                        parts.append(image)
+            if parts:
+                out["content"] = parts
         if block.is_error:
             out["is_error"] = True
         return out
@@ -139,30 +145,34 @@ class _Builder:
     def blocks(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         append = out.append
-        extras = self.tool_use_extras(message)
-        for index, block in enumerate(message.content):
+        raw = message.metadata.provider_raw  # read once: most messages carry none
+        extras = self.tool_use_extras(message) if raw else None
+        index = -1
+        for block in message.content:
+            index += 1
             # exact-type dispatch, most frequent first: cheaper than an isinstance chain on the hot path
             if type(block) is TextBlock:
-                if block.text:
+                text = block.text
+                if text:
                     if block.citations:
                         append(self.cited_text(message, index, block))
                     else:
-                        append({"type": "text", "text": block.text})
+                        append({"type": "text", "text": text})
             elif type(block) is ToolUseBlock:
                 if message.role is _ASSISTANT:
                     wire = {"type": "tool_use", "id": self.wire_id(block.id), "name": block.name, "input": block.input}
                     if extras and block.id in extras:
                         wire.update(extras[block.id])
                     append(wire)
+            elif type(block) is ToolResultBlock:
+                append(self.tool_result(message, index, block))
             elif isinstance(block, HOSTED_CLASSES):
                 if replayable(block, PROVIDER, API):
                     append(block.payload)
                 else:
-                    text = text_for_other_target(self.drop, message, index, block)
-                    if text:
-                        append({"type": "text", "text": text})
-            elif type(block) is ToolResultBlock:
-                append(self.tool_result(message, index, block))
+                    told = text_for_other_target(self.drop, message, index, block)
+                    if told:
+                        append({"type": "text", "text": told})
             elif type(block) is ImageBlock:
                 image = self.image(message, index, block)
                 if image is not None:
@@ -178,7 +188,7 @@ class _Builder:
                 else:
                     self.drop(message, index, "redacted_thinking",
                               origin_mismatch_reason(block, PROVIDER, API, self.model_name))
-        if message.metadata.provider_raw:
+        if raw:
             cache_control = cache_control_of(message)
             if cache_control is not None and out:
                 out[-1] = {**out[-1], CACHE_CONTROL_KEY: cache_control}
@@ -206,21 +216,22 @@ def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, 
 
 def _turns(builder: _Builder, messages: list[Message]) -> list[dict[str, Any]]:
     turns: list[dict[str, Any]] = []
-    last_role = ""
+    last_assistant: bool | None = None
     last_blocks: list[dict[str, Any]] = []
+    blocks_of = builder.blocks
     for message in messages:
-        blocks = builder.blocks(message)
+        blocks = blocks_of(message)
         if not blocks:
             continue
-        role = "assistant" if message.role is _ASSISTANT else "user"
-        if role == last_role:
+        assistant = message.role is _ASSISTANT
+        if assistant is last_assistant:
             last_blocks.extend(blocks)  # the API wants strictly alternating turns
             continue
-        last_role, last_blocks = role, blocks
-        turns.append({"role": role, "content": blocks})
+        last_assistant, last_blocks = assistant, blocks
+        turns.append({"role": "assistant" if assistant else "user", "content": blocks})
     for turn in turns:
         content = turn["content"]
-        if turn["role"] == "user" and len(content) == 1:
+        if len(content) == 1 and turn["role"] == "user":
             only = content[0]
             if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control
                 turn["content"] = only["text"]
