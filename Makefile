@@ -43,4 +43,4 @@ bench: $(DEV_STAMP)
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) bench/.venv .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) bench/.venv bench/.venv-lean .pytest_cache .mypy_cache .ruff_cache

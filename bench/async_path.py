@@ -2,21 +2,28 @@
 
 An independent check of the suite's call figures, measured the way a loaded machine allows: process
 CPU time per call (the local server runs in its own process, so only the caller's work counts), in
-alternating blocks, medians. Two ways to configure the client: explicit `base_urls`/`api_keys` (as
-the suite does) and from the environment (as the gateway does: METIS_<P>_BASE_URL, <P>_API_KEY).
-Target: metis at most 1.25x the floor, async and sync. Run: `python -m bench.async_path [--calls N]`.
+alternating blocks, medians; wall time beside it. Two ways to configure the client: explicit
+`base_urls`/`api_keys` (as the suite does) and from the environment (as the gateway does). Only the
+public API is used. `--lean` runs it in bench/.venv-lean, a virtualenv holding metis-core and its
+declared runtime dependencies only (built on first use), as a user's install would; the report
+names every installed distribution outside that set. Target: metis at most 1.25x the floor by CPU
+time, async and sync. Run: `python -m bench.async_path [--calls N] [--lean]`.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import importlib.util
 import os
+import re
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -25,13 +32,51 @@ import orjson
 from bench.peers.floor import PATHS, headers_for, prebuilt_body
 from bench.peers.metis import base_urls, canonical_conversation, canonical_tools, make_client, options_for
 from bench.server import serve_in_process
-from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.client import ModelClient
+from metis_core import ModelClient, ToolIdMap
 from metis_core.transport.retry import RetryPolicy
 
 TARGET = 1.25
 PROVIDER = "anthropic"
 BLOCK = 50
+REPO = Path(__file__).resolve().parent.parent
+LEAN_VENV = REPO / "bench" / ".venv-lean"
+LEAN_PYTHON = LEAN_VENV / "bin" / "python"
+
+
+def lean_python() -> Path:
+    """bench/.venv-lean's interpreter, the venv built first if needed (`pip install -e .`, no extras)."""
+    if not LEAN_PYTHON.exists():
+        subprocess.run([sys.executable, "-m", "venv", str(LEAN_VENV)], check=True)
+        subprocess.run([str(LEAN_PYTHON), "-m", "pip", "install", "--quiet", "-e", str(REPO)], check=True)
+    return LEAN_PYTHON
+
+
+def _name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;(]", requirement, maxsplit=1)[0].lower().replace("_", "-")
+
+
+def runtime_closure(root: str = "metis-core") -> set[str]:
+    """metis-core and everything its declared runtime dependencies pull in (extras left out)."""
+    seen: set[str] = set()
+    todo = [root]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        try:
+            requires = importlib.metadata.requires(name) or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        todo.extend(_name(r) for r in requires if "extra ==" not in r)
+    return seen
+
+
+def foreign_distributions() -> list[str]:
+    """Installed distributions outside metis-core's runtime closure (pip and setuptools aside)."""
+    closure = runtime_closure() | {"pip", "setuptools", "wheel"}
+    installed = {_name(d.metadata["Name"]) for d in importlib.metadata.distributions()}
+    return sorted(installed - closure)
 
 
 def env_client(server: str) -> ModelClient:
@@ -140,10 +185,18 @@ def report(title: str, blocks: Blocks) -> bool:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=1000, help="calls per way and mode (default 1000)")
+    parser.add_argument("--lean", action="store_true",
+                        help="run in bench/.venv-lean (metis-core and its runtime dependencies only)")
     args = parser.parse_args()
+    if args.lean and Path(sys.prefix).resolve() != LEAN_VENV.resolve():
+        python = lean_python()
+        os.execv(python, [str(python), "-m", "bench.async_path", "--calls", str(args.calls)])
     sniffio = importlib.util.find_spec("sniffio") is not None
-    print(f"python {sys.version.split()[0]}, httpx {httpx.__version__}, sniffio installed: {sniffio}, "
-          f"load average {os.getloadavg()[0]:.2f}")
+    trio = importlib.util.find_spec("trio") is not None
+    foreign = foreign_distributions()
+    print(f"python {sys.version.split()[0]} ({sys.prefix}), httpx {httpx.__version__}, sniffio installed: "
+          f"{sniffio}, trio installed: {trio}, load average {os.getloadavg()[0]:.2f}")
+    print(f"distributions beyond metis-core's runtime dependencies: {', '.join(foreign) if foreign else 'none'}")
     with serve_in_process(sys.executable) as server:
         met = report("async", asyncio.run(run_async(server, args.calls)))
         met &= report("sync", run_sync(server, args.calls))
