@@ -32,7 +32,8 @@ import orjson
 from bench.peers.floor import PATHS, headers_for, prebuilt_body
 from bench.peers.metis import base_urls, canonical_conversation, canonical_tools, make_client, options_for
 from bench.server import serve_in_process
-from metis_core import ModelClient, ToolIdMap
+from metis_core.adapters._common.tool_ids import ToolIdMap  # both public: `from metis_core import ...`
+from metis_core.adapters.client import ModelClient
 from metis_core.transport.retry import RetryPolicy
 
 TARGET = 1.25
