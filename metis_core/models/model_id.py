@@ -6,6 +6,7 @@ Only the first colon separates: `ollama:qwen3:8b` is provider `ollama`, model `q
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from metis_core.errors import ModelIdError
@@ -19,7 +20,10 @@ class ModelId(NamedTuple):
         return f"{self.provider}:{self.name}"
 
 
+@lru_cache(maxsize=1024)
 def parse_model_id(value: str) -> ModelId:
+    """`provider:name` split at the first colon (ModelIdError otherwise). Cached: a call parses the
+    same id three or four times, and ModelId is an immutable tuple; a failure is not cached."""
     provider, sep, name = value.partition(":")
     if not sep or not provider or not name or provider.strip() != provider or name.strip() != name:
         raise ModelIdError(
