@@ -11,6 +11,7 @@ import os
 import re
 import stat
 from collections.abc import Mapping
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,6 +62,12 @@ AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills")
 
 _OLLAMA_DEFAULT_PORT = 11434
 _NAME_FORBIDDEN = re.compile(r"[:,\s]")
+
+
+@lru_cache(maxsize=256)
+def _encoded_name(name: str) -> Any:
+    """An environment variable's name as os.environ's own dict keys it (bytes on POSIX)."""
+    return os.environ.encodekey(name)
 
 
 def metis_home(environ: Mapping[str, str] | None = None) -> Path:
@@ -313,11 +320,22 @@ class MetisConfig(BaseModel):
         Equal tuples mean both would answer as before, so a caller may keep what it built from them
         (the model client keeps the headers and URL of each provider instead of re-reading them per call).
         """
-        names = self._watched.get(provider)
+        # This runs on every call: the private attributes are read from pydantic's dict directly (its
+        # attribute hook costs ~3 µs a read), and os.environ through its own dict of encoded names
+        # (its `get` raises and catches a KeyError for every unset variable). Same values either way.
+        private = self.__pydantic_private__
+        assert private is not None
+        watched: dict[str, tuple[str, ...]] = private["_watched"]
+        names = watched.get(provider)
         if names is None:
             sdk = (SDK_BASE_URL_ENV[provider],) if provider in SDK_BASE_URL_ENV else ()
-            names = self._watched[provider] = (base_url_env_var(provider), *sdk, *self.api_key_env_vars(provider))
-        env = self._environ
+            names = watched[provider] = (base_url_env_var(provider), *sdk, *self.api_key_env_vars(provider))
+        env: Mapping[str, str] = private["_environ"]
+        if type(env) is os._Environ:
+            data = getattr(env, "_data", None)
+            if isinstance(data, dict):
+                values = [data.get(_encoded_name(name)) for name in names]
+                return tuple([None if value is None else env.decodevalue(value) for value in values])
         return tuple([env.get(name) for name in names])
 
     def extra_headers(self, provider: str) -> dict[str, str]:

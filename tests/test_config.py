@@ -270,3 +270,32 @@ def test_an_explicit_home_and_environment_are_honoured(tmp_path: Path) -> None:
     assert config.default_model == "opus"
     assert config.base_url("anthropic") == "https://gw.example"
     assert config.api_key("anthropic") is None
+
+
+def test_provider_environment_reads_the_live_process_environment_as_get_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client keeps a provider's URL and headers while this tuple is unchanged; it reads
+    # os.environ's own dict for speed, so it must see every set, change and unset as `get` does.
+    for name in ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    config = load_config(tmp_path)
+    names = ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+
+    def expected() -> tuple[str | None, ...]:
+        return tuple(os.environ.get(name) for name in names)
+
+    assert config.provider_environment("anthropic") == expected() == (None, None, None)
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-caf\u00e9-not-real")
+    assert config.provider_environment("anthropic") == expected()
+    monkeypatch.setenv("METIS_ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    first = config.provider_environment("anthropic")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-other")
+    assert config.provider_environment("anthropic") == expected() != first
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    assert config.provider_environment("anthropic") == expected()
+
+
+def test_provider_environment_of_an_injected_mapping_reads_that_mapping(tmp_path: Path) -> None:
+    config = load_config(tmp_path, environ={"ANTHROPIC_API_KEY": "sk-injected"})
+    assert config.provider_environment("anthropic")[-1] == "sk-injected"
