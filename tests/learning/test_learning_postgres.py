@@ -2,7 +2,8 @@
 several processes write at once without losing a write, and a connection lost mid-write is named,
 logged once and costs only the write it interrupted.
 
-Every other test in this folder already runs on both backends (conftest.py); these need PostgreSQL.
+Every other test in this folder already runs on both backends (conftest.py); these need PostgreSQL
+(the two-writer test runs on a SQLite file too).
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ async def test_the_learning_tables_live_in_the_runtime_database_and_another_mach
         other.runtime.close()
 
 
-def test_two_processes_recording_at_once_lose_no_write(learning_backend: str) -> None:
-    url, count = learning_backend, 60
+@pytest.mark.parametrize("backend", ["postgres", "sqlite"])
+def test_two_processes_recording_at_once_lose_no_write(learning_backend: str, backend: str, tmp_path: Path) -> None:
+    url, count = learning_backend if backend == "postgres" else str(tmp_path / "metis.db"), 60
     writers = [subprocess.Popen([sys.executable, str(WRITER), url, tag, str(count)], stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for tag in ("a", "b")]
     for writer in writers:
@@ -92,9 +94,12 @@ def test_two_processes_recording_at_once_lose_no_write(learning_backend: str) ->
     assert sum(a != b for a, b in itertools.pairwise(order)) >= 2  # the writers interleaved
 
 
-def _rows(url: str, sql: str) -> list[tuple[object, ...]]:
-    with psycopg.connect(url) as conn:
-        return list(conn.execute(sql).fetchall())
+def _rows(location: str, sql: str) -> list[tuple[object, ...]]:
+    db = LearningDatabase(location)
+    try:
+        return db.rows(sql)
+    finally:
+        db.close()
 
 
 class Saboteur(threading.Thread):
