@@ -33,7 +33,7 @@ TURN_QUEUE = 100_000
 
 def _need_admin(request: Request) -> None:
     if clearance_of(request) is not Sensitivity.PRIVATE:
-        raise ServeAccessError("chatting reads and writes private content: it needs an admin token")
+        raise ServeAccessError("chatting reads and writes private content: it needs a gateway key with scope admin")
 
 
 async def _json_body(request: Request) -> dict[str, Any]:

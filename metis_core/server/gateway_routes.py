@@ -1,6 +1,6 @@
 """`GET /api/gateway/keys`: the gateway's keys and the limits of their users and teams, read-only.
 
-Never a token or its hash: a key shows its id, name, public prefix, subjects, models, budget,
+Never a token or its hash: a key shows its id, name, scope, public prefix, subjects, models, budget,
 rates, expiry and revocation. Admin clearance only. An empty list when the gateway never ran.
 """
 
@@ -30,7 +30,7 @@ def key_json(key: GatewayKeyRecord) -> dict[str, Any]:
             "budget_period": key.budget_period, "rpm": key.rpm, "tpm": key.tpm,
             "created_at": _iso(key.created_at), "expires_at": _iso(key.expires_at),
             "revoked_at": _iso(key.revoked_at), "revoke_reason": key.revoke_reason,
-            "replaced_by": key.replaced_by, "grace_until": _iso(key.grace_until)}
+            "replaced_by": key.replaced_by, "grace_until": _iso(key.grace_until), "scope": key.scope}
 
 
 def limits_json(limits: SubjectLimits) -> dict[str, Any]:
@@ -54,7 +54,7 @@ def _read(database: Any) -> dict[str, Any]:
 
 async def gateway_keys(request: Request) -> JSONResponse:
     if clearance_of(request) is not Sensitivity.PRIVATE:
-        raise ServeAccessError("gateway keys and quotas need an admin token")
+        raise ServeAccessError("gateway keys and quotas need a gateway key with scope admin")
     return JSONResponse(await asyncio.to_thread(_read, context_of(request).runtime.database))
 
 
