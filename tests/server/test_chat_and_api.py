@@ -23,6 +23,12 @@ def test_a_chat_turn_streams_the_cli_events_and_a_confirmation_answered_over_htt
     text = "".join(data["text"] for kind, data in frames if kind == "text.delta")
     assert frames[-1] == ("done", {"answer": "Hello there!", "error": None})
     assert text == "I'll check the current weather in Paris for you.Hello there!"  # both calls' text, streamed
+    stored = [data for kind, data in frames if kind == "message"]  # each answer and tool result, once stored
+    assert [m["role"] for m in stored] == ["assistant", "tool", "assistant"]
+    assert stored[0]["content"][-1]["type"] == "tool_use" and stored[0]["content"][-1]["input"] == {"location": "Paris"}
+    assert stored[1]["content"][0]["content"][0]["text"] == "Paris: 73°F, clear"
+    kinds = [kind for kind, _ in frames]
+    assert kinds.index("message") > kinds.index("turn.started") and kinds[-1] == "done"
     # The same events are on the record, in the same order.
     served.runtime.bus.flush()
     stored = [e.type for e in served.runtime.trace.replay(session_id)]

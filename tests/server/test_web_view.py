@@ -1,5 +1,6 @@
 """The web view in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
 a scripted session appears, its trace tree expands, live mode shows a new event within a second,
+chat from the page streams its answer and takes a confirmation by click or keyboard,
 the cost chart renders, the audit log and gateway keys list. Screenshots go to
 tmp/test-artefacts/serve/ (never committed).
 
@@ -150,3 +151,135 @@ def test_the_session_search_form_filters_the_list(served: Served, browser: objec
     box.send_keys("zebra\n")
     _wait(browser, "main p")
     assert "No sessions found" in browser.find_element(By.TAG_NAME, "main").text
+
+
+def _chat_page(driver: object, served: Served) -> str:
+    """Start a session from the page on the routed default model; returns the new session's id."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    driver.get(served.server.url + "/#/chat")  # type: ignore[attr-defined]
+    model = _wait(driver, "#chat-model")
+    options = [o.get_attribute("value") for o in Select(model).options]
+    assert "anthropic:claude-haiku-4-5" in options  # the models of /api/models with a provider key
+    Select(model).select_by_value("anthropic:claude-haiku-4-5")
+    driver.find_element(By.CSS_SELECTOR, "label[for='chat-title'] + input").send_keys("from the page")  # type: ignore[attr-defined]
+    driver.find_element(By.ID, "chat-start").click()  # type: ignore[attr-defined]
+    box = _wait(driver, "#chat-input")
+    assert driver.switch_to.active_element == box  # type: ignore[attr-defined]  # focus is where one types
+    return str(driver.execute_script("return location.hash")).removeprefix("#/chat/")  # type: ignore[attr-defined]
+
+
+def test_a_message_sent_from_the_page_streams_its_answer_and_a_confirmation_is_answered_by_clicking(
+    served: Served, browser: object,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    script_weather_turn(served)
+    session_id = _chat_page(driver, served)
+    assert served.runtime.store.get_session(session_id).active_model == "anthropic:claude-haiku-4-5"
+    driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
+    confirm = _wait(driver, "#chat-log .confirm[role='group']")
+    # The turn waits on the answer: what streamed so far is on the page already.
+    log = driver.find_element(By.ID, "chat-log").text
+    assert "What's the weather in SF?" in log and "I'll check the current weather in Paris for you." in log
+    assert "get_weather" in log and '"location": "Paris"' in log  # the stored answer's tool call
+    assert "Allow get_weather?" in confirm.text and "network" in confirm.text  # type: ignore[attr-defined]
+    allow = driver.find_element(By.CSS_SELECTOR, ".confirm button[data-answer='allow_once']")
+    assert driver.switch_to.active_element == allow  # the first answer has focus, for the keyboard
+    assert driver.find_element(By.ID, "chat-input").get_attribute("disabled") is not None
+    driver.save_screenshot(str(ARTEFACTS / "7-chat-confirmation.png"))
+
+    allow.click()
+    _wait(driver, "#chat-log article.msg.tool")
+    _wait(driver, "#chat-input:not([disabled])")
+    log = driver.find_element(By.ID, "chat-log").text
+    assert "Paris: 73°F, clear" in log and log.rstrip().endswith("Hello there!")
+    assert "Allowed once." in driver.find_element(By.CSS_SELECTOR, ".confirm").text
+    assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")  # every streamed answer was stored
+    assert "Answer complete." in driver.find_element(By.ID, "status").text
+    assert served.weather.calls == [{"location": "Paris"}]
+    roles = [m.role.value for m in served.runtime.store.load_messages(session_id)]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    driver.save_screenshot(str(ARTEFACTS / "8-chat-answered.png"))
+
+    driver.get(served.server.url + f"/#/session/{session_id}")  # the record shows the same turn
+    _wait(driver, "#trace-tree li[data-type='tool.confirmation_resolved']")
+    assert driver.find_element(By.ID, "chat-link").get_attribute("href").endswith(f"#/chat/{session_id}")
+
+
+def test_a_confirmation_denied_with_the_keyboard_keeps_the_tool_from_running(served: Served, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    script_weather_turn(served)
+    _chat_page(driver, served)
+    driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
+    _wait(driver, ".confirm button[data-answer='allow_once']:focus")
+    for _ in range(2):  # Allow once -> Allow for this session -> Deny
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+    deny = driver.switch_to.active_element
+    assert deny.get_attribute("data-answer") == "deny"
+    deny.send_keys(Keys.ENTER)
+    _wait(driver, "#chat-input:not([disabled])")
+    assert "Denied." in driver.find_element(By.CSS_SELECTOR, ".confirm").text
+    assert served.weather.calls == []
+    assert "Hello there!" in driver.find_element(By.ID, "chat-log").text
+
+
+def test_thinking_streams_into_a_disclosure_of_the_answer(served: Served, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from support_servers import Reply
+
+    from metis_core.messages import TextBlock, ThinkingBlock
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    served.script.script("anthropic", [Reply.fixture("anthropic", "stream__thinking_delta_signature_delta.sse")])
+    session_id = _chat_page(driver, served)
+    driver.find_element(By.ID, "chat-input").send_keys("Think first.", Keys.ENTER)
+    _wait(driver, "#chat-input:not([disabled])")
+    [answer] = [m for m in served.runtime.store.load_messages(session_id) if m.role.value == "assistant"]
+    thinking = next(b for b in answer.content if isinstance(b, ThinkingBlock)).text
+    text = "".join(b.text for b in answer.content if isinstance(b, TextBlock))
+    disclosure = driver.find_element(By.CSS_SELECTOR, "#chat-log article.assistant details.thinking")
+    disclosure.find_element(By.TAG_NAME, "summary").click()
+    assert thinking.strip()[:40] in disclosure.text
+    assert text.strip()[:40] in driver.find_element(By.CSS_SELECTOR, "#chat-log article.assistant").text
+    driver.save_screenshot(str(ARTEFACTS / "9-chat-thinking.png"))
+
+
+def test_the_answer_is_shown_as_it_streams_before_the_upstream_has_finished(served: Served, browser: object) -> None:
+    import threading
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from support_servers import Reply
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    release = threading.Event()
+    reply = Reply.fixture("anthropic", "stream__text_basic.sse")
+    reply.held_at, reply.release = b'"text":" there"', release  # the upstream stalls after "Hello"
+    served.script.script("anthropic", [reply])
+    _chat_page(driver, served)
+    driver.find_element(By.ID, "chat-input").send_keys("Say hello.", Keys.ENTER)
+    try:
+        draft = _wait(driver, "#chat-log article.draft[aria-busy='true'] pre")
+        assert draft.text == "Hello"  # type: ignore[attr-defined]
+        driver.save_screenshot(str(ARTEFACTS / "10-chat-streaming.png"))
+    finally:
+        release.set()
+    _wait(driver, "#chat-input:not([disabled])")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")
+    assert driver.find_elements(By.CSS_SELECTOR, "#chat-log article.assistant")[-1].text.endswith("Hello there!")
