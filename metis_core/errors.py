@@ -540,7 +540,7 @@ class GatewayScopeError(GatewayError):
     a `viewer` key on the gateway's model routes (`reason` is `insufficient_scope`)."""
 
     status = 403
-    kind = "permission"
+    kind = "scope"
 
     def __init__(self, message: str, *, key_id: str) -> None:
         self.reason = "insufficient_scope"

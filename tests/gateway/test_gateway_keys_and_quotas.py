@@ -103,8 +103,9 @@ def test_a_viewer_key_may_not_call_models_and_an_admin_key_may(gateway: GatewayH
     assert caught.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
     assert "scope 'viewer'" in str(caught.value) and "--scope admin" in str(caught.value)
     client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=viewer, max_retries=0)
-    with pytest.raises(openai.PermissionDeniedError):
+    with pytest.raises(openai.PermissionDeniedError) as denied:
         client.models.list()
+    assert denied.value.code == "insufficient_scope"
     [failed, _] = gateway.of_type("gateway.auth_failed")
     assert failed.payload["reason"] == "insufficient_scope" and failed.payload["gateway_key_id"] == viewer_id
     assert gateway.upstream.requests == []
