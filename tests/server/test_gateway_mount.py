@@ -17,12 +17,16 @@ from metis_core.server.gateway_mount import BIND_HOST_ENV, build_gateway_with_we
 from .server_support import LiveServer
 
 
+def _gateway_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, host: str = "127.0.0.1") -> None:
+    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv(BIND_HOST_ENV, host)
+
+
 def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
-    monkeypatch.setenv(BIND_HOST_ENV, "127.0.0.1")
+    _gateway_env(monkeypatch, tmp_path)
     app = build_gateway_with_web()
     runtime = app.state.service.rt
     server = LiveServer(None, tmp_path, app=app)
@@ -48,9 +52,7 @@ def test_the_web_routes_on_an_open_bind_need_an_admin_or_viewer_key_and_accept_o
 ) -> None:
     from metis_core.gateway.keys import KeyTerms
 
-    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
-    monkeypatch.setenv(BIND_HOST_ENV, "0.0.0.0")
+    _gateway_env(monkeypatch, tmp_path, "0.0.0.0")
     with pytest.raises(ServeAccessKeyMissingError, match="--scope admin"):
         build_gateway_with_web()
     monkeypatch.setenv(BIND_HOST_ENV, "127.0.0.1")
@@ -83,8 +85,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     from metis_core.gateway.keys import KeyService, KeyTerms, new_subject_id
     from metis_core.store.gateway_keys import SqliteGatewayKeyStore, SubjectLimits
 
-    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    _gateway_env(monkeypatch, tmp_path)
     app = build_gateway_with_web()
     runtime = app.state.service.rt
     store = SqliteGatewayKeyStore(runtime.db_path)

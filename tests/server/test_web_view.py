@@ -14,12 +14,17 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from event_payload_samples import minimal
+from support_servers import Reply
 
 from .conftest import Served
 from .server_support import chat_turn, script_weather_turn
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -153,21 +158,30 @@ def test_the_session_search_form_filters_the_list(served: Served, browser: objec
     assert "No sessions found" in browser.find_element(By.TAG_NAME, "main").text
 
 
-def _chat_page(driver: object, served: Served) -> str:
-    """Start a session from the page on the routed default model; returns the new session's id."""
+def _chat_page(browser: object, served: Served, script: list[Reply] | None = None) -> tuple[WebDriver, str]:
+    """Script the upstream (the weather turn by default), start a session from the page on haiku;
+    the driver and the new session's id."""
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
     from selenium.webdriver.support.ui import Select
 
-    driver.get(served.server.url + "/#/chat")  # type: ignore[attr-defined]
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    if script is None:
+        script_weather_turn(served)
+    else:
+        served.script.script("anthropic", script)
+
+    driver.get(served.server.url + "/#/chat")
     model = _wait(driver, "#chat-model")
     options = [o.get_attribute("value") for o in Select(model).options]
     assert "anthropic:claude-haiku-4-5" in options  # the models of /api/models with a provider key
     Select(model).select_by_value("anthropic:claude-haiku-4-5")
-    driver.find_element(By.CSS_SELECTOR, "label[for='chat-title'] + input").send_keys("from the page")  # type: ignore[attr-defined]
-    driver.find_element(By.ID, "chat-start").click()  # type: ignore[attr-defined]
+    driver.find_element(By.CSS_SELECTOR, "label[for='chat-title'] + input").send_keys("from the page")
+    driver.find_element(By.ID, "chat-start").click()
     box = _wait(driver, "#chat-input")
-    assert driver.switch_to.active_element == box  # type: ignore[attr-defined]  # focus is where one types
-    return str(driver.execute_script("return location.hash")).removeprefix("#/chat/")  # type: ignore[attr-defined]
+    assert driver.switch_to.active_element == box  # focus is where one types
+    return driver, str(driver.execute_script("return location.hash")).removeprefix("#/chat/")
 
 
 def test_a_message_sent_from_the_page_streams_its_answer_and_a_confirmation_is_answered_by_clicking(
@@ -175,12 +189,8 @@ def test_a_message_sent_from_the_page_streams_its_answer_and_a_confirmation_is_a
 ) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.remote.webdriver import WebDriver
 
-    assert isinstance(browser, WebDriver)
-    driver = browser
-    script_weather_turn(served)
-    session_id = _chat_page(driver, served)
+    driver, session_id = _chat_page(browser, served)
     assert served.runtime.store.get_session(session_id).active_model == "anthropic:claude-haiku-4-5"
     driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
     confirm = _wait(driver, "#chat-log .confirm[role='group']")
@@ -215,12 +225,8 @@ def test_a_message_sent_from_the_page_streams_its_answer_and_a_confirmation_is_a
 def test_a_confirmation_denied_with_the_keyboard_keeps_the_tool_from_running(served: Served, browser: object) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.remote.webdriver import WebDriver
 
-    assert isinstance(browser, WebDriver)
-    driver = browser
-    script_weather_turn(served)
-    _chat_page(driver, served)
+    driver, _ = _chat_page(browser, served)
     driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
     _wait(driver, ".confirm button[data-answer='allow_once']:focus")
     for _ in range(2):  # Allow once -> Allow for this session -> Deny
@@ -237,15 +243,11 @@ def test_a_confirmation_denied_with_the_keyboard_keeps_the_tool_from_running(ser
 def test_thinking_streams_into_a_disclosure_of_the_answer(served: Served, browser: object) -> None:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.remote.webdriver import WebDriver
-    from support_servers import Reply
 
     from metis_core.messages import TextBlock, ThinkingBlock
 
-    assert isinstance(browser, WebDriver)
-    driver = browser
-    served.script.script("anthropic", [Reply.fixture("anthropic", "stream__thinking_delta_signature_delta.sse")])
-    session_id = _chat_page(driver, served)
+    thinking_stream = Reply.fixture("anthropic", "stream__thinking_delta_signature_delta.sse")
+    driver, session_id = _chat_page(browser, served, [thinking_stream])
     driver.find_element(By.ID, "chat-input").send_keys("Think first.", Keys.ENTER)
     _wait(driver, "#chat-input:not([disabled])")
     [answer] = [m for m in served.runtime.store.load_messages(session_id) if m.role.value == "assistant"]
@@ -263,16 +265,11 @@ def test_the_answer_is_shown_as_it_streams_before_the_upstream_has_finished(serv
 
     from selenium.webdriver.common.by import By
     from selenium.webdriver.common.keys import Keys
-    from selenium.webdriver.remote.webdriver import WebDriver
-    from support_servers import Reply
 
-    assert isinstance(browser, WebDriver)
-    driver = browser
     release = threading.Event()
     reply = Reply.fixture("anthropic", "stream__text_basic.sse")
     reply.held_at, reply.release = b'"text":" there"', release  # the upstream stalls after "Hello"
-    served.script.script("anthropic", [reply])
-    _chat_page(driver, served)
+    driver, _ = _chat_page(browser, served, [reply])
     driver.find_element(By.ID, "chat-input").send_keys("Say hello.", Keys.ENTER)
     try:
         draft = _wait(driver, "#chat-log article.draft[aria-busy='true'] pre")
