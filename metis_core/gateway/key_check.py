@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Collection
 from typing import Literal
 
 from starlette.requests import HTTPConnection
@@ -23,8 +22,8 @@ from metis_core.store.gateway_keys import GatewayKeyRecord, KeyScope
 Door = Literal["openai", "anthropic", "serve"]
 """Where a key was presented: an inbound shape of the gateway, or `metis serve`."""
 
-MODEL_SCOPES: frozenset[KeyScope] = frozenset({"model", "admin"})
-"""Scopes that may call models through the gateway's `/v1` routes."""
+MODEL_SCOPES: tuple[KeyScope, ...] = ("model", "admin")
+"""Scopes that may call models through the gateway's `/v1` routes (the first is the one to issue)."""
 
 
 def presented_token(connection: HTTPConnection) -> str | None:
@@ -65,16 +64,16 @@ class KeyCheck:
         self.keys = keys
         self.failures = AuthFailureLimiter(failure_events_per_minute)
 
-    def check(self, token: str | None, door: Door, scopes: Collection[KeyScope], needed_for: str) -> GatewayKeyRecord:
-        """The key's row when `token` is a live key with one of `scopes`; `needed_for` names the use
-        in the 403 message ("the web view and its API")."""
+    def check(self, token: str | None, door: Door, scopes: tuple[KeyScope, ...], needed_for: str) -> GatewayKeyRecord:
+        """The key's row when `token` is a live key with one of `scopes` (the first is the one the 403
+        message tells the operator to issue); `needed_for` names the use ("the web view and its API")."""
         try:
             record = self.keys.authenticate(token)
             if record.scope not in scopes:
-                wanted = " or ".join(s for s in ("admin", "viewer", "model") if s in scopes)
                 raise GatewayScopeError(
-                    f"this key has scope {record.scope!r}; {needed_for} needs a key with scope {wanted} "
-                    f"(the operator issues one with `metis gateway keys issue --scope {wanted.split()[0]}`)",
+                    f"this key has scope {record.scope!r}; {needed_for} needs a key with scope "
+                    f"{' or '.join(scopes)} (the operator issues one with "
+                    f"`metis gateway keys issue --scope {scopes[0]}`)",
                     key_id=record.id,
                 )
             return record

@@ -101,7 +101,7 @@ def test_a_viewer_key_may_not_call_models_and_an_admin_key_may(gateway: GatewayH
     with pytest.raises(anthropic.PermissionDeniedError) as caught:
         ask(gateway, viewer)
     assert caught.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
-    assert "scope 'viewer'" in str(caught.value) and "--scope admin" in str(caught.value)
+    assert "scope 'viewer'" in str(caught.value) and "--scope model" in str(caught.value)
     client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=viewer, max_retries=0)
     with pytest.raises(openai.PermissionDeniedError) as denied:
         client.models.list()

@@ -103,6 +103,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     assert response.status_code == 200
     [key] = response.json()["keys"]
     assert key["id"] == issued.record.id and key["prefix"] == issued.record.prefix and key["budget_usd"] == "5"
+    assert key["scope"] == "model"
     assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
                                           "budget_period": "month", "rpm": None, "tpm": None}]
     assert issued.token not in response.text and issued.record.secret_hash not in response.text

@@ -140,6 +140,7 @@ def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chrom
     _wait(driver, "#keys tbody tr")
     keys = driver.find_element(By.ID, "keys").text
     assert "laptop" in keys and issued.record.prefix in keys and issued.token not in driver.page_source
+    assert "model" in driver.find_element(By.CSS_SELECTOR, "#keys tbody tr td:nth-child(2)").text
     driver.save_screenshot(str(ARTEFACTS / "6-keys.png"))
 
 

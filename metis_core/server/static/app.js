@@ -273,7 +273,8 @@ async function showAudit() {
 async function showKeys() {
   const data = await api("/api/gateway/keys");
   const rows = data.keys.map((k) => el("tr", {},
-    el("td", {}, k.name), el("td", { class: "mono" }, k.prefix), el("td", {}, k.user_id || k.team_id || ""),
+    el("td", {}, k.name), el("td", {}, k.scope), el("td", { class: "mono" }, k.prefix),
+    el("td", {}, k.user_id || k.team_id || ""),
     el("td", { class: "num" }, k.budget_usd ? usd(k.budget_usd) + " / " + k.budget_period : "none"),
     el("td", { class: "num" }, k.rpm === null ? "" : k.rpm),
     el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? "expires " + when(k.expires_at) : "active")));
@@ -281,8 +282,8 @@ async function showKeys() {
     el("td", { class: "num" }, l.budget_usd ? usd(l.budget_usd) + " / " + l.budget_period : "none"),
     el("td", { class: "num" }, l.rpm === null ? "" : l.rpm)));
   show(el("h1", {}, "Gateway keys"),
-    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Prefix", "Owner", "Budget", "Requests/min",
-      "State"].map((h, i) => el("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, h)))), el("tbody", {}, rows))
+    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Scope", "Prefix", "Owner", "Budget",
+      "Requests/min", "State"].map((h, i) => el("th", { scope: "col", class: i === 4 || i === 5 ? "num" : null }, h)))), el("tbody", {}, rows))
       : el("p", {}, "No gateway keys."),
     limits.length ? el("table", { id: "limits" }, el("caption", {}, "User and team limits"),
       el("thead", {}, el("tr", {}, ["Scope", "Subject", "Budget", "Requests/min"].map((h) => el("th", { scope: "col" }, h)))),
