@@ -162,7 +162,7 @@ def issue(
     scope: Annotated[str, typer.Option(help="model: call models (the default); viewer: read `metis serve`; "
                                             "admin: both, and private content, chat and keys on `metis serve`.")]
     = "model",
-    as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, key} as JSON.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, scope, key} as JSON.")] = False,
 ) -> None:
     """Issue a key; it is printed once and stored only as a hash."""
     from metis_core.gateway.keys import KeyTerms, check_subject_id

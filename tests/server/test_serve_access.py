@@ -135,6 +135,23 @@ def test_a_revoked_or_expired_key_is_refused(guarded: Guarded) -> None:
         ("key_revoked", revoked_id), ("key_revoked", expired_id)]
 
 
+def test_a_revocation_by_another_process_takes_effect_within_a_second(
+    guarded: Guarded, db_location: Path | str,  # noqa: F811
+) -> None:
+    import time
+
+    from metis_core.events.bus import EventBus
+
+    key_id, admin = guarded.issue("admin")
+    assert guarded.get("/api/sessions", bearer(admin)).status_code == 200
+    other = open_gateway_key_store(db_location)  # as `metis gateway keys revoke` on the same database
+    with EventBus() as bus:
+        KeyService(other, bus).revoke(key_id)
+    other.close()
+    time.sleep(1.05)  # KEY_CACHE_SECONDS: a checked key's row is reused for at most a second
+    assert guarded.get("/api/sessions", bearer(admin)).status_code == 401
+
+
 def test_a_rotated_key_keeps_its_scope_and_works_through_the_grace_only(guarded: Guarded) -> None:
     old_id, old = guarded.issue("viewer")
     rotated = guarded.keys.rotate(old_id, grace=timedelta(hours=1))
