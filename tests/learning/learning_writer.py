@@ -3,12 +3,15 @@
 `python learning_writer.py URL TAG COUNT`: opens the learning tables at URL, prints `ready`, waits
 for a line on stdin (so several writers start together), then records COUNT turns alternating two
 fingerprints, appends a verdict after each, and prints each write's sample sizes as a JSON line.
+Between writes it pauses 5 ms, so two writers started together take turns even when one is
+scheduled late on a busy machine (without the pause a writer can finish before the other begins).
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 from decimal import Decimal
 
 from metis_core.ids import new_ulid
@@ -34,6 +37,7 @@ def main(url: str, tag: str, count: int) -> None:
                                 0.75, 0.4, Decimal("0.0001"), {"writer": tag}, "bus"))
         print(json.dumps({"fingerprint": recorded.fingerprint_id, "new": recorded.was_new,
                           "before": recorded.sample_size_before, "after": recorded.sample_size_after}), flush=True)
+        time.sleep(0.005)
     db.close()
 
 
