@@ -23,6 +23,7 @@ from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundErr
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
 from metis_core.store.backend import Location, open_backend
+from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, INSERT_TOOL_CALL, conversation_rows
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
@@ -163,9 +164,13 @@ class SessionStore:
         back alone and returned with its error; the others commit. A failure of the transaction
         itself (the database locked past the busy timeout, disk full) raises, nothing committed.
         """
+        items = list(conversations)
+        with self._lock:
+            if self._store_prepared(items):
+                return []
         refused: list[tuple[str, MetisError]] = []
         with self._lock, self._db.transaction():
-            for item in conversations:
+            for item in items:
                 self._db.execute("SAVEPOINT conversation")
                 try:
                     tool_map = _check_tool_id_map(item.tool_id_map) if item.tool_id_map else {}
@@ -180,6 +185,27 @@ class SessionStore:
                     refused.append((item.session_id, error))
                 self._db.execute("RELEASE SAVEPOINT conversation")
         return refused
+
+    def _store_prepared(self, items: list[StoredConversation]) -> bool:
+        """The whole batch as prepared rows in one transaction (three executemany); False, with nothing
+        written, when a conversation needs the checked path or the database refuses a row."""
+        workspaces = {item.workspace_path: normalize_workspace(item.workspace_path) for item in items}
+        rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
+        if rows is None:
+            return False
+        try:
+            with self._db.transaction():
+                self._db.executemany(INSERT_SESSION, rows.sessions)
+                self._db.executemany(INSERT_MESSAGE, rows.messages)
+                if rows.tool_calls:
+                    self._db.executemany(INSERT_TOOL_CALL, rows.tool_calls)
+        except self._db.duplicate_error:
+            return False  # a taken session or message id: the savepoint path isolates and names it
+        except StoreError as error:
+            if isinstance(error.__cause__, self._db.duplicate_error):
+                return False
+            raise
+        return True
 
     def _insert_session_row(
         self,
