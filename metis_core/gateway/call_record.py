@@ -177,12 +177,13 @@ class CallRecord:
         self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
         self._persist(None)
 
-    def cancelled(self, partial: Message | None) -> None:
-        """The client disconnected: the upstream request was cancelled; keep what arrived."""
+    def cancelled(self, partial: Message | None, why: str) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
+        charged: a cancelled request's usage is unknown, or a stream's partial, as for a streamed call)."""
         if partial is not None:
             partial.metadata.status = MessageStatus.CANCELLED
         if self.started_any:
-            self.failed(self.model, "cancelled", "the client disconnected mid-stream")
+            self.failed(self.model, "cancelled", why)
         payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
                    "partial_tool_calls": 0}
         self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.USER))
