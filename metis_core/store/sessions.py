@@ -8,6 +8,8 @@ The store does not route, call providers or emit events; export/import lives in 
 
 from __future__ import annotations
 
+import functools
+import os
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,6 +55,17 @@ UNSET: Final = _Unset()
 
 def normalize_workspace(path: str | Path) -> str:
     return str(Path(path).expanduser().resolve())
+
+
+@functools.lru_cache(maxsize=1024)
+def _normalized_in(cwd: str, path: str) -> str:
+    return normalize_workspace(path)
+
+
+def normalize_workspace_cached(path: str) -> str:
+    """`normalize_workspace` remembered per working directory (a batch of gateway calls shares a few
+    workspaces; resolving each costs a filesystem walk)."""
+    return _normalized_in(os.getcwd(), path)
 
 
 def _json_text(value: Any) -> str:
@@ -189,7 +202,7 @@ class SessionStore:
     def _store_prepared(self, items: list[StoredConversation]) -> bool:
         """The whole batch as prepared rows in one transaction (three executemany); False, with nothing
         written, when a conversation needs the checked path or the database refuses a row."""
-        workspaces = {item.workspace_path: normalize_workspace(item.workspace_path) for item in items}
+        workspaces = {item.workspace_path: normalize_workspace_cached(item.workspace_path) for item in items}
         rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
         if rows is None:
             return False
