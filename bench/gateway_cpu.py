@@ -30,6 +30,8 @@ from bench.figures import METIS
 from bench.server import serve_in_process
 
 TICKS = os.sysconf("SC_CLK_TCK")
+FAILURES: dict[str, int] = {}
+"""Base URL -> requests that failed at the HTTP level (printed; the CPU figure still divides by all)."""
 
 
 def _server_pid(port: int) -> int:
@@ -73,7 +75,12 @@ async def _load(base: str, headers: dict[str, str], calls: int, concurrency: int
             nonlocal left
             while left > 0:
                 left -= 1
-                answer = await client.post(base + "/v1/messages", json=REQUEST, headers=headers)
+                try:
+                    answer = await client.post(base + "/v1/messages", json=REQUEST, headers=headers)
+                except httpx.HTTPError as error:  # counted, as the gateway case counts them
+                    FAILURES[base] = FAILURES.get(base, 0) + 1
+                    print(f"{base}: {type(error).__name__}", file=sys.stderr)
+                    continue
                 if answer.status_code != 200:
                     raise RuntimeError(f"{base}: HTTP {answer.status_code} {answer.text[:200]}")
 
