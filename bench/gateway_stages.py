@@ -35,8 +35,10 @@ COUNT: defaultdict[str, int] = defaultdict(int)
 
 
 def _timed(owner: Any, name: str, label: str) -> None:
-    """Wrap owner.name (sync or async) in a thread-CPU counter under `label`."""
-    original = getattr(owner, name)
+    """Wrap owner.name (sync or async) in a thread-CPU counter under `label` (absent in an older tree: skipped)."""
+    original = getattr(owner, name, None)
+    if original is None:
+        return
     if asyncio.iscoroutinefunction(original):
 
         @functools.wraps(original)
