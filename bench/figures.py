@@ -20,21 +20,24 @@ MAPPING_REFERENCE = "floor + per-call mapping (reference)"
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    kind: Literal["ratio_max", "ratio_min", "max", "min", "report"]
+    kind: Literal["ratio_max", "ratio_min", "over_max", "max", "min", "report"]
     bound: float = 0.0
 
     def describe(self, unit: str) -> str:
         return {
             "ratio_max": f"<= {self.bound:g}x floor",
             "ratio_min": f">= {self.bound:g}x floor",
+            "over_max": f"<= floor + {self.bound:g} {unit}",
             "max": f"<= {self.bound:g} {unit}",
             "min": f">= {self.bound:,.0f} {unit}",
             "report": "report",
         }[self.kind]
 
-    def met(self, value: float, ratio: float | None) -> bool | None:
+    def met(self, value: float, ratio: float | None, floor: float | None = None) -> bool | None:
         if self.kind == "report":
             return None
+        if self.kind == "over_max":
+            return None if floor is None else value - floor <= self.bound
         if self.kind in ("ratio_max", "ratio_min"):
             if ratio is None:
                 return None
@@ -71,7 +74,7 @@ class Figure:
     def passed(self) -> bool | None:
         if self.impl != METIS or self.target is None:
             return None
-        return self.target.met(self.value, self.ratio)
+        return self.target.met(self.value, self.ratio, self.floor)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -7,6 +7,11 @@ whole process (getrusage of the finished child), and split by the child into the
 needs and the first call after them (setup and one call). CPU time, unlike wall time, barely moves
 when other processes share the cores, so it measures the issue-26 target (first call <= 10 ms over
 the floor) where the suite's wall-clock row cannot.
+
+It measures with bench/.venv's interpreter, as the suite does (built on first use): a virtualenv
+holding metis-core, its runtime dependencies and the peers. Not the development .venv: selenium (for
+the web-view tests) brings trio into it, and httpcore imports trio whenever it is installed, which
+tripled the floor's first call (~120 ms of CPU for creating an httpx client) in a run made there.
 """
 
 from __future__ import annotations
@@ -17,7 +22,6 @@ import os
 import resource
 import statistics
 import subprocess
-import sys
 
 from bench import environment
 from bench.scenarios import call_answer
@@ -45,8 +49,11 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.first_call_cpu", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=21, help="fresh processes per implementation (default 21)")
-    parser.add_argument("--python", default=sys.executable, help="interpreter to measure (default: this one)")
+    parser.add_argument("--python", default=None, help="interpreter to measure (default: bench/.venv's)")
     args = parser.parse_args(argv)
+    if args.python is None:
+        environment.ensure_venv()
+        args.python = str(environment.venv_python())
     expected = call_answer().text
     environment.compile_bytecode()  # as the suite does: an installed copy never compiles from source
     environment.prepare_process_environment()  # the suite's settings and an empty METIS_HOME

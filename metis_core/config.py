@@ -18,11 +18,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict, empty_list
-from metis_core.provider_dsn import NamedProvider, dsn_names, dsn_variable, parse_provider_dsn
 from metis_core.yaml_text import read_yaml_file
 
 if TYPE_CHECKING:
     from metis_core.agent_config import AgentSections, DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
+    from metis_core.provider_dsn import NamedProvider
 
 CONFIG_FILE_NAME = "config.yaml"
 
@@ -153,7 +153,8 @@ class MetisConfig(BaseModel):
     """postgresql://... puts every store on PostgreSQL (METIS_DATABASE_URL wins); unset: METIS_HOME/metis.db."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
-    _named: dict[str, NamedProvider | None] = PrivateAttr(default_factory=dict)
+    _named: dict[str, Any] = PrivateAttr(default_factory=dict)
+    """name -> its NamedProvider or None; provider_dsn loads only when a name is not built in."""
     _watched: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
     _agent: "AgentSections | None" = PrivateAttr(default=None)
 
@@ -217,21 +218,26 @@ class MetisConfig(BaseModel):
         """The provider's section of the file, or an empty one (a new object: callers may change it)."""
         return self.providers.get(provider) or ProviderConfig()
 
-    def named_provider(self, name: str) -> NamedProvider | None:
+    def named_provider(self, name: str) -> "NamedProvider | None":
         """The provider `METIS_PROVIDER_<NAME>` declares, parsed on first use; None if unset or built in."""
         if name in PROVIDER_KINDS:
             return None
         try:
-            return self._named[name]
+            known: NamedProvider | None = self._named[name]
+            return known
         except KeyError:
             pass
+        from metis_core.provider_dsn import dsn_variable, parse_provider_dsn
+
         value = self._environ.get(dsn_variable(name), "").strip()
         found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else None
         self._named[name] = found
         return found
 
-    def named_providers(self) -> dict[str, NamedProvider]:
+    def named_providers(self) -> "dict[str, NamedProvider]":
         """Every named provider the environment declares (parses them all: a bad DSN raises here)."""
+        from metis_core.provider_dsn import dsn_names, dsn_variable, parse_provider_dsn
+
         found: dict[str, NamedProvider] = {}
         for name in dsn_names(self._environ):
             named = self.named_provider(name)

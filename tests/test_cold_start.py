@@ -92,13 +92,12 @@ options = AdapterOptions(model="anthropic:claude-sonnet-4-5", max_tokens=64)
 answer = client.complete([user_message("Say hello.")], options=options)
 from metis_core.config import DefaultsConfig, MetisConfig, ProviderConfig, SessionsConfig
 from metis_core.models.registry import ModelInfo
-from metis_core.models.registry_file import ModelEntry, ProviderEntry, RegistryFile
-deferred = [MetisConfig, ProviderConfig, DefaultsConfig, SessionsConfig, RegistryFile, ProviderEntry, ModelEntry,
-            ModelInfo]
+deferred = [MetisConfig, ProviderConfig, DefaultsConfig, SessionsConfig, ModelInfo]
 print(json.dumps({"text": answer.text(), "priced": str(answer.metadata.usage.cost_usd),
                   "modules": sorted(sys.modules), "built": [m.__name__ for m in deferred if m.__pydantic_complete__]}))
 """
-NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema", "metis_core.agent",
+NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema",
+                  "metis_core.models.registry_schema", "metis_core.provider_dsn", "metis_core.agent",
                   "metis_core.store", "metis_core.trace", "metis_core.cassettes", "metis_core.structured",
                   "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.

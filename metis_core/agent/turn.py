@@ -18,6 +18,7 @@ from decimal import Decimal
 from typing import Any
 
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
@@ -247,6 +248,7 @@ class TurnRunner:
         deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
         awaiting: list[Any] = []  # the tool calls of the stored answer that have no result stored yet
         in_call = False  # between llm.call_started and the final message of that call
+        continuations = 0  # paused answers sent back to resume (adapters/continuation.py)
         try:
             while True:
                 observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
@@ -290,6 +292,15 @@ class TurnRunner:
                                           actor=Actor.AGENT)
                 uses = final.tool_uses()
                 result.stop_reason = final.metadata.stop_reason or "end_turn"
+                if not uses and paused(final) and result.llm_calls < limits.max_llm_calls:
+                    if continuations < MAX_CONTINUATIONS:  # the provider paused its own tools: resume the turn
+                        continuations += 1
+                        parent = completed
+                        continue
+                    result.limit_reached = "llm_calls"
+                    result.error = (f"the model paused its hosted tools {continuations + 1} times in a row; stopped "
+                                    "asking it to continue (send another message to go on)")
+                    break
                 if not uses:
                     break
                 if limits.max_tokens is not None and result.input_tokens + result.output_tokens > limits.max_tokens:

@@ -86,6 +86,41 @@ class Scrubber:
         return data if cleaned == text else cleaned.encode("utf-8")
 
 
+    def chunks(self, chunks: list[tuple[float, bytes]]) -> list[tuple[float, bytes]]:
+        """Stream chunks with secrets removed, including one the network split across chunks.
+
+        Each chunk is scrubbed alone, then the whole stream: where the two differ a secret crossed a
+        boundary, and the chunks from the first to the last one that differs become one chunk (at
+        the first one's time) holding the scrubbed text of that stretch. Other chunks and their
+        timing stay as recorded."""
+        alone = [(at, self.body(data)) for at, data in chunks]
+        joined = b"".join(data for _, data in chunks)
+        whole = self.body(joined)
+        pieced = b"".join(data for _, data in alone)
+        if whole == pieced:
+            return alone
+        prefix = _common_prefix(whole, pieced)
+        suffix = _common_prefix(whole[prefix:][::-1], pieced[prefix:][::-1])
+        start = end = offset = 0
+        first = last = -1
+        for index, (_, data) in enumerate(alone):
+            if first < 0 and offset + len(data) > prefix:
+                first, start = index, offset
+            offset += len(data)
+            if offset >= len(pieced) - suffix and last < 0 and first >= 0:
+                last, end = index, offset
+        merged = whole[start: len(whole) - (len(pieced) - end)]
+        return [*alone[:first], (alone[first][0], merged), *alone[last + 1:]]
+
+
+def _common_prefix(left: bytes, right: bytes) -> int:
+    size = min(len(left), len(right))
+    index = 0
+    while index < size and left[index] == right[index]:
+        index += 1
+    return index
+
+
 def find_secrets(text: str, known: Iterable[str] = ()) -> list[str]:
     """Key-shaped strings (and any of `known`) in `text`: what the cassette scan test looks for."""
     found = [m.group(0) for m in KEY_SHAPES.finditer(text)]

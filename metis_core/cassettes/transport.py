@@ -57,7 +57,7 @@ class _Exchange:
         response = RecordedResponse(
             status=self.status, headers=scrub.headers_of(self.response_headers),
             body=scrub.body(self.response_body) if self.response_body is not None else None,
-            chunks=[(t, scrub.body(data)) for t, data in self.chunks] if self.chunks is not None else None,
+            chunks=scrub.chunks(self.chunks) if self.chunks is not None else None,
             error=scrub.text(self.error) if self.error is not None else None,
         )
         if response.chunks is None and response.body is None and self.stream and self.error is None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from metis_core.errors import PriceTableError
+from metis_core.plain_values import PlainValue
 from metis_core.yaml_text import read_yaml_file
 
 RATE_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
@@ -33,17 +34,21 @@ def exact_price(value: Any) -> Decimal:
     return price
 
 
-class Rates:
+class Rates(PlainValue):
     """Per-million-token USD prices (plain values, made from checked data: price_schema validates,
     checked_price_data trusts a checked form). cache_read and cache_write default to input,
     reasoning to output."""
 
     __slots__ = RATE_KINDS
+    input: Decimal
+    output: Decimal
+    cache_read: Decimal | None
+    cache_write: Decimal | None
+    reasoning: Decimal | None
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
                  cache_write: Decimal | None = None, reasoning: Decimal | None = None) -> None:
-        self.input, self.output = input, output
-        self.cache_read, self.cache_write, self.reasoning = cache_read, cache_write, reasoning
+        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning)
 
     def rate(self, kind: str) -> Decimal:
         value: Decimal | None = getattr(self, kind)
@@ -54,40 +59,29 @@ class Rates:
     def per_million(self) -> dict[str, Decimal]:
         return {kind: self.rate(kind) for kind in RATE_KINDS}
 
-    def _values(self) -> tuple[Any, ...]:
-        return tuple(getattr(self, name) for cls in type(self).__mro__ for name in getattr(cls, "__slots__", ()))
-
-    def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self._values() == other._values()
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        names = [n for cls in reversed(type(self).__mro__) for n in getattr(cls, "__slots__", ())]
-        return f"{type(self).__name__}({', '.join(f'{n}={getattr(self, n)!r}' for n in names)})"
-
 
 class LongContextPrice(Rates):
     """Rates for a whole call whose total input exceeds `threshold_tokens`."""
 
     __slots__ = ("threshold_tokens",)
+    threshold_tokens: int
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
                  cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
                  threshold_tokens: int) -> None:
         super().__init__(input, output, cache_read, cache_write, reasoning)
-        self.threshold_tokens = threshold_tokens
+        self._assign(threshold_tokens=threshold_tokens)
 
 
 class PriceEntry(Rates):
     __slots__ = ("long_context",)
+    long_context: LongContextPrice | None
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
                  cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
                  long_context: LongContextPrice | None = None) -> None:
         super().__init__(input, output, cache_read, cache_write, reasoning)
-        self.long_context = long_context
+        self._assign(long_context=long_context)
 
     @classmethod
     def from_raw(cls, raw: Any, where: str) -> "PriceEntry":

@@ -13,7 +13,6 @@ import bisect
 import fnmatch
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from datetime import date
 from decimal import Decimal
 from functools import lru_cache
@@ -31,6 +30,7 @@ from metis_core.models.price_file import (
     parse_price_data,
     read_price_file,
 )
+from metis_core.plain_values import PlainValue
 from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text
 
@@ -43,33 +43,52 @@ _PER_TOKEN = Decimal(1_000_000)
 USER_PRICING_SUFFIX = "+user"
 
 
-@dataclass(frozen=True, slots=True)
-class TokenRates:
+class TokenRates(PlainValue):
     """USD per single token, for each kind of token."""
 
+    __slots__ = RATE_KINDS
     input: Decimal
     output: Decimal
     cache_read: Decimal
     cache_write: Decimal
     reasoning: Decimal
 
+    def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal, cache_write: Decimal,
+                 reasoning: Decimal) -> None:
+        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning)
+
     @classmethod
     def per_token(cls, rates: Rates) -> TokenRates:
         return cls(*(rates.rate(kind) / _PER_TOKEN for kind in RATE_KINDS))
 
 
-@dataclass(frozen=True, slots=True)
-class ModelPrice:
+class ModelPrice(PlainValue):
     """One model's price in one table version; per-million figures kept for display."""
 
+    __slots__ = (
+        "effective_from",
+        "key",
+        "long_context_rates",
+        "long_context_threshold",
+        "per_million",
+        "pricing_version",
+        "rates",
+    )
     key: str
     """The table entry it came from: a model id or a glob pattern."""
     pricing_version: str
     effective_from: date
     per_million: Mapping[str, Decimal]
     rates: TokenRates
-    long_context_threshold: int | None = None
-    long_context_rates: TokenRates | None = None
+    long_context_threshold: int | None
+    long_context_rates: TokenRates | None
+
+    def __init__(self, key: str, pricing_version: str, effective_from: date, per_million: Mapping[str, Decimal],
+                 rates: TokenRates, long_context_threshold: int | None = None,
+                 long_context_rates: TokenRates | None = None) -> None:
+        self._assign(key=key, pricing_version=pricing_version, effective_from=effective_from, per_million=per_million,
+                     rates=rates, long_context_threshold=long_context_threshold,
+                     long_context_rates=long_context_rates)
 
     def cost_of(self, usage: Usage) -> Decimal:
         rates = self.rates

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict
 
 from metis_core.errors import AliasCycleError, ConfigError, ModelIdError, UnknownModelError
 from metis_core.models.capabilities import AdapterCapabilities
@@ -25,6 +25,7 @@ from metis_core.models.registry_file import (
     RegistryFile,
     builtin_registry_file,
     check_model_entry,
+    user_model_entry,
 )
 
 if TYPE_CHECKING:
@@ -95,7 +96,7 @@ class ModelRegistry:
         source = str(config.path)
         overlays: dict[str, ModelEntry] = {}
         for model_id, raw in config.models.items():
-            entry = _user_entry(model_id, raw, source)
+            entry = user_model_entry(model_id, raw, source)
             check_model_entry(model_id, entry, source)
             overlays[model_id] = entry
         clash = sorted(set(config.aliases) & set(config.chains))
@@ -288,21 +289,6 @@ class ModelRegistry:
         return UnknownModelError(
             f"{what}{hint} To use a model the registry does not list, add it under models: in {self._config_source}."
         )
-
-
-def _user_entry(model_id: str, raw: Any, source: str) -> ModelEntry:
-    """A config `models:` entry: the models.yaml shape, or bare capability fields for brevity."""
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: models.{model_id} must be a mapping")
-    shaped = set(ModelEntry.model_fields)
-    if raw and not set(raw) & shaped:
-        raw = {"capabilities": raw}
-    try:
-        return ModelEntry.model_validate(raw)
-    except ValidationError as exc:
-        first = exc.errors(include_url=False, include_input=False)[0]
-        where = ".".join(str(part) for part in first["loc"])
-        raise ConfigError(f"{source}: models.{model_id}.{where}: {first['msg']}") from None
 
 
 def _members(chain: str) -> list[str]:

@@ -1,71 +1,84 @@
 """The shape of models.yaml and of the `models:` entries in config.yaml, and how to read them.
 
 Validates on load so a typo in a capability name fails with the file and entry named, not later
-inside routing. The bundled models.yaml is checked once and then built from its prepared form
-without validating (prepared_data.load_checked); the models build their schemas only when
-something is validated (user entries, another file). Resolving ids lives in registry.py.
+inside routing. The runtime entries are plain values (plain_values.py); their pydantic schema,
+registry_schema.py, loads only when something is validated (user entries, another file, the first
+read of the bundled models.yaml), which is then built from its prepared form without validating
+(prepared_data.load_checked). Resolving ids lives in registry.py.
 """
-
-
 
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
 from metis_core.errors import ConfigError, ModelIdError
-from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
+from metis_core.plain_values import PlainValue
 from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text, read_yaml_file
 
 CAPABILITY_FIELDS = frozenset(AdapterCapabilities.model_fields)
 
 
-class ProviderEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    family: str | None = None
+class ProviderEntry(PlainValue):
+    __slots__ = ("any_model", "defaults", "family", "strip_tags", "upstream")
+    family: str | None
     """Another provider whose models (and defaults) this one serves, e.g. openai_responses -> openai."""
-    any_model: bool = False
+    any_model: bool
     """Any model name resolves, with the provider defaults (local servers and aggregators)."""
-    strip_tags: bool = False
+    strip_tags: bool
     """`name:tag` falls back to the entry for `name` (Ollama tags such as qwen3:8b)."""
-    defaults: dict[str, Any] = Field(default_factory=empty_dict)
-    upstream: dict[str, str] = Field(default_factory=empty_dict)
+    defaults: dict[str, Any]
+    upstream: dict[str, str]
     """Aggregators: model-name vendor prefix -> provider whose model facts an uncatalogued
     `vendor/model` inherits (`anthropic/claude-x` -> anthropic's images and limits)."""
+
+    def __init__(self, family: str | None = None, any_model: bool = False, strip_tags: bool = False,
+                 defaults: dict[str, Any] | None = None, upstream: dict[str, str] | None = None) -> None:
+        self._assign(family=family, any_model=any_model, strip_tags=strip_tags, defaults=defaults or {},
+                     upstream=upstream or {})
 
 
 UPSTREAM_FACTS = frozenset({"supports_images", "accepted_image_media_types", "max_context_tokens", "max_output_tokens"})
 """What an aggregator's uncatalogued model takes from its upstream: facts of the model, not of a wire."""
 
 
-class ModelEntry(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, defer_build=True)
-
-    display_name: str | None = None
-    snapshots: list[str] = Field(default_factory=empty_list)
+class ModelEntry(PlainValue):
+    __slots__ = ("capabilities", "display_name", "provider_capabilities", "snapshots")
+    FIELDS = frozenset(__slots__)
+    """The keys of a models.yaml entry; a config entry with none of them is bare capability fields."""
+    display_name: str | None
+    snapshots: list[str]
     """Other names the provider serves this same model under (dated versions, -latest)."""
-    capabilities: dict[str, Any] = Field(default_factory=empty_dict)
-    provider_capabilities: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
+    capabilities: dict[str, Any]
+    provider_capabilities: dict[str, dict[str, Any]]
     """Per-provider refinements, e.g. thinking summaries exist only on openai_responses."""
 
+    def __init__(self, display_name: str | None = None, snapshots: list[str] | None = None,
+                 capabilities: dict[str, Any] | None = None,
+                 provider_capabilities: dict[str, dict[str, Any]] | None = None) -> None:
+        self._assign(display_name=display_name, snapshots=snapshots or [], capabilities=capabilities or {},
+                     provider_capabilities=provider_capabilities or {})
 
-class RegistryFile(BaseModel):
-    model_config = ConfigDict(extra="forbid", defer_build=True)
 
-    providers: dict[str, ProviderEntry] = Field(default_factory=empty_dict)
-    models: dict[str, ModelEntry] = Field(default_factory=empty_dict)
-    aliases: dict[str, str] = Field(default_factory=empty_dict)
+class RegistryFile(PlainValue):
+    __slots__ = ("aliases", "models", "providers")
+    providers: dict[str, ProviderEntry]
+    models: dict[str, ModelEntry]
+    aliases: dict[str, str]
+
+    def __init__(self, providers: dict[str, ProviderEntry] | None = None, models: dict[str, ModelEntry] | None = None,
+                 aliases: dict[str, str] | None = None) -> None:
+        self._assign(providers=providers or {}, models=models or {}, aliases=aliases or {})
 
 
 def check_capability_keys(fields: dict[str, Any], where: str) -> None:
     unknown = sorted(set(fields) - CAPABILITY_FIELDS)
     if unknown:
         raise ConfigError(f"{where}: unknown capability field(s) {unknown}; known: {sorted(CAPABILITY_FIELDS)}")
+    from pydantic import ValidationError
+
     try:
         AdapterCapabilities.model_validate(fields)
     except ValidationError as exc:
@@ -86,8 +99,12 @@ def check_model_entry(model_id: str, entry: ModelEntry, source: str) -> None:
 def parse_registry_data(data: Any, source: str) -> RegistryFile:
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the top level must be a mapping")
+    from pydantic import ValidationError
+
+    from metis_core.models.registry_schema import RegistryFileSchema
+
     try:
-        registry = RegistryFile.model_validate(data)
+        registry = RegistryFileSchema.model_validate(data).runtime()
     except ValidationError as exc:
         first = exc.errors(include_url=False, include_input=False)[0]
         where = ".".join(str(part) for part in first["loc"])
@@ -120,13 +137,24 @@ def builtin_registry_file() -> RegistryFile:
 
 def checked_registry_data(data: dict[str, Any]) -> RegistryFile:
     """A RegistryFile from data that parse_registry_data already accepted, without validating it again."""
-    # Every field is given: model_construct would otherwise inspect each default factory's signature.
-    providers = {name: ProviderEntry.model_construct(
-        family=entry.get("family"), any_model=entry.get("any_model", False), strip_tags=entry.get("strip_tags", False),
-        defaults=entry.get("defaults", {}), upstream=entry.get("upstream", {}),
-    ) for name, entry in data.get("providers", {}).items()}
-    models = {model_id: ModelEntry.model_construct(
-        display_name=entry.get("display_name"), snapshots=entry.get("snapshots", []),
-        capabilities=entry.get("capabilities", {}), provider_capabilities=entry.get("provider_capabilities", {}),
-    ) for model_id, entry in data.get("models", {}).items()}
-    return RegistryFile.model_construct(providers=providers, models=models, aliases=dict(data.get("aliases", {})))
+    providers = {name: ProviderEntry(**entry) for name, entry in data.get("providers", {}).items()}
+    models = {model_id: ModelEntry(**entry) for model_id, entry in data.get("models", {}).items()}
+    return RegistryFile(providers, models, dict(data.get("aliases", {})))
+
+
+def user_model_entry(model_id: str, raw: Any, source: str) -> ModelEntry:
+    """A config `models:` entry, validated: the models.yaml shape, or bare capability fields for brevity."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{source}: models.{model_id} must be a mapping")
+    if raw and not set(raw) & ModelEntry.FIELDS:
+        raw = {"capabilities": raw}
+    from pydantic import ValidationError
+
+    from metis_core.models.registry_schema import ModelEntrySchema
+
+    try:
+        return ModelEntrySchema.model_validate(raw).runtime()
+    except ValidationError as exc:
+        first = exc.errors(include_url=False, include_input=False)[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConfigError(f"{source}: models.{model_id}.{where}: {first['msg']}") from None

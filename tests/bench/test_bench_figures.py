@@ -17,7 +17,7 @@ if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repos
 
 from bench.cases import calls  # noqa: E402
 from bench.context import RunContext  # noqa: E402
-from bench.figures import FLOOR, METIS, paired_spread  # noqa: E402
+from bench.figures import FLOOR, METIS, Figure, Target, paired_spread  # noqa: E402
 from bench.report import format_ratio  # noqa: E402
 
 
@@ -61,3 +61,12 @@ def test_ratios_are_written_with_their_spread_when_there_is_one() -> None:
     assert format_ratio(None) == "—"
     assert format_ratio(1.4449) == "1.44x"
     assert format_ratio(1.4449, [1.381, 1.52]) == "1.44x (1.38–1.52)"
+
+
+def test_an_over_the_floor_target_is_met_by_the_difference_not_the_ratio() -> None:
+    target = Target("over_max", 10.0)
+    assert target.describe("ms") == "<= floor + 10 ms"
+    near = Figure("startup", "first call", METIS, 64.0, "ms", 15, floor=55.0, target=target)
+    far = Figure("startup", "first call", METIS, 65.5, "ms", 15, floor=55.0, target=target)
+    unknown = Figure("startup", "first call", METIS, 1.0, "ms", 15, target=target)
+    assert (near.passed, far.passed, unknown.passed) == (True, False, None)

@@ -200,3 +200,45 @@ def test_a_key_echoed_back_in_an_error_body_is_scrubbed_from_the_cassette(tmp_pa
     with pytest.raises(AuthenticationError) as replayed:
         replay_client(path).complete(MESSAGES, "openai:gpt-4.1")
     assert KEYS["openai"] not in str(replayed.value)
+
+
+def test_a_key_the_network_split_across_stream_chunks_is_scrubbed_and_the_rest_keeps_its_timing(
+    tmp_path: Path,
+) -> None:
+    import httpx
+    from mock_http import ChunkedBody, serve
+
+    key = KEYS["anthropic"]
+    body = Reply.fixture("anthropic", "stream__text_basic.sse").body
+    marker = body.index(b'"text":"') + len(b'"text":"')
+    leaked = body[:marker] + b"your key " + key.encode() + b" " + body[marker:]  # a proxy echoing the key
+    cut = leaked.index(key.encode()) + len(key) // 2
+    pieces = [*split(leaked[:cut], 37), *split(leaked[cut:], 37)]  # one boundary falls inside the key
+    path = tmp_path / "calls.jsonl"
+    response = httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=ChunkedBody(pieces))
+    live, _ = serve(response, record=path)
+    list(live.stream(MESSAGES, "anthropic:claude-sonnet-4-5"))
+    text = path.read_text(encoding="utf-8")
+    assert key not in text and key[: len(key) // 2] not in text and find_secrets(text, KEYS.values()) == []
+    [entry] = read_cassette(path)
+    assert entry.response.chunks is not None
+    recorded = [d for _, d in entry.response.chunks]
+    assert b"".join(recorded) == leaked.replace(key.encode(), b"<scrubbed>")
+    start = leaked.index(key.encode())
+    offsets = [sum(len(p) for p in pieces[:i]) for i in range(len(pieces))]
+    spanned = [i for i, at in enumerate(offsets) if at < start + len(key) and at + len(pieces[i]) > start]
+    untouched = [pieces[i] for i in range(len(pieces)) if i not in spanned]
+    assert len(recorded) == len(untouched) + 1  # only the chunks the key spanned were joined, into one
+    assert [d for d in recorded if d in untouched] == untouched
+
+
+def test_whole_stream_scrubbing_merges_only_the_stretch_a_secret_spans() -> None:
+    from metis_core.cassettes import Scrubber
+
+    scrubber = Scrubber(known=["supersecretvalue"])
+    chunks = [(0.0, b"a "), (1.0, b"super"), (2.0, b"secret"), (3.0, b"value b"), (4.0, b" c")]
+    assert scrubber.chunks(chunks) == [(0.0, b"a "), (1.0, b"<scrubbed> b"), (4.0, b" c")]
+    clean = [(0.0, b"nothing"), (1.0, b" to hide")]
+    assert scrubber.chunks(clean) == clean
+    whole = [(0.0, b"x supersecretvalue y")]
+    assert scrubber.chunks(whole) == [(0.0, b"x <scrubbed> y")]

@@ -16,13 +16,14 @@ from urllib.parse import quote
 
 import orjson
 
-from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, replayable, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.adapters.gemini.hosted import gemini_tool_entries, hosted_tool_definitions, replay_part
 from metis_core.adapters.gemini.schema import parameters_for
 from metis_core.adapters.gemini.signatures import (
     API,
@@ -172,7 +173,8 @@ class _Builder:
             if isinstance(block, TextBlock):
                 text_ordinal += 1
                 part: dict[str, Any] = {"text": block.text}
-                note_foreign_citations(self.drop, message, index, block)
+                if any(c.origin is None or not c.origin.same_api(PROVIDER, API) for c in block.citations or ()):
+                    note_foreign_citations(self.drop, message, index, block)  # Gemini's own grounding stays in raw
                 if table is not None:
                     signature = table.text.get(text_ordinal)
             elif isinstance(block, ToolUseBlock):
@@ -195,6 +197,14 @@ class _Builder:
                 else:
                     self.drop(message, index, block.type,
                               origin_mismatch_reason(block, PROVIDER, API, self.model_name))
+                continue
+            elif isinstance(block, HOSTED_CLASSES) and replayable(block, PROVIDER, API):
+                part, unsigned = replay_part(block, self.model_name)  # Gemini's own code parts, verbatim
+                if unsigned:
+                    self.drop(message, index, "thought_signature",
+                              f"signed by {PROVIDER}/{API}/{block.origin.model}; a thought signature is only "
+                              f"valid there, not at {PROVIDER}/{API}/{self.model_name}")
+                parts.append(part)
                 continue
             elif isinstance(block, HOSTED_CLASSES):
                 text = text_for_other_target(self.drop, message, index, block)  # never a functionCall
@@ -295,6 +305,9 @@ def build_request(
         choice = tool_config(options.tool_choice)
         if choice is not None:
             body["toolConfig"] = choice
+    hosted = hosted_tool_definitions(options.hosted_tools, options.model) + gemini_tool_entries(options.provider_tools)
+    if hosted:
+        body["tools"] = [*body.get("tools", []), *hosted]
     for key, value in options.extra.items():  # provider-only knobs; generationConfig merges one level
         if key == "generationConfig" and isinstance(value, dict):
             body["generationConfig"] = {**body["generationConfig"], **value}

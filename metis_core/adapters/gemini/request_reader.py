@@ -4,8 +4,10 @@ For inbound gateway requests and imports. The inverse of request.py: `systemInst
 one system message; `functionResponse` parts become TOOL messages paired with the calls they answer
 (by `id` when present, else the next unanswered call of that name); signatures are kept as
 request.py expects them (standard base64). Both camelCase and the snake_case inner keys Vertex
-clients send (`file_uri`, `mime_type`) are accepted. What has no canonical form (video, built-in
-tools, unmapped config) is kept in `options.extra` when Gemini-only, or dropped with a WARN.
+clients send (`file_uri`, `mime_type`) are accepted. Code parts Gemini ran become hosted blocks and
+its hosted tools (`googleSearch`, `urlContext`, `codeExecution`) `options.provider_tools`. What has
+no canonical form (video, other built-in tools, unmapped config) is kept in `options.extra` when
+Gemini-only, or dropped with a WARN.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.gemini.hosted import CODE_CALL, CODE_RESULT, code_builder, is_hosted_tool_entry
 from metis_core.adapters.gemini.request import tool_config
 from metis_core.adapters.gemini.schema import from_gemini_schema
 from metis_core.adapters.gemini.signatures import API, PROVIDER, RAW_KEY, SignatureTable, to_standard_base64
@@ -140,6 +143,7 @@ class _Reader:
         table = SignatureTable(model=self.model_name)
         blocks: list[Any] = []
         text_ordinal = -1
+        code_parts, last_code_call = 0, None
         for part in parts:
             raw_signature = _get(part, "thoughtSignature", "thought_signature")
             signature = to_standard_base64(raw_signature) if isinstance(raw_signature, str) else None
@@ -152,6 +156,10 @@ class _Reader:
                 self._pending.append((canonical_id, name, provider_id))
                 if signature is not None:
                     table.tool_use[canonical_id] = signature
+            elif CODE_CALL in part or CODE_RESULT in part:  # code Gemini ran itself: kept as sent, replayed as is
+                code_parts += 1
+                build, last_code_call = code_builder(part, code_parts, last_code_call)
+                blocks.append(build(dict(part), "", origin))
             elif part.get("thought") is True:
                 blocks.append(ThinkingBlock(text=str(part.get("text", "")), signature=signature,
                                             origin=origin if signature is not None else None))
@@ -269,7 +277,9 @@ def read_request(body: dict[str, Any], *, model: str, tool_ids: ToolIdMap | None
     raw_tools = body.get("tools")
     tools, other_tools = _tools(raw_tools) if isinstance(raw_tools, list) else ([], [])
     options = _options(body, model)
-    if other_tools:
-        for entry in other_tools:
+    for entry in other_tools:
+        if is_hosted_tool_entry(entry):
+            options.provider_tools.append(entry)  # googleSearch, urlContext, codeExecution: carried as-is
+        else:
             reader.skip(f"built-in tool {sorted(entry) if isinstance(entry, dict) else entry!r}")
     return GeminiRequestRead(messages=reader.messages, tools=tools, options=options, skipped=reader.skipped)

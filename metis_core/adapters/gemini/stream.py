@@ -19,6 +19,14 @@ import orjson
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
 from metis_core.adapters.gemini.errors import error_class_for
+from metis_core.adapters.gemini.hosted import (
+    CODE_CALL,
+    CODE_RESULT,
+    GROUNDING_KEY,
+    URL_CONTEXT_KEY,
+    code_builder,
+    grounding_citations,
+)
 from metis_core.adapters.gemini.partial_args import PartialArgsError, apply_partial
 from metis_core.adapters.gemini.signatures import API, RAW_KEY, SignatureTable, to_standard_base64
 from metis_core.adapters.gemini.usage import FAILED_CALL_REASONS, stop_reason_for, usage_from_gemini
@@ -28,7 +36,7 @@ from metis_core.transport.wire import WireChunk
 
 log = logging.getLogger("metis_core.adapters.gemini")
 
-_UNSUPPORTED_PARTS = ("inlineData", "fileData", "executableCode", "codeExecutionResult", "functionResponse")
+_UNSUPPORTED_PARTS = ("inlineData", "fileData", "functionResponse")
 
 
 class GeminiStreamTranslator(StreamTranslator):
@@ -46,6 +54,10 @@ class GeminiStreamTranslator(StreamTranslator):
         self._skipped: list[str] = []
         self._streaming_call: tuple[Any, dict[str, Any]] | None = None
         """(assembler key, arguments so far) of a call whose arguments arrive as partialArgs."""
+        self._last_text_key: tuple[str, int] | None = None
+        self._code_parts = 0
+        self._last_code_call: str | None = None
+        self._grounding: dict[str, Any] | None = None
 
     # --- input ---------------------------------------------------------------------------------
 
@@ -82,6 +94,7 @@ class GeminiStreamTranslator(StreamTranslator):
                 for part in parts:
                     if isinstance(part, dict):
                         events.extend(self._part(part))
+            self._candidate_metadata(candidate)
             finish = candidate.get("finishReason")
             if isinstance(finish, str):
                 self._finish_reason = finish
@@ -103,6 +116,16 @@ class GeminiStreamTranslator(StreamTranslator):
             raw["model_version"] = body["modelVersion"]
         return events
 
+    def _candidate_metadata(self, candidate: dict[str, Any]) -> None:
+        """Grounding and URL-context metadata: streams send it whole on one chunk (the last one seen wins)."""
+        grounding = candidate.get("groundingMetadata")
+        if isinstance(grounding, dict) and grounding:
+            self._grounding = grounding
+            self.assembler.provider_raw[GROUNDING_KEY] = grounding
+        url_context = candidate.get("urlContextMetadata")
+        if isinstance(url_context, dict) and url_context:
+            self.assembler.provider_raw[URL_CONTEXT_KEY] = url_context
+
     # --- parts ---------------------------------------------------------------------------------
 
     def _new_block(self, kind: str, signed: bool) -> int:
@@ -122,12 +145,23 @@ class GeminiStreamTranslator(StreamTranslator):
             if part.get("thought") is True:
                 return self._thought(text, signature)
             return self._text(text, signature)
+        if CODE_CALL in part or CODE_RESULT in part:
+            return self._code_part(part)
         kind = next((k for k in _UNSUPPORTED_PARTS if k in part), "unknown")
         if kind not in self._skipped:
             self._skipped.append(kind)
             self.assembler.provider_raw["skipped_parts"] = list(self._skipped)
             log.warning("Gemini response part %r has no canonical form and was skipped", kind,
                         extra={"adapter": "gemini", "part": kind, "session_id": self.assembler.context.session_id})
+        return []
+
+    def _code_part(self, part: dict[str, Any]) -> list[StreamEvent]:
+        """Code Gemini ran itself, or its output: a hosted block holding the part as sent."""
+        self._code_parts += 1
+        build, self._last_code_call = code_builder(part, self._code_parts, self._last_code_call)
+        key = ("hosted", self._new_block("hosted", False))
+        self._open = None  # text after it starts a new block
+        self.assembler.hosted(key, dict(part), build)
         return []
 
     def _function_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
@@ -227,7 +261,8 @@ class GeminiStreamTranslator(StreamTranslator):
         if signature is not None:
             self._signatures.text[self._text_ordinal] = signature
             self._open_signed = True
-        return [self.assembler.text(("text", self._key), text)]
+        self._last_text_key = ("text", self._key)
+        return [self.assembler.text(self._last_text_key, text)]
 
     # --- endings -------------------------------------------------------------------------------
 
@@ -257,6 +292,9 @@ class GeminiStreamTranslator(StreamTranslator):
             events.extend(self._close_streaming_call())  # finished without its closing part
         if self._usage is not None:
             events.append(assembler.set_usage(usage_from_gemini(self._usage)))
+        if self._grounding is not None and self._last_text_key is not None:
+            for citation in grounding_citations(self._grounding, assembler.origin):
+                assembler.citation(self._last_text_key, citation)  # the answer's text is what it grounds
         self._store_signatures()
         if self._finish_reason is None and self._block_reason is None and not body_complete:
             events.extend(assembler.fail(

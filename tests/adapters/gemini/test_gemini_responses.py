@@ -6,7 +6,7 @@ from typing import Any
 
 import httpx
 import pytest
-from fixture_files import read_bytes, read_json, wire_files
+from fixture_files import plain_wire_files, read_bytes, read_json
 from mock_http import serve
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -40,7 +40,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
 
 
 def test_every_response_fixture_has_expectations() -> None:
-    assert {p.name for p in wire_files("gemini", "response")} == set(EXPECTED)
+    assert {p.name for p in plain_wire_files("gemini", "response")} == set(EXPECTED)
 
 
 def parse(name: str, model: str | None = None, ids: ToolIdMap | None = None) -> Message:
@@ -172,11 +172,12 @@ def test_function_call_with_id_maps_to_the_same_canonical_id_each_time() -> None
 
 def test_unsupported_output_parts_are_skipped_and_named() -> None:
     body = {"candidates": [{"content": {"role": "model", "parts": [
-        {"executableCode": {"language": "PYTHON", "code": "print(1)"}}, {"text": "done"}]}, "finishReason": "STOP"}]}
+        {"fileData": {"mimeType": "video/mp4", "fileUri": "gs://b/v.mp4"}}, {"text": "done"}]},
+        "finishReason": "STOP"}]}
     message = GeminiAdapter().from_wire_response(WireResponse(200, _json(body)),
                                                  RequestContext(model="gemini:gemini-2.5-flash"))
     assert message.text() == "done"
-    assert (message.metadata.provider_raw or {})["skipped_parts"] == ["executableCode"]
+    assert (message.metadata.provider_raw or {})["skipped_parts"] == ["fileData"]  # code parts: tests/adapters/hosted
 
 
 @pytest.mark.parametrize(

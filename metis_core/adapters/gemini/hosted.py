@@ -1,0 +1,138 @@
+"""Gemini's hosted tools (Google Search, URL context, code execution) <-> canonical blocks.
+
+An `executableCode` part becomes a `ProviderToolCallBlock` and each `codeExecutionResult` a
+`ProviderToolResultBlock`; both keep the part exactly as Gemini sent it (thought signature
+included) and replay it verbatim to Gemini. Grounding (`groundingMetadata`, from Google Search or
+URL context) is not a part: its supports become `Citation`s on the answer's text, and the
+metadata itself is kept in `provider_raw` (the search entry point Google asks apps to show, the
+queries, the retrieved URLs). Nothing here is ever a client tool call.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from metis_core.adapters._common.hosted import HostedBlock
+from metis_core.adapters.gemini.signatures import to_urlsafe_base64
+from metis_core.messages import BlockOrigin, Citation, ProviderToolCallBlock, ProviderToolResultBlock
+
+log = logging.getLogger("metis_core.adapters.gemini")
+
+HOSTED_TOOL_WIRE = {"web_search": "googleSearch", "web_fetch": "urlContext", "code_execution": "codeExecution"}
+"""Canonical hosted tool name -> the key of Gemini's `tools` entry that enables it."""
+CODE_CALL, CODE_RESULT = "executableCode", "codeExecutionResult"
+GROUNDING_KEY, URL_CONTEXT_KEY = "grounding_metadata", "url_context_metadata"
+"""provider_raw keys: the candidate's groundingMetadata and urlContextMetadata, as sent."""
+OK_OUTCOME = "OUTCOME_OK"
+
+
+def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> list[dict[str, Any]]:
+    """`tools` entries for `AdapterOptions.hosted_tools`, e.g. {"googleSearch": {}}."""
+    from metis_core.errors import CapabilityMismatchError
+
+    tools: list[dict[str, Any]] = []
+    for name, settings in wanted.items():
+        wire = HOSTED_TOOL_WIRE.get(name)
+        if wire is None:
+            raise CapabilityMismatchError(
+                model, f"hosted tool {name}", f"Gemini hosts {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}"
+            )
+        tools.append({wire: dict(settings)})
+    return tools
+
+
+def is_hosted_tool_entry(entry: Any) -> bool:
+    """A request's `tools` entry that enables a hosted tool (read back by the request reader)."""
+    return isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in HOSTED_TOOL_WIRE.values()
+
+
+def gemini_tool_entries(provider_tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The `AdapterOptions.provider_tools` Gemini can take. Another API's definitions (an Anthropic
+    `web_search_20250305` read by the gateway) would fail the whole request: each is left out with a WARN."""
+    kept = [entry for entry in provider_tools if is_hosted_tool_entry(entry)]
+    for entry in provider_tools:
+        if not is_hosted_tool_entry(entry):
+            log.warning("provider tool %s is not a Gemini tool and was not sent; ask for hosted tools by "
+                        "their canonical names (AdapterOptions.hosted_tools) to reach any provider",
+                        entry.get("type") or entry.get("name") or sorted(entry), extra={"adapter": "gemini"})
+    return kept
+
+
+def code_builder(part: dict[str, Any], ordinal: int, last_call_id: str | None) -> tuple[Callable[..., Any], str | None]:
+    """The builder for a code part and the call id a later result without its own id answers.
+
+    Gemini 3 gives both parts an `id`; Gemini 2 gives none, and a result then answers the call
+    before it. A call without an id is named by its position, so a stream and a body agree."""
+    if CODE_CALL in part:
+        body = part[CODE_CALL] if isinstance(part[CODE_CALL], dict) else {}
+        call_id = str(body.get("id") or f"code_execution_{ordinal}")
+        return partial(build_code_call, call_id=call_id), call_id
+    return partial(build_code_result, call_id=last_call_id or ""), last_call_id
+
+
+def build_code_call(payload: dict[str, Any], fragments: str, origin: BlockOrigin, *,
+                    call_id: str) -> ProviderToolCallBlock:
+    body = payload.get(CODE_CALL)
+    body = body if isinstance(body, dict) else {}
+    language = str(body.get("language") or "PYTHON")
+    code = str(body.get("code") or "")
+    text = f"[hosted tool call: code_execution]\n```{language.lower()}\n{code}\n```"
+    return ProviderToolCallBlock(id=call_id, name="code_execution", input={"language": language, "code": code},
+                                 text=text, payload=payload, origin=origin)
+
+
+def build_code_result(payload: dict[str, Any], fragments: str, origin: BlockOrigin, *,
+                      call_id: str) -> ProviderToolResultBlock:
+    body = payload.get(CODE_RESULT)
+    body = body if isinstance(body, dict) else {}
+    outcome = str(body.get("outcome") or "")
+    is_error = outcome != OK_OUTCOME
+    output = str(body.get("output") or "")
+    label = f" ({outcome})" if is_error else ""
+    text = f"[hosted tool result: code_execution{label}]\n{output}".rstrip()
+    return ProviderToolResultBlock(tool_use_id=str(body.get("id") or call_id), name="code_execution_result",
+                                   text=text, is_error=is_error, payload=payload, origin=origin)
+
+
+def grounding_citations(metadata: dict[str, Any], origin: BlockOrigin) -> list[Citation]:
+    """One Citation per (support, source) pair of `groundingMetadata`, in Gemini's order.
+
+    The payload is the support with the one chunk it points at, so the pair can be shown alone;
+    an index pointing past the chunk list (a damaged body) is left out."""
+    chunks = metadata.get("groundingChunks")
+    chunks = chunks if isinstance(chunks, list) else []
+    citations: list[Citation] = []
+    for support in metadata.get("groundingSupports") or ():
+        if not isinstance(support, dict):
+            continue
+        segment: dict[str, Any] = support["segment"] if isinstance(support.get("segment"), dict) else {}
+        cited = segment.get("text") if isinstance(segment.get("text"), str) else None
+        for index in support.get("groundingChunkIndices") or ():
+            if not isinstance(index, int) or not 0 <= index < len(chunks) or not isinstance(chunks[index], dict):
+                continue
+            chunk = chunks[index]
+            source = next((v for v in chunk.values() if isinstance(v, dict)), {})
+            url = source.get("uri") if isinstance(source.get("uri"), str) else None
+            title = source.get("title") if isinstance(source.get("title"), str) else None
+            citations.append(Citation(url=url, title=title, cited_text=cited, origin=origin,
+                                      payload={"segment": segment, "groundingChunkIndices": [index], "chunk": chunk}))
+    return citations
+
+
+def replay_part(block: HostedBlock, model: str) -> tuple[dict[str, Any], bool]:
+    """The part to send back to Gemini, and whether its thought signature had to be left out.
+
+    A signature is valid only for the model that issued it, like those on text and calls."""
+    part = dict(block.payload)
+    signature = part.get("thoughtSignature")
+    if signature is None:
+        return part, False
+    if block.origin.model != model:
+        del part["thoughtSignature"]
+        return part, True
+    part["thoughtSignature"] = to_urlsafe_base64(str(signature))  # as Google's SDKs encode it
+    return part, False
+
