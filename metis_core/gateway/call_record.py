@@ -5,7 +5,7 @@ turn.started -> llm.call_started (-> llm.call_failed per failed member) -> llm.c
 when the client went away. Emitting the events and staging the session, its messages and the
 answer happen in order on the gateway's one record writer (record_writer.py, many calls per
 transaction), so none of it is on the answer's path (an event's id and time are those of its
-emission there, a few ms after the fact).
+emission there, up to ~25 ms after the fact).
 """
 
 from __future__ import annotations
