@@ -1,10 +1,11 @@
 """The gateway's one record writer: a thread draining a queue of record jobs, in submission order.
 
-Each job emits a call's events and may stage its conversation (session row, messages); every
-conversation staged by the jobs of one drained batch is written in one SQLite transaction, each
-under its own savepoint, so a busy gateway pays one commit per batch, not per call. A failed job
-or a refused conversation is logged and isolated; nothing submitted is dropped: `drain()` and
-`close()` wait for all of it, and pending work also runs at interpreter exit.
+Each job emits a call's events and may stage its conversation (session row, messages). After a
+short linger, every job queued runs as one batch: its events reach the bus as one burst and its
+conversations are written in one transaction as prepared rows, so a busy gateway pays one commit
+per batch, not per call. A failed job or a refused conversation is logged and isolated; nothing
+submitted is dropped: `drain()` and `close()` wait for all of it, and pending work also runs at
+interpreter exit.
 """
 
 from __future__ import annotations
