@@ -535,6 +535,19 @@ class GatewayAuthError(GatewayError):
         super().__init__(message)
 
 
+class GatewayScopeError(GatewayError):
+    """A valid key whose scope does not cover what it was used for: a `model` key on `metis serve`,
+    a `viewer` key on the gateway's model routes (`reason` is `insufficient_scope`)."""
+
+    status = 403
+    kind = "scope"
+
+    def __init__(self, message: str, *, key_id: str) -> None:
+        self.reason = "insufficient_scope"
+        self.key_id = key_id
+        super().__init__(message)
+
+
 class GatewayModelNotAllowedError(GatewayError):
     """The key's allow-list does not cover the model asked for."""
 
@@ -601,7 +614,12 @@ class OutputValidationError(MetisError):
 
 
 class ServeError(MetisError):
-    """`metis serve` was asked for something it refuses (an open bind without a token, a bad request)."""
+    """`metis serve` was asked for something it refuses (an open bind without a key, a bad request)."""
+
+
+class ServeAccessKeyMissingError(ServeError):
+    """`metis serve` (or `gateway serve --web`) was asked to bind beyond loopback while no active
+    gateway key has the `admin` or `viewer` scope: the record would be open to the network."""
 
 
 class ServeAccessError(ServeError):

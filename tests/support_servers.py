@@ -7,9 +7,11 @@ HTTP, SSE and NDJSON paths of ModelClient without any network. Single-provider t
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from collections import defaultdict, deque
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,6 +61,9 @@ class Reply:
     status: int
     body: bytes
     headers: dict[str, str] = field(default_factory=dict)
+    held_at: bytes | None = None
+    """The body stops just before this marker until `release` is set (a slow upstream mid-stream)."""
+    release: threading.Event | None = None
 
     @classmethod
     def fixture(cls, provider: str, name: str, status: int = 200, **headers: str) -> Reply:
@@ -69,6 +74,26 @@ class Reply:
     @classmethod
     def json(cls, payload: Any, status: int = 200) -> Reply:
         return cls(status, json.dumps(payload).encode(), {"content-type": "application/json"})
+
+
+class HeldBody(ChunkedBody):
+    """Sends `chunks`, waits (at most 10 s) for `release`, then sends `rest`."""
+
+    def __init__(self, chunks: list[bytes], rest: list[bytes], release: threading.Event) -> None:
+        super().__init__(chunks)
+        self.rest, self.release = rest, release
+
+    def __iter__(self) -> Iterator[bytes]:
+        yield from self.chunks
+        self.release.wait(10)
+        yield from self.rest
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for chunk in self.chunks:
+            yield chunk
+        await asyncio.to_thread(self.release.wait, 10)
+        for chunk in self.rest:
+            yield chunk
 
 
 class ScriptedTransport:
@@ -90,6 +115,10 @@ class ScriptedTransport:
             return httpx.Response(599, json={"error": {"message": f"no scripted reply for {request.url}"}})
         reply = queue.popleft()
         # Delivered in network-sized pieces through a real (unread) byte stream.
+        if reply.held_at is not None and reply.release is not None:
+            cut = reply.body.index(reply.held_at)
+            held = HeldBody(split(reply.body[:cut], 512), split(reply.body[cut:], 512), reply.release)
+            return httpx.Response(reply.status, headers=reply.headers, stream=held)
         return httpx.Response(reply.status, headers=reply.headers, stream=ChunkedBody(split(reply.body, 512)))
 
     def hosts(self) -> list[str]:

@@ -67,11 +67,12 @@ class Runtime:
         self.prices = PriceTable.load(self.config)
         self.bus = bus or EventBus()
         self.db_path = db_path or self.home / "metis.db"
-        """The SQLite file (the learning layer's tables live there on either backend)."""
+        """The SQLite file when no database URL is configured (backups and scratch runs name it)."""
         self.database: Path | str = (
             db_path or os.environ.get(DATABASE_URL_ENV) or self.config.database_url or self.db_path
         )
-        """Where sessions and the trace live: `db_path`, METIS_DATABASE_URL, `database_url:`, or db_path."""
+        """Where sessions, the trace and the learning tables live: `db_path`, METIS_DATABASE_URL,
+        `database_url:`, or db_path."""
         self.store = SessionStore(self.database)
         self.trace = TraceStore(self.database)
         self.trace.attach(self.bus)

@@ -56,6 +56,8 @@ from metis_core.routing.engine import RouteDecision, TurnNeeds
 from metis_core.routing.fallback import FallbackChain
 
 StreamSink = Callable[[StreamEvent], None]
+MessageSink = Callable[[Message], None]
+"""Told of every message a turn stores (each call's answer, each tool result), once it is stored."""
 CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
 """turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
 `task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
@@ -183,6 +185,7 @@ class TurnRunner:
         attachments: list[ContentBlock] | None = None,
         override: str | None = None,
         on_stream: StreamSink | None = None,
+        on_message: MessageSink | None = None,
         options: AdapterOptions | None = None,
         timeout_seconds: float | None = None,
         before_completed: TurnClosingHook | None = None,
@@ -279,6 +282,8 @@ class TurnRunner:
                 tracker = StreamTracker()  # what it held is in `final` now: nothing partial to save on Ctrl-C
                 session.append(final, rt.store, provider=final.metadata.provider)
                 result.produced.append(final)
+                if on_message is not None:
+                    on_message(final)
                 result.final = final
                 result.model = final.metadata.model
                 self._count_usage(result, final)
@@ -318,6 +323,8 @@ class TurnRunner:
                 for outcome in outcomes:
                     session.append(outcome.message, rt.store)
                     result.produced.append(outcome.message)
+                    if on_message is not None:
+                        on_message(outcome.message)
                 result.tool_calls += len(uses)
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed

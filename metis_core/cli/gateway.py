@@ -88,7 +88,7 @@ def _row(record: GatewayKeyRecord, now: datetime) -> dict[str, object]:
     else:
         status = "active"
     return {
-        "id": record.id, "name": record.name, "prefix": record.prefix, "user_id": record.user_id,
+        "id": record.id, "name": record.name, "scope": record.scope, "prefix": record.prefix, "user_id": record.user_id,
         "team_id": record.team_id, "models": list(record.allowed_models) if record.allowed_models else None,
         "budget_usd": format(record.budget_usd, "f") if record.budget_usd is not None else None,
         "budget_period": record.budget_period, "rpm": record.rpm, "tpm": record.tpm, "status": status,
@@ -97,9 +97,10 @@ def _row(record: GatewayKeyRecord, now: datetime) -> dict[str, object]:
 
 def _print_issued(terminal: Terminal, record: GatewayKeyRecord, token: str, as_json: bool) -> None:
     if as_json:
-        terminal.raw(json.dumps({"id": record.id, "prefix": record.prefix, "key": token}) + "\n")
+        terminal.raw(json.dumps({"id": record.id, "prefix": record.prefix, "scope": record.scope, "key": token}) + "\n")
         return
     terminal.out.print(f"key id  {record.id}", markup=False)
+    terminal.out.print(f"scope   {record.scope}", markup=False)
     terminal.out.print(f"key     {token}", markup=False)
     terminal.out.print("This key is shown once; only its hash is stored. Send it as `Authorization: Bearer` "
                        "or `x-api-key`.", markup=False)
@@ -124,13 +125,15 @@ def serve(
 
     factory = "metis_core.gateway.serve:build_app"
     if web:
-        from metis_core.config import metis_home
-        from metis_core.server.gateway_mount import BIND_HOST_ENV, FACTORY, access_for
+        from metis_core.gateway.key_check import KeyCheck
+        from metis_core.server.access import ServerAccess
+        from metis_core.server.gateway_mount import BIND_HOST_ENV, FACTORY
 
         if workers != 1:
             raise ServeError("--web needs --workers 1: a live event stream must run beside the bus it "
                                   "follows; serve the web view from one worker")
-        access_for(host, metis_home())  # refuse an open bind without a token before starting
+        with key_service() as keys:  # refuse an open bind without an admin or viewer key before starting
+            ServerAccess.for_bind(host, KeyCheck(keys))
         os.environ[BIND_HOST_ENV] = host
         factory = FACTORY
     Terminal.open().err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
@@ -156,7 +159,10 @@ def issue(
     rpm: Annotated[int | None, typer.Option(min=1, help="Requests per minute.")] = None,
     tpm: Annotated[int | None, typer.Option(min=1, help="Tokens per minute.")] = None,
     expires: Annotated[str | None, typer.Option(help="Expiry: a date/time (UTC) or a duration like 30d.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, key} as JSON.")] = False,
+    scope: Annotated[str, typer.Option(help="model: call models (the default); viewer: read `metis serve`; "
+                                            "admin: both, and private content, chat and keys on `metis serve`.")]
+    = "model",
+    as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, scope, key} as JSON.")] = False,
 ) -> None:
     """Issue a key; it is printed once and stored only as a hash."""
     from metis_core.gateway.keys import KeyTerms, check_subject_id
@@ -171,7 +177,7 @@ def issue(
         name=name, user_id=check_subject_id(user, "user"), team_id=check_subject_id(team, "team"),
         allowed_models=list(models) if models else None, budget_usd=parse_usd(budget_usd),
         budget_period=budget_period if budget_usd is not None else None,  # type: ignore[arg-type]
-        rpm=rpm, tpm=tpm, expires_at=expires_at,
+        rpm=rpm, tpm=tpm, expires_at=expires_at, scope=scope,  # type: ignore[arg-type]
     )  # fmt: skip
     with key_service() as keys:
         issued = keys.issue(terms)
@@ -194,13 +200,13 @@ def list_keys(as_json: Annotated[bool, typer.Option("--json", help="One JSON doc
     if not rows:
         terminal.out.print("no gateway keys yet: `metis gateway keys issue`", markup=False)
         return
-    table = Table("id", "name", "prefix", "user", "team", "models", "budget", "rpm", "tpm", "status")
+    table = Table("id", "name", "scope", "prefix", "user", "team", "models", "budget", "rpm", "tpm", "status")
     for row in rows:
         budget = f"${row['budget_usd']}/{row['budget_period']}" if row["budget_usd"] is not None else "-"
         models = ", ".join(row["models"]) if isinstance(row["models"], list) else "all"
         table.add_row(*(str(v) if v is not None else "-" for v in (
-            row["id"], row["name"], row["prefix"], row["user_id"], row["team_id"], models, budget, row["rpm"],
-            row["tpm"], row["status"])))  # fmt: skip
+            row["id"], row["name"], row["scope"], row["prefix"], row["user_id"], row["team_id"], models, budget,
+            row["rpm"], row["tpm"], row["status"])))  # fmt: skip
     terminal.out.print(table)
 
 

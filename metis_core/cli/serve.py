@@ -1,8 +1,9 @@
 """`metis serve`: the web view, JSON API, chat and live event WebSocket on one local port.
 
-Binds 127.0.0.1:4100 by default. Another address needs an access token (`--token`, the
-METIS_SERVE_TOKEN variable, or tokens made with `--new-token`, kept hashed in
-METIS_HOME/serve-tokens.json). The server itself is `metis_core.server` (docs/serve.md).
+Binds 127.0.0.1:4100 by default. Clients authenticate with gateway keys of scope `admin` or
+`viewer` (`metis gateway keys issue --scope admin`), checked against the configured database's key
+store; another address needs at least one such key, live. The server itself is
+`metis_core.server` (docs/serve.md).
 """
 
 from __future__ import annotations
@@ -14,51 +15,53 @@ from typing import Annotated
 import typer
 
 from metis_core.cli.failures import guarded
+from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime
-from metis_core.server.access import TOKEN_ENV, ServerAccess, TokenScope, create_token, load_token_file, token_hash
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
+
+RETIRED_TOKEN_FILE = "serve-tokens.json"
+RETIRED_TOKEN_ENV = "METIS_SERVE_TOKEN"
 
 
 @guarded
 def serve(
-    host: Annotated[str, typer.Option(help="Address to bind; anything but loopback needs a token.")] = "127.0.0.1",
+    host: Annotated[str, typer.Option(
+        help="Address to bind; anything but loopback needs a live gateway key of scope admin or viewer.")]
+    = "127.0.0.1",
     port: Annotated[int, typer.Option(help="TCP port.")] = 4100,
-    token: Annotated[str | None, typer.Option(
-        help=f"An admin access token clients must send (or set {TOKEN_ENV}); kept in memory as a hash only.",
-        show_default=False)] = None,
-    new_token: Annotated[bool, typer.Option(
-        "--new-token", help="Create a token, store its hash in METIS_HOME, print it once and exit.")] = False,
-    scope: Annotated[str, typer.Option(help="Scope of --new-token: admin (sees private content) or viewer.")]
-    = "admin",
+    require_key: Annotated[bool, typer.Option(
+        "--require-key", help="Ask every client for a gateway key on a loopback bind too.")] = False,
     client_queue: Annotated[int, typer.Option(
         help="Events buffered per WebSocket client before a slow client is dropped.")] = DEFAULT_CLIENT_QUEUE,
     workspace: Annotated[Path | None, typer.Option(
         help="Workspace of chat sessions started from the browser (default: the current directory).")] = None,
 ) -> None:
     """Serve the web view, JSON API, HTTP chat and live event stream."""
+    from metis_core.gateway.key_check import KeyCheck
+    from metis_core.gateway.keys import KeyService
+    from metis_core.gateway.serve import settings_from_env
+    from metis_core.server.access import ServerAccess
+    from metis_core.store.gateway_keys import open_gateway_key_store
+
     config = load_cli_config()
-    if new_token:
-        if scope not in ("admin", "viewer"):
-            raise typer.BadParameter("--scope must be admin or viewer")
-        chosen: TokenScope = "admin" if scope == "admin" else "viewer"
-        typer.echo(create_token(config.home, chosen))
-        return
-    hashes: dict[str, TokenScope] = dict(load_token_file(config.home))
-    given = token or os.environ.get(TOKEN_ENV)
-    if given:
-        hashes[token_hash(given)] = "admin"
-    access = ServerAccess.for_bind(host, hashes)
-
-    import uvicorn
-
-    from metis_core.server.app import build_app
-
+    if (config.home / RETIRED_TOKEN_FILE).exists() or os.environ.get(RETIRED_TOKEN_ENV):
+        Terminal.open(config).warn(
+            f"{RETIRED_TOKEN_FILE} and {RETIRED_TOKEN_ENV} are no longer read: clients use gateway keys "
+            "(`metis gateway keys issue --scope admin`); delete the file")
     runtime = open_runtime(config)
+    store = open_gateway_key_store(runtime.database)
     try:
+        per_minute = settings_from_env().auth_failure_events_per_minute
+        keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
+        access = ServerAccess.for_bind(host, keys, require_key=require_key)
+
+        import uvicorn
+
+        from metis_core.server.app import build_app
+
         app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue)
         typer.echo(f"metis serve: http://{host}:{port}/ (Ctrl-C stops)")
         uvicorn.run(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
     finally:
+        store.close()
         runtime.close()
-
-

@@ -39,6 +39,7 @@ from metis_core.errors import (
     ToolSchemaError,
 )
 from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.key_check import presented_token
 from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
@@ -64,13 +65,6 @@ def error_response(shape: InboundShape, status: int, kind: str, message: str,
                    retry_after: float | None = None) -> Response:
     headers = {"retry-after": str(math.ceil(retry_after))} if retry_after is not None else None
     return json_response(shape.error_body(status, kind, message), status, headers)
-
-
-def presented_token(request: Request) -> str | None:
-    auth = request.headers.get("authorization")
-    if auth and auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
-    return request.headers.get("x-api-key") or None
 
 
 async def read_json_body(request: Request, limit: int) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from metis_core.errors import GatewayAuthError, GatewayKeyError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.ids import is_ulid, new_ulid
-from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore
+from metis_core.store.gateway_keys import KEY_SCOPES, BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, KeyScope
 
 TOKEN_PREFIX = "mk_"
 _TOKEN = re.compile(r"^mk_([A-Za-z0-9]{8})_[A-Za-z0-9_-]{20,}$")
@@ -81,6 +81,8 @@ class KeyTerms:
     rpm: int | None = None
     tpm: int | None = None
     expires_at: datetime | None = None
+    scope: KeyScope = "model"
+    """`model` (the default) calls models; `viewer` / `admin` open `metis serve` (docs/gateway.md "Scopes")."""
     extra: dict[str, Any] = field(default_factory=dict)
 
 
@@ -107,6 +109,8 @@ class KeyService:
     def issue(self, terms: KeyTerms, *, now: datetime | None = None) -> IssuedKey:
         if terms.budget_usd is not None and terms.budget_usd < 0:
             raise GatewayKeyError("--budget-usd must be zero or more")
+        if terms.scope not in KEY_SCOPES:
+            raise GatewayKeyError(f"--scope is one of {', '.join(KEY_SCOPES)}, not {terms.scope!r}")
         if terms.budget_usd is not None and terms.budget_period is None:
             terms.budget_period = "month"
         now = now or datetime.now(UTC)
@@ -116,7 +120,7 @@ class KeyService:
             user_id=terms.user_id, team_id=terms.team_id,
             allowed_models=tuple(terms.allowed_models) if terms.allowed_models else None,
             budget_usd=terms.budget_usd, budget_period=terms.budget_period if terms.budget_usd is not None else None,
-            rpm=terms.rpm, tpm=terms.tpm, created_at=now, expires_at=terms.expires_at,
+            rpm=terms.rpm, tpm=terms.tpm, created_at=now, expires_at=terms.expires_at, scope=terms.scope,
         )  # fmt: skip
         self.store.insert_key(record)
         budget = format(record.budget_usd, "f") if record.budget_usd is not None else None
@@ -125,9 +129,15 @@ class KeyService:
             "issued_at": now, "user_id": record.user_id, "team_id": record.team_id,
             "allowed_models": list(record.allowed_models) if record.allowed_models else None,
             "daily_cap_usd": budget if record.budget_period == "day" else None,
-            "monthly_cap_usd": budget if record.budget_period == "month" else None,
+            "monthly_cap_usd": budget if record.budget_period == "month" else None, "scope": record.scope,
         })  # fmt: skip
         return IssuedKey(record, token)
+
+    def live_keys(self, scopes: tuple[KeyScope, ...], *, now: datetime | None = None) -> list[GatewayKeyRecord]:
+        """Keys of these scopes that would be accepted now: not revoked, not expired, grace not over."""
+        now = now or datetime.now(UTC)
+        return [k for k in self.store.list_keys() if k.scope in scopes and k.revoked_at is None
+                and (k.expires_at is None or now < k.expires_at) and (k.grace_until is None or now < k.grace_until)]
 
     def list(self) -> list[GatewayKeyRecord]:
         return self.store.list_keys()
@@ -150,7 +160,7 @@ class KeyService:
         terms = KeyTerms(
             name=old.name, user_id=old.user_id, team_id=old.team_id,
             allowed_models=list(old.allowed_models) if old.allowed_models else None, budget_usd=old.budget_usd,
-            budget_period=old.budget_period, rpm=old.rpm, tpm=old.tpm, expires_at=old.expires_at,
+            budget_period=old.budget_period, rpm=old.rpm, tpm=old.tpm, expires_at=old.expires_at, scope=old.scope,
         )  # fmt: skip
         issued = self.issue(terms, now=now)
         until = now + grace

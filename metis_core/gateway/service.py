@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import fnmatch
 import logging
-import threading
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -25,7 +24,6 @@ from metis_core.errors import (
     AuthenticationError,
     CapabilityMismatchError,
     ErrorClass,
-    GatewayAuthError,
     GatewayModelNotAllowedError,
     GatewayRequestError,
     GatewayUnknownModelError,
@@ -37,9 +35,9 @@ from metis_core.errors import (
     ToolSchemaError,
     UnknownModelError,
 )
-from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.gateway.call_record import CallRecord
-from metis_core.gateway.keys import KeyService, token_hash_prefix
+from metis_core.gateway.key_check import MODEL_SCOPES, KeyCheck
+from metis_core.gateway.keys import KeyService
 from metis_core.gateway.quotas import QuotaGate, Subject
 from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape
@@ -64,28 +62,6 @@ class GatewaySettings:
     """At most this many gateway.auth_failed events per minute per process; the rest are counted."""
     workspace: Path = field(default_factory=Path.cwd)
     """Where routing.yaml (aliases, chains) is read from."""
-
-
-class AuthFailureLimiter:
-    """A fixed one-minute window: the first N failures are recorded, the rest only counted."""
-
-    def __init__(self, per_minute: int) -> None:
-        self.per_minute = per_minute
-        self.window = -1
-        self.recorded = 0
-        self.suppressed = 0
-        self._lock = threading.Lock()
-
-    def allow(self) -> bool:
-        with self._lock:
-            window = int(time.monotonic() // 60)
-            if window != self.window:
-                self.window, self.recorded = window, 0
-            if self.recorded < self.per_minute:
-                self.recorded += 1
-                return True
-            self.suppressed += 1
-            return False
 
 
 @dataclass(slots=True)
@@ -129,7 +105,7 @@ class GatewayService:
         self.keys = KeyService(key_store, runtime.bus)
         self.quotas = QuotaGate(key_store, runtime.bus)
         self.engine = runtime.engine_for(self.settings.workspace)
-        self.auth_failures = AuthFailureLimiter(self.settings.auth_failure_events_per_minute)
+        self.key_check = KeyCheck(self.keys, failure_events_per_minute=self.settings.auth_failure_events_per_minute)
         self.writer = RecordWriter(runtime.store, bus=runtime.bus)
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
@@ -138,16 +114,8 @@ class GatewayService:
     # --- gates --------------------------------------------------------------------------------
 
     def authenticate(self, token: str | None, shape: InboundShape) -> GatewayKeyRecord:
-        try:
-            return self.keys.authenticate(token)
-        except GatewayAuthError as error:
-            if self.auth_failures.allow():
-                self.rt.bus.emit_new("gateway.auth_failed", {
-                    "reason": error.reason, "inbound_shape": shape.name,
-                    "token_hash_prefix": token_hash_prefix(token) if token else None,
-                    "gateway_key_id": error.key_id,
-                }, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)  # fmt: skip
-            raise
+        """The key of a `/v1` request: live, and of scope `model` or `admin` (a viewer key only reads)."""
+        return self.key_check.check(token, shape.name, MODEL_SCOPES, "calling models through the gateway")
 
     def resolve(self, asked: object, shape: InboundShape) -> list[str]:
         """Model ids for the `model` field: an id, alias or chain, or a bare name of a known model."""

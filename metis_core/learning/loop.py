@@ -2,8 +2,9 @@
 
 Attaching subscribes three batch subscribers (implicit feedback, evaluator triggers, pattern
 recorder), gives the runtime its pattern advisor (routing's `pattern` slot) and a `/model` swap
-listener, and closes its store connection when the runtime closes. Routing and the agent never
-import this package; without it they work as before.
+listener, and closes its store connection when the runtime closes. Its tables live in the
+runtime's database (`runtime.database`, SQLite or PostgreSQL). Routing and the agent never import
+this package; without it they work as before.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ class LearningLoop:
                  embed: Embedder | None = None) -> None:
         self.runtime = runtime
         self.settings = settings or LearningSettings.from_config(runtime.config.learning)
-        self.db = LearningDatabase(runtime.db_path)
+        self.db = LearningDatabase(runtime.database)
         self.verdicts = VerdictStore(self.db)
         self.patterns = PatternStore(self.db, self.settings.patterns)
         self.rubrics = RubricBook(user_dir=runtime.home / "rubrics")

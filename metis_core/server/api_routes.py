@@ -64,7 +64,7 @@ async def list_sessions(request: Request) -> JSONResponse:
     store = context_of(request).runtime.store
     query, limit = request.query_params.get("q", "").strip(), _limit(request, 50)
     if query and clearance_of(request) is not Sensitivity.PRIVATE:
-        raise ServeAccessError("searching session text needs private clearance (an admin token)")
+        raise ServeAccessError("searching session text needs private clearance: a gateway key with scope admin")
     if query:
         records = await asyncio.to_thread(store.search_sessions, query, limit)
     else:
@@ -85,7 +85,7 @@ def _plain(values: dict[str, Any]) -> dict[str, Any]:
 
 async def get_messages(request: Request) -> JSONResponse:
     if clearance_of(request) is not Sensitivity.PRIVATE:
-        raise ServeAccessError("messages are private content: they need an admin token")
+        raise ServeAccessError("messages are private content: they need a gateway key with scope admin")
     store = context_of(request).runtime.store
     session_id = request.path_params["session_id"]
     if not await asyncio.to_thread(store.has_session, session_id):

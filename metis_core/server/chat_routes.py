@@ -2,8 +2,9 @@
 answer a pending tool confirmation.
 
 The SSE stream carries the same catalog events the CLI's turn emits (`event: <type>`, `id:` the
-event id, `data:` the event JSON), text as `event: text.delta`, and a final `event: done` with
-the answer. A client that leaves mid-turn cancels the turn (as Ctrl-C does in the CLI).
+event id, `data:` the event JSON), text and thinking as `event: text.delta` / `thinking.delta`,
+each stored answer and tool result as `event: message` (the canonical message), and a final
+`event: done` with the answer. A client that leaves mid-turn cancels the turn (as Ctrl-C does in the CLI).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from metis_core.agent.turn import TurnResult
 from metis_core.errors import MetisError, ServeAccessError, ServeError
 from metis_core.events.envelope import Sensitivity
 from metis_core.events.filters import EventFilter
+from metis_core.messages import Message
 from metis_core.messages.stream import TextDelta, ThinkingDelta
 from metis_core.server.api_routes import clearance_of, context_of, session_json
 from metis_core.server.client_stream import ClientStream
@@ -33,7 +35,7 @@ TURN_QUEUE = 100_000
 
 def _need_admin(request: Request) -> None:
     if clearance_of(request) is not Sensitivity.PRIVATE:
-        raise ServeAccessError("chatting reads and writes private content: it needs an admin token")
+        raise ServeAccessError("chatting reads and writes private content: it needs a gateway key with scope admin")
 
 
 async def _json_body(request: Request) -> dict[str, Any]:
@@ -105,6 +107,9 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
         elif isinstance(item, ThinkingDelta):
             out.put_nowait(("thinking.delta", {"text": item.text}))
 
+    def on_message(message: Message) -> None:  # each answer and tool result, as stored
+        out.put_nowait(("message", message.model_dump(mode="json")))
+
     async def pump() -> None:
         while (batch := await stream.next_batch()) is not None:
             for event in batch:
@@ -114,7 +119,7 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
         result: TurnResult | None = None
         error: str | None = None
         try:
-            result = await runtime.turns.run(session, text, on_stream=on_stream)
+            result = await runtime.turns.run(session, text, on_stream=on_stream, on_message=on_message)
         except MetisError as failure:
             error = str(failure)
         finally:
@@ -129,7 +134,7 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
 
     pumping = asyncio.create_task(pump())
     turn = asyncio.create_task(run_turn())
-    held: list[bytes] = []  # text that streams before turn.started has come through the bus waits for it
+    held: list[bytes] = []  # deltas and messages that come before turn.started has come through the bus wait for it
     started = False
     try:
         while True:
@@ -140,7 +145,7 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
                     started = True
                     for frame in held:
                         yield frame
-            elif kind.endswith(".delta") and not started:
+            elif kind != "done" and not started:
                 held.append(_frame(kind, item))
             else:
                 yield _frame(kind, item)

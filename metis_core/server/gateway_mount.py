@@ -2,8 +2,9 @@
 
 The gateway's routes (`/v1/...`, `/healthz`, `/readyz`) match first; everything else falls through
 to the `metis serve` app, with its own access middleware, so gateway requests never meet it. Both
-share the worker's Runtime (one bus, one trace). Only one worker: a WebSocket client must see the
-bus its events are emitted on. The bind host reaches the factory as METIS_SERVE_BIND_HOST.
+share the worker's Runtime (one bus, one trace) and its KeyCheck (one key cache, one auth-failure
+limit). Only one worker: a WebSocket client must see the bus its events are emitted on. The bind
+host reaches the factory as METIS_SERVE_BIND_HOST.
 """
 
 from __future__ import annotations
@@ -13,25 +14,14 @@ from typing import TYPE_CHECKING
 
 from starlette.routing import Mount
 
-from metis_core.server.access import TOKEN_ENV, ServerAccess, TokenScope, load_token_file, token_hash
+from metis_core.server.access import ServerAccess
 from metis_core.server.app import build_app
 
 if TYPE_CHECKING:
-    from pathlib import Path
-
     from starlette.applications import Starlette
 
 BIND_HOST_ENV = "METIS_SERVE_BIND_HOST"
 FACTORY = "metis_core.server.gateway_mount:build_gateway_with_web"
-
-
-def access_for(host: str, home: Path) -> ServerAccess:
-    """Tokens from METIS_HOME/serve-tokens.json and METIS_SERVE_TOKEN; refuses an open bind without one."""
-    hashes: dict[str, TokenScope] = dict(load_token_file(home))
-    given = os.environ.get(TOKEN_ENV)
-    if given:
-        hashes[token_hash(given)] = "admin"
-    return ServerAccess.for_bind(host, hashes)
 
 
 def build_gateway_with_web() -> Starlette:
@@ -39,8 +29,8 @@ def build_gateway_with_web() -> Starlette:
     from metis_core.gateway.serve import build_app as build_gateway
 
     gateway = build_gateway()
-    runtime = gateway.state.service.rt
-    access = access_for(os.environ.get(BIND_HOST_ENV, "127.0.0.1"), runtime.home)
-    web = build_app(runtime, access=access, workspace=gateway.state.service.settings.workspace)
+    service = gateway.state.service
+    access = ServerAccess.for_bind(os.environ.get(BIND_HOST_ENV, "127.0.0.1"), service.key_check)
+    web = build_app(service.rt, access=access, workspace=service.settings.workspace)
     gateway.router.routes.append(Mount("/", app=web))
     return gateway

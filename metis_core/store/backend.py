@@ -52,6 +52,10 @@ class Statements:
     session_for_append: str
     """Param (session_id): tool_id_map_json, total_cost_usd, holding the session row until commit
     (PostgreSQL: FOR UPDATE; SQLite's BEGIN IMMEDIATE already serializes writers)."""
+    transaction_lock: str
+    """Param (key: int), first in a transaction: held until it ends, so transactions taking the
+    same key run one at a time across processes (PostgreSQL: a transaction-scoped advisory lock;
+    SQLite: a no-op, BEGIN IMMEDIATE already serializes every writer)."""
 
 
 class Database(Protocol):

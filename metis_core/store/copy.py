@@ -72,7 +72,7 @@ TABLES: tuple[TableSpec, ...] = (
     TableSpec("gateway_keys", "id", (
         "id", "name", "prefix", "secret_hash", "user_id", "team_id", "allowed_models_json", "budget_pusd",
         "budget_period", "rpm", "tpm", "created_at", "expires_at", "revoked_at", "revoke_reason", "replaced_by",
-        "grace_until",
+        "grace_until", "scope",
     ), frozenset({"allowed_models_json"}), picodollar_columns=frozenset({"budget_pusd"})),
     TableSpec("gateway_limits", "scope, subject_id", (
         "scope", "subject_id", "budget_pusd", "budget_period", "rpm", "tpm",

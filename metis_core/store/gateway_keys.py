@@ -25,6 +25,11 @@ from metis_core.store.records import from_us, to_us
 
 Scope = Literal["gateway_key", "user", "team"]
 BudgetPeriod = Literal["day", "month", "total"]
+KeyScope = Literal["model", "viewer", "admin"]
+"""What a key may do (migration 8): `model` calls models through the gateway (the default);
+`viewer` reads `metis serve` up to user-controlled content; `admin` may do both and see private
+content, chat and list keys there (docs/gateway.md "Scopes")."""
+KEY_SCOPES: tuple[KeyScope, ...] = ("model", "viewer", "admin")
 PICO = Decimal("1e12")
 
 
@@ -58,6 +63,7 @@ class GatewayKeyRecord:
     revoke_reason: str | None = None
     replaced_by: str | None = None
     grace_until: datetime | None = None
+    scope: KeyScope = "model"
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +100,7 @@ class GatewayKeyStore(Protocol):
 
 _KEY_COLUMNS = (
     "id, name, prefix, secret_hash, user_id, team_id, allowed_models_json, budget_pusd, budget_period, rpm, "
-    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until"
+    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until, scope"
 )
 
 
@@ -108,7 +114,7 @@ def _opt_dt(value: int | None) -> datetime | None:
 
 def _key_from_row(row: tuple[object, ...]) -> GatewayKeyRecord:
     (key_id, name, prefix, secret_hash, user_id, team_id, models, budget, period, rpm, tpm, created,
-     expires, revoked, reason, replaced_by, grace) = row  # fmt: skip
+     expires, revoked, reason, replaced_by, grace, scope) = row  # fmt: skip
     return GatewayKeyRecord(
         id=str(key_id), name=str(name), prefix=str(prefix), secret_hash=str(secret_hash),
         user_id=user_id, team_id=team_id,  # type: ignore[arg-type]
@@ -120,6 +126,7 @@ def _key_from_row(row: tuple[object, ...]) -> GatewayKeyRecord:
         expires_at=_opt_dt(expires), revoked_at=_opt_dt(revoked),  # type: ignore[arg-type]
         revoke_reason=reason, replaced_by=replaced_by,  # type: ignore[arg-type]
         grace_until=_opt_dt(grace),  # type: ignore[arg-type]
+        scope=scope,  # type: ignore[arg-type]
     )  # fmt: skip
 
 
@@ -153,11 +160,12 @@ class SqliteGatewayKeyStore:
     def insert_key(self, record: GatewayKeyRecord) -> None:
         models = orjson.dumps(list(record.allowed_models)).decode() if record.allowed_models is not None else None
         self._write(
-            f"INSERT INTO gateway_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO gateway_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (record.id, record.name, record.prefix, record.secret_hash, record.user_id, record.team_id, models,
              to_pusd(record.budget_usd) if record.budget_usd is not None else None, record.budget_period,
              record.rpm, record.tpm, to_us(record.created_at), _opt_us(record.expires_at),
-             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until)),
+             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until),
+             record.scope),
         )  # fmt: skip
 
     def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None:

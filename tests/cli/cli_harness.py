@@ -80,10 +80,12 @@ def stored_messages(home: Path, session_id: str) -> list[Message]:
 LEARNING_DOMAINS = ("eval.", "feedback.", "pattern.")
 
 
-def stored_events(home: Path, session_id: str, *, learning: bool = False) -> list[Event]:
-    """The session's events; without `learning`, the learning layer's batch events (evaluations,
-    implicit feedback, patterns: tests/learning/) are left out, since they interleave with the turn's."""
-    with TraceStore(home / "metis.db") as trace:
+def stored_events(home: Path, session_id: str, *, learning: bool = False,
+                  database: Path | str | None = None) -> list[Event]:
+    """The session's events (in home's metis.db, or `database`); without `learning`, the learning
+    layer's batch events (evaluations, implicit feedback, patterns: tests/learning/) are left out,
+    since they interleave with the turn's."""
+    with TraceStore(database or home / "metis.db") as trace:
         events = trace.replay(session_id)
     return events if learning else [e for e in events if not e.type.startswith(LEARNING_DOMAINS)]
 

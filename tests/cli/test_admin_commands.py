@@ -26,28 +26,39 @@ from .replay_server import ANTHROPIC, ReplayServer, Reply
 
 
 class Cli:
-    def __init__(self, home: Path, server: ReplayServer, workspace: Path) -> None:
+    def __init__(self, home: Path, server: ReplayServer, workspace: Path, **env: str) -> None:
         self.home, self.workspace = home, workspace
-        self.env = cli_env(home, server.base_url)
+        self.env = cli_env(home, server.base_url, **env)
+        self.database: Path | str = env.get("METIS_DATABASE_URL") or home / "metis.db"
+        """Where the commands' stores live (METIS_DATABASE_URL when given)."""
         self.runner = CliRunner()
         self.session_id = ""
+        self.never_shown: list[str] = []
+        """Secrets (e.g. the database password) no output may contain."""
 
     def __call__(self, *args: str) -> Result:
         result = self.runner.invoke(app, list(args), env=self.env, catch_exceptions=False)
         assert_no_key(result.stdout, result.stderr)
+        assert not [s for s in self.never_shown if s in result.stdout or s in result.stderr]
         return result
 
 
-@pytest.fixture
-def cli(home: Path, server: ReplayServer, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+def seeded_cli(home: Path, server: ReplayServer, workspace: Path, monkeypatch: pytest.MonkeyPatch,
+               **env: str) -> Cli:
+    """A Cli whose home (and database, with METIS_DATABASE_URL in `env`) holds one `metis run` turn."""
     monkeypatch.chdir(workspace)
     server.script(ANTHROPIC, Reply(200, write_file_call_stream("notes.txt", "x")),
                   Reply.recording("anthropic", "stream__text_basic.sse"))
-    runner = Cli(home, server, workspace)
+    runner = Cli(home, server, workspace, **env)
     seeded = runner("run", "--json", "write a note")
     assert seeded.exit_code == 0, seeded.stderr
     runner.session_id = json.loads(seeded.stdout)["session_id"]
     return runner
+
+
+@pytest.fixture
+def cli(home: Path, server: ReplayServer, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> Cli:
+    return seeded_cli(home, server, workspace, monkeypatch)
 
 
 def event_count(home: Path) -> int:

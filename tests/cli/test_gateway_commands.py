@@ -72,3 +72,27 @@ def test_limits_set_for_a_team() -> None:
     team = json.loads(metis("gateway", "keys", "list", "--json")[1])[0]["team_id"]
     code, out = metis("gateway", "limits", "set", team, "--budget-usd", "100", "--rpm", "60")
     assert code == 0 and team in out
+
+
+def test_a_key_has_a_scope_model_by_default_kept_through_rotation() -> None:
+    code, out = metis("gateway", "keys", "issue", "--name", "web", "--scope", "admin", "--json")
+    assert code == 0, out
+    admin = json.loads(out)
+    assert admin["scope"] == "admin"
+    plain = json.loads(metis("gateway", "keys", "issue", "--name", "ci", "--json")[1])
+    assert plain["scope"] == "model"
+    successor = json.loads(metis("gateway", "keys", "rotate", admin["id"], "--grace", "1h", "--json")[1])
+    rows = {r["id"]: r for r in json.loads(metis("gateway", "keys", "list", "--json")[1])}
+    assert [rows[k]["scope"] for k in (admin["id"], plain["id"], successor["id"])] == ["admin", "model", "admin"]
+    code, table = metis("gateway", "keys", "list")
+    assert code == 0 and "scope" in table and "admin" in table and admin["key"] not in table
+    code, out = metis("gateway", "keys", "issue", "--scope", "root")
+    assert code != 0 and "--scope is one of model, viewer, admin" in out and "Traceback" not in out
+
+
+def test_serving_the_web_view_beyond_loopback_without_an_admin_or_viewer_key_fails_at_startup() -> None:
+    assert metis("gateway", "keys", "issue", "--name", "ci")[0] == 0  # a model key opens no web view
+    for command in (("serve", "--host", "0.0.0.0"), ("gateway", "serve", "--web", "--host", "0.0.0.0")):
+        code, out = metis(*command)
+        assert code != 0 and "Traceback" not in out, out
+        assert "scope admin or viewer" in out and "metis gateway keys issue --name web --scope admin" in out

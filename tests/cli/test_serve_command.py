@@ -1,5 +1,6 @@
-"""`metis serve` as a user runs it: refusing an open bind without a token, making a token, and
-serving the API and the page on 127.0.0.1 until Ctrl-C."""
+"""`metis serve` as a user runs it: refusing an open bind without an admin or viewer gateway key,
+saying the retired serve tokens are no longer read, and serving the API and the page on 127.0.0.1
+until Ctrl-C."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import json
 import os
 import signal
 import socket
-import stat
 import subprocess
 import time
 from pathlib import Path
@@ -24,23 +24,25 @@ def free_port() -> int:
         return port
 
 
-def test_serving_on_all_interfaces_without_a_token_is_refused_with_how_to_give_one(
+def test_serving_on_all_interfaces_without_an_access_key_is_refused_with_how_to_issue_one(
     home: Path, workspace: Path,
 ) -> None:
     done = metis(["serve", "--host", "0.0.0.0", "--port", str(free_port())], cli_env(home, None), workspace)
-    assert done.returncode != 0
-    assert "--token" in done.stderr + done.stdout and "127.0.0.1" in done.stderr + done.stdout
+    said = " ".join((done.stderr + done.stdout).split())
+    assert done.returncode == 1 and "Traceback" not in said
+    assert "metis gateway keys issue --name web --scope admin" in said and "127.0.0.1" in said
 
 
-def test_new_token_prints_it_once_and_stores_only_its_hash_readable_by_the_owner(home: Path, workspace: Path) -> None:
-    done = metis(["serve", "--new-token", "--scope", "viewer"], cli_env(home, None), workspace)
-    assert done.returncode == 0, done.stderr
-    token = done.stdout.strip()
-    assert token.startswith("mst_") and len(token) > 40
-    stored = home / "serve-tokens.json"
-    assert token not in stored.read_text()
-    assert list(json.loads(stored.read_text()).values()) == ["viewer"]
-    assert stat.S_IMODE(stored.stat().st_mode) == 0o600
+def test_the_retired_serve_tokens_are_named_as_no_longer_read(home: Path, workspace: Path) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "serve-tokens.json").write_text(json.dumps({"ab" * 32: "admin"}))
+    env = cli_env(home, None, METIS_SERVE_TOKEN="mst_an-old-token")
+    done = metis(["serve", "--host", "0.0.0.0", "--port", str(free_port())], env, workspace)
+    said = " ".join((done.stderr + done.stdout).split())
+    assert done.returncode == 1 and "serve-tokens.json and METIS_SERVE_TOKEN are no longer read" in said
+    assert "mst_an-old-token" not in said
+    retired = metis(["serve", "--new-token"], cli_env(home, None), workspace)
+    assert retired.returncode == 2 and "--new-token" in retired.stderr  # a usage error: the option is gone
 
 
 def test_metis_serve_answers_on_loopback_until_interrupted(home: Path, workspace: Path) -> None:
@@ -66,7 +68,7 @@ def test_metis_serve_answers_on_loopback_until_interrupted(home: Path, workspace
     assert f"http://127.0.0.1:{port}/" in out
 
 
-def test_gateway_serve_web_refuses_several_workers_and_an_open_bind_without_a_token(
+def test_gateway_serve_web_refuses_several_workers_and_an_open_bind_without_an_access_key(
     home: Path, workspace: Path,
 ) -> None:
     env = cli_env(home, None)
@@ -74,4 +76,4 @@ def test_gateway_serve_web_refuses_several_workers_and_an_open_bind_without_a_to
     several = metis(["gateway", "serve", "--web", "--workers", "2", "--port", str(free_port())], env, workspace)
     assert several.returncode != 0 and "--workers 1" in several.stderr + several.stdout
     open_bind = metis(["gateway", "serve", "--web", "--host", "0.0.0.0", "--port", str(free_port())], env, workspace)
-    assert open_bind.returncode != 0 and "--token" in open_bind.stderr + open_bind.stdout
+    assert open_bind.returncode != 0 and "--scope admin" in open_bind.stderr + open_bind.stdout

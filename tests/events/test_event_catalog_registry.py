@@ -119,6 +119,23 @@ def test_stop_reason_is_the_spec_enum_plus_refusal_and_every_value_is_canonical(
     assert allowed - turn_only <= {reason.value for reason in StopReason}
 
 
+EXTENDED_AUTH_FAILED = {"reason": {"insufficient_scope"}, "inbound_shape": {"serve"}}
+"""Added here to gateway.auth_failed (docs/event-bus.md, "Extended enums"): a valid key used beyond
+its scope, and a key presented to `metis serve` rather than to one of the gateway's shapes."""
+
+
+@pytest.mark.parametrize("field", sorted(EXTENDED_AUTH_FAILED))
+def test_gateway_auth_failed_enums_are_the_spec_ones_plus_the_scope_and_serve_values(field: str) -> None:
+    text = SPEC_PATH.read_text(encoding="utf-8")
+    entry = text[text.index("gateway.auth_failedSensitivity:"):]
+    spec_values = set(re.findall(r'"([a-z_]+)"', re.search(rf'"{field}": Literal\[([^\]]*)\]', entry).group(1)))
+    model = PAYLOAD_REGISTRY["gateway.auth_failed"]
+    allowed: set[str] = set()
+    for arm in typing.get_args(model.model_fields[field].annotation) or ():
+        allowed |= set(typing.get_args(arm)) if typing.get_args(arm) else {arm}
+    assert allowed == spec_values | EXTENDED_AUTH_FAILED[field]
+
+
 @pytest.mark.parametrize("name", ["message.delta", "text.delta", "thinking.delta", "tool.use_start"])
 def test_reserved_streaming_prefixes_are_refused_at_registration(name: str) -> None:
     spec = EventSpec(name, TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))

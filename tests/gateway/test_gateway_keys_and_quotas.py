@@ -129,6 +129,24 @@ def test_a_cached_key_revoked_in_process_stops_at_once_and_from_another_process_
         pytest.fail("a key revoked by another process still worked after the cache horizon")
 
 
+def test_a_viewer_key_may_not_call_models_and_an_admin_key_may(gateway: GatewayHarness) -> None:
+    viewer_id, viewer = gateway.issue(scope="viewer")
+    _, admin = gateway.issue(scope="admin")
+    with pytest.raises(anthropic.PermissionDeniedError) as caught:
+        ask(gateway, viewer)
+    assert caught.value.body["error"]["type"] == "permission_error"  # type: ignore[index]
+    assert "scope 'viewer'" in str(caught.value) and "--scope model" in str(caught.value)
+    client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=viewer, max_retries=0)
+    with pytest.raises(openai.PermissionDeniedError) as denied:
+        client.models.list()
+    assert denied.value.code == "insufficient_scope"
+    [failed, _] = gateway.of_type("gateway.auth_failed")
+    assert failed.payload["reason"] == "insufficient_scope" and failed.payload["gateway_key_id"] == viewer_id
+    assert gateway.upstream.requests == []
+    script_text(gateway, 1)
+    assert ask(gateway, admin).content  # an admin key calls models too, under its own terms
+
+
 def test_a_budget_is_spent_over_several_calls_then_refused_with_retry_after(gateway: GatewayHarness) -> None:
     one_call = Decimal("0.000830")  # 705 input tokens at $1/M and 25 output at $5/M (haiku 4.5)
     key_id, token = gateway.issue(budget_usd=one_call * Decimal("2.5"), budget_period="day")
@@ -230,5 +248,5 @@ def test_bad_keys_get_401_in_each_shape_and_their_events_are_rate_limited(strict
     for event in failed:
         assert bad not in str(event.payload) and "x" * 8 not in str(event.payload)
         assert len(event.payload["token_hash_prefix"]) == 8
-    assert gateway.service.auth_failures.suppressed == 4
+    assert gateway.service.key_check.failures.suppressed == 4
     assert gateway.upstream.requests == []

@@ -1,4 +1,9 @@
-"""A Runtime over scripted Anthropic traffic with the learning loop attached."""
+"""A Runtime over scripted Anthropic traffic with the learning loop attached, on each backend.
+
+Every test here runs twice: on the SQLite file in METIS_HOME and, with METIS_DATABASE_URL set,
+on a fresh database of the throwaway PostgreSQL server (tests/postgres_server.py), where the
+runtime's stores and the learning tables then live together.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from postgres_server import shared_server
+from store_backends import BACKENDS, _postgres_session  # noqa: F401
 from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
 
 from metis_core.adapters.client import ModelClient
@@ -14,10 +21,22 @@ from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.learning.loop import LearningLoop
 from metis_core.learning.settings import LearningSettings
+from metis_core.store.backend import DATABASE_URL_ENV
 from metis_core.transport.retry import RetryPolicy
 
 STRONG = "anthropic:claude-sonnet-4-6"
 CHEAP = "anthropic:claude-haiku-4-5"
+
+
+@pytest.fixture(params=BACKENDS, autouse=True)
+def learning_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch,
+                     _postgres_session: None) -> str:  # noqa: F811
+    """"sqlite", or "postgres" with METIS_DATABASE_URL naming a fresh database for this test."""
+    if request.param == "postgres":
+        monkeypatch.setenv(DATABASE_URL_ENV, shared_server().fresh_database_url())
+    else:
+        monkeypatch.delenv(DATABASE_URL_ENV, raising=False)
+    return str(request.param)
 
 
 class LearningHarness:

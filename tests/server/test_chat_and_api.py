@@ -1,20 +1,13 @@
 """Chat over HTTP (SSE, with a tool confirmation answered by POST) and the read-only JSON API,
-against a real uvicorn on 127.0.0.1; access tokens and clearance on a token-guarded server."""
+against a real uvicorn on 127.0.0.1. Access with gateway keys: test_serve_access.py."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
-from pathlib import Path
-
 import httpx
-import pytest
 from support_servers import API_KEYS, Reply
 
-from metis_core.server.access import ServerAccess, create_token, load_token_file, token_hash
-
 from .conftest import Served
-from .server_support import TOOL_TURN, LiveServer, chat_turn, script_weather_turn, sse_frames
+from .server_support import TOOL_TURN, chat_turn, script_weather_turn, sse_frames
 
 
 def test_a_chat_turn_streams_the_cli_events_and_a_confirmation_answered_over_http_lets_the_tool_run(
@@ -30,6 +23,12 @@ def test_a_chat_turn_streams_the_cli_events_and_a_confirmation_answered_over_htt
     text = "".join(data["text"] for kind, data in frames if kind == "text.delta")
     assert frames[-1] == ("done", {"answer": "Hello there!", "error": None})
     assert text == "I'll check the current weather in Paris for you.Hello there!"  # both calls' text, streamed
+    stored = [data for kind, data in frames if kind == "message"]  # each answer and tool result, once stored
+    assert [m["role"] for m in stored] == ["assistant", "tool", "assistant"]
+    assert stored[0]["content"][-1]["type"] == "tool_use" and stored[0]["content"][-1]["input"] == {"location": "Paris"}
+    assert stored[1]["content"][0]["content"][0]["text"] == "Paris: 73°F, clear"
+    kinds = [kind for kind, _ in frames]
+    assert kinds.index("message") > kinds.index("turn.started") and kinds[-1] == "done"
     # The same events are on the record, in the same order.
     served.runtime.bus.flush()
     stored = [e.type for e in served.runtime.trace.replay(session_id)]
@@ -78,62 +77,6 @@ def test_the_json_api_lists_searches_and_reads_a_session_its_trace_cost_audit_an
                                           http.get(f"/api/sessions/{session_id}/trace")))
     for key in API_KEYS.values():
         assert key not in bodies
-
-
-@pytest.fixture
-def guarded(served: Served, tmp_path: Path) -> Iterator[tuple[LiveServer, str, str]]:
-    """A second server on the same runtime that needs tokens: one admin, one viewer."""
-    admin = create_token(tmp_path, "admin")
-    viewer = create_token(tmp_path, "viewer")
-    hashes = load_token_file(tmp_path)
-    assert admin not in (tmp_path / "serve-tokens.json").read_text() and token_hash(admin) in hashes
-    server = LiveServer(served.runtime, served.workspace, access=ServerAccess(hashes, loopback_bind=False))
-    yield server, admin, viewer
-    server.stop()
-
-
-def test_a_guarded_server_refuses_requests_without_a_valid_token_and_limits_a_viewer(
-    served: Served, guarded: tuple[LiveServer, str, str],
-) -> None:
-    server, admin, viewer = guarded
-    script_weather_turn(served)
-    session_id, _ = chat_turn(served, "allow_once")
-    with httpx.Client(base_url=server.url) as http:
-        assert http.get("/api/sessions").status_code == 401
-        assert http.get("/api/sessions", headers={"authorization": "Bearer wrong"}).status_code == 401
-        assert http.get("/").status_code == 200  # the page itself holds no data
-        as_admin = {"authorization": f"Bearer {admin}"}
-        as_viewer = {"authorization": f"Bearer {viewer}"}
-        assert http.get(f"/api/sessions/{session_id}/messages", headers=as_admin).status_code == 200
-        assert http.get(f"/api/sessions/{session_id}/messages", headers=as_viewer).status_code == 403
-        trace = http.get(f"/api/sessions/{session_id}/trace", headers=as_viewer).json()["events"]
-        called = next(e for e in trace if e["type"] == "tool.called")
-        assert called["payload"] is None and called["withheld"] is True  # private content held back
-        assert next(e for e in trace if e["type"] == "llm.call_completed")["payload"]["input_tokens"] > 0
-        full = http.get(f"/api/sessions/{session_id}/trace", params={"token": admin}).json()["events"]
-        assert next(e for e in full if e["type"] == "tool.called")["payload"]["tool_name"] == "get_weather"
-
-
-def test_serving_beyond_loopback_without_a_token_is_refused() -> None:
-    from metis_core.errors import ServeError
-
-    with pytest.raises(ServeError, match="--token"):
-        ServerAccess.for_bind("0.0.0.0", {})
-    assert ServerAccess.for_bind("127.0.0.1", {}).tokens_required is False
-    assert ServerAccess.for_bind("0.0.0.0", {"x" * 64: "admin"}).tokens_required is True
-
-
-def test_a_websocket_without_a_token_is_refused_at_the_handshake(guarded: tuple[LiveServer, str, str]) -> None:
-    from websockets.exceptions import InvalidStatus
-    from websockets.sync.client import connect
-
-    server, admin, _ = guarded
-    with pytest.raises(InvalidStatus) as refused:
-        connect(server.ws_url)
-    assert refused.value.response.status_code == 403  # closed before accept: the handshake is refused
-    with connect(server.ws_url + f"?token={admin}") as ws:
-        ws.send(json.dumps({}))
-        assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
 
 
 def test_chatting_with_an_unknown_session_is_a_404_and_leaves_no_turn_marked_running(served: Served) -> None:

@@ -11,18 +11,22 @@ import pytest
 from event_payload_samples import minimal
 from websockets.sync.client import connect
 
-from metis_core.errors import ServeError
-from metis_core.server.gateway_mount import BIND_HOST_ENV, access_for, build_gateway_with_web
+from metis_core.errors import ServeAccessKeyMissingError
+from metis_core.server.gateway_mount import BIND_HOST_ENV, build_gateway_with_web
 
 from .server_support import LiveServer
+
+
+def _gateway_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, host: str = "127.0.0.1") -> None:
+    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    monkeypatch.setenv(BIND_HOST_ENV, host)
 
 
 def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
-    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
-    monkeypatch.setenv(BIND_HOST_ENV, "127.0.0.1")
+    _gateway_env(monkeypatch, tmp_path)
     app = build_gateway_with_web()
     runtime = app.state.service.rt
     server = LiveServer(None, tmp_path, app=app)
@@ -43,12 +47,34 @@ def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
         app.state.service.close()
 
 
-def test_the_web_routes_on_an_open_bind_need_a_token(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("METIS_SERVE_TOKEN", raising=False)
-    with pytest.raises(ServeError, match="--token"):
-        access_for("0.0.0.0", tmp_path)
-    monkeypatch.setenv("METIS_SERVE_TOKEN", "mst_a-token-for-this-run")
-    assert access_for("0.0.0.0", tmp_path).tokens_required
+def test_the_web_routes_on_an_open_bind_need_an_admin_or_viewer_key_and_accept_one(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from metis_core.gateway.keys import KeyTerms
+
+    _gateway_env(monkeypatch, tmp_path, "0.0.0.0")
+    with pytest.raises(ServeAccessKeyMissingError, match="--scope admin"):
+        build_gateway_with_web()
+    monkeypatch.setenv(BIND_HOST_ENV, "127.0.0.1")
+    first = build_gateway_with_web()
+    service = first.state.service
+    model = service.keys.issue(KeyTerms(name="calls-models"))
+    viewer = service.keys.issue(KeyTerms(name="web", scope="viewer"))
+    service.close()
+    monkeypatch.setenv(BIND_HOST_ENV, "0.0.0.0")  # as `gateway serve --web --host 0.0.0.0` builds it
+    app = build_gateway_with_web()
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        with httpx.Client(base_url=server.url, timeout=5) as http:
+            assert http.get("/api/sessions").status_code == 401
+            assert http.get("/api/sessions", headers={"x-api-key": model.token}).status_code == 403
+            assert http.get("/api/sessions", headers={"x-api-key": viewer.token}).status_code == 200
+            assert http.get("/v1/models", headers={"x-api-key": viewer.token}).status_code == 403  # reads only
+            assert http.get("/v1/models", headers={"x-api-key": model.token}).status_code == 200
+    finally:
+        server.stop()
+        app.state.service.close()
+    assert app.state.service.key_check.failures.recorded == 3  # one limiter for both doors
 
 
 def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
@@ -59,8 +85,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     from metis_core.gateway.keys import KeyService, KeyTerms, new_subject_id
     from metis_core.store.gateway_keys import SqliteGatewayKeyStore, SubjectLimits
 
-    monkeypatch.setenv("METIS_HOME", str(tmp_path / "home"))
-    monkeypatch.setenv("METIS_GATEWAY_WORKSPACE", str(tmp_path))
+    _gateway_env(monkeypatch, tmp_path)
     app = build_gateway_with_web()
     runtime = app.state.service.rt
     store = SqliteGatewayKeyStore(runtime.db_path)
@@ -78,6 +103,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     assert response.status_code == 200
     [key] = response.json()["keys"]
     assert key["id"] == issued.record.id and key["prefix"] == issued.record.prefix and key["budget_usd"] == "5"
+    assert key["scope"] == "model"
     assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
                                           "budget_period": "month", "rpm": None, "tpm": None}]
     assert issued.token not in response.text and issued.record.secret_hash not in response.text

@@ -1,5 +1,6 @@
 """The web view in a real headless Chromium (Debian's chromium + chromium-driver, via selenium):
 a scripted session appears, its trace tree expands, live mode shows a new event within a second,
+chat from the page streams its answer and takes a confirmation by click or keyboard,
 the cost chart renders, the audit log and gateway keys list. Screenshots go to
 tmp/test-artefacts/serve/ (never committed).
 
@@ -13,12 +14,17 @@ import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from event_payload_samples import minimal
+from support_servers import Reply
 
 from .conftest import Served
 from .server_support import chat_turn, script_weather_turn
+
+if TYPE_CHECKING:
+    from selenium.webdriver.remote.webdriver import WebDriver
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 DRIVER = shutil.which("chromedriver") or "/usr/bin/chromedriver"
@@ -134,6 +140,7 @@ def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chrom
     _wait(driver, "#keys tbody tr")
     keys = driver.find_element(By.ID, "keys").text
     assert "laptop" in keys and issued.record.prefix in keys and issued.token not in driver.page_source
+    assert "model" in driver.find_element(By.CSS_SELECTOR, "#keys tbody tr td:nth-child(2)").text
     driver.save_screenshot(str(ARTEFACTS / "6-keys.png"))
 
 
@@ -150,3 +157,127 @@ def test_the_session_search_form_filters_the_list(served: Served, browser: objec
     box.send_keys("zebra\n")
     _wait(browser, "main p")
     assert "No sessions found" in browser.find_element(By.TAG_NAME, "main").text
+
+
+def _chat_page(browser: object, served: Served, script: list[Reply] | None = None) -> tuple[WebDriver, str]:
+    """Script the upstream (the weather turn by default), start a session from the page on haiku;
+    the driver and the new session's id."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+    from selenium.webdriver.support.ui import Select
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    if script is None:
+        script_weather_turn(served)
+    else:
+        served.script.script("anthropic", script)
+
+    driver.get(served.server.url + "/#/chat")
+    model = _wait(driver, "#chat-model")
+    options = [o.get_attribute("value") for o in Select(model).options]
+    assert "anthropic:claude-haiku-4-5" in options  # the models of /api/models with a provider key
+    Select(model).select_by_value("anthropic:claude-haiku-4-5")
+    driver.find_element(By.CSS_SELECTOR, "label[for='chat-title'] + input").send_keys("from the page")
+    driver.find_element(By.ID, "chat-start").click()
+    box = _wait(driver, "#chat-input")
+    assert driver.switch_to.active_element == box  # focus is where one types
+    return driver, str(driver.execute_script("return location.hash")).removeprefix("#/chat/")
+
+
+def test_a_message_sent_from_the_page_streams_its_answer_and_a_confirmation_is_answered_by_clicking(
+    served: Served, browser: object,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver, session_id = _chat_page(browser, served)
+    assert served.runtime.store.get_session(session_id).active_model == "anthropic:claude-haiku-4-5"
+    driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
+    confirm = _wait(driver, "#chat-log .confirm[role='group']")
+    # The turn waits on the answer: what streamed so far is on the page already.
+    log = driver.find_element(By.ID, "chat-log").text
+    assert "What's the weather in SF?" in log and "I'll check the current weather in Paris for you." in log
+    assert "get_weather" in log and '"location": "Paris"' in log  # the stored answer's tool call
+    assert "Allow get_weather?" in confirm.text and "network" in confirm.text  # type: ignore[attr-defined]
+    allow = driver.find_element(By.CSS_SELECTOR, ".confirm button[data-answer='allow_once']")
+    assert driver.switch_to.active_element == allow  # the first answer has focus, for the keyboard
+    assert driver.find_element(By.ID, "chat-input").get_attribute("disabled") is not None
+    driver.save_screenshot(str(ARTEFACTS / "7-chat-confirmation.png"))
+
+    allow.click()
+    _wait(driver, "#chat-log article.msg.tool")
+    _wait(driver, "#chat-input:not([disabled])")
+    log = driver.find_element(By.ID, "chat-log").text
+    assert "Paris: 73°F, clear" in log and log.rstrip().endswith("Hello there!")
+    assert "Allowed once." in driver.find_element(By.CSS_SELECTOR, ".confirm").text
+    assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")  # every streamed answer was stored
+    assert "Answer complete." in driver.find_element(By.ID, "status").text
+    assert served.weather.calls == [{"location": "Paris"}]
+    roles = [m.role.value for m in served.runtime.store.load_messages(session_id)]
+    assert roles == ["user", "assistant", "tool", "assistant"]
+    driver.save_screenshot(str(ARTEFACTS / "8-chat-answered.png"))
+
+    driver.get(served.server.url + f"/#/session/{session_id}")  # the record shows the same turn
+    _wait(driver, "#trace-tree li[data-type='tool.confirmation_resolved']")
+    assert driver.find_element(By.ID, "chat-link").get_attribute("href").endswith(f"#/chat/{session_id}")
+
+
+def test_a_confirmation_denied_with_the_keyboard_keeps_the_tool_from_running(served: Served, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    driver, _ = _chat_page(browser, served)
+    driver.find_element(By.ID, "chat-input").send_keys("What's the weather in SF?", Keys.ENTER)
+    _wait(driver, ".confirm button[data-answer='allow_once']:focus")
+    for _ in range(2):  # Allow once -> Allow for this session -> Deny
+        driver.switch_to.active_element.send_keys(Keys.TAB)
+    deny = driver.switch_to.active_element
+    assert deny.get_attribute("data-answer") == "deny"
+    deny.send_keys(Keys.ENTER)
+    _wait(driver, "#chat-input:not([disabled])")
+    assert "Denied." in driver.find_element(By.CSS_SELECTOR, ".confirm").text
+    assert served.weather.calls == []
+    assert "Hello there!" in driver.find_element(By.ID, "chat-log").text
+
+
+def test_thinking_streams_into_a_disclosure_of_the_answer(served: Served, browser: object) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    from metis_core.messages import TextBlock, ThinkingBlock
+
+    thinking_stream = Reply.fixture("anthropic", "stream__thinking_delta_signature_delta.sse")
+    driver, session_id = _chat_page(browser, served, [thinking_stream])
+    driver.find_element(By.ID, "chat-input").send_keys("Think first.", Keys.ENTER)
+    _wait(driver, "#chat-input:not([disabled])")
+    [answer] = [m for m in served.runtime.store.load_messages(session_id) if m.role.value == "assistant"]
+    thinking = next(b for b in answer.content if isinstance(b, ThinkingBlock)).text
+    text = "".join(b.text for b in answer.content if isinstance(b, TextBlock))
+    disclosure = driver.find_element(By.CSS_SELECTOR, "#chat-log article.assistant details.thinking")
+    disclosure.find_element(By.TAG_NAME, "summary").click()
+    assert thinking.strip()[:40] in disclosure.text
+    assert text.strip()[:40] in driver.find_element(By.CSS_SELECTOR, "#chat-log article.assistant").text
+    driver.save_screenshot(str(ARTEFACTS / "9-chat-thinking.png"))
+
+
+def test_the_answer_is_shown_as_it_streams_before_the_upstream_has_finished(served: Served, browser: object) -> None:
+    import threading
+
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.common.keys import Keys
+
+    release = threading.Event()
+    reply = Reply.fixture("anthropic", "stream__text_basic.sse")
+    reply.held_at, reply.release = b'"text":" there"', release  # the upstream stalls after "Hello"
+    driver, _ = _chat_page(browser, served, [reply])
+    driver.find_element(By.ID, "chat-input").send_keys("Say hello.", Keys.ENTER)
+    try:
+        draft = _wait(driver, "#chat-log article.draft[aria-busy='true'] pre")
+        assert draft.text == "Hello"  # type: ignore[attr-defined]
+        driver.save_screenshot(str(ARTEFACTS / "10-chat-streaming.png"))
+    finally:
+        release.set()
+    _wait(driver, "#chat-input:not([disabled])")
+    assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")
+    assert driver.find_elements(By.CSS_SELECTOR, "#chat-log article.assistant")[-1].text.endswith("Hello there!")

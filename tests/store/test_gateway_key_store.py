@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from metis_core.errors import GatewayKeyError
+from metis_core.errors import GatewayKeyError, StoreError
 from metis_core.store.gateway_keys import (
     GatewayKeyRecord,
     GatewayKeyStore,
@@ -82,3 +82,39 @@ def test_amounts_round_to_the_same_picodollars_on_both_backends(db_location: Pat
     assert total == Decimal("0.000000123457")
     assert store.add_spend("user", "usr_1", 0, Decimal("1.1")) == Decimal("1.100000123457")
     store.close()
+
+
+def test_keys_issued_before_step_8_keep_calling_models_and_a_new_scope_round_trips(db_location: Path | str) -> None:
+    from dataclasses import replace
+
+    insert = ("INSERT INTO gateway_keys (id, name, prefix, secret_hash, created_at) "
+              "VALUES ({0}, 'old', 'mk_OLDOLD01', {0}, 1000)")
+    if isinstance(db_location, Path):  # a file left at version 7 by an older metis
+        from metis_core.store.sqlite.connection import connect
+        from metis_core.store.sqlite.migrations import migrate
+
+        conn = connect(db_location)
+        migrate(conn, db_location, up_to=7)
+        conn.execute(insert.format("?"), ("gk_old", "ab" * 32))
+        conn.commit()
+        conn.close()
+    else:
+        import psycopg
+
+        from metis_core.store.postgres.migrations import migrate as migrate_postgres
+
+        with psycopg.connect(db_location, autocommit=True) as pg:
+            migrate_postgres(pg, "test", up_to=7)
+            pg.execute(insert.format("%s"), ("gk_old", "ab" * 32))
+    store = open_gateway_key_store(db_location)
+    try:
+        old = store.get_key("gk_old")
+        assert old.scope == "model" and old.secret_hash == "ab" * 32 and old.name == "old"
+        store.insert_key(replace(record("gk_admin"), scope="admin"))
+        assert store.get_key("gk_admin").scope == "admin"
+        assert [k.scope for k in store.list_keys()] == ["admin", "model"]
+        with pytest.raises(StoreError, match=r"(?i)check"):  # the database itself refuses an unknown scope
+            store.insert_key(replace(record("gk_root"), prefix="mk_ROOTROOT", scope="root"))  # type: ignore[arg-type]
+        assert store.key_by_prefix("mk_ROOTROOT") is None
+    finally:
+        store.close()

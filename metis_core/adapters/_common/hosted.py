@@ -8,8 +8,8 @@ turned into text another model can use: URLs and titles, code, output; never enc
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import orjson
 
@@ -31,6 +31,20 @@ _SKIPPED_KEYS = frozenset({
 """Keys that carry ids, framing or opaque blobs: nothing another model can use."""
 _BARE_KEYS = frozenset({"text", "content", "stdout", "data", "output", "logs"})
 """Keys whose value is shown without its name (the text itself)."""
+
+
+Wire = TypeVar("Wire")
+
+
+def hosted_wire(table: Mapping[str, Wire], name: str, model: str, who: str) -> Wire:
+    """`table[name]`: what asks a provider for hosted tool `name`; CapabilityMismatchError (before
+    anything is sent) naming what `who` offers instead when it has no such tool."""
+    found = table.get(name)
+    if found is None:
+        from metis_core.errors import CapabilityMismatchError
+
+        raise CapabilityMismatchError(model, f"hosted tool {name}", f"{who} {', '.join(sorted(table))}, not {name!r}")
+    return found
 
 
 def replayable(block: HostedBlock, provider: str, api: str) -> bool:

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from metis_core.adapters._common.hosted import compact_json, readable
+from metis_core.adapters._common.hosted import compact_json, hosted_wire, readable
 from metis_core.messages import (
     BlockOrigin,
     Citation,
@@ -117,17 +117,10 @@ def hosted_tool_definitions(
     wanted: dict[str, dict[str, Any]], model: str
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """Wire definitions and beta flags for `AdapterOptions.hosted_tools`."""
-    from metis_core.errors import CapabilityMismatchError
-
     tools: list[dict[str, Any]] = []
     betas: list[str] = []
     for name, settings in wanted.items():
-        entry = HOSTED_TOOL_WIRE.get(name)
-        if entry is None:
-            raise CapabilityMismatchError(
-                model, f"hosted tool {name}",
-                f"Anthropic hosts {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}",
-            )
+        entry = hosted_wire(HOSTED_TOOL_WIRE, name, model, "Anthropic hosts")
         tools.append({**entry[0], **settings})
         if entry[1] is not None:
             betas.append(entry[1])

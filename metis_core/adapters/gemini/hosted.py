@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import Any
 
-from metis_core.adapters._common.hosted import HostedBlock
+from metis_core.adapters._common.hosted import HostedBlock, hosted_wire
 from metis_core.adapters.gemini.signatures import to_urlsafe_base64
 from metis_core.messages import BlockOrigin, Citation, ProviderToolCallBlock, ProviderToolResultBlock
 
@@ -31,17 +31,8 @@ OK_OUTCOME = "OUTCOME_OK"
 
 def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> list[dict[str, Any]]:
     """`tools` entries for `AdapterOptions.hosted_tools`, e.g. {"googleSearch": {}}."""
-    from metis_core.errors import CapabilityMismatchError
-
-    tools: list[dict[str, Any]] = []
-    for name, settings in wanted.items():
-        wire = HOSTED_TOOL_WIRE.get(name)
-        if wire is None:
-            raise CapabilityMismatchError(
-                model, f"hosted tool {name}", f"Gemini hosts {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}"
-            )
-        tools.append({wire: dict(settings)})
-    return tools
+    return [{hosted_wire(HOSTED_TOOL_WIRE, name, model, "Gemini hosts"): dict(settings)}
+            for name, settings in wanted.items()]
 
 
 def is_hosted_tool_entry(entry: Any) -> bool:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis_core.adapters._common.hosted import readable
+from metis_core.adapters._common.hosted import hosted_wire, readable
 from metis_core.messages import (
     BlockOrigin,
     Citation,
@@ -93,13 +93,7 @@ def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> li
 
     tools: list[dict[str, Any]] = []
     for name, settings in wanted.items():
-        base = HOSTED_TOOL_WIRE.get(name)
-        if base is None:
-            raise CapabilityMismatchError(
-                model,
-                f"hosted tool {name}",
-                f"the Responses adapter enables {', '.join(sorted(HOSTED_TOOL_WIRE))}, not {name!r}",
-            )
+        base = hosted_wire(HOSTED_TOOL_WIRE, name, model, "the Responses adapter enables")
         definition = {**base, **settings}
         if name == "file_search" and not definition.get("vector_store_ids"):
             raise CapabilityMismatchError(

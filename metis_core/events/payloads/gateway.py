@@ -36,6 +36,8 @@ class GatewayKeyIssuedPayload(PayloadModel):
     allowed_models: list[str] | None = None
     daily_cap_usd: DecimalString | None = None
     monthly_cap_usd: DecimalString | None = None
+    scope: Literal["model", "viewer", "admin"] | None = None
+    """Added here (docs/event-bus.md): what the key may do; None on events from before scopes."""
 
 
 class GatewayKeyRevokedPayload(PayloadModel):
@@ -58,10 +60,14 @@ class GatewayKeyRotatedPayload(PayloadModel):
 
 
 class GatewayAuthFailedPayload(PayloadModel):
-    """An inbound request was rejected at the auth gate, before routing."""
+    """An inbound request was rejected at the auth gate, before routing.
 
-    reason: Literal["missing_token", "invalid_token", "key_revoked"]
-    inbound_shape: InboundShape
+    Extended here (docs/event-bus.md "Extended enums"): `inbound_shape` `serve` for a request to
+    `metis serve`, and `reason` `insufficient_scope` for a valid key used beyond its scope.
+    """
+
+    reason: Literal["missing_token", "invalid_token", "key_revoked", "insufficient_scope"]
+    inbound_shape: InboundShape | Literal["serve"]
     token_hash_prefix: str | None = Field(default=None, pattern=r"^[0-9a-f]{8}$")
     gateway_key_id: str | None = None
 

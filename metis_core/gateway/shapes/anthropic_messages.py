@@ -37,8 +37,8 @@ from metis_core.messages import (
 _STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn"}
 ERROR_TYPES = {
     "invalid_request": "invalid_request_error", "too_large": "request_too_large", "auth": "authentication_error",
-    "permission": "permission_error", "not_found": "not_found_error", "rate_limit": "rate_limit_error",
-    "upstream": "api_error", "overloaded": "overloaded_error",
+    "permission": "permission_error", "scope": "permission_error", "not_found": "not_found_error",
+    "rate_limit": "rate_limit_error", "upstream": "api_error", "overloaded": "overloaded_error",
 }  # fmt: skip
 
 

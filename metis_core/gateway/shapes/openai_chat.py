@@ -36,7 +36,7 @@ FINISH_REASONS = {"end_turn": "stop", "stop_sequence": "stop", "max_tokens": "le
 ERROR_TYPES = {
     "invalid_request": ("invalid_request_error", None), "too_large": ("invalid_request_error", "request_too_large"),
     "auth": ("invalid_request_error", "invalid_api_key"), "permission": ("invalid_request_error", "model_not_allowed"),
-    "not_found": ("invalid_request_error", "model_not_found"),
+    "not_found": ("invalid_request_error", "model_not_found"), "scope": ("invalid_request_error", "insufficient_scope"),
     "rate_limit": ("rate_limit_error", "rate_limit_exceeded"),
     "upstream": ("server_error", None), "overloaded": ("server_error", "overloaded"),
 }  # fmt: skip

@@ -4,7 +4,8 @@ eval.started → eval.completed (verdict appended to eval_verdicts) | eval.faile
 mode. The heuristic judge always runs; the LLM judge runs when the rubric asks for llm/hybrid,
 a judge model is configured and today's judge spend is under the cap (otherwise the verdict is
 heuristic with `signals.llm_skipped` saying why). Nothing here raises into the caller: every
-failure is an eval.failed, so a turn is never broken by its evaluation.
+failure is an eval.failed (a store failure, such as a lost connection, also logged as a warning),
+so a turn is never broken by its evaluation.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
-from metis_core.errors import EvaluationError, MetisError
+from metis_core.errors import EvaluationError, MetisError, StoreError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
 from metis_core.events.payloads.evaluation import RATIONALE_SIGNAL
@@ -89,11 +90,16 @@ class Evaluator:
             self._failed(eval_id, kind, subject_id, error.failure_mode, str(error), started_clock, session,
                          turn_id, started)
             return None
-        except MetisError as error:  # a locked or damaged store: the judge could not run
+        except MetisError as error:  # a locked, damaged or unreachable store: the judge could not run
             self._failed(eval_id, kind, subject_id, "judge_call_failed", str(error), started_clock, session,
-                         turn_id, started)
+                         turn_id, started, store_error=isinstance(error, StoreError))
             return None
-        self.verdicts.append(verdict)
+        try:
+            self.verdicts.append(verdict)
+        except StoreError as error:  # e.g. the connection dropped: the verdict's transaction was rolled back
+            self._failed(eval_id, kind, subject_id, "judge_call_failed", f"verdict not stored: {error}",
+                         started_clock, session, turn_id, started, store_error=True)
+            return None
         self._emit("eval.completed", {
             "eval_id": eval_id, "subject_kind": kind, "subject_id": subject_id, "score": verdict.score,
             "confidence": verdict.confidence, "judge_kind": verdict.judge_kind, "judge_model": verdict.judge_model,
@@ -162,8 +168,10 @@ class Evaluator:
     # --- events -------------------------------------------------------------------------------
 
     def _failed(self, eval_id: str, kind: str, subject_id: str, mode: str, message: str, started_clock: float,
-                session: str, turn_id: str | None, parent: Event | None) -> None:
-        log.info("evaluation %s of %s %s failed (%s): %s", eval_id, kind, subject_id, mode, message)
+                session: str, turn_id: str | None, parent: Event | None, *, store_error: bool = False) -> None:
+        # a store failure is the operator's business (a warning); a bad rubric or judge answer is routine
+        log.log(logging.WARNING if store_error else logging.INFO, "evaluation %s of %s %s failed (%s): %s",
+                eval_id, kind, subject_id, mode, message)
         self._emit("eval.failed", {
             "eval_id": eval_id, "subject_kind": kind, "subject_id": subject_id, "failure_mode": mode,
             "error_message": redact(message, 1000),

@@ -37,6 +37,7 @@ WORKSPACE_MARKERS = (
 WEIGHTS = {"lead": 3.0, "size": 2.0, "images": 2.0, "context": 1.0, "code": 1.0, "script": 1.0, "workspace": 1.0,
            "tools_used": 1.0}  # fmt: skip
 EMBEDDING_WEIGHT = 3.0
+FEATURE_ORDER = ("lead", "size", "context", "images", "code", "script", "workspace", "tools_used")
 WORD = re.compile(r"[A-Za-z']+")
 CODE = re.compile(r"```|\bdef |\bclass |\bfunction\b|=>|;\s*$|\{\s*$", re.MULTILINE)
 
@@ -111,6 +112,12 @@ def fingerprint(
     }
     vector = tuple(float(x) for x in embed(user_text)) if embed is not None else None
     return Fingerprint(features, vector)
+
+
+def in_feature_order(features: dict[str, Any]) -> dict[str, Any]:
+    """`features` in the order `fingerprint` writes them (PostgreSQL's jsonb reorders keys)."""
+    rank = {name: i for i, name in enumerate(FEATURE_ORDER)}
+    return dict(sorted(features.items(), key=lambda item: (rank.get(item[0], len(rank)), item[0])))
 
 
 def distance(a: Fingerprint, b: Fingerprint) -> float:

@@ -18,10 +18,18 @@ import orjson
 
 from metis_core.ids import new_ulid
 from metis_core.learning.database import LearningDatabase
-from metis_core.learning.patterns.fingerprint import Fingerprint, distance
+from metis_core.learning.patterns.fingerprint import Fingerprint, distance, in_feature_order
 from metis_core.learning.settings import PatternSettings
 
 US_PER_DAY = 86_400 * 1_000_000
+RECORD_OUTCOME = (
+    # a turn recorded again replaces its outcome (portable upsert: SQLite 3.24+ and PostgreSQL)
+    "INSERT INTO pattern_outcomes (fingerprint_id, session_id, turn_id, model, score, cost_usd, latency_ms, "
+    "pricing_version, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (turn_id, fingerprint_id) DO UPDATE "
+    "SET session_id = excluded.session_id, model = excluded.model, score = excluded.score, "
+    "cost_usd = excluded.cost_usd, latency_ms = excluded.latency_ms, pricing_version = excluded.pricing_version, "
+    "recorded_at = excluded.recorded_at"
+)
 
 
 @dataclass(frozen=True)
@@ -97,10 +105,8 @@ class PatternStore:
                 conn.execute("UPDATE pattern_fingerprints SET last_seen_at = ? WHERE id = ?", (now, fingerprint_id))
             (before,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes WHERE fingerprint_id = ? AND model = ?",
                                      (fingerprint_id, model)).fetchone()
-            conn.execute(
-                "INSERT OR REPLACE INTO pattern_outcomes (fingerprint_id, session_id, turn_id, model, score, cost_usd, "
-                "latency_ms, pricing_version, recorded_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (fingerprint_id, session_id, turn_id, model, score, str(cost_usd), latency_ms, pricing_version, now))
+            conn.execute(RECORD_OUTCOME, (fingerprint_id, session_id, turn_id, model, score, str(cost_usd), latency_ms,
+                                          pricing_version, now))
             (after,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes WHERE fingerprint_id = ? AND model = ?",
                                     (fingerprint_id, model)).fetchone()
             (total,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes").fetchone()
@@ -165,8 +171,9 @@ class PatternStore:
         sql = "SELECT id, features_json, embedding_json, created_at, last_seen_at FROM pattern_fingerprints " \
               "ORDER BY last_seen_at DESC"
         rows = self.db.rows(sql + (" LIMIT ?" if limit else ""), (limit,) if limit else ())
-        return [StoredFingerprint(r[0], Fingerprint(orjson.loads(r[1]), tuple(orjson.loads(r[2])) if r[2] else None),
-                                  r[3], r[4]) for r in rows]
+        return [StoredFingerprint(r[0], Fingerprint(in_feature_order(orjson.loads(r[1])),
+                                                    tuple(orjson.loads(r[2])) if r[2] else None), r[3], r[4])
+                for r in rows]
 
     def get(self, fingerprint_id: str) -> StoredFingerprint | None:
         return next((f for f in self.fingerprints() if f.id == fingerprint_id), None)

@@ -1,8 +1,9 @@
 // The metis web view: sessions, a session's conversation and causal trace (with live mode),
-// costs and the audit log. Plain DOM, no dependencies; every value is inserted as text, never HTML.
+// chat (chat.js), costs and the audit log. Plain DOM, no dependencies; every value is inserted as
+// text, never HTML.
 "use strict";
 
-const state = { token: sessionStorage.getItem("metis-token") || "", socket: null };
+const state = { token: sessionStorage.getItem("metis-token") || "", socket: null, turn: null };
 const main = document.getElementById("main");
 const statusLine = document.getElementById("status");
 
@@ -190,7 +191,7 @@ async function showSession(sessionId) {
     el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
       t.assistant_message_count + " model calls · " + usd(t.cost_usd) + " · " + t.input_tokens + " in / " +
       t.output_tokens + " out tokens"),
-    el("p", {}, button),
+    el("p", {}, button, " ", el("a", { href: "#/chat/" + s.id, id: "chat-link" }, "Chat in this session")),
     el("div", { class: "columns" },
       el("section", { "aria-labelledby": "conv-h" }, el("h2", { id: "conv-h" }, "Conversation"), conversation),
       el("section", { "aria-labelledby": "trace-h" }, el("h2", { id: "trace-h" }, "Trace"),
@@ -272,7 +273,8 @@ async function showAudit() {
 async function showKeys() {
   const data = await api("/api/gateway/keys");
   const rows = data.keys.map((k) => el("tr", {},
-    el("td", {}, k.name), el("td", { class: "mono" }, k.prefix), el("td", {}, k.user_id || k.team_id || ""),
+    el("td", {}, k.name), el("td", {}, k.scope), el("td", { class: "mono" }, k.prefix),
+    el("td", {}, k.user_id || k.team_id || ""),
     el("td", { class: "num" }, k.budget_usd ? usd(k.budget_usd) + " / " + k.budget_period : "none"),
     el("td", { class: "num" }, k.rpm === null ? "" : k.rpm),
     el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? "expires " + when(k.expires_at) : "active")));
@@ -280,8 +282,8 @@ async function showKeys() {
     el("td", { class: "num" }, l.budget_usd ? usd(l.budget_usd) + " / " + l.budget_period : "none"),
     el("td", { class: "num" }, l.rpm === null ? "" : l.rpm)));
   show(el("h1", {}, "Gateway keys"),
-    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Prefix", "Owner", "Budget", "Requests/min",
-      "State"].map((h, i) => el("th", { scope: "col", class: i === 3 || i === 4 ? "num" : null }, h)))), el("tbody", {}, rows))
+    rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Scope", "Prefix", "Owner", "Budget",
+      "Requests/min", "State"].map((h, i) => el("th", { scope: "col", class: i === 4 || i === 5 ? "num" : null }, h)))), el("tbody", {}, rows))
       : el("p", {}, "No gateway keys."),
     limits.length ? el("table", { id: "limits" }, el("caption", {}, "User and team limits"),
       el("thead", {}, el("tr", {}, ["Scope", "Subject", "Budget", "Requests/min"].map((h) => el("th", { scope: "col" }, h)))),
@@ -292,15 +294,18 @@ async function showKeys() {
 
 async function route() {
   stopLive();
+  if (state.turn) state.turn.abort();  // leaving a chat mid-turn cancels the turn, as Ctrl-C does
   say("");
   const hash = location.hash || "#/";
   try {
     if (hash.startsWith("#/session/")) await showSession(decodeURIComponent(hash.slice(10)));
+    else if (hash.startsWith("#/chat/")) await showChat(decodeURIComponent(hash.slice(7)));
+    else if (hash.startsWith("#/chat")) await showNewChat();
     else if (hash.startsWith("#/costs")) await showCosts();
     else if (hash.startsWith("#/audit")) await showAudit();
     else if (hash.startsWith("#/keys")) await showKeys();
     else await showSessions(new URLSearchParams(hash.split("?")[1] || "").get("q"));
-    main.focus({ preventScroll: true });
+    if (!main.contains(document.activeElement)) main.focus({ preventScroll: true });
   } catch (error) {
     show(el("p", { class: "error", role: "alert" }, error.message));
   }

@@ -28,7 +28,7 @@ from metis_core.store.records import from_us, to_us
 
 _KEY_COLUMNS = (
     "id, name, prefix, secret_hash, user_id, team_id, allowed_models_json, budget_usd, budget_period, rpm, "
-    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until"
+    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until, scope"
 )
 
 
@@ -47,14 +47,14 @@ def _opt_us(value: datetime | None) -> int | None:
 
 def _key_from_row(row: tuple[Any, ...]) -> GatewayKeyRecord:
     (key_id, name, prefix, secret_hash, user_id, team_id, models, budget, period, rpm, tpm, created,
-     expires, revoked, reason, replaced_by, grace) = row  # fmt: skip
+     expires, revoked, reason, replaced_by, grace, scope) = row  # fmt: skip
     return GatewayKeyRecord(
         id=key_id, name=name, prefix=prefix, secret_hash=secret_hash, user_id=user_id, team_id=team_id,
         allowed_models=tuple(orjson.loads(models)) if models is not None else None,
         budget_usd=_money(budget) if budget is not None else None, budget_period=period, rpm=rpm, tpm=tpm,
         created_at=from_us(created), expires_at=from_us(expires) if expires is not None else None,
         revoked_at=from_us(revoked) if revoked is not None else None, revoke_reason=reason,
-        replaced_by=replaced_by, grace_until=from_us(grace) if grace is not None else None,
+        replaced_by=replaced_by, grace_until=from_us(grace) if grace is not None else None, scope=scope,
     )  # fmt: skip
 
 
@@ -86,13 +86,14 @@ class PostgresGatewayKeyStore:
 
     def insert_key(self, record: GatewayKeyRecord) -> None:
         models = orjson.dumps(list(record.allowed_models)).decode() if record.allowed_models is not None else None
-        marks = ", ".join("?" * 17)
+        marks = ", ".join("?" * 18)
         self._write(
             f"INSERT INTO gateway_keys ({_KEY_COLUMNS}) VALUES ({marks})",
             (record.id, record.name, record.prefix, record.secret_hash, record.user_id, record.team_id, models,
              _usd(record.budget_usd) if record.budget_usd is not None else None, record.budget_period,
              record.rpm, record.tpm, to_us(record.created_at), _opt_us(record.expires_at),
-             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until)),
+             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until),
+             record.scope),
         )  # fmt: skip
 
     def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None:

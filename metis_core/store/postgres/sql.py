@@ -27,6 +27,7 @@ STATEMENTS = Statements(
     ),
     delete_expired_events="DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE {expired} LIMIT ?)",
     session_for_append="SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ? FOR UPDATE",
+    transaction_lock="SELECT pg_advisory_xact_lock(?)",
 )
 
 # The trace batcher's bulk path (PostgreSQL only): COPY into a per-connection staging table, then

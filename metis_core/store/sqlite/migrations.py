@@ -301,6 +301,15 @@ def _v7_replay_sessions(conn: sqlite3.Connection) -> None:
             conn.execute("UPDATE sessions SET replay_of = ? WHERE id = ?", (found.group(1), session_id))
 
 
+def _v8_gateway_key_scope(conn: sqlite3.Connection) -> None:
+    """What a gateway key may do: `model` (call models, every key issued before this step),
+    `viewer` or `admin` (read, or also chat on, `metis serve`; docs/gateway.md "Scopes")."""
+    conn.execute(
+        "ALTER TABLE gateway_keys ADD COLUMN scope TEXT NOT NULL DEFAULT 'model' "
+        "CHECK (scope IN ('model', 'viewer', 'admin'))"
+    )
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -309,6 +318,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("learning_tables", _v5_learning_tables),
     ("gateway_keys", _v6_gateway_keys),
     ("replay_sessions", _v7_replay_sessions),
+    ("gateway_key_scope", _v8_gateway_key_scope),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 

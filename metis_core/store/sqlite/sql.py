@@ -27,4 +27,5 @@ STATEMENTS = Statements(
     ),
     delete_expired_events="DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {expired} LIMIT ?)",
     session_for_append="SELECT tool_id_map_json, total_cost_usd FROM sessions WHERE id = ?",
+    transaction_lock="SELECT ?",
 )
