@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -53,7 +54,14 @@ UNSET: Final = _Unset()
 """Default of `update_session` arguments: leave the field as it is (None clears it)."""
 
 
+WORKSPACE_LABEL = re.compile(r"^[a-z][a-z0-9_]*:[^/\\]")
+"""A workspace that is a label, not a folder: `gateway:<key id>` (a gateway key's calls), kept as written."""
+
+
 def normalize_workspace(path: str | Path) -> str:
+    """A folder as its absolute resolved path; a label (`gateway:gk_...`) unchanged."""
+    if isinstance(path, str) and WORKSPACE_LABEL.match(path):
+        return path
     return str(Path(path).expanduser().resolve())
 
 

@@ -61,6 +61,9 @@ def test_prepared_rows_store_what_the_checked_path_stores(db_location: Path | st
         answers = [m.metadata.usage for m in items[0].messages if m.metadata.usage is not None]
         assert totals.total_input_tokens == sum(u.total_input_tokens for u in answers) > 0
         assert totals.total_output_tokens == sum(u.output_tokens for u in answers) == 30
+        # a gateway key's label is its workspace as written, not a folder under the server's cwd
+        assert {fast.get_session(i.session_id).workspace_path for i in items} == {"gateway:gk_a", "gateway:gk_b"}
+        assert {s.id for s in fast.list_sessions(workspace="gateway:gk_b")} == {i.session_id for i in items[2:]}
     finally:
         fast.close()
         checked.close()
