@@ -14,7 +14,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -126,6 +126,7 @@ class EventBus:
         self._routes: tuple[_Route, ...] = ()
         self._routes_lock = threading.Lock()
         self._dispatcher = DispatchWorker("metis-event-bus", self._dispatch, queue_capacity)
+        self._holding = threading.local()
         self._overflow = OverflowLog(logger)
         self._backlog_overflow = OverflowLog(logger)
         track(self)  # drained at interpreter exit if never shut down
@@ -177,8 +178,20 @@ class EventBus:
         self._enqueue(event)
         return event
 
+    @contextlib.contextmanager
+    def dispatch_held(self) -> Iterator[None]:
+        """Events this thread emits inside the block are queued at once (order, capacity and overflow
+        as ever), but the dispatcher is woken once, at the end: a burst is handled together, and a
+        trace store commits it as one transaction instead of one per event."""
+        self._holding.active = True
+        try:
+            yield
+        finally:
+            self._holding.active = False
+            self._dispatcher.wake()
+
     def _enqueue(self, event: Event) -> None:
-        depth = self._dispatcher.put(event)
+        depth = self._dispatcher.put(event, wake=not getattr(self._holding, "active", False))
         if depth is None:
             if self._overflow.active:
                 self._overflow.recovered("event bus overflow ended")

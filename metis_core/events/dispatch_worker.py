@@ -71,9 +71,10 @@ class DispatchWorker:
     def thread_ident(self) -> int | None:
         return self._thread.ident
 
-    def put(self, event: Event) -> int | None:
+    def put(self, event: Event, *, wake: bool = True) -> int | None:
         """Enqueue; None on success, else the queue depth that made it full (nothing enqueued).
-        A stopping worker silently ignores new events."""
+        A stopping worker silently ignores new events. `wake=False` leaves a sleeping worker asleep
+        until the next `wake()` or wakeful put (a burst is then handled together)."""
         with self._lock:
             if self._stopping:
                 return None
@@ -81,10 +82,17 @@ class DispatchWorker:
                 return self._pending
             self._pending += 1
             self._queue.append(event)
-            wake = self._take_wake()
-        if wake is not None:
-            self._loop.call_soon_threadsafe(_release, wake)
+            woken = self._take_wake() if wake else None
+        if woken is not None:
+            self._loop.call_soon_threadsafe(_release, woken)
         return None
+
+    def wake(self) -> None:
+        """Wake the worker if it sleeps (after puts with `wake=False`)."""
+        with self._lock:
+            woken = self._take_wake()
+        if woken is not None:
+            self._loop.call_soon_threadsafe(_release, woken)
 
     def put_barrier(self, barrier: FlushBarrier) -> None:
         """The barrier is released for this worker once everything queued before it has run."""

@@ -4,7 +4,7 @@ OpenAI shapes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models. An
 POST /v1/messages/count_tokens. Probes: GET /healthz, GET /readyz. A refused or failed request
 gets its shape's error body and status (with Retry-After on 429), never a traceback. Streams are
 written frame by frame as upstream events arrive, and a client that goes away cancels the
-upstream request (a disconnect listener runs beside the stream whatever the ASGI version).
+upstream request, streaming or not (a disconnect listener runs beside the upstream call).
 """
 
 from __future__ import annotations
@@ -87,6 +87,12 @@ async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
     return body
 
 
+async def client_gone(receive: Receive) -> None:
+    """Returns when the client disconnects (the request body has been read: nothing else can come)."""
+    while (await receive())["type"] != "http.disconnect":
+        continue
+
+
 class DisconnectAwareStream(StreamingResponse):
     """A StreamingResponse that always watches for the client leaving, so a silent upstream is
     still cancelled (Starlette skips the watcher for ASGI spec 2.4 servers)."""
@@ -149,15 +155,41 @@ class GatewayApp:
         if inbound.stream:
             return await self.stream(shape, record, members, subjects)
         try:
-            final: Message | None = None
-            async for event in service.events(record, members, stream=False):
-                if event.type == "message_complete":
-                    final = event.message
+            final = await self.answer_unless_gone(request, record, members)
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error)
-        assert final is not None
+        if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
+            return Response(status_code=499)
         self.finish(record, final, subjects)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
+
+    async def answer_unless_gone(self, request: Request, record: CallRecord, members: list[str]) -> Message | None:
+        """The upstream's whole answer, or None when the client disconnected first: then the upstream
+        request is cancelled (its connection closed) and the turn recorded as cancelled, uncharged."""
+        upstream = asyncio.ensure_future(self.final_answer(record, members))
+        gone = asyncio.ensure_future(client_gone(request.receive))
+        try:
+            await asyncio.wait((upstream, gone), return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # this handler was cancelled (server shutdown): take both down with it
+            upstream.cancel()
+            gone.cancel()
+            raise
+        if upstream.done():
+            gone.cancel()
+            return upstream.result()
+        upstream.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):  # the cancel is the outcome wanted
+            await upstream
+        record.cancelled(None, "the client disconnected before the answer")
+        return None
+
+    async def final_answer(self, record: CallRecord, members: list[str]) -> Message:
+        final: Message | None = None
+        async for event in self.service.events(record, members, stream=False):
+            if event.type == "message_complete":
+                final = event.message
+        assert final is not None
+        return final
 
     async def structured(self, shape: InboundShape, record: CallRecord, members: list[str], subjects: list[Subject],
                          ask: StructuredAsk) -> Response:
@@ -221,7 +253,7 @@ class GatewayApp:
                 pass
             except (asyncio.CancelledError, GeneratorExit):
                 record.cancelled(tracker.cancelled_message(record.session_id, record.model)
-                                 if tracker.has_content() else None)
+                                 if tracker.has_content() else None, "the client disconnected mid-stream")
                 with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
                     await events.aclose()
                 raise

@@ -5,7 +5,7 @@ turn.started -> llm.call_started (-> llm.call_failed per failed member) -> llm.c
 when the client went away. Emitting the events and staging the session, its messages and the
 answer happen in order on the gateway's one record writer (record_writer.py, many calls per
 transaction), so none of it is on the answer's path (an event's id and time are those of its
-emission there, a few ms after the fact).
+emission there, up to ~25 ms after the fact).
 """
 
 from __future__ import annotations
@@ -177,12 +177,13 @@ class CallRecord:
         self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
         self._persist(None)
 
-    def cancelled(self, partial: Message | None) -> None:
-        """The client disconnected: the upstream request was cancelled; keep what arrived."""
+    def cancelled(self, partial: Message | None, why: str) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
+        charged: a cancelled request's usage is unknown, or a stream's partial, as for a streamed call)."""
         if partial is not None:
             partial.metadata.status = MessageStatus.CANCELLED
         if self.started_any:
-            self.failed(self.model, "cancelled", "the client disconnected mid-stream")
+            self.failed(self.model, "cancelled", why)
         payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
                    "partial_tool_calls": 0}
         self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.USER))

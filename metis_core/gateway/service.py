@@ -106,7 +106,7 @@ class GatewayService:
         self.quotas = QuotaGate(key_store, runtime.bus)
         self.engine = runtime.engine_for(self.settings.workspace)
         self.key_check = KeyCheck(self.keys, failure_events_per_minute=self.settings.auth_failure_events_per_minute)
-        self.writer = RecordWriter(runtime.store)
+        self.writer = RecordWriter(runtime.store, bus=runtime.bus)
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
         """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""

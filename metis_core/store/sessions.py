@@ -8,6 +8,9 @@ The store does not route, call providers or emit events; export/import lives in 
 
 from __future__ import annotations
 
+import functools
+import os
+import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -23,6 +26,7 @@ from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundErr
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
 from metis_core.store.backend import Location, open_backend
+from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, INSERT_TOOL_CALL, conversation_rows
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
@@ -50,8 +54,26 @@ UNSET: Final = _Unset()
 """Default of `update_session` arguments: leave the field as it is (None clears it)."""
 
 
+WORKSPACE_LABEL = re.compile(r"^[a-z][a-z0-9_]*:[^/\\]")
+"""A workspace that is a label, not a folder: `gateway:<key id>` (a gateway key's calls), kept as written."""
+
+
 def normalize_workspace(path: str | Path) -> str:
+    """A folder as its absolute resolved path; a label (`gateway:gk_...`) unchanged."""
+    if isinstance(path, str) and WORKSPACE_LABEL.match(path):
+        return path
     return str(Path(path).expanduser().resolve())
+
+
+@functools.lru_cache(maxsize=1024)
+def _normalized_in(cwd: str, path: str) -> str:
+    return normalize_workspace(path)
+
+
+def normalize_workspace_cached(path: str) -> str:
+    """`normalize_workspace` remembered per working directory (a batch of gateway calls shares a few
+    workspaces; resolving each costs a filesystem walk)."""
+    return _normalized_in(os.getcwd(), path)
 
 
 def _json_text(value: Any) -> str:
@@ -163,9 +185,13 @@ class SessionStore:
         back alone and returned with its error; the others commit. A failure of the transaction
         itself (the database locked past the busy timeout, disk full) raises, nothing committed.
         """
+        items = list(conversations)
+        with self._lock:
+            if self._store_prepared(items):
+                return []
         refused: list[tuple[str, MetisError]] = []
         with self._lock, self._db.transaction():
-            for item in conversations:
+            for item in items:
                 self._db.execute("SAVEPOINT conversation")
                 try:
                     tool_map = _check_tool_id_map(item.tool_id_map) if item.tool_id_map else {}
@@ -180,6 +206,27 @@ class SessionStore:
                     refused.append((item.session_id, error))
                 self._db.execute("RELEASE SAVEPOINT conversation")
         return refused
+
+    def _store_prepared(self, items: list[StoredConversation]) -> bool:
+        """The whole batch as prepared rows in one transaction (three executemany); False, with nothing
+        written, when a conversation needs the checked path or the database refuses a row."""
+        workspaces = {item.workspace_path: normalize_workspace_cached(item.workspace_path) for item in items}
+        rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
+        if rows is None:
+            return False
+        try:
+            with self._db.transaction():
+                self._db.executemany(INSERT_SESSION, rows.sessions)
+                self._db.executemany(INSERT_MESSAGE, rows.messages)
+                if rows.tool_calls:
+                    self._db.executemany(INSERT_TOOL_CALL, rows.tool_calls)
+        except self._db.duplicate_error:
+            return False  # a taken session or message id: the savepoint path isolates and names it
+        except StoreError as error:
+            if isinstance(error.__cause__, self._db.duplicate_error):
+                return False
+            raise
+        return True
 
     def _insert_session_row(
         self,

@@ -309,3 +309,27 @@ def test_shutdown_without_drain_discards_the_backlog(caplog: pytest.LogCaptureFi
         bus.shutdown(drain=False, timeout=5)
     assert len(handled) < 10
     assert any(getattr(r, "discarded_events", 0) > 0 for r in caplog.records)
+
+
+def test_events_emitted_under_dispatch_held_are_delivered_together_in_order_at_the_end(bus: EventBus) -> None:
+    depths: list[int] = []
+    seen = EventRecorder()
+
+    def note(event: Event) -> None:
+        depths.append(bus.queue_depth)
+
+    bus.subscribe(Subscription(name="depth", filter=TURNS, handler=note, fast_path=True))  # as the trace store
+    bus.subscribe(seen.subscription(TURNS))
+    bus.flush()  # the dispatcher is idle, asleep on its queue
+    emitted = []
+    with bus.dispatch_held():
+        for index in range(5):
+            emitted.append(_turn(f"s{index}"))
+            bus.emit(emitted[-1])
+        time.sleep(0.05)
+        assert seen.events == []  # queued, but the sleeping dispatcher was not woken
+    bus.flush()
+    assert [e.id for e in seen.events] == [e.id for e in emitted]
+    assert depths[0] == 5  # the burst was in the queue at once: a store subscriber commits it together
+    bus.emit(_turn("after"))  # outside the block, an emit wakes the dispatcher as ever
+    assert _wait_for(lambda: len(seen.events) == 6)

@@ -7,10 +7,13 @@ middle of a stream (the upstream connection is closed, the turn is recorded as c
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 
 import anthropic
@@ -20,6 +23,7 @@ import pytest
 from cli.replay_server import OPENAI, ReplayServer, Reply
 from fixture_files import read_bytes
 
+from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewaySettings
 from metis_core.messages import MessageStatus
 
@@ -116,11 +120,13 @@ def test_an_upstream_refusing_the_gateways_key_never_shows_the_key(gateway: Gate
 
 
 class StallingUpstream:
-    """Sends the head of a recorded stream, then waits; notes when the gateway closes the connection."""
+    """Sends the head of a recorded stream (or nothing: body None), then waits; notes when the gateway
+    closes the connection."""
 
-    def __init__(self, body: bytes) -> None:
+    def __init__(self, body: bytes | None) -> None:
         self.body = body
         self.closed_by_peer = threading.Event()
+        self.request_seen = threading.Event()
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen()
@@ -140,7 +146,10 @@ class StallingUpstream:
         length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length"))
         while len(rest) < length:
             rest += conn.recv(65536)
-        conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n" + self.body)
+        self.request_seen.set()
+        if self.body is not None:
+            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
+                         + self.body)
         conn.settimeout(20)
         try:
             while conn.recv(1024):
@@ -185,5 +194,39 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
         stored = harness.runtime.store.load_messages(session_id)
         assert stored[-1].metadata.status is MessageStatus.CANCELLED
         assert stored[-1].text() == "Hello there"
+    finally:
+        harness.stop()
+
+
+def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_uncharged(tmp_path: Path) -> None:
+    stalling = StallingUpstream(None)  # reads the request, never answers
+    harness = GatewayHarness(tmp_path / "home", ReplayServer())
+    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
+    harness.start()
+    try:
+        key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
+        with socket.create_connection(("127.0.0.1", harness.port)) as client:
+            body = json.dumps({"model": HAIKU, "max_tokens": 50,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            client.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                           + f"x-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+            assert stalling.request_seen.wait(10), "the gateway never called the upstream"
+        assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+        deadline = time.monotonic() + 10  # the record follows the cancel on the gateway's loop
+        while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        harness.drain()
+        [cancelled] = harness.of_type("turn.cancelled")
+        assert cancelled.payload["reason"] == "client_disconnect" and cancelled.payload["partial_llm_calls"] == 0
+        [failed] = harness.of_type("llm.call_failed")
+        assert failed.payload["error_class"] == "cancelled" and "before the answer" in failed.payload[
+            "error_message_redacted"]
+        assert harness.of_type("llm.call_completed") == [] and harness.of_type("turn.completed") == []
+        stored = harness.runtime.store.load_messages(cancelled.session_id)
+        assert [m.role.value for m in stored] == ["user"]  # the request is on the record, no answer
+        session = harness.runtime.store.get_session(cancelled.session_id)
+        assert session.total_cost_usd == 0 and session.total_output_tokens == 0
+        day, _ = budget_window("day", datetime.now(UTC))
+        assert harness.service.key_store.spent("gateway_key", key_id, int(day.timestamp())) == 0  # uncharged
     finally:
         harness.stop()

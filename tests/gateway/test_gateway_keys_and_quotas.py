@@ -19,7 +19,11 @@ import openai
 import pytest
 from cli.replay_server import ANTHROPIC, ReplayServer, Reply
 
+from metis_core.errors import GatewayAuthError
+from metis_core.events.bus import EventBus
+from metis_core.gateway.keys import KEY_CACHE_SECONDS, KeyService
 from metis_core.gateway.service import GatewaySettings
+from metis_core.store.gateway_keys import SqliteGatewayKeyStore
 
 from .gateway_harness import GatewayHarness
 
@@ -93,6 +97,36 @@ def test_a_revoked_key_gets_401_and_an_auth_failed_event(gateway: GatewayHarness
     assert failed.payload["reason"] == "key_revoked" and failed.payload["gateway_key_id"] == key_id
     assert failed.payload["inbound_shape"] == "anthropic"
     assert gateway.upstream.requests == []
+
+
+def test_a_cached_key_revoked_in_process_stops_at_once_and_from_another_process_within_the_horizon(
+    gateway: GatewayHarness,
+) -> None:
+    script_text(gateway, 2)
+    here_id, here = gateway.issue()
+    there_id, there = gateway.issue()
+    ask(gateway, here)
+    ask(gateway, there)  # both keys' rows are now in the gateway's one-second cache
+    gateway.service.keys.revoke(here_id)
+    with pytest.raises(anthropic.AuthenticationError):
+        ask(gateway, here)  # the same process's KeyService drops its cache: refused on the next call
+    other_bus = EventBus()
+    other = SqliteGatewayKeyStore(gateway.runtime.db_path)  # what `metis gateway keys revoke` opens
+    try:
+        KeyService(other, other_bus).revoke(there_id)
+    finally:
+        other.close()
+        other_bus.shutdown(drain=True)
+    deadline = time.monotonic() + KEY_CACHE_SECONDS + 1.0
+    while time.monotonic() < deadline:  # another process's revocation is seen once the cached row is a second old
+        try:
+            gateway.service.keys.authenticate(there)
+        except GatewayAuthError as error:
+            assert error.reason == "key_revoked"
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("a key revoked by another process still worked after the cache horizon")
 
 
 def test_a_viewer_key_may_not_call_models_and_an_admin_key_may(gateway: GatewayHarness) -> None:

@@ -10,8 +10,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
+from event_payload_samples import MINIMAL_PAYLOADS
 
 from metis_core.errors import MetisError, StoreError
+from metis_core.events.bus import EventBus, EventFilter, Subscription
 from metis_core.gateway.record_writer import RecordWriter
 from metis_core.ids import new_session_id
 from metis_core.messages.message import user_message
@@ -66,6 +68,29 @@ def test_jobs_run_in_submission_order_and_queued_calls_share_one_transaction(sto
     for i, item in enumerate(items):
         assert [m.text() for m in store.load_messages(item.session_id)] == [f"call {i}"]
     writer.close()
+
+
+def test_calls_arriving_within_the_linger_of_an_idle_writer_share_one_transaction_and_one_event_burst(
+    store: SessionStore,
+) -> None:
+    bus = EventBus()
+    depths: list[int] = []
+    bus.subscribe(Subscription(name="depth", filter=EventFilter(event_types={"turn.started"}),
+                               handler=lambda event: depths.append(bus.queue_depth), fast_path=True))
+    bus.flush()
+    writer = RecordWriter(store, bus=bus, linger=0.2)
+    items = [conversation(f"call {i}") for i in range(10)]
+    for item in items:  # the writer is idle: the first job starts the linger, the rest arrive within it
+        writer.submit(lambda item=item: bus.emit_new("turn.started", MINIMAL_PAYLOADS["turn.started"],
+                                                     session_id=item.session_id))
+        stage_later(writer, item)
+    writer.drain()
+    bus.flush()
+    assert writer.batches == 1
+    assert depths == list(range(10, 0, -1))  # the ten events reached the dispatcher as one burst
+    assert all(len(store.load_messages(item.session_id)) == 1 for item in items)
+    writer.close()
+    bus.shutdown(drain=True)
 
 
 def test_a_batch_is_capped_at_max_batch_jobs(store: SessionStore) -> None:
