@@ -20,6 +20,9 @@ REPO_ROOT = BENCH_DIR.parent
 VENV = BENCH_DIR / ".venv"
 STAMP = VENV / ".requirements.sha256"
 REQUIREMENTS = (BENCH_DIR / "requirements.txt", BENCH_DIR / "requirements-nodeps.txt")
+STAMPED = (*REQUIREMENTS, REPO_ROOT / "pyproject.toml")
+"""What the venv is built from: the peers' pins and metis-core's own dependencies (a new runtime
+dependency, e.g. json-repair, must reach the venv the suite runs in)."""
 
 RUN_ENVIRONMENT = {
     "LITELLM_LOCAL_MODEL_COST_MAP": "True",  # LiteLLM would otherwise fetch its price map from the internet
@@ -41,7 +44,7 @@ def inside_bench_venv() -> bool:
 
 def _requirements_hash() -> str:
     digest = hashlib.sha256()
-    for path in REQUIREMENTS:
+    for path in STAMPED:
         digest.update(path.read_bytes())
     return digest.hexdigest()
 
@@ -62,7 +65,7 @@ def ensure_venv() -> None:
     pip = [str(venv_python()), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     _run([*pip, "-r", str(REQUIREMENTS[0])])
     _run([*pip, "--no-deps", "-r", str(REQUIREMENTS[1])])
-    _run([*pip, "-e", f"{REPO_ROOT}[gateway]"])
+    _run([*pip, "-e", f"{REPO_ROOT}[gateway,serve]"])
     STAMP.write_text(wanted + "\n")
 
 

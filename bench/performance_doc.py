@@ -129,6 +129,15 @@ MEANINGS = {
     "chain": "What a FallbackChain adds to a call whose first member answers: difference of medians, "
              "both over an in-process httpx MockTransport so the socket's noise does not swamp it; a few "
              "microseconds either way (even below zero) means the overhead is lost in the noise.",
+    "learning": "Pattern routing against always the strong and always the cheap model: 200 scripted "
+                "sessions after 50 of history, through the real runtime, routing, agent loop and learning "
+                "layer over an in-process transport; target: within 5 points of strong's success rate at "
+                "<= 60 % of its cost (bench/cases/learning.py).",
+    "gateway": "The same upstream reached directly, through the pass-through floor (the gateway's own "
+               "Starlette/uvicorn stack forwarding bytes), through `metis gateway` and through the LiteLLM "
+               "proxy, each its own process: added latency p50/p99 per call and added time to first byte "
+               "(sequential, alternating blocks), and requests/s at 64 concurrent clients; targets: p50 <= "
+               "floor + 1 ms, throughput >= 0.5x the floor's and >= 3x LiteLLM's.",
     "structured": "Validating a 2 KB structured answer (`metis_core.structured.validation.validate_answer`) "
                   "against pydantic's own `model_validate_json` on the same answer; recovery rows (fence and "
                   "prose, json-repair) are reported, not judged.",

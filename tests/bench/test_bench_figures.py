@@ -70,3 +70,10 @@ def test_an_over_the_floor_target_is_met_by_the_difference_not_the_ratio() -> No
     far = Figure("startup", "first call", METIS, 65.5, "ms", 15, floor=55.0, target=target)
     unknown = Figure("startup", "first call", METIS, 1.0, "ms", 15, target=target)
     assert (near.passed, far.passed, unknown.passed) == (True, False, None)
+
+
+def test_every_case_of_the_suite_has_its_meaning_in_the_generated_doc() -> None:
+    from bench import performance_doc
+    from bench.runner import CASES
+
+    assert set(performance_doc.CASE_ORDER) == set(performance_doc.MEANINGS) == set(CASES)
