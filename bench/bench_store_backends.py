@@ -14,27 +14,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench.bench_store import _TURN_STARTED, _events  # the same events as the SQLite-only bench
 from metis_core.events.bus import EventBus
 from metis_core.events.catalog import make_event
-from metis_core.events.envelope import Actor, Event, Sensitivity
 from metis_core.trace import TraceStore
 
 SUSTAINED_EVENTS = 50_000
 LATENCY_SAMPLES = 1_000
-_TURN_STARTED = {
-    "user_message_hash": "h",
-    "estimated_input_tokens": 1,
-    "has_images": False,
-    "has_tool_calls_in_history": False,
-}
-
-
-def _events(count: int) -> list[Event]:
-    return [
-        Event(session_id="sess_bench", type="tool.called", actor=Actor.TOOL, payload={"i": i, "tool": "read_file"},
-              sensitivity=Sensitivity.PSEUDONYMOUS)
-        for i in range(count)
-    ]  # fmt: skip
 
 
 def _sustained_bus_events_per_second(location: Path | str) -> float:

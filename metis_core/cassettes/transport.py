@@ -204,15 +204,18 @@ class CassetteCall:
             raise
         return _recorded(exchange, response)
 
+    def _replayed_stream(self, provider: str) -> RecordedResponse:
+        """The recorded response a replayed stream serves; a recorded connection failure is raised again."""
+        entry = self._owner.cassette.take(self._canonical)
+        if entry.response.status == 0:
+            _replayed_response(entry, provider)
+        return entry.response
+
     @contextmanager
     def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str], *,
                provider: str) -> Iterator[ByteStream]:
-        cassette = self._owner.cassette
-        if not cassette.recording:
-            entry = cassette.take(self._canonical)
-            if entry.response.status == 0:
-                _replayed_response(entry, provider)
-            yield ReplayedStream(entry.response, provider)  # type: ignore[misc]
+        if not self._owner.cassette.recording:
+            yield ReplayedStream(self._replayed_stream(provider), provider)  # type: ignore[misc]
             return
         exchange = self._exchange(method, url, body, headers, True)
         try:
@@ -243,12 +246,8 @@ class CassetteCall:
     @asynccontextmanager
     async def astream(self, method: str, url: str, body: bytes, headers: Mapping[str, str], *,
                       provider: str) -> AsyncIterator[AsyncByteStream]:
-        cassette = self._owner.cassette
-        if not cassette.recording:
-            entry = cassette.take(self._canonical)
-            if entry.response.status == 0:
-                _replayed_response(entry, provider)
-            yield _AsyncReplayedStream(entry.response, provider)  # type: ignore[misc]
+        if not self._owner.cassette.recording:
+            yield _AsyncReplayedStream(self._replayed_stream(provider), provider)  # type: ignore[misc]
             return
         exchange = self._exchange(method, url, body, headers, True)
         try:
