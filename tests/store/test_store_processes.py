@@ -10,6 +10,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from metis_core.messages import user_message
 from metis_core.store import SessionStore
 from metis_core.trace import TraceStore
@@ -303,3 +305,45 @@ def test_sigkill_inside_a_migration_of_an_old_file_keeps_its_data(tmp_path: Path
             _assert_whole_current_schema(db)
             with SessionStore(db) as store:
                 assert [m.text() for m in store.load_messages("sess_old")] == [f"old {n}" for n in range(5)]
+
+
+def test_processes_opening_a_fresh_database_together_all_open_it(tmp_path: Path) -> None:
+    # Switching a new file to WAL answers "database is locked" at once (no busy wait) while another
+    # process holds the switch: before the retry, about one pair in four failed this way.
+    code = "import sys; from metis_core.store.backend import open_backend; open_backend(sys.argv[1]).close()"
+    for attempt in range(12):
+        db = str(tmp_path / f"fresh{attempt}.db")
+        pair = [subprocess.Popen([sys.executable, "-c", code, db], stderr=subprocess.PIPE, text=True) for _ in range(2)]
+        for child in pair:
+            _, err = child.communicate(timeout=60)
+            assert child.returncode == 0, err[-600:]
+
+
+def test_the_wal_switch_waits_out_a_lock_and_gives_up_at_the_busy_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    from metis_core.store.sqlite import connection
+
+    class Busy:
+        def __init__(self, failures: int) -> None:
+            self.failures, self.calls = failures, 0
+
+        def execute(self, sql: str) -> None:
+            self.calls += 1
+            if self.calls <= self.failures:
+                raise sqlite3.OperationalError("database is locked")
+
+    waits_out = Busy(3)
+    connection._switch_to_wal(waits_out)  # type: ignore[arg-type]
+    assert waits_out.calls == 4
+    monkeypatch.setattr(connection, "BUSY_TIMEOUT_SECONDS", 0.05)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        connection._switch_to_wal(Busy(10_000))  # type: ignore[arg-type]
+
+    class Broken(Busy):
+        def execute(self, sql: str) -> None:
+            self.calls += 1
+            raise sqlite3.OperationalError("disk I/O error")
+
+    broken = Broken(0)
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O"):
+        connection._switch_to_wal(broken)  # type: ignore[arg-type]
+    assert broken.calls == 1  # only a lock is waited out

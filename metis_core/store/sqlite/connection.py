@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -110,13 +111,32 @@ def connect(path: Path | str, *, read_only: bool = False) -> sqlite3.Connection:
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_SECONDS * 1000)}")
             if not read_only:
-                conn.execute("PRAGMA journal_mode = WAL")
+                _switch_to_wal(conn)
             conn.execute("PRAGMA synchronous = NORMAL")
             conn.execute("PRAGMA foreign_keys = ON")
         except BaseException:
             conn.close()
             raise
     return conn
+
+
+def _switch_to_wal(conn: sqlite3.Connection) -> None:
+    """`PRAGMA journal_mode = WAL`, waiting out another process doing the same.
+
+    Switching a new database's journal takes an exclusive lock, and SQLite answers "database is
+    locked" at once, without its busy handler, while another connection holds it (two metis
+    processes opening a fresh home together). Retried for up to the busy timeout, like any lock."""
+    deadline = time.monotonic() + BUSY_TIMEOUT_SECONDS
+    pause = 0.005
+    while True:
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            return
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error).lower() or time.monotonic() >= deadline:
+                raise
+        time.sleep(pause)
+        pause = min(pause * 2, 0.1)
 
 
 def _connect_read_only(db_path: Path) -> sqlite3.Connection:
