@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
@@ -339,9 +340,26 @@ def _foreign_tables(conn: sqlite3.Connection) -> list[str]:
     return [str(name) for (name,) in rows]
 
 
+@contextmanager
+def _one_snapshot(conn: sqlite3.Connection) -> Iterator[None]:
+    """A read transaction around the block (none when the caller already has one open)."""
+    if conn.in_transaction:
+        yield
+        return
+    conn.execute("BEGIN")
+    try:
+        yield
+    finally:
+        if conn.in_transaction:
+            conn.execute("COMMIT")
+
+
 def check_is_metis_database(conn: sqlite3.Connection, path: Path | str) -> int:
-    """The file's schema version; raises if the file is not ours or is newer than this code."""
-    with sqlite_errors(path):
+    """The file's schema version; raises if the file is not ours or is newer than this code.
+
+    Its reads share one snapshot: read one by one, another process's first creation could commit
+    between them, and a version of 0 beside that process's new tables would look like a foreign file."""
+    with sqlite_errors(path), _one_snapshot(conn):
         version = user_version(conn)
         if version == 0:
             tables = _foreign_tables(conn)
