@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from metis_core.adapters._common.tool_input_ingress import ingress_violations
+from metis_core.adapters._common.response_message import assistant_message
 from metis_core.errors import ErrorClass, MalformedResponseError
 from metis_core.hashing import canonical_json
 from metis_core.messages import (
@@ -26,10 +26,8 @@ from metis_core.messages import (
     Citation,
     Message,
     MessageComplete,
-    MessageMetadata,
     MessageStatus,
     RedactedThinkingBlock,
-    Role,
     StreamError,
     StreamEvent,
     TextBlock,
@@ -110,7 +108,7 @@ def _walk(value: Any, limit: int) -> tuple[bool, bool]:
     return True, plain
 
 
-def _hashable_json(value: Any) -> bool:
+def hashable_json(value: Any) -> bool:
     """True if `value` can be canonically hashed (RFC 8785), as every stored tool input must be.
 
     One walk settles the usual case; anything unusual is canonicalized to find out (~5 µs)."""
@@ -229,7 +227,7 @@ class MessageAssembler:
                 f"tool arguments are {type(value).__name__}, not an object", provider=self.context.provider
             )
         _, slot = self._slot(key, "tool_use")
-        slot.tool_input = value if _hashable_json(value) else None
+        slot.tool_input = value if hashable_json(value) else None
         if slot.tool_input is None:
             slot.parts = ["<arguments with numbers or nesting no JSON hash can hold>"]
 
@@ -285,7 +283,7 @@ class MessageAssembler:
             value = orjson.loads(raw)
         except orjson.JSONDecodeError:
             return None
-        return value if isinstance(value, dict) and _hashable_json(value) else None
+        return value if isinstance(value, dict) and hashable_json(value) else None
 
     def set_usage(self, usage: Usage) -> UsageUpdate:
         if not isinstance(usage, Usage):
@@ -382,21 +380,4 @@ class MessageAssembler:
             log.warning("dropped %d tool call(s) without a name from %s", nameless, ctx.model,
                         extra={"session_id": ctx.session_id, "model": ctx.model})
             self.provider_raw["nameless_tool_calls"] = nameless
-        if status is MessageStatus.COMPLETE and not content:
-            content.append(TextBlock(text=""))
-        violations = None
-        if status is MessageStatus.COMPLETE and ctx.tools:
-            violations = ingress_violations(content, ctx.tools, message_id=ctx.message_id, model=ctx.model)
-        metadata = MessageMetadata(
-            tool_input_violations=violations,
-            model=ctx.model,
-            provider=ctx.provider,
-            routing=ctx.routing_record(),
-            usage=ctx.finish_usage(self.usage if self.usage is not None else Usage()),
-            status=status,
-            stop_reason=stop_reason,
-            provider_raw=self.provider_raw or None,
-        )
-        return Message(
-            id=ctx.message_id, session_id=ctx.session_id, role=Role.ASSISTANT, content=content, metadata=metadata
-        )
+        return assistant_message(ctx, content, status, stop_reason, self.usage, self.provider_raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metis_core.adapters._common.assembler import MAX_TOOL_INPUT_DEPTH, _hashable_json
+from metis_core.adapters._common.assembler import MAX_TOOL_INPUT_DEPTH, hashable_json
 from metis_core.hashing import canonical_json
 
 
@@ -48,4 +48,4 @@ def _nested(levels: int) -> object:
     {"wide": [[[[]]]] * 50},
 ])
 def test_the_hashability_walk_agrees_with_canonicalization(value: object) -> None:
-    assert _hashable_json(value) is _canonical_verdict(value)
+    assert hashable_json(value) is _canonical_verdict(value)
