@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 import orjson
 from pydantic import BaseModel, SecretStr
 
+from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
@@ -251,11 +252,13 @@ class ModelClient:
         model_id = model or (options.model if options is not None else "")
         provider = parse_model_id(model_id).provider
         adapter = self.adapter(provider)
-        history = list(messages)
         tool_list = list(tools or [])
         caps = capabilities or self.registry.capabilities(model_id)
         wanted = options or AdapterOptions(model=model_id)
-        tokens, shape = survey_history(history, tool_list)
+        history = list(messages)
+        tokens, shape, repaired = survey_history(history, tool_list)
+        if repaired:  # the adapter's repair pass need not walk it again
+            history = RepairedHistory(history)
         if type(adapter).estimate_input_tokens is not Adapter.estimate_input_tokens:
             tokens = adapter.estimate_input_tokens(history, tool_list)  # an adapter with its own rule
         check_fits(history, tool_list, caps, model_id, tokens,

@@ -89,9 +89,18 @@ def _needs_no_repair(messages: list[Message]) -> bool:
     return answered == len(awaiting)
 
 
+class RepairedHistory(list[Message]):
+    """A history its caller has already found in the shape `repair_history` produces.
+
+    The model client finds that out in the same walk as its token estimate (`survey_history`)
+    and passes the history on as this type, so the adapter's repair pass does not walk it again."""
+
+    __slots__ = ()
+
+
 def repair_history(messages: list[Message], *, session_id: str = "") -> list[Message]:
     """A copy of `messages` in which every tool_use is answered right after its assistant turn."""
-    if _needs_no_repair(messages):
+    if type(messages) is RepairedHistory or _needs_no_repair(messages):
         return list(messages)
     all_uses = {b.id for m in messages for b in m.content if isinstance(b, ToolUseBlock)}
     results: dict[str, Message] = {}

@@ -15,6 +15,7 @@ from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.messages import (
     ImageBlock,
     Message,
+    MessageStatus,
     RedactedThinkingBlock,
     Role,
     TextBlock,
@@ -25,7 +26,7 @@ from metis_core.messages import (
 )
 from metis_core.models.fit import HistoryShape
 
-_SYSTEM = Role.SYSTEM
+_SYSTEM, _TOOL, _COMPLETE = Role.SYSTEM, Role.TOOL, MessageStatus.COMPLETE
 CHARS_PER_TOKEN = 4
 IMAGE_TOKENS = 1_600
 """A typical image at the providers' default resolution (Anthropic: ~1.15 MP -> ~1,600 tokens)."""
@@ -37,39 +38,80 @@ def estimate_tokens(messages: Sequence[Message], tools: Sequence[ToolDefinition]
     return survey_history(messages, tools)[0]
 
 
-def survey_history(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> tuple[int, HistoryShape]:
-    """(estimated input tokens, history shape for `check_fits`), in one pass over the blocks."""
+def survey_history(
+    messages: Sequence[Message], tools: Sequence[ToolDefinition]
+) -> tuple[int, HistoryShape, bool]:
+    """(estimated input tokens, history shape for `check_fits`, already in repaired form), in one pass.
+
+    The third answer is `repair._needs_no_repair`'s, reached in the same walk over the blocks (the
+    client hands a history found in repaired form to the adapter as a `RepairedHistory`, so the
+    adapter's `repair_history` does not walk it again); tests hold the two verdicts equal."""
     chars = 0
     images = 0
     tool_calls = False
     system = False
+    repaired = True  # what follows mirrors _needs_no_repair, clause by clause
+    awaiting: list[str] = []
+    answered = 0
+    seen_uses: set[str] = set()
     for message in messages:
         chars += MESSAGE_OVERHEAD_CHARS
-        if message.role is _SYSTEM:
+        role = message.role
+        content = message.content
+        result_turn = role is _TOOL
+        if role is _SYSTEM:
             system = True
-        for block in message.content:
+        if not repaired:
+            pass
+        elif result_turn:
+            if answered == len(awaiting) or len(content) != 1:
+                repaired = False
+            else:
+                block = content[0]
+                if not isinstance(block, ToolResultBlock) or block.tool_use_id != awaiting[answered]:
+                    repaired = False
+                else:
+                    answered += 1
+        elif answered != len(awaiting) or (not content and role is not _SYSTEM):
+            repaired = False
+        check = repaired and not result_turn
+        for block in content:
             chars += BLOCK_OVERHEAD_CHARS
             if type(block) is TextBlock:
                 chars += len(block.text)
+                if check and not block.text:
+                    repaired = check = False
             elif type(block) is ToolUseBlock:
                 tool_calls = True
                 chars += len(block.name) + len(orjson.dumps(block.input))
+                if check:
+                    if message.metadata.status is not _COMPLETE or block.id in seen_uses:
+                        repaired = check = False
+                    else:
+                        seen_uses.add(block.id)
+                        awaiting.append(block.id)
             elif type(block) is ToolResultBlock:
                 tool_calls = True
+                repaired = repaired and not check
+                check = False
                 for item in block.content:
                     if isinstance(item, TextBlock):
                         chars += len(item.text) + BLOCK_OVERHEAD_CHARS
                     else:
                         images += 1
-            elif isinstance(block, ImageBlock):
-                images += 1
-            elif isinstance(block, ThinkingBlock):
-                chars += len(block.text)
-            elif isinstance(block, RedactedThinkingBlock):
-                chars += len(block.data)
+            else:
+                if check and isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock):
+                    repaired = check = False  # a subclass: the careful check decides
+                if isinstance(block, ImageBlock):
+                    images += 1
+                elif isinstance(block, ThinkingBlock):
+                    chars += len(block.text)
+                elif isinstance(block, RedactedThinkingBlock):
+                    chars += len(block.data)
     for tool in tools:
         chars += _tool_chars(tool)
-    return chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS, (images, tool_calls, system)
+    tokens = chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
+    return tokens, (images, tool_calls, system), repaired and answered == len(awaiting)
 
 
 def _size(tool: ToolDefinition) -> int:

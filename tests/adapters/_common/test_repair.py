@@ -8,7 +8,8 @@ from decimal import Decimal
 import pytest
 
 from metis_core.adapters._common import repair
-from metis_core.adapters._common.repair import MISSING_RESULT_TEXT, repair_history
+from metis_core.adapters._common.repair import MISSING_RESULT_TEXT, RepairedHistory, repair_history
+from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.messages import (
     Message,
     MessageMetadata,
@@ -20,6 +21,7 @@ from metis_core.messages import (
     ToolUseBlock,
     Usage,
     check_session,
+    system_message,
     tool_result_message,
     user_message,
 )
@@ -117,19 +119,18 @@ def _said(history: list[Message]) -> list[tuple[str, list[dict[str, object]]]]:
     return [(m.role.value, [b.model_dump() for b in m.content]) for m in history]
 
 
-@pytest.mark.parametrize(
-    "damage",
-    [
-        "none",
-        "results out of order",
-        "a user message before the last result",
-        "a call id used twice",
-        "a call in an unfinished message",
-        "an empty text block",
-        "a result with no call",
-    ],
-)
-def test_the_fast_check_never_changes_what_repair_returns(damage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+DAMAGES = [
+    "none",
+    "results out of order",
+    "a user message before the last result",
+    "a call id used twice",
+    "a call in an unfinished message",
+    "an empty text block",
+    "a result with no call",
+]
+
+
+def _damaged(damage: str) -> list[Message]:
     history = _well_formed()
     if damage == "results out of order":
         history[2], history[3] = history[3], history[2]
@@ -144,6 +145,55 @@ def test_the_fast_check_never_changes_what_repair_returns(damage: str, monkeypat
         history[6] = assistant(TextBlock(text=""), TextBlock(text="done"))
     elif damage == "a result with no call":
         history.append(tool_result_message("tu_gone", "late"))
+    return history
+
+
+@pytest.mark.parametrize("damage", DAMAGES)
+def test_the_fast_check_never_changes_what_repair_returns(damage: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    history = _damaged(damage)
     fast = repair_history(history)
     monkeypatch.setattr(repair, "_needs_no_repair", lambda messages: False)
     assert _said(fast) == _said(repair_history(history))
+
+
+def _more_shapes() -> dict[str, list[Message]]:
+    call_turn = assistant(_call("tu_a"))
+    two_results = tool_result_message("tu_a", "A")
+    two_results = two_results.model_copy(update={"content": [*two_results.content, *two_results.content]})
+    return {
+        "an empty user message": [user_message("go"), user_message("x").model_copy(update={"content": []})],
+        "an empty system message": [system_message("x").model_copy(update={"content": []}), user_message("go")],
+        "a tool message with two results": [user_message("go"), call_turn, two_results],
+        "a result in a user turn": [user_message("go"), call_turn, tool_result_message("tu_a", "A").model_copy(
+            update={"role": Role.USER})],
+        "a result in a user turn, nothing awaited": [user_message("go"), tool_result_message("tu_a", "A").model_copy(
+            update={"role": Role.USER})],
+        "a result turn with nothing awaited": [user_message("go"), tool_result_message("tu_a", "A")],
+        "a call left unanswered at the end": [user_message("go"), call_turn],
+        "an empty history": [],
+        "text after a call in the same turn": [user_message("go"), assistant(_call("tu_a"), TextBlock(text="x")),
+                                               tool_result_message("tu_a", "A")],
+    }
+
+
+MORE_SHAPES = ["an empty user message", "an empty system message", "a tool message with two results",
+               "a result in a user turn", "a result in a user turn, nothing awaited",
+               "a result turn with nothing awaited", "a call left unanswered at the end",
+               "an empty history", "text after a call in the same turn"]
+
+
+def test_every_extra_shape_is_named() -> None:
+    assert sorted(_more_shapes()) == sorted(MORE_SHAPES)
+
+
+@pytest.mark.parametrize("name", DAMAGES + MORE_SHAPES)
+def test_the_token_survey_finds_the_same_repaired_form_as_the_fast_check(name: str) -> None:
+    history = _damaged(name) if name in DAMAGES else _more_shapes()[name]
+    assert survey_history(history, [])[2] is repair._needs_no_repair(history)
+
+
+def test_a_history_the_client_found_repaired_is_not_walked_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    history = _well_formed()
+    monkeypatch.setattr(repair, "_needs_no_repair", lambda messages: pytest.fail("walked again"))
+    repaired = repair_history(RepairedHistory(history))
+    assert type(repaired) is list and repaired == history
