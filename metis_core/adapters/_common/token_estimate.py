@@ -54,10 +54,11 @@ def survey_history(
     awaiting: list[str] = []
     answered = 0
     seen_uses: set[str] = set()
+    text_block, use_block, result_block, dumps = TextBlock, ToolUseBlock, ToolResultBlock, orjson.dumps  # locals
     for message in messages:
-        chars += MESSAGE_OVERHEAD_CHARS
         role = message.role
         content = message.content
+        chars += MESSAGE_OVERHEAD_CHARS + BLOCK_OVERHEAD_CHARS * len(content)
         result_turn = role is _TOOL
         if role is _SYSTEM:
             system = True
@@ -76,26 +77,27 @@ def survey_history(
             repaired = False
         check = repaired and not result_turn
         for block in content:
-            chars += BLOCK_OVERHEAD_CHARS
-            if type(block) is TextBlock:
-                chars += len(block.text)
-                if check and not block.text:
+            kind = type(block)
+            if kind is text_block:
+                text = block.text
+                chars += len(text)
+                if check and not text:
                     repaired = check = False
-            elif type(block) is ToolUseBlock:
+            elif kind is use_block:
                 tool_calls = True
-                chars += len(block.name) + len(orjson.dumps(block.input))
+                chars += len(block.name) + len(dumps(block.input))
                 if check:
                     if message.metadata.status is not _COMPLETE or block.id in seen_uses:
                         repaired = check = False
                     else:
                         seen_uses.add(block.id)
                         awaiting.append(block.id)
-            elif type(block) is ToolResultBlock:
+            elif kind is result_block:
                 tool_calls = True
                 repaired = repaired and not check
                 check = False
                 for item in block.content:
-                    if isinstance(item, TextBlock):
+                    if isinstance(item, text_block):
                         chars += len(item.text) + BLOCK_OVERHEAD_CHARS
                     else:
                         images += 1

@@ -88,17 +88,25 @@ class ToolIdMap:
 
     def provider_for(self, namespace: str, canonical_id: str, style: IdStyle) -> str:
         """The id to send to a target: the one it issued, else a deterministic valid one."""
-        known = self._to_provider.get(namespace, {}).get(canonical_id)
-        if known is not None and _fits(known, style):
-            return known
-        taken = self._to_canonical.get(namespace, {})
-        attempt = 0
-        while True:
-            candidate = outbound_id(canonical_id, style, attempt)
-            if taken.get(candidate, canonical_id) == canonical_id:
-                break
-            attempt += 1
-        self._record(namespace, canonical_id, candidate)
+        # Every request maps every id of its history through here: the namespace dicts are read once.
+        to_provider = self._to_provider.get(namespace)
+        if to_provider is not None:
+            known = to_provider.get(canonical_id)
+            if known is not None and _fits(known, style):
+                return known
+        to_canonical = self._to_canonical.get(namespace)
+        candidate = outbound_id(canonical_id, style)
+        if to_canonical is not None:
+            attempt = 0
+            while to_canonical.get(candidate, canonical_id) != canonical_id:
+                attempt += 1
+                candidate = outbound_id(canonical_id, style, attempt)
+        if to_provider is None:
+            to_provider = self._to_provider[namespace] = {}
+        if to_canonical is None:
+            to_canonical = self._to_canonical[namespace] = {}
+        to_provider[canonical_id] = candidate
+        to_canonical[candidate] = canonical_id
         return candidate
 
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:

@@ -145,27 +145,38 @@ class _Builder:
     def blocks(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         append = out.append
+        wire_id = self.wire_id
         raw = message.metadata.provider_raw  # read once: most messages carry none
         extras = self.tool_use_extras(message) if raw else None
         index = -1
         for block in message.content:
             index += 1
+            kind = type(block)
             # exact-type dispatch, most frequent first: cheaper than an isinstance chain on the hot path
-            if type(block) is TextBlock:
+            if kind is TextBlock:
                 text = block.text
                 if text:
                     if block.citations:
                         append(self.cited_text(message, index, block))
                     else:
                         append({"type": "text", "text": text})
-            elif type(block) is ToolUseBlock:
+            elif kind is ToolUseBlock:
                 if message.role is _ASSISTANT:
-                    wire = {"type": "tool_use", "id": self.wire_id(block.id), "name": block.name, "input": block.input}
+                    wire = {"type": "tool_use", "id": wire_id(block.id), "name": block.name, "input": block.input}
                     if extras and block.id in extras:
                         wire.update(extras[block.id])
                     append(wire)
-            elif type(block) is ToolResultBlock:
-                append(self.tool_result(message, index, block))
+            elif kind is ToolResultBlock:
+                result = block.content
+                if len(result) == 1 and type(result[0]) is TextBlock and not block.is_error:  # the usual result
+                    text = result[0].text
+                    if text:
+                        append({"type": "tool_result", "tool_use_id": wire_id(block.tool_use_id),
+                                "content": [{"type": "text", "text": text}]})
+                    else:
+                        append({"type": "tool_result", "tool_use_id": wire_id(block.tool_use_id)})
+                else:
+                    append(self.tool_result(message, index, block))
             elif isinstance(block, HOSTED_CLASSES):
                 if replayable(block, PROVIDER, API):
                     append(block.payload)
@@ -173,16 +184,16 @@ class _Builder:
                     told = text_for_other_target(self.drop, message, index, block)
                     if told:
                         append({"type": "text", "text": told})
-            elif type(block) is ImageBlock:
+            elif kind is ImageBlock:
                 image = self.image(message, index, block)
                 if image is not None:
                     append(image)
-            elif type(block) is ThinkingBlock:
+            elif kind is ThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
                     append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
                 else:
                     self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name))
-            elif type(block) is RedactedThinkingBlock:
+            elif kind is RedactedThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
                     append({"type": "redacted_thinking", "data": block.data})
                 else:
