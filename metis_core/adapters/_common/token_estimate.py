@@ -54,7 +54,6 @@ def survey_history(
     awaiting: list[str] = []
     answered = 0
     seen_uses: set[str] = set()
-    text_block, use_block, result_block, dumps = TextBlock, ToolUseBlock, ToolResultBlock, orjson.dumps  # locals
     for message in messages:
         role = message.role
         content = message.content
@@ -77,27 +76,26 @@ def survey_history(
             repaired = False
         check = repaired and not result_turn
         for block in content:
-            kind = type(block)
-            if kind is text_block:
+            if type(block) is TextBlock:
                 text = block.text
                 chars += len(text)
                 if check and not text:
                     repaired = check = False
-            elif kind is use_block:
+            elif type(block) is ToolUseBlock:
                 tool_calls = True
-                chars += len(block.name) + len(dumps(block.input))
+                chars += len(block.name) + len(orjson.dumps(block.input))
                 if check:
                     if message.metadata.status is not _COMPLETE or block.id in seen_uses:
                         repaired = check = False
                     else:
                         seen_uses.add(block.id)
                         awaiting.append(block.id)
-            elif kind is result_block:
+            elif type(block) is ToolResultBlock:
                 tool_calls = True
                 repaired = repaired and not check
                 check = False
                 for item in block.content:
-                    if isinstance(item, text_block):
+                    if isinstance(item, TextBlock):
                         chars += len(item.text) + BLOCK_OVERHEAD_CHARS
                     else:
                         images += 1

@@ -151,22 +151,21 @@ class _Builder:
         index = -1
         for block in message.content:
             index += 1
-            kind = type(block)
             # exact-type dispatch, most frequent first: cheaper than an isinstance chain on the hot path
-            if kind is TextBlock:
+            if type(block) is TextBlock:
                 text = block.text
                 if text:
                     if block.citations:
                         append(self.cited_text(message, index, block))
                     else:
                         append({"type": "text", "text": text})
-            elif kind is ToolUseBlock:
+            elif type(block) is ToolUseBlock:
                 if message.role is _ASSISTANT:
                     wire = {"type": "tool_use", "id": wire_id(block.id), "name": block.name, "input": block.input}
                     if extras and block.id in extras:
                         wire.update(extras[block.id])
                     append(wire)
-            elif kind is ToolResultBlock:
+            elif type(block) is ToolResultBlock:
                 result = block.content
                 if len(result) == 1 and type(result[0]) is TextBlock and not block.is_error:  # the usual result
                     text = result[0].text
@@ -184,16 +183,16 @@ class _Builder:
                     told = text_for_other_target(self.drop, message, index, block)
                     if told:
                         append({"type": "text", "text": told})
-            elif kind is ImageBlock:
+            elif type(block) is ImageBlock:
                 image = self.image(message, index, block)
                 if image is not None:
                     append(image)
-            elif kind is ThinkingBlock:
+            elif type(block) is ThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
                     append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
                 else:
                     self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name))
-            elif kind is RedactedThinkingBlock:
+            elif type(block) is RedactedThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name):
                     append({"type": "redacted_thinking", "data": block.data})
                 else:
