@@ -98,12 +98,6 @@ def add_block(assembler: MessageAssembler, index: Any, block: dict[str, Any], sk
     return []
 
 
-def _string(value: object, what: str) -> str:
-    if not isinstance(value, str):
-        raise MalformedResponseError(f"{what} is {type(value).__name__}, not a string", provider="anthropic")
-    return value
-
-
 class _Blocks:
     """The canonical blocks of one whole response, in order, with what the message records of them."""
 
@@ -119,6 +113,12 @@ class _Blocks:
         self.dropped = 0
         self.origin: BlockOrigin | None = None
 
+    def string(self, value: object, what: str) -> str:
+        if not isinstance(value, str):
+            raise MalformedResponseError(f"{what} is {type(value).__name__}, not a string",
+                                         provider=self.context.provider)
+        return value
+
     def block_origin(self) -> BlockOrigin:
         if self.origin is None:
             ctx = self.context
@@ -128,7 +128,7 @@ class _Blocks:
     def add(self, index: int, block: dict[str, Any]) -> None:
         kind = str(block.get("type"))
         if kind == "text":
-            text = _string(block.get("text") or "", "text")
+            text = self.string(block.get("text") or "", "text")
             citations = [hosted.citation(wire, self.block_origin())
                          for wire in block.get("citations") or () if isinstance(wire, dict)]
             if text or citations:
@@ -142,14 +142,14 @@ class _Blocks:
         elif kind == "compaction":
             self.pending_hosted.append((len(self.content), dict(block), hosted.build_compaction))
         elif kind == "thinking":
-            text = _string(block.get("thinking") or "", "thinking text")
+            text = self.string(block.get("thinking") or "", "thinking text")
             signature = block.get("signature")
             if signature is not None:
-                signature = _string(signature, "thinking signature")
+                signature = self.string(signature, "thinking signature")
             origin = self.block_origin() if signature is not None else None
             self.content.append(ThinkingBlock(text=text, signature=signature, origin=origin))
         elif kind == "redacted_thinking":
-            data = _string(block.get("data") or "", "redacted thinking data")
+            data = self.string(block.get("data") or "", "redacted thinking data")
             self.content.append(RedactedThinkingBlock(data=data, origin=self.block_origin()))
         else:
             self.skipped.append(kind)
@@ -199,7 +199,7 @@ def parse_response(response: WireResponse, context: RequestContext) -> Message:
             blocks.add(index, block)
     usage = usage_from_wire(data.get("usage"))
     if not isinstance(usage, Usage):
-        raise MalformedResponseError("usage could not be read", provider="anthropic")
+        raise MalformedResponseError("usage could not be read", provider=context.provider)
     provider_raw = blocks.provider_raw
     provider_raw.update(raw_details(data))
     if blocks.skipped:

@@ -47,27 +47,29 @@ def assembled(response: WireResponse, context: RequestContext) -> Message:
     return assembler.build(MessageStatus.COMPLETE, canonical_stop_reason(data.get("stop_reason")))
 
 
-def _outcome(parse: Any, body: bytes, tools: list[ToolDefinition], monkeypatch: pytest.MonkeyPatch) -> Any:
+def _outcome(parse: Any, body: bytes, tools: list[ToolDefinition], monkeypatch: pytest.MonkeyPatch,
+             model: str = MODEL) -> Any:
     """(message JSON with clocks zeroed, tool-id map) or the error; tool ids numbered from 1."""
     counter = itertools.count(1)
     monkeypatch.setattr(tool_ids_module, "new_tool_use_id", lambda: f"tu_{next(counter):026d}")
     ids = ToolIdMap()
-    context = RequestContext(model=MODEL, session_id="sess_eq", tool_ids=ids, tools=tools, message_id="msg_eq")
+    context = RequestContext(model=model, session_id="sess_eq", tool_ids=ids, tools=tools, message_id="msg_eq")
     try:
         message = parse(WireResponse(200, body, {"request-id": "req_eq"}), context)
     except PARSE_FAILURES as error:
         return ("raised", type(error).__name__, str(error))
     except MalformedResponseError as error:
-        return ("raised", type(error).__name__, str(error))
+        return ("raised", type(error).__name__, str(error), error.provider)
     data = message.model_dump(mode="json")
     data["created_at"] = None
     data["metadata"]["usage"]["latency_ms"] = 0
     return orjson.dumps(data), ids.to_dict()
 
 
-def _same(body: bytes, monkeypatch: pytest.MonkeyPatch, tools: list[ToolDefinition] | None = None) -> Any:
-    direct = _outcome(parse_response, body, tools or [], monkeypatch)
-    reference = _outcome(assembled, body, tools or [], monkeypatch)
+def _same(body: bytes, monkeypatch: pytest.MonkeyPatch, tools: list[ToolDefinition] | None = None,
+          model: str = MODEL) -> Any:
+    direct = _outcome(parse_response, body, tools or [], monkeypatch, model)
+    reference = _outcome(assembled, body, tools or [], monkeypatch, model)
     assert direct == reference
     return direct
 
@@ -133,9 +135,11 @@ ODD_BODIES: dict[str, bytes] = {
 }
 
 
+@pytest.mark.parametrize("model", [MODEL, "corp:claude-sonnet-4-5"], ids=["anthropic", "a named provider"])
 @pytest.mark.parametrize("name", sorted(ODD_BODIES))
-def test_direct_parse_equals_the_assembler_on_odd_bodies(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    _same(ODD_BODIES[name], monkeypatch, OFFERED)
+def test_direct_parse_equals_the_assembler_on_odd_bodies(name: str, model: str,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    _same(ODD_BODIES[name], monkeypatch, OFFERED, model)
 
 
 def test_an_unhashable_tool_input_leaves_the_call_out_and_the_message_partial(monkeypatch: pytest.MonkeyPatch) -> None:
