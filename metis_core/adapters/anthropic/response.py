@@ -183,7 +183,7 @@ def parse_response(response: WireResponse, context: RequestContext) -> Message:
     """The whole answer read straight into canonical blocks (no stream assembler: there is no stream).
 
     Gives exactly the Message the assembler would build from the same blocks (tests compare the two
-    on every recorded response), at a fraction of the cost on the gateway's hot path."""
+    on every recorded response), without its slots and stream events on the gateway's hot path."""
     data = response.json("anthropic")
     content = data.get("content") if isinstance(data, dict) else None
     if not isinstance(content, list):
