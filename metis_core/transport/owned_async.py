@@ -10,14 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import urllib.request
 from collections.abc import AsyncIterator, Hashable, Mapping
 from contextlib import asynccontextmanager
 
 import aiohttp
 import httpx
+import yarl
 
 from metis_core.errors import NetworkError
-from metis_core.transport.http import DEFAULT_LIMITS, DEFAULT_TIMEOUT, AsyncByteStream, network_error
+from metis_core.transport.http import (
+    DEFAULT_LIMITS,
+    DEFAULT_TIMEOUT,
+    URL_CACHE_SIZE,
+    AsyncByteStream,
+    network_error,
+)
 from metis_core.transport.wire import WireResponse
 
 _FAILURES = (aiohttp.ClientError, TimeoutError)
@@ -81,6 +89,21 @@ class OwnedAsyncClient:
         self._ssl: ssl.SSLContext | None = None
         self._timeouts: dict[Hashable, aiohttp.ClientTimeout] = {}
         self._default_timeout = client_timeout(DEFAULT_TIMEOUT)
+        self._proxies = urllib.request.getproxies()  # read once, as httpx does (aiohttp's trust_env: every call)
+        self._targets: dict[str, tuple[yarl.URL, str | None]] = {}
+
+    def _target(self, url: str) -> tuple[yarl.URL, str | None]:
+        """The URL parsed, and the proxy from the environment it goes through (None: direct)."""
+        target = self._targets.get(url)
+        if target is None:
+            if len(self._targets) >= URL_CACHE_SIZE:
+                self._targets.clear()
+            parsed = yarl.URL(url)
+            proxy = self._proxies.get(parsed.scheme) or self._proxies.get("all")
+            if proxy and parsed.host and urllib.request.proxy_bypass(parsed.host):
+                proxy = None
+            target = self._targets[url] = (parsed, proxy or None)
+        return target
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
@@ -92,7 +115,7 @@ class OwnedAsyncClient:
             connector = aiohttp.TCPConnector(limit=DEFAULT_LIMITS.max_connections or 0, ssl=self._ssl,
                                              keepalive_timeout=DEFAULT_LIMITS.keepalive_expiry or 0)
             session = self._sessions[loop] = aiohttp.ClientSession(
-                connector=connector, timeout=self._default_timeout, trust_env=True,
+                connector=connector, timeout=self._default_timeout,
                 cookie_jar=aiohttp.CookieJar(unsafe=True),  # like httpx: cookies from IP hosts too (local servers)
                 skip_auto_headers=("Content-Type",))  # like httpx: no content type the caller did not give
         return session
@@ -115,8 +138,9 @@ class OwnedAsyncClient:
     async def send(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
                    timeout: float | httpx.Timeout | None, provider: str) -> WireResponse:
         failure: NetworkError | None = None
+        target, proxy = self._target(url)
         try:
-            async with self._session().request(method, url, data=body or None, headers=headers,
+            async with self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
                                                timeout=self._timeout(timeout), allow_redirects=False) as response:
                 content = await response.read()
         except _FAILURES as exc:
@@ -129,8 +153,9 @@ class OwnedAsyncClient:
     async def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
                      timeout: float | httpx.Timeout | None, provider: str) -> AsyncIterator[AiohttpByteStream]:
         failure: NetworkError | None = None
+        target, proxy = self._target(url)
         try:
-            response = await self._session().request(method, url, data=body or None, headers=headers,
+            response = await self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
                                                      timeout=self._timeout(timeout), allow_redirects=False)
         except _FAILURES as exc:
             failure = _failure(exc, provider)

@@ -203,6 +203,17 @@ async def test_a_proxy_from_the_environment_is_used_as_httpx_would(monkeypatch: 
     assert seen[0].startswith(b"POST http://api.provider.test/v1/messages HTTP/1.1")
 
 
+async def test_no_proxy_hosts_are_reached_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    async with serving(answer("200 OK", b'{"via":"proxy"}')) as (proxy, through_proxy), \
+            serving(answer("200 OK", b'{"via":"direct"}')) as (server, direct):
+        monkeypatch.setenv("HTTP_PROXY", proxy)
+        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        transport = HttpTransport()
+        response = await transport.asend("POST", server + "/v1/messages", b"{}", {}, provider="x")
+        await transport.aclose()
+    assert response.body == b'{"via":"direct"}' and through_proxy == [] and len(direct) == 1
+
+
 async def test_cancelling_a_call_propagates_and_closes_its_connection() -> None:
     closed = asyncio.Event()
 
