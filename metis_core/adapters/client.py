@@ -19,8 +19,7 @@ from urllib.parse import urlencode
 import orjson
 from pydantic import BaseModel, SecretStr
 
-from metis_core.adapters._common.repair import RepairedHistory
-from metis_core.adapters._common.token_estimate import survey_history
+from metis_core.adapters._common.token_estimate import surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
@@ -255,10 +254,7 @@ class ModelClient:
         tool_list = list(tools or [])
         caps = capabilities or self.registry.capabilities(model_id)
         wanted = options or AdapterOptions(model=model_id)
-        history = list(messages)
-        tokens, shape, repaired = survey_history(history, tool_list)
-        if repaired:  # the adapter's repair pass need not walk it again
-            history = RepairedHistory(history)
+        history, tokens, shape = surveyed_history(messages, tool_list)  # one walk: estimate, shape, repair check
         if type(adapter).estimate_input_tokens is not Adapter.estimate_input_tokens:
             tokens = adapter.estimate_input_tokens(history, tool_list)  # an adapter with its own rule
         check_fits(history, tool_list, caps, model_id, tokens,

@@ -2,7 +2,8 @@
 
 Walks the canonical blocks directly (no model_dump), so the capability pre-check that runs before
 every call costs a few microseconds per message. Deliberately provider-agnostic and approximate:
-it guards the context window, it does not predict the bill (providers report exact usage).
+it guards the context window, it does not predict the bill (providers report exact usage). The
+same walk tells whether the history is already in repaired form, so the client walks it once.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Sequence
 import orjson
 
 from metis_core.adapters._common.per_tool_cache import PerToolCache
+from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
     ImageBlock,
     Message,
@@ -112,6 +114,16 @@ def survey_history(
         chars += _tool_chars(tool)
     tokens = chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
     return tokens, (images, tool_calls, system), repaired and answered == len(awaiting)
+
+
+def surveyed_history(
+    messages: Sequence[Message], tools: Sequence[ToolDefinition]
+) -> tuple[list[Message], int, HistoryShape]:
+    """The history to translate, its token estimate and shape, from one walk; the history is a
+    `RepairedHistory` when it is already in repaired form (the adapter's repair pass then takes it as it is)."""
+    history = list(messages)
+    tokens, shape, repaired = survey_history(history, tools)
+    return (RepairedHistory(history) if repaired else history), tokens, shape
 
 
 def _size(tool: ToolDefinition) -> int:

@@ -9,7 +9,7 @@ import pytest
 
 from metis_core.adapters._common import repair
 from metis_core.adapters._common.repair import MISSING_RESULT_TEXT, RepairedHistory, repair_history
-from metis_core.adapters._common.token_estimate import survey_history
+from metis_core.adapters._common.token_estimate import survey_history, surveyed_history
 from metis_core.messages import (
     Message,
     MessageMetadata,
@@ -197,3 +197,12 @@ def test_a_history_the_client_found_repaired_is_not_walked_again(monkeypatch: py
     monkeypatch.setattr(repair, "_needs_no_repair", lambda messages: pytest.fail("walked again"))
     repaired = repair_history(RepairedHistory(history))
     assert type(repaired) is list and repaired == history
+
+
+@pytest.mark.parametrize("name", DAMAGES)
+def test_the_client_hands_on_a_repaired_history_only_when_it_is_one(name: str) -> None:
+    history = _damaged(name)
+    handed, tokens, shape = surveyed_history(history, [])
+    assert (type(handed) is RepairedHistory) is (name == "none")
+    assert handed == history and (tokens, shape) == survey_history(history, [])[:2]
+    assert _said(repair_history(handed)) == _said(repair_history(list(history)))
