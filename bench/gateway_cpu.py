@@ -6,7 +6,8 @@ Starts the same processes as the gateway case (bench/server.py upstream, the flo
 gateway under uvicorn with uvloop/httptools and no access log), sends the case's non-streaming
 request N times from C concurrent clients, and divides each server's user+system CPU time (all its
 threads, from /proc) by N; the load generator's own CPU is printed beside it. With --py-spy, the
-gateway is sampled under the same load for that many seconds (collapsed stacks written to a file).
+gateway is sampled under the same load for that many seconds, only the thread holding the GIL (collapsed
+stacks written to a file): where the CPU goes, not where threads wait.
 Runs with whatever interpreter starts it (bench/.venv or .venv); nothing is written to results.
 """
 
@@ -78,7 +79,7 @@ def main() -> None:
                 out = Path("bench/results/profiles/gateway-py-spy.txt")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 sampler = subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(args.py_spy)), "-r", "500",
-                                            "-f", "raw", "-o", str(out), "--threads"])
+                                            "-f", "raw", "-o", str(out), "--threads", "--gil"])
                 deadline = time.monotonic() + args.py_spy + 1
                 while time.monotonic() < deadline:
                     asyncio.run(Load(REQUEST, concurrency=args.concurrency).calls(base, headers, 500))
