@@ -113,7 +113,10 @@ MEANINGS = {
            "against the interpreter starting and doing nothing; target (issue 26): `metis --help` <= 150 ms.",
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
             "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
-            "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async.",
+            "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async. "
+            "The floor posts with httpx, sync and async; metis-core's own async calls ride aiohttp "
+            "(docs/transport.md: a quarter of httpx's CPU per request), so its async rows can come in "
+            "under the floor; `python -m bench.async_path` shows its own work over raw aiohttp.",
     "stream": "A 2,000-event stream (text fragments, a tool call whose JSON arrives in 200 pieces, usage) "
               "consumed into events and a final message; wire events per second (2,000 / median seconds of "
               "10 streams, after one warm-up; a peer slower than 12 s stops at 3). Gemini and Ollama send the "

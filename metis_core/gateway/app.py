@@ -330,6 +330,11 @@ def create_app(service: GatewayService) -> Starlette:
         Route("/healthz", app.healthz, methods=["GET"]),
         Route("/readyz", app.readyz, methods=["GET"]),
     ]
-    starlette = Starlette(routes=routes)
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        yield
+        await service.aclose()  # the record written, upstream connections and stores closed
+
+    starlette = Starlette(routes=routes, lifespan=lifespan)
     starlette.state.service = service
     return starlette

@@ -79,4 +79,4 @@ def serve(host: str, port: int, workers: int, factory: str = "metis_core.gateway
         raise ConfigError("the gateway needs its extra: pip install 'metis-core[gateway]'") from None
     loop, http = server_stack()
     uvicorn.run(factory, factory=True, host=host, port=port, workers=workers,
-                loop=loop, http=http, log_level="warning", lifespan="off", access_log=False)
+                loop=loop, http=http, log_level="warning", lifespan="on", access_log=False)

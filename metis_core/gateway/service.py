@@ -231,3 +231,8 @@ class GatewayService:
         self.writer.close()
         self.key_store.close()
         self.rt.close()
+
+    async def aclose(self) -> None:
+        """Shutdown on the serving loop: the upstream connections first (they live on it), then the rest."""
+        await self.rt.client.aclose()
+        self.close()

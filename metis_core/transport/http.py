@@ -101,55 +101,68 @@ class ByteStream:
 class AsyncByteStream:
     """A streaming response: status and headers now, raw body chunks as they arrive (async).
 
-    One subclass per client library: httpx here, aiohttp in transport/owned_async.py.
+    One subclass per client library (httpx here, aiohttp in transport/owned_async.py) says how to
+    read its body and which of its exceptions are transport failures; failures are mapped here.
     """
 
     __slots__ = ("_provider", "headers", "status")
+    _failures: tuple[type[Exception], ...] = ()
 
     def __init__(self, status: int, headers: Mapping[str, str], provider: str) -> None:
         self.status = status
         self.headers = headers
         self._provider = provider
 
-    def aiter_raw(self) -> AsyncIterator[bytes]:
+    def _chunks(self) -> AsyncIterator[bytes]:
         raise NotImplementedError
+
+    async def _body(self) -> bytes:
+        raise NotImplementedError
+
+    def _error(self, exc: Exception, *, mid_stream: bool) -> NetworkError:
+        return network_error(exc, self._provider, mid_stream=mid_stream)
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        failure: NetworkError | None = None
+        try:
+            async for chunk in self._chunks():
+                yield chunk
+        except self._failures as exc:
+            failure = self._error(exc, mid_stream=True)
+        if failure is not None:
+            raise failure
 
     async def read(self) -> WireResponse:
         """The whole body, for error responses that arrive on a streaming request."""
-        raise NotImplementedError
+        failure: NetworkError | None = None
+        try:
+            body = await self._body()
+        except self._failures as exc:
+            failure = self._error(exc, mid_stream=False)
+        if failure is not None:
+            raise failure
+        return WireResponse(self.status, body, self.headers)
 
 
 class _HttpxAsyncByteStream(AsyncByteStream):
     """An httpx.AsyncClient's streaming response (a client the caller passed in)."""
 
     __slots__ = ("_response",)
+    _failures = (httpx.TransportError,)
 
     def __init__(self, response: httpx.Response, provider: str) -> None:
         super().__init__(response.status_code, response.headers, provider)
         self._response = response
 
-    async def aiter_raw(self) -> AsyncIterator[bytes]:
+    async def _chunks(self) -> AsyncIterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
             yield self._response.content
             return
-        failure: NetworkError | None = None
-        try:
-            async for chunk in self._response.aiter_raw():
-                yield chunk
-        except httpx.TransportError as exc:
-            failure = network_error(exc, self._provider, mid_stream=True)
-        if failure is not None:
-            raise failure
+        async for chunk in self._response.aiter_raw():
+            yield chunk
 
-    async def read(self) -> WireResponse:
-        failure: NetworkError | None = None
-        try:
-            body = await self._response.aread()
-        except httpx.TransportError as exc:
-            failure = network_error(exc, self._provider)
-        if failure is not None:
-            raise failure
-        return WireResponse(self.status, body, self.headers)
+    async def _body(self) -> bytes:
+        return await self._response.aread()
 
 
 class HttpTransport:

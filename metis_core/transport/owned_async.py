@@ -60,30 +60,20 @@ class AiohttpByteStream(AsyncByteStream):
     """An aiohttp streaming response: chunks as they arrive; a drop mid-body is a TruncatedStreamError."""
 
     __slots__ = ("_response",)
+    _failures = _FAILURES
 
     def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
         super().__init__(response.status, response.headers, provider)
         self._response = response
 
-    async def aiter_raw(self) -> AsyncIterator[bytes]:
-        failure: NetworkError | None = None
-        try:
-            async for chunk in self._response.content.iter_chunked(CHUNK_BYTES):
-                yield chunk
-        except _FAILURES as exc:
-            failure = _failure(exc, self._provider, mid_stream=True)
-        if failure is not None:
-            raise failure
+    def _chunks(self) -> AsyncIterator[bytes]:
+        return self._response.content.iter_chunked(CHUNK_BYTES)
 
-    async def read(self) -> WireResponse:
-        failure: NetworkError | None = None
-        try:
-            body = await self._response.read()
-        except _FAILURES as exc:
-            failure = _failure(exc, self._provider)
-        if failure is not None:
-            raise failure
-        return WireResponse(self.status, body, self.headers)
+    async def _body(self) -> bytes:
+        return await self._response.read()
+
+    def _error(self, exc: Exception, *, mid_stream: bool) -> NetworkError:
+        return _failure(exc, self._provider, mid_stream=mid_stream)
 
 
 class OwnedAsyncClient:

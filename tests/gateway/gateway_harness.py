@@ -36,7 +36,8 @@ def free_port() -> int:
 
 
 class GatewayHarness:
-    def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None) -> None:
+    def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None,
+                 *, lifespan: str = "off") -> None:
         client = ModelClient(
             base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
                        "openai_responses": upstream.base_url + "/v1"},
@@ -49,8 +50,10 @@ class GatewayHarness:
                                       settings or GatewaySettings(workspace=home))
         self.upstream = upstream
         self.port = free_port()
+        self.lifespan = lifespan
+        """"on": uvicorn runs the app's shutdown (as `metis gateway serve` does), which closes the service."""
         config = uvicorn.Config(create_app(self.service), host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan="off")
+                                lifespan=lifespan)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 
@@ -70,7 +73,8 @@ class GatewayHarness:
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
-        self.service.close()
+        if self.lifespan == "off":
+            self.service.close()
 
     def issue(self, **terms: Any) -> tuple[str, str]:
         issued = self.service.keys.issue(KeyTerms(name=terms.pop("name", "test"), **terms))

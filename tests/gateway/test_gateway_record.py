@@ -134,3 +134,30 @@ def test_concurrent_calls_are_each_a_full_turn_on_the_record_after_shutdown_with
         assert [m.role.value for m in store.load_messages(session.id)] == ["user", "assistant"]
         assert [e.type for e in trace.replay(session.id)] == [
             "turn.started", "llm.call_started", "llm.call_completed", "turn.completed"]
+
+
+def test_shutdown_closes_the_upstream_connections_on_the_serving_loop_and_writes_the_record(
+    tmp_path: Path, upstream: ReplayServer, recwarn: pytest.WarningsRecorder
+) -> None:
+    """`metis gateway serve` runs the app's lifespan: on shutdown the service closes itself on the loop
+    its upstream connections live on, after the record writer has written everything."""
+    import gc
+
+    from metis_core.store.sessions import SessionStore
+
+    gateway = GatewayHarness(tmp_path / "home", upstream, lifespan="on").start()
+    _, token = gateway.issue()
+    upstream.script(ANTHROPIC, Reply.recording("anthropic", "response__text.json"))
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    client.messages.create(model="anthropic:claude-haiku-4-5", max_tokens=20,
+                           messages=[{"role": "user", "content": "one question"}])
+    owned = gateway.runtime.client._transport.owned_async
+    assert len(owned._sessions) == 1  # the call went upstream on the gateway's own aiohttp session
+    gateway.stop()
+    assert owned._sessions == {}  # closed by the app's shutdown, on its loop
+    assert gateway.runtime.bus.closed
+    gc.collect()
+    assert not [w for w in recwarn if "Unclosed" in str(w.message)]
+    sessions = [s for s in SessionStore(gateway.runtime.db_path).list_sessions(limit=10)
+                if s.title and s.title.startswith("gateway anthropic")]
+    assert len(sessions) == 1
