@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -28,6 +27,7 @@ from metis_core.errors import (
     ToolSchemaError,
 )
 from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
+from metis_core.gateway.usage_total import add_usage
 from metis_core.ids import new_tool_use_id
 from metis_core.messages import (
     Message,
@@ -105,22 +105,6 @@ def _plan_for(service: GatewayService, members: list[str], spec: OutputSpec) -> 
     raise refused
 
 
-def _add(total: Usage | None, usage: Usage | None) -> Usage | None:
-    if usage is None:
-        return total
-    if total is None:
-        return usage.model_copy()
-    cost = None if total.cost_usd is None and usage.cost_usd is None \
-        else (total.cost_usd or Decimal(0)) + (usage.cost_usd or Decimal(0))
-    return Usage(
-        input_tokens=total.input_tokens + usage.input_tokens, output_tokens=total.output_tokens + usage.output_tokens,
-        cached_input_tokens=total.cached_input_tokens + usage.cached_input_tokens,
-        cache_creation_input_tokens=total.cache_creation_input_tokens + usage.cache_creation_input_tokens,
-        reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens, cost_usd=cost,
-        pricing_version=usage.pricing_version or total.pricing_version, latency_ms=total.latency_ms + usage.latency_ms,
-    )  # fmt: skip
-
-
 async def answer_structured(service: GatewayService, record: CallRecord, members: list[str], ask: StructuredAsk,
                             subjects: list[Subject]) -> Message:
     """Drive the structured run to its answer, charging and recording every attempt. Returns the answer
@@ -144,10 +128,8 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         if final is None:
             raise MalformedResponseError("the upstream call ended without a final message", provider=plan.mode)
         usage = final.metadata.usage
-        total = _add(total, usage)
-        alerts = service.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens) \
-            if usage is not None else []
-        record.call_completed(final, alerts)
+        total = add_usage(total, usage)
+        record.call_completed(final, service.charge(subjects, final))
         offered = {t.name for t in ask.tools}
         if any(b.name in offered for b in final.tool_uses()):
             # The client offered its own tools: a call of one is an answer (the schema binds the final text).
