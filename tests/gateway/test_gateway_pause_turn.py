@@ -154,6 +154,24 @@ def test_an_anthropic_client_gets_the_continued_answer_too(gateway: GatewayHarne
     check_two_calls_recorded_and_charged(gateway, key_id, "anthropic")
 
 
+def test_a_streamed_anthropic_answer_continues_in_the_same_stream(gateway: GatewayHarness) -> None:
+    key_id, token = gateway.issue(budget_usd=Decimal("100"), budget_period="day")
+    gateway.upstream.script(ANTHROPIC, as_sse(PAUSED_SSE), as_sse(CONTINUED_SSE))
+    tools: Any = [WEB_SEARCH]
+    with anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0).messages.stream(
+            model=MODEL, max_tokens=4096, messages=[{"role": "user", "content": PROMPT}], tools=tools) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_message()
+    assert kinds.count("message_start") == 1 and kinds.count("message_stop") == 1
+    assert final.stop_reason == "end_turn"
+    assert "".join(b.text for b in final.content if b.type == "text") == text_of(PAUSED, CONTINUED)
+    [thinking] = [b for b in final.content if b.type == "thinking"]  # the paused answer's, signed, whole
+    [recorded] = [b for b in PAUSED["content"] if b["type"] == "thinking"]
+    assert thinking.signature == recorded["signature"] and thinking.thinking == recorded["thinking"]
+    check_resumed_with_the_paused_answer(gateway.upstream)
+    check_two_calls_recorded_and_charged(gateway, key_id, "anthropic")
+
+
 def cap_reply(shape: str, gateway: GatewayHarness, token: str) -> str:
     """The stop each shape writes for an answer still paused at the cap."""
     if shape == "chat":
