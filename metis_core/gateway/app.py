@@ -4,7 +4,8 @@ OpenAI shapes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models. An
 POST /v1/messages/count_tokens. Probes: GET /healthz, GET /readyz. A refused or failed request
 gets its shape's error body and status (with Retry-After on 429), never a traceback. Streams are
 written frame by frame as upstream events arrive, and a client that goes away cancels the
-upstream request, streaming or not (a disconnect listener runs beside the upstream call).
+upstream request, streaming or not (a disconnect listener runs beside the upstream calls, structured
+runs included). A paused Claude answer is continued before the client's answer ends (continued_call.py).
 """
 
 from __future__ import annotations
