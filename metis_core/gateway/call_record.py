@@ -132,12 +132,16 @@ class CallRecord:
 
     # --- endings ------------------------------------------------------------------------------
 
-    def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
-        """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
-        meta = final.metadata
+    def _stamp(self, answer: Message) -> None:
+        """The gateway identity on an answer's metadata (`metis cost --by key|user|team` reads it)."""
+        meta = answer.metadata
         meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
         setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
         setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+
+    def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
+        """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
+        self._stamp(final)
         self.call_completed(final, alerts)
         self._turn_completed(final, None)
         self._persist(final)
@@ -158,6 +162,11 @@ class CallRecord:
         else:
             self.failed(self.model, "other", "the answer ended incomplete")
 
+    def keep(self, answer: Message) -> None:
+        """One upstream answer of several (a paused answer, its continuation), stored as its own message."""
+        self._stamp(answer)
+        self.produced.append(answer)
+
     def output_step(self, step: OutputStep) -> None:
         """A structured-output step (an OutputObserver): its llm.output_* event, after the call it follows."""
         event_type, payload = output_step_event(step)
@@ -169,10 +178,7 @@ class CallRecord:
         continuations): every call's llm.call_completed is already out; the answer written back (its
         usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
         cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
-        meta = answer.metadata
-        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
-        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
-        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        self._stamp(answer)
         self._turn_completed(answer, error)
         self._persist(None if self.produced else answer)
 

@@ -112,8 +112,8 @@ class ContinuedCall:
                 yield ending  # no pause: the caller charges and records this answer as for any call
                 return
             self.continued = True
+            record.keep(final)
             record.call_completed(final, self.service.charge(self.subjects, final))
-            record.produced.append(final)
             answers.append(final)
             if not more:
                 answer = joined(answers, at_limit=self.limit_error is not None)

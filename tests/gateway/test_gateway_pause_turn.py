@@ -87,6 +87,9 @@ def check_two_calls_recorded_and_charged(gateway: GatewayHarness, key_id: str, s
     assert all(cost > 0 for cost in costs) and spent(gateway, key_id) == pytest.approx(sum(costs))
     stored = gateway.runtime.store.load_messages(turn.session_id)
     assert [m.role.value for m in stored] == ["user", "assistant", "assistant"]  # each upstream answer, as it came
+    answers = stored[1:]  # `metis cost --by key` reads each one's identity and price
+    assert [getattr(m.metadata, "gateway_key_id", None) for m in answers] == [key_id, key_id]
+    assert sum(m.metadata.usage.cost_usd for m in answers if m.metadata.usage) == spent(gateway, key_id)
 
 
 def check_resumed_with_the_paused_answer(upstream: ReplayServer) -> None:
