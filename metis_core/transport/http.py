@@ -1,22 +1,27 @@
-"""The HTTP transport: a thin wrapper over one pooled httpx Client / AsyncClient, sync and async.
+"""The HTTP transport: sync calls on one pooled httpx Client, async calls on aiohttp (or a caller's httpx AsyncClient).
 
-Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps httpx failures to
-`NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block so nothing
-reachable from the error holds the request and its auth headers. It knows nothing of providers,
-canonical messages or retries; asyncio cancellation is not caught but propagates to the caller.
+Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps transport failures
+to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block so nothing
+reachable from the error holds the request and its auth headers. Async calls go through
+aiohttp sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request)
+unless the caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages
+or retries; asyncio cancellation is not caught but propagates to the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import asynccontextmanager, contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from metis_core.errors import NetworkError, TruncatedStreamError
-from metis_core.transport.clients import MetisAsyncClient, MetisClient
+from metis_core.transport.clients import MetisClient
 from metis_core.transport.wire import WireResponse
+
+if TYPE_CHECKING:
+    from metis_core.transport.owned_async import OwnedAsyncClient
 
 DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 """Connecting is quick or broken; a long generation may legitimately stay silent for minutes."""
@@ -27,34 +32,39 @@ TimeoutArg = float | httpx.Timeout | None
 URL_CACHE_SIZE = 256
 
 
-def _describe(exc: httpx.HTTPError) -> str:
+def _describe(exc: Exception) -> str:
     # The exception text only: never exc.request (it holds the auth headers).
     detail = str(exc) or "no detail"
     return f"{type(exc).__name__}: {detail[:200]}"
 
 
-def network_error(exc: httpx.HTTPError, provider: str, *, mid_stream: bool = False) -> NetworkError:
-    """Our error for an httpx transport failure; the message says what to try next."""
+def network_error(exc: Exception, provider: str, *, mid_stream: bool = False, what: str | None = None) -> NetworkError:
+    """Our error for a transport failure; the message says what to try next.
+
+    `what` says how the request failed when the caller knows (aiohttp's failures); httpx's are
+    classified here.
+    """
     if mid_stream:
         return TruncatedStreamError(
             f"the connection dropped while the response was streaming ({_describe(exc)}); "
             "the partial answer is kept, retry the turn to get a full one",
             provider=provider,
         )
-    if isinstance(exc, httpx.TimeoutException):
-        what = "timed out"
-    elif isinstance(exc, httpx.ConnectError):
-        what = "could not connect"
-    else:
-        what = "failed on the network"
+    if what is None:
+        if isinstance(exc, httpx.TimeoutException):
+            what = "timed out"
+        elif isinstance(exc, httpx.ConnectError):
+            what = "could not connect"
+        else:
+            what = "failed on the network"
     return NetworkError(
         f"request {what} ({_describe(exc)}); check the base URL and your connection, then retry",
         provider=provider,
     )
 
 
-class _OpenStream:
-    """A streaming response whose status and headers are in: what reading its body needs."""
+class ByteStream:
+    """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
 
     __slots__ = ("_provider", "_response", "headers", "status")
 
@@ -63,12 +73,6 @@ class _OpenStream:
         self.headers = headers
         self._response = response
         self._provider = provider
-
-
-class ByteStream(_OpenStream):
-    """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
-
-    __slots__ = ()
 
     def iter_raw(self) -> Iterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
@@ -94,10 +98,35 @@ class ByteStream(_OpenStream):
         return WireResponse(self.status, body, self.headers)
 
 
-class AsyncByteStream(_OpenStream):
-    """A streaming response: status and headers now, raw body chunks as they arrive (async)."""
+class AsyncByteStream:
+    """A streaming response: status and headers now, raw body chunks as they arrive (async).
 
-    __slots__ = ()
+    One subclass per client library: httpx here, aiohttp in transport/owned_async.py.
+    """
+
+    __slots__ = ("_provider", "headers", "status")
+
+    def __init__(self, status: int, headers: Mapping[str, str], provider: str) -> None:
+        self.status = status
+        self.headers = headers
+        self._provider = provider
+
+    def aiter_raw(self) -> AsyncIterator[bytes]:
+        raise NotImplementedError
+
+    async def read(self) -> WireResponse:
+        """The whole body, for error responses that arrive on a streaming request."""
+        raise NotImplementedError
+
+
+class _HttpxAsyncByteStream(AsyncByteStream):
+    """An httpx.AsyncClient's streaming response (a client the caller passed in)."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: httpx.Response, provider: str) -> None:
+        super().__init__(response.status_code, response.headers, provider)
+        self._response = response
 
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         if self._response.is_stream_consumed:  # a transport that handed over a body it already read
@@ -127,7 +156,8 @@ class HttpTransport:
     """One pooled client per direction (sync, async), created lazily and reused for every call.
 
     Clients passed in are used as-is (their own timeout applies unless `timeout` is given) and
-    are not closed by `close()`; clients created here use DEFAULT_TIMEOUT and are.
+    are not closed by `close()`; clients created here use DEFAULT_TIMEOUT and are. Without an
+    httpx.AsyncClient passed in, async calls go through metis's own aiohttp sessions.
     """
 
     def __init__(
@@ -140,7 +170,7 @@ class HttpTransport:
         self._client = client
         self._async_client = async_client
         self._owns_client = client is None
-        self._owns_async_client = async_client is None
+        self._owned_async: OwnedAsyncClient | None = None
         self._timeout = timeout
         self._urls: dict[str, httpx.URL] = {}
 
@@ -156,10 +186,13 @@ class HttpTransport:
         return self._client
 
     @property
-    def async_client(self) -> httpx.AsyncClient:
-        if self._async_client is None:
-            self._async_client = MetisAsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
-        return self._async_client
+    def owned_async(self) -> OwnedAsyncClient:
+        """The aiohttp-based client async calls use when no httpx.AsyncClient was passed in."""
+        if self._owned_async is None:
+            from metis_core.transport.owned_async import OwnedAsyncClient  # aiohttp loads on the first async call
+
+            self._owned_async = OwnedAsyncClient()
+        return self._owned_async
 
     def _parsed(self, url: str) -> httpx.URL:
         """The URL parsed once and reused: httpx would parse the same string on every call (~25 µs).
@@ -186,8 +219,11 @@ class HttpTransport:
         return client.build_request(method, self._parsed(url), content=body, headers=headers,
                                     timeout=self._timeout_arg(timeout))
 
+    def _chosen(self, timeout: TimeoutArg) -> TimeoutArg:
+        return timeout if timeout is not None else self._timeout
+
     def _timeout_arg(self, timeout: TimeoutArg) -> Any:
-        chosen = timeout if timeout is not None else self._timeout
+        chosen = self._chosen(timeout)
         return chosen if chosen is not None else httpx.USE_CLIENT_DEFAULT
 
     # --- sync ------------------------------------------------------------------------------
@@ -242,6 +278,8 @@ class HttpTransport:
         if self._owns_client and self._client is not None:
             self._client.close()
             self._client = None
+        if self._owned_async is not None:
+            self._owned_async.close()
 
     # --- async -----------------------------------------------------------------------------
 
@@ -255,7 +293,9 @@ class HttpTransport:
         timeout: TimeoutArg = None,
         provider: str = "unknown",
     ) -> WireResponse:
-        client = self.async_client
+        client = self._async_client
+        if client is None:
+            return await self.owned_async.send(method, url, body, headers, self._chosen(timeout), provider)
         request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
@@ -277,7 +317,11 @@ class HttpTransport:
         timeout: TimeoutArg = None,
         provider: str = "unknown",
     ) -> AsyncIterator[AsyncByteStream]:
-        client = self.async_client
+        client = self._async_client
+        if client is None:
+            async with self.owned_async.stream(method, url, body, headers, self._chosen(timeout), provider) as owned:
+                yield owned
+            return
         request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
@@ -287,11 +331,10 @@ class HttpTransport:
         if failure is not None:
             raise failure
         try:
-            yield AsyncByteStream(response.status_code, response.headers, response, provider)
+            yield _HttpxAsyncByteStream(response, provider)
         finally:
             await response.aclose()
 
     async def aclose(self) -> None:
-        if self._owns_async_client and self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
+        if self._owned_async is not None:
+            await self._owned_async.aclose()

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import asyncio
-
 import httpx
 
-from metis_core.transport.clients import MetisAsyncClient, MetisClient, SetCookieOnlyJar
+from metis_core.transport.clients import MetisClient, SetCookieOnlyJar
 from metis_core.transport.http import HttpTransport
 
 
@@ -50,23 +48,10 @@ def test_cookies_assigned_by_the_caller_are_sent() -> None:
     assert server.seen == ["team=blue"]
 
 
-def test_the_async_client_behaves_the_same() -> None:
-    server = CookieServer()
-
-    async def run() -> str | None:
-        async with MetisAsyncClient(transport=httpx.MockTransport(server)) as client:
-            for _ in range(2):
-                await client.post("http://api.test/v1/messages", content=b"{}")
-            return client.cookies.get("affinity")
-
-    assert asyncio.run(run()) == "node-7"
-    assert server.seen == [None, "affinity=node-7"]
-
-
 def test_the_transport_creates_metis_clients_and_keeps_a_callers_own() -> None:
     transport = HttpTransport()
     assert type(transport.client) is MetisClient
-    assert type(transport.async_client) is MetisAsyncClient
+    assert type(transport.owned_async).__name__ == "OwnedAsyncClient"
     transport.close()
     own = httpx.Client()
     assert HttpTransport(own).client is own

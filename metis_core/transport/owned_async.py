@@ -1,0 +1,190 @@
+"""The async HTTP client metis owns: aiohttp sessions, one per running event loop.
+
+A quarter of httpx's CPU per async request, on the gateway's hot path. It behaves as the httpx
+client it replaced (timeouts, pool, certificates, env proxies, no redirects, cookies, no added
+content type; docs/transport.md). A session whose loop has closed is shut; failures become
+`NetworkError`s with no cause attached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import urllib.request
+from collections.abc import AsyncIterator, Hashable, Mapping
+from contextlib import asynccontextmanager
+
+import aiohttp
+import httpx
+import yarl
+
+from metis_core.errors import NetworkError
+from metis_core.transport.http import (
+    DEFAULT_LIMITS,
+    DEFAULT_TIMEOUT,
+    URL_CACHE_SIZE,
+    AsyncByteStream,
+    network_error,
+)
+from metis_core.transport.wire import WireResponse
+
+_FAILURES = (aiohttp.ClientError, TimeoutError)
+"""What a request can raise besides cancellation: aiohttp's errors and its timeouts."""
+
+
+def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
+    """aiohttp's timeout for an httpx one: `connect` covers waiting for the pool and connecting."""
+    if not isinstance(timeout, httpx.Timeout):
+        timeout = httpx.Timeout(timeout)
+    pool, connect = timeout.pool, timeout.connect
+    acquire = None if pool is None or connect is None else pool + connect
+    return aiohttp.ClientTimeout(total=None, connect=acquire, sock_connect=connect, sock_read=timeout.read)
+
+
+def _failure(exc: Exception, provider: str, *, mid_stream: bool = False) -> NetworkError:
+    if isinstance(exc, TimeoutError):
+        what = "timed out"
+    elif isinstance(exc, aiohttp.ClientConnectorError):
+        what = "could not connect"
+    else:
+        what = "failed on the network"
+    return network_error(exc, provider, mid_stream=mid_stream, what=what)
+
+
+class AiohttpByteStream(AsyncByteStream):
+    """An aiohttp streaming response: chunks as they arrive; a drop mid-body is a TruncatedStreamError."""
+
+    __slots__ = ("_response",)
+
+    def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
+        super().__init__(response.status, response.headers, provider)
+        self._response = response
+
+    async def aiter_raw(self) -> AsyncIterator[bytes]:
+        failure: NetworkError | None = None
+        try:
+            async for chunk in self._response.content.iter_any():
+                yield chunk
+        except _FAILURES as exc:
+            failure = _failure(exc, self._provider, mid_stream=True)
+        if failure is not None:
+            raise failure
+
+    async def read(self) -> WireResponse:
+        failure: NetworkError | None = None
+        try:
+            body = await self._response.read()
+        except _FAILURES as exc:
+            failure = _failure(exc, self._provider)
+        if failure is not None:
+            raise failure
+        return WireResponse(self.status, body, self.headers)
+
+
+class OwnedAsyncClient:
+    """metis's own async client: sends prebuilt bytes on the running loop's aiohttp session."""
+
+    def __init__(self) -> None:
+        self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._ssl: ssl.SSLContext | None = None
+        self._timeouts: dict[Hashable, aiohttp.ClientTimeout] = {}
+        self._default_timeout = client_timeout(DEFAULT_TIMEOUT)
+        self._proxies = urllib.request.getproxies()  # read once, as httpx does (aiohttp's trust_env: every call)
+        self._targets: dict[str, tuple[yarl.URL, str | None]] = {}
+
+    def _target(self, url: str) -> tuple[yarl.URL, str | None]:
+        """The URL parsed, and the proxy from the environment it goes through (None: direct)."""
+        target = self._targets.get(url)
+        if target is None:
+            if len(self._targets) >= URL_CACHE_SIZE:
+                self._targets.clear()
+            parsed = yarl.URL(url)
+            proxy = self._proxies.get(parsed.scheme) or self._proxies.get("all")
+            if proxy and parsed.host and urllib.request.proxy_bypass(parsed.host):
+                proxy = None
+            target = self._targets[url] = (parsed, proxy or None)
+        return target
+
+    def _session(self) -> aiohttp.ClientSession:
+        loop = asyncio.get_running_loop()
+        session = self._sessions.get(loop)
+        if session is None or session.closed:
+            self._shut_sessions_of_closed_loops()
+            if self._ssl is None:
+                self._ssl = httpx.create_ssl_context()  # httpx's certificate store and SSL_CERT_* settings
+            connector = aiohttp.TCPConnector(limit=DEFAULT_LIMITS.max_connections or 0, ssl=self._ssl,
+                                             keepalive_timeout=DEFAULT_LIMITS.keepalive_expiry or 0)
+            session = self._sessions[loop] = aiohttp.ClientSession(
+                connector=connector, timeout=self._default_timeout,
+                cookie_jar=aiohttp.CookieJar(unsafe=True),  # like httpx: cookies from IP hosts too (local servers)
+                skip_auto_headers=("Content-Type",))  # like httpx: no content type the caller did not give
+        return session
+
+    def _shut_sessions_of_closed_loops(self) -> None:
+        for loop in [loop for loop in self._sessions if loop.is_closed()]:
+            _shut(self._sessions.pop(loop), loop)
+
+    def _timeout(self, timeout: float | httpx.Timeout | None) -> aiohttp.ClientTimeout:
+        if timeout is None:
+            return self._default_timeout
+        key = (timeout.connect, timeout.read, timeout.pool) if isinstance(timeout, httpx.Timeout) else timeout
+        chosen = self._timeouts.get(key)
+        if chosen is None:
+            if len(self._timeouts) >= 64:
+                self._timeouts.clear()
+            chosen = self._timeouts[key] = client_timeout(timeout)
+        return chosen
+
+    async def send(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
+                   timeout: float | httpx.Timeout | None, provider: str) -> WireResponse:
+        failure: NetworkError | None = None
+        target, proxy = self._target(url)
+        try:
+            async with self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
+                                               timeout=self._timeout(timeout), allow_redirects=False) as response:
+                content = await response.read()
+        except _FAILURES as exc:
+            failure = _failure(exc, provider)
+        if failure is not None:
+            raise failure  # outside the handler: no __context__ pointing at the request
+        return WireResponse(response.status, content, response.headers)
+
+    @asynccontextmanager
+    async def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
+                     timeout: float | httpx.Timeout | None, provider: str) -> AsyncIterator[AiohttpByteStream]:
+        failure: NetworkError | None = None
+        target, proxy = self._target(url)
+        try:
+            response = await self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
+                                                     timeout=self._timeout(timeout), allow_redirects=False)
+        except _FAILURES as exc:
+            failure = _failure(exc, provider)
+        if failure is not None:
+            raise failure
+        try:
+            yield AiohttpByteStream(response, provider)
+        finally:
+            response.release()  # back to the pool when read to the end, closed otherwise
+
+    async def aclose(self) -> None:
+        """Close the running loop's session and shut those of closed loops."""
+        self._shut_sessions_of_closed_loops()
+        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        if session is not None:
+            await session.close()
+
+    def close(self) -> None:
+        """Close every session from sync code (`HttpTransport.close`): at once where its loop is idle."""
+        for loop, session in self._sessions.items():
+            _shut(session, loop)
+        self._sessions.clear()
+
+
+def _shut(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop) -> None:
+    """Close a session from outside its loop, as far as that loop's state allows."""
+    if loop.is_closed():
+        session.detach()  # its sockets cannot be closed through a closed loop; they close when collected
+    elif loop.is_running():
+        asyncio.run_coroutine_threadsafe(session.close(), loop)  # runs on its loop, soon
+    else:
+        loop.run_until_complete(session.close())
