@@ -1,10 +1,9 @@
 """Structured output through the gateway: a client's schema honoured on whichever model the call routes to.
 
-An OpenAI `response_format: json_schema` (Chat) or `text.format` (Responses), an Anthropic
-`output_config.format` or a forced single tool is taken out of the request and run by the same
-StructuredRun as `client.complete(output=...)` (recovery, corrective retries, doubled budget, refusal),
-against the first member whose mode can carry the schema. Every attempt is an upstream call on the
-record and charged to the key; the validated JSON goes back as one answer in the inbound shape.
+An OpenAI `response_format` / `text.format`, an Anthropic `output_config.format` or a forced single
+tool is taken out of the request and run by the same StructuredRun as `client.complete(output=...)`
+(recovery, corrective retries, doubled budget, refusal) on the first member whose mode can carry it.
+Every attempt (a paused one continued first) is charged and recorded; the JSON goes back as one answer.
 """
 
 from __future__ import annotations
@@ -16,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.continuation import MAX_CONTINUATIONS
 from metis_core.adapters.structured_calls import inbound_output
 from metis_core.agent.redaction import redact
 from metis_core.errors import (
@@ -26,6 +26,7 @@ from metis_core.errors import (
     OutputSchemaError,
     ToolSchemaError,
 )
+from metis_core.gateway.continued_call import continuable, joined
 from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
 from metis_core.gateway.usage_total import add_usage
 from metis_core.ids import new_tool_use_id
@@ -118,9 +119,10 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     chain = FallbackChain(service.rt.client, [model], health=service.rt.health)
     step = run.first_request()
     total: Usage | None = None
+    paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
     while True:
         final: Message | None = None
-        async for event in chain.astream(step.messages, tools=step.tools, options=step.options,
+        async for event in chain.astream([*step.messages, *paused_answers], tools=step.tools, options=step.options,
                                          tool_ids=request.tool_ids, session_id=record.session_id, observer=record,
                                          stream=False):
             if event.type == "message_complete":
@@ -130,6 +132,11 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         usage = final.metadata.usage
         total = add_usage(total, usage)
         record.call_completed(final, service.charge(subjects, final))
+        if continuable(final) and len(paused_answers) < MAX_CONTINUATIONS:
+            paused_answers.append(final)
+            continue
+        if paused_answers:  # judged whole: the paused answers and their continuation as one answer
+            final, paused_answers = joined([*paused_answers, final], at_limit=False), []
         offered = {t.name for t in ask.tools}
         if any(b.name in offered for b in final.tool_uses()):
             # The client offered its own tools: a call of one is an answer (the schema binds the final text).

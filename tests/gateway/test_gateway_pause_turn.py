@@ -24,6 +24,8 @@ import pytest
 from adapters.hosted.wire_oracle import anthropic_message, normalized_anthropic_content
 from cli.replay_server import ANTHROPIC, ReplayServer, Reply
 from fixture_files import read_bytes, read_json
+from pydantic import BaseModel
+from structured_wire import WIRES
 
 from metis_core.adapters.continuation import MAX_CONTINUATIONS
 from metis_core.gateway.quotas import budget_window
@@ -37,6 +39,7 @@ MODEL = "anthropic:claude-sonnet-4-5"
 PAUSED_SSE = read_bytes("anthropic", "stream__hosted_pause_turn_web_search.sse")
 CONTINUED_SSE = read_bytes("anthropic", "stream__hosted_pause_turn_continued.sse")
 PROMPT = read_json("anthropic", "request__hosted_pause_turn_continue_stream.json")["messages"][0]["content"][0]["text"]
+CLAUDE = next(w for w in WIRES if w.model == MODEL)  # structured answers on a recorded Claude body
 WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}  # Anthropic's server tool, carried as-is
 
 
@@ -173,6 +176,28 @@ def test_a_streamed_anthropic_answer_continues_in_the_same_stream(gateway: Gatew
     assert thinking.signature == recorded["signature"] and thinking.thinking == recorded["thinking"]
     check_resumed_with_the_paused_answer(gateway.upstream)
     check_two_calls_recorded_and_charged(gateway, key_id, "anthropic")
+
+
+class Person(BaseModel):
+    age: int
+    available: bool
+
+
+def test_a_structured_ask_continues_a_paused_attempt_before_judging_it(gateway: GatewayHarness) -> None:
+    key_id, token = gateway.issue(budget_usd=Decimal("100"), budget_period="day")
+    good = json.loads(CLAUDE.answer('{"age": 22, "available": false}').content)  # a recorded body, its text set
+    gateway.upstream.script(ANTHROPIC, as_json(PAUSED), as_json(good))
+    answer = openai_client(gateway, token).chat.completions.parse(
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], response_format=Person)
+    assert answer.choices[0].message.parsed == Person(age=22, available=False)
+    assert answer.usage is not None
+    assert answer.usage.prompt_tokens == PAUSED["usage"]["input_tokens"] + good["usage"]["input_tokens"]
+    check_resumed_with_the_paused_answer(gateway.upstream)
+    assert all("output_config" in b for b in gateway.upstream.bodies(ANTHROPIC))
+    assert gateway.of_type("llm.output_retried") == []  # a pause is continued, not corrected
+    calls = gateway.of_type("llm.call_completed")
+    assert len(calls) == 2
+    assert spent(gateway, key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
 
 
 def cap_reply(shape: str, gateway: GatewayHarness, token: str) -> str:
