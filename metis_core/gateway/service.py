@@ -36,6 +36,7 @@ from metis_core.errors import (
     UnknownModelError,
 )
 from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.hosted_tool_asks import carry_web_search
 from metis_core.gateway.key_check import MODEL_SCOPES, KeyCheck
 from metis_core.gateway.keys import KeyService
 from metis_core.gateway.quotas import QuotaGate, Subject
@@ -198,6 +199,7 @@ class GatewayService:
                 f"the request body does not have the {shape.name} shape ({type(error).__name__}: "
                 f"{redact(str(error), 200)}); check it against the API reference"
             ) from None
+        carry_web_search(read, members, shape.extra_providers)
         dropped = sorted(read.options.extra)
         if dropped and not all(m.partition(":")[0] in shape.extra_providers for m in members):
             log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)

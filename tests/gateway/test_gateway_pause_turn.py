@@ -22,7 +22,7 @@ import httpx
 import openai
 import pytest
 from adapters.hosted.wire_oracle import anthropic_message, normalized_anthropic_content
-from cli.replay_server import ANTHROPIC, ReplayServer, Reply
+from cli.replay_server import ANTHROPIC, OPENAI, ReplayServer, Reply
 from fixture_files import read_bytes, read_json
 from pydantic import BaseModel
 from structured_wire import WIRES
@@ -40,7 +40,7 @@ PAUSED_SSE = read_bytes("anthropic", "stream__hosted_pause_turn_web_search.sse")
 CONTINUED_SSE = read_bytes("anthropic", "stream__hosted_pause_turn_continued.sse")
 PROMPT = read_json("anthropic", "request__hosted_pause_turn_continue_stream.json")["messages"][0]["content"][0]["text"]
 CLAUDE = next(w for w in WIRES if w.model == MODEL)  # structured answers on a recorded Claude body
-WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}  # Anthropic's server tool, carried as-is
+WEB_SEARCH = {"type": "web_search_20250305", "name": "web_search"}  # Anthropic's server tool
 
 
 def body_of(stream: bytes) -> dict[str, Any]:
@@ -107,7 +107,8 @@ def test_a_chat_completion_of_a_paused_turn_is_one_whole_answer(gateway: Gateway
     key_id, token = gateway.issue(budget_usd=Decimal("100"), budget_period="day")
     gateway.upstream.script(ANTHROPIC, as_json(PAUSED), as_json(CONTINUED))
     answer = openai_client(gateway, token).chat.completions.create(
-        model=MODEL, messages=[{"role": "user", "content": PROMPT}])
+        model=MODEL, messages=[{"role": "user", "content": PROMPT}], web_search_options={})
+    assert all(b["tools"] == [WEB_SEARCH] for b in gateway.upstream.bodies(ANTHROPIC))  # OpenAI's ask, Claude's tool
     [choice] = answer.choices
     assert choice.finish_reason == "stop" and choice.message.content == text_of(PAUSED, CONTINUED)
     assert answer.usage is not None
@@ -115,6 +116,16 @@ def test_a_chat_completion_of_a_paused_turn_is_one_whole_answer(gateway: Gateway
     assert answer.usage.prompt_tokens == PAUSED["usage"]["input_tokens"] + CONTINUED["usage"]["input_tokens"]
     check_resumed_with_the_paused_answer(gateway.upstream)
     check_two_calls_recorded_and_charged(gateway, key_id, "openai")
+
+
+def test_an_openai_model_gets_the_web_search_ask_as_the_client_wrote_it(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(OPENAI, Reply.recording("openai_chat", "response__text.json"))
+    options: Any = {"search_context_size": "low"}
+    openai_client(gateway, token).chat.completions.create(
+        model="openai:gpt-4o", messages=[{"role": "user", "content": "hi"}], web_search_options=options)
+    [sent] = gateway.upstream.bodies(OPENAI)
+    assert sent["web_search_options"] == options and "tools" not in sent
 
 
 def test_a_streamed_chat_completion_continues_in_the_same_stream(gateway: GatewayHarness) -> None:
@@ -137,8 +148,8 @@ def test_a_streamed_chat_completion_continues_in_the_same_stream(gateway: Gatewa
 def test_a_streamed_responses_call_with_web_search_is_one_response(gateway: GatewayHarness) -> None:
     key_id, token = gateway.issue(budget_usd=Decimal("100"), budget_period="day")
     gateway.upstream.script(ANTHROPIC, as_sse(PAUSED_SSE), as_sse(CONTINUED_SSE))
-    tools: Any = [WEB_SEARCH]
-    with openai_client(gateway, token).responses.stream(model=MODEL, input=PROMPT, tools=tools) as stream:
+    with openai_client(gateway, token).responses.stream(model=MODEL, input=PROMPT,
+                                                        tools=[{"type": "web_search"}]) as stream:
         kinds = [event.type for event in stream]
         final = stream.get_final_response()
     assert final.status == "completed" and final.output_text == text_of(PAUSED, CONTINUED)
