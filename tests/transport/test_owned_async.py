@@ -87,8 +87,8 @@ def chunked(chunks: list[bytes], *, finish: bool, gap: float = 0.0) -> Reply:
 async def test_send_posts_the_exact_body_and_headers_and_returns_status_body_headers() -> None:
     transport = HttpTransport()
     async with serving(answer("201 Created", b'{"ok":true}', "request-id: req_1")) as (url, seen):
-        response = await transport.asend("POST", url + "/v1/messages", b'{"a":1}',
-                                         {"content-type": "application/json", "x-api-key": SECRET}, provider="anthropic")
+        headers = {"content-type": "application/json", "x-api-key": SECRET}
+        response = await transport.asend("POST", url + "/v1/messages", b'{"a":1}', headers, provider="anthropic")
     await transport.aclose()
     assert (response.status, response.body, response.headers["Request-Id"]) == (201, b'{"ok":true}', "req_1")
     request = seen[0]
@@ -141,17 +141,17 @@ async def test_a_silent_server_times_out_with_the_timeout_given() -> None:
 async def test_stream_yields_chunks_as_they_arrive_and_a_drop_mid_body_is_truncated() -> None:
     transport = HttpTransport()
     events = [b"event: a\ndata: 1\n\n", b"event: b\ndata: 2\n\n"]
-    async with serving(chunked(events, finish=True)) as (url, _):
-        async with transport.astream("POST", url, b"{}", {}, provider="anthropic") as wire:
-            assert isinstance(wire, AsyncByteStream) and wire.status == 200
-            assert wire.headers["Content-Type"] == "text/event-stream"
-            assert b"".join([chunk async for chunk in wire.aiter_raw()]) == b"".join(events)
+    async with serving(chunked(events, finish=True)) as (url, _), \
+            transport.astream("POST", url, b"{}", {}, provider="anthropic") as wire:
+        assert isinstance(wire, AsyncByteStream) and wire.status == 200
+        assert wire.headers["Content-Type"] == "text/event-stream"
+        assert b"".join([chunk async for chunk in wire.aiter_raw()]) == b"".join(events)
     got: list[bytes] = []
-    async with serving(chunked(events, finish=False, gap=0.05)) as (url, _):
-        async with transport.astream("POST", url, b"{}", {}, provider="anthropic") as wire:
-            with pytest.raises(TruncatedStreamError) as raised:
-                async for chunk in wire.aiter_raw():
-                    got.append(chunk)
+    async with serving(chunked(events, finish=False, gap=0.05)) as (url, _), \
+            transport.astream("POST", url, b"{}", {}, provider="anthropic") as wire:
+        with pytest.raises(TruncatedStreamError) as raised:
+            async for chunk in wire.aiter_raw():
+                got.append(chunk)
     await transport.aclose()
     assert b"".join(got) == b"".join(events)  # every chunk that arrived was handed over first
     assert raised.value.__context__ is None
@@ -159,9 +159,9 @@ async def test_stream_yields_chunks_as_they_arrive_and_a_drop_mid_body_is_trunca
 
 async def test_an_error_answer_on_a_stream_is_read_whole() -> None:
     transport = HttpTransport()
-    async with serving(answer("429 Too Many Requests", b'{"error":"slow down"}', "retry-after: 2")) as (url, _):
-        async with transport.astream("POST", url, b"{}", {}, provider="openai") as wire:
-            response = await wire.read()
+    async with serving(answer("429 Too Many Requests", b'{"error":"slow down"}', "retry-after: 2")) as (url, _), \
+            transport.astream("POST", url, b"{}", {}, provider="openai") as wire:
+        response = await wire.read()
     await transport.aclose()
     assert (response.status, response.body, response.headers["retry-after"]) == (429, b'{"error":"slow down"}', "2")
 
