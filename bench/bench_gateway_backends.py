@@ -13,12 +13,10 @@ import contextlib
 import os
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
-from bench.cases.gateway import CONCURRENCY, _call, _free_port, _process, _uvicorn
+from bench.cases.gateway import CONCURRENCY, REQUEST, _free_port, _process, _uvicorn
+from bench.load import Load
 
 SECONDS = 6.0
 
@@ -42,27 +40,9 @@ def _issue_key(location: Path | str) -> str:
 
 
 async def _throughput(bases: list[str], token: str) -> tuple[float, int]:
-    limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
-    done = failed = 0
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        for base in bases:  # warm up every instance
-            for _ in range(5):
-                await _call(client, base, {"x-api-key": token})
-        stop = time.perf_counter() + SECONDS
-
-        async def worker(base: str) -> None:
-            nonlocal done, failed
-            while time.perf_counter() < stop:
-                try:
-                    await _call(client, base, {"x-api-key": token})
-                except (httpx.HTTPError, RuntimeError):
-                    failed += 1
-                    continue
-                done += 1
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker(bases[i % len(bases)]) for i in range(CONCURRENCY)))
-        return done / (time.perf_counter() - start), failed
+    load = Load(REQUEST, concurrency=CONCURRENCY)
+    rate = await load.for_seconds([(base, {"x-api-key": token}) for base in bases], SECONDS)
+    return rate, load.failed
 
 
 def _gateways(stack: contextlib.ExitStack, upstream: str, location: Path | str, home: Path, count: int) -> list[str]:

@@ -6,7 +6,8 @@ Starts the same processes as the gateway case (bench/server.py upstream, the flo
 gateway under uvicorn with uvloop/httptools and no access log), sends the case's non-streaming
 request N times from C concurrent clients, and divides each server's user+system CPU time (all its
 threads, from /proc) by N; the load generator's own CPU is printed beside it. With --py-spy, the
-gateway is sampled under the same load for that many seconds (collapsed stacks written to a file).
+gateway is sampled under the same load for that many seconds, only the thread holding the GIL (collapsed
+stacks written to a file): where the CPU goes, not where threads wait.
 Runs with whatever interpreter starts it (bench/.venv or .venv); nothing is written to results.
 """
 
@@ -15,7 +16,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import resource
 import shutil
 import subprocess
@@ -23,27 +23,10 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 from bench.cases.gateway import FLOOR_NAME, REQUEST, _targets
 from bench.figures import METIS
+from bench.load import Load, cpu_seconds, server_pid
 from bench.server import serve_in_process
-
-TICKS = os.sysconf("SC_CLK_TCK")
-FAILURES: dict[str, int] = {}
-"""Base URL -> requests that failed at the HTTP level (printed; the CPU figure still divides by all)."""
-
-
-def _server_pid(port: int) -> int:
-    """The process listening on `port` (the uvicorn child of the case's Popen)."""
-    out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
-    return int(out.split("pid=")[1].split(",")[0])
-
-
-def _cpu_seconds(pid: int, task: int | None = None) -> float:
-    path = Path(f"/proc/{pid}/stat") if task is None else Path(f"/proc/{pid}/task/{task}/stat")
-    fields = path.read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / TICKS
 
 
 def _threads(pid: int) -> dict[int, float]:
@@ -51,7 +34,7 @@ def _threads(pid: int) -> dict[int, float]:
     found: dict[int, float] = {}
     for task in Path(f"/proc/{pid}/task").iterdir():
         try:
-            found[int(task.name)] = _cpu_seconds(pid, int(task.name))
+            found[int(task.name)] = cpu_seconds(pid, int(task.name))
         except OSError:  # a thread that ended between the listing and the read
             continue
     return found
@@ -66,29 +49,6 @@ def _thread_names(pid: int, python: str) -> dict[int, str]:
     return {int(t["os_thread_id"]): str(t.get("thread_name") or t["thread_id"]) for t in json.loads(out or "[]")}
 
 
-async def _load(base: str, headers: dict[str, str], calls: int, concurrency: int) -> float:
-    limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
-    async with httpx.AsyncClient(limits=limits, timeout=60) as client:
-        left = calls
-
-        async def worker() -> None:
-            nonlocal left
-            while left > 0:
-                left -= 1
-                try:
-                    answer = await client.post(base + "/v1/messages", json=REQUEST, headers=headers)
-                except httpx.HTTPError as error:  # counted, as the gateway case counts them
-                    FAILURES[base] = FAILURES.get(base, 0) + 1
-                    print(f"{base}: {type(error).__name__}", file=sys.stderr)
-                    continue
-                if answer.status_code != 200:
-                    raise RuntimeError(f"{base}: HTTP {answer.status_code} {answer.text[:200]}")
-
-        start = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(concurrency)))
-        return time.perf_counter() - start
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_cpu")
     parser.add_argument("--calls", type=int, default=2000)
@@ -99,15 +59,16 @@ def main() -> None:
     with serve_in_process(python) as upstream, _targets(upstream, python) as (ways, _missing):
         for name in (FLOOR_NAME, METIS):
             base, headers = ways[name]
-            pid = _server_pid(int(base.rsplit(":", 1)[1]))
-            asyncio.run(_load(base, headers, 300, args.concurrency))  # warm up
-            cpu0, own0, threads0 = _cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
-            wall = asyncio.run(_load(base, headers, args.calls, args.concurrency))
-            cpu1, own1, threads1 = _cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
+            pid = server_pid(int(base.rsplit(":", 1)[1]))
+            asyncio.run(Load(REQUEST, concurrency=args.concurrency).calls(base, headers, 300))  # warm up
+            cpu0, own0, threads0 = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
+            load = Load(REQUEST, concurrency=args.concurrency)
+            wall = asyncio.run(load.calls(base, headers, args.calls))
+            cpu1, own1, threads1 = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
             own = (own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime) / args.calls
             print(f"{name:<20} server CPU {(cpu1 - cpu0) / args.calls * 1e3:6.3f} ms/call   "
                   f"load generator {own * 1e3:6.3f} ms/call   {args.calls / wall:7.1f} req/s "
-                  f"(c={args.concurrency})", flush=True)
+                  f"(c={args.concurrency}, {load.failed} failed)", flush=True)
             names = _thread_names(pid, python)
             for tid, seconds in sorted(threads1.items(), key=lambda item: -item[1] + threads0.get(item[0], 0.0)):
                 spent = (seconds - threads0.get(tid, 0.0)) / args.calls
@@ -118,10 +79,10 @@ def main() -> None:
                 out = Path("bench/results/profiles/gateway-py-spy.txt")
                 out.parent.mkdir(parents=True, exist_ok=True)
                 sampler = subprocess.Popen([spy, "record", "-p", str(pid), "-d", str(int(args.py_spy)), "-r", "500",
-                                            "-f", "raw", "-o", str(out), "--threads"])
+                                            "-f", "raw", "-o", str(out), "--threads", "--gil"])
                 deadline = time.monotonic() + args.py_spy + 1
                 while time.monotonic() < deadline:
-                    asyncio.run(_load(base, headers, 500, args.concurrency))
+                    asyncio.run(Load(REQUEST, concurrency=args.concurrency).calls(base, headers, 500))
                 sampler.wait()
                 print(f"py-spy collapsed stacks: {out}")
 

@@ -5,9 +5,9 @@ Messages request: directly; through the pass-through floor (the gateway's own St
 stack forwarding bytes, bench/gateway_floor.py); through `metis gateway` (auth, quotas, routing,
 canonical translation, the record); and through the LiteLLM proxy when bench/.venv has it. Each
 server is its own process. Rows: added latency p50 and p99 per non-streaming call, added time to
-first byte of a stream (both over the direct call, sequential, in alternating blocks), and requests
-per second with 64 concurrent clients. Targets: gateway p50 <= floor + 1 ms; throughput >= 0.5x
-the floor's and >= 3x LiteLLM's.
+first byte of a stream (both over the direct call, sequential, in alternating blocks), requests
+per second with 64 concurrent clients (bench/load.py, on aiohttp) and each server's CPU per request
+then. Targets: gateway p50 <= floor + 1 ms; throughput >= 0.5x the floor's and >= 3x LiteLLM's.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import httpx
 
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target
+from bench.load import Load, cpu_seconds, server_pid
 from bench.timing import median, percentile
 
 CASE = "gateway"
@@ -181,27 +182,6 @@ async def _sequential(ways: dict[str, tuple[str, dict[str, str]]], rounds: int, 
     return samples
 
 
-async def _throughput(client: httpx.AsyncClient, base: str, headers: dict[str, str],
-                      seconds: float) -> tuple[float, int]:
-    """(answered requests per second, failed requests) with CONCURRENCY clients for `seconds`."""
-    done = failed = 0
-    stop = time.perf_counter() + seconds
-
-    async def worker() -> None:
-        nonlocal done, failed
-        while time.perf_counter() < stop:
-            try:
-                await _call(client, base, headers)
-            except (httpx.HTTPError, RuntimeError):
-                failed += 1  # counted, and the rate counts answers only
-                continue
-            done += 1
-
-    start = time.perf_counter()
-    await asyncio.gather(*(worker() for _ in range(CONCURRENCY)))
-    return done / (time.perf_counter() - start), failed
-
-
 async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool) -> dict[str, Any]:
     limits = httpx.Limits(max_connections=CONCURRENCY, max_keepalive_connections=CONCURRENCY)
     async with httpx.AsyncClient(limits=limits, timeout=60) as client:
@@ -214,13 +194,19 @@ async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool) -> 
         rounds, block = (4, 10) if quick else (20, 20)
         calls = await _sequential(ways, rounds, block, timed_call)
         firsts = await _sequential(ways, rounds, block, lambda b, h: _first_byte(client, b, h))
-        seconds = 2.0 if quick else THROUGHPUT_SECONDS
-        rates: dict[str, float] = {}
-        failures: dict[str, int] = {}
-        for name, (base, headers) in ways.items():
-            if name != DIRECT:
-                rates[name], failures[name] = await _throughput(client, base, headers, seconds)
-    return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures}
+    seconds = 2.0 if quick else THROUGHPUT_SECONDS
+    rates: dict[str, float] = {}
+    failures: dict[str, int] = {}
+    server_cpu: dict[str, float] = {}
+    for name, (base, headers) in ways.items():
+        if name != DIRECT:
+            pid, load = server_pid(int(base.rsplit(":", 1)[1])), Load(REQUEST, concurrency=CONCURRENCY)
+            await load.for_seconds([(base, headers)], 1.0)  # warm: connections open, caches filled
+            before = cpu_seconds(pid)
+            rates[name] = await load.for_seconds([(base, headers)], seconds)
+            failures[name] = load.failed
+            server_cpu[name] = (cpu_seconds(pid) - before) / max(load.answered, 1)
+    return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures, "server_cpu": server_cpu}
 
 
 def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
@@ -248,6 +234,10 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
                               1, floor=floor_rate, is_floor=name == FLOOR_NAME, higher_is_better=True,
                               target=Target("ratio_min", 0.5) if name == METIS else None,
                               note=f"{failed} failed requests" if failed else ""))
+    for name, seconds in result.get("server_cpu", {}).items():
+        figures.append(Figure(CASE, f"server CPU per request, {CONCURRENCY} concurrent clients", name, seconds * 1e3,
+                              "ms", 1, floor=result["server_cpu"][FLOOR_NAME] * 1e3, is_floor=name == FLOOR_NAME,
+                              note="all the server process's threads, from /proc"))
     if LITELLM in rates:
         figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
                               rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,

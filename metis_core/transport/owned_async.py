@@ -28,6 +28,11 @@ from metis_core.transport.http import (
 )
 from metis_core.transport.wire import WireResponse
 
+CHUNK_BYTES = 16 * 1024
+"""The most a stream hands over at once. aiohttp hands over everything that has arrived; a burst
+(a stream already complete upstream, replayed at once) would then be translated whole before its
+first event goes on; httpx read 64 KiB at a time."""
+
 _FAILURES = (aiohttp.ClientError, TimeoutError)
 """What a request can raise besides cancellation: aiohttp's errors and its timeouts."""
 
@@ -63,7 +68,7 @@ class AiohttpByteStream(AsyncByteStream):
     async def aiter_raw(self) -> AsyncIterator[bytes]:
         failure: NetworkError | None = None
         try:
-            async for chunk in self._response.content.iter_any():
+            async for chunk in self._response.content.iter_chunked(CHUNK_BYTES):
                 yield chunk
         except _FAILURES as exc:
             failure = _failure(exc, self._provider, mid_stream=True)

@@ -264,3 +264,16 @@ def test_aiohttp_is_not_imported_until_the_first_async_call() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                             env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
     assert result.stdout.strip() == "False"
+
+
+async def test_a_burst_is_handed_over_in_pieces_so_the_first_event_can_go_on_early() -> None:
+    from metis_core.transport.owned_async import CHUNK_BYTES
+
+    event = b"event: content_block_delta\ndata: " + b"x" * 200 + b"\n\n"
+    burst = [event] * 1000  # ~230 KB written at once, as a finished upstream stream replays
+    transport = HttpTransport()
+    async with serving(chunked(burst, finish=True)) as (url, _), \
+            transport.astream("POST", url, b"{}", {}, provider="anthropic") as wire:
+        sizes = [len(chunk) async for chunk in wire.aiter_raw()]
+    await transport.aclose()
+    assert sum(sizes) == len(event) * 1000 and max(sizes) <= CHUNK_BYTES and len(sizes) > 10
