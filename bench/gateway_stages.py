@@ -82,7 +82,7 @@ def _instrument() -> None:
     _timed(service_cls, "open_call", "loop: call record opened")
     _timed(app_cls, "final_answer", "loop: upstream call (all)")
     _timed(client_module.ModelClient, "_prepare", "loop: upstream: canonical -> wire")
-    _timed(transport_http.HttpTransport, "asend", "loop: upstream: HTTP exchange (httpx)")
+    _timed(transport_http.HttpTransport, "asend", "loop: upstream: HTTP exchange (aiohttp)")
     _timed(client_module, "parse_response_checked", "loop: upstream: wire -> canonical")
     _timed(app_cls, "finish", "loop: charge + completion record")
     _timed(app_module, "json_response", "loop: response body -> bytes")

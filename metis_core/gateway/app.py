@@ -4,7 +4,8 @@ OpenAI shapes: POST /v1/chat/completions, POST /v1/responses, GET /v1/models. An
 POST /v1/messages/count_tokens. Probes: GET /healthz, GET /readyz. A refused or failed request
 gets its shape's error body and status (with Retry-After on 429), never a traceback. Streams are
 written frame by frame as upstream events arrive, and a client that goes away cancels the
-upstream request, streaming or not (a disconnect listener runs beside the upstream call).
+upstream request, streaming or not (a disconnect listener runs beside the upstream calls, structured
+runs included). A paused Claude answer is continued before the client's answer ends (continued_call.py).
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncGenerator, AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Coroutine
+from typing import Any, TypeVar
 
 import anyio
 import orjson
@@ -25,7 +26,6 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from metis_core.adapters._common.token_estimate import estimate_tokens
-from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.errors import (
     AllModelsFailedError,
     CapabilityMismatchError,
@@ -39,6 +39,7 @@ from metis_core.errors import (
     ToolSchemaError,
 )
 from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.key_check import presented_token
 from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
@@ -50,6 +51,7 @@ from metis_core.gateway.structured_call import StructuredAsk, answer_events, ans
 from metis_core.messages import Message, StreamEvent
 
 log = logging.getLogger("metis_core.gateway")
+Answer = TypeVar("Answer")
 CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
                  OutputSchemaError, ToolSchemaError)
 OPENAI = OpenAIChatShape()
@@ -151,22 +153,25 @@ class GatewayApp:
             return Response(status_code=499)
         record = service.open_call(key, shape, inbound, session_id, str(asked))
         if ask is not None:
-            return await self.structured(shape, record, members, subjects, ask)
+            return await self.structured(request, shape, record, members, subjects, ask)
+        run = ContinuedCall(service, record, members, subjects)
         if inbound.stream:
-            return await self.stream(shape, record, members, subjects)
+            return await self.stream(shape, record, run)
         try:
-            final = await self.answer_unless_gone(request, record, members)
+            final = await self.answer_unless_gone(request, record, self.final_answer(run))
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error)
         if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
             return Response(status_code=499)
-        self.finish(record, final, subjects)
+        self.finish(record, final, run)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
 
-    async def answer_unless_gone(self, request: Request, record: CallRecord, members: list[str]) -> Message | None:
-        """The upstream's whole answer, or None when the client disconnected first: then the upstream
-        request is cancelled (its connection closed) and the turn recorded as cancelled, uncharged."""
-        upstream = asyncio.ensure_future(self.final_answer(record, members))
+    async def answer_unless_gone(self, request: Request, record: CallRecord,
+                                 work: Coroutine[Any, Any, Answer]) -> Answer | None:
+        """What `work` (the upstream calls of a non-streamed answer) returns, or None when the client
+        disconnected first: then `work` is cancelled (the upstream request in flight is closed) and the
+        turn recorded as cancelled; that call is not charged (calls already finished were)."""
+        upstream = asyncio.ensure_future(work)
         gone = asyncio.ensure_future(client_gone(request.receive))
         try:
             await asyncio.wait((upstream, gone), return_when=asyncio.FIRST_COMPLETED)
@@ -183,22 +188,26 @@ class GatewayApp:
         record.cancelled(None, "the client disconnected before the answer")
         return None
 
-    async def final_answer(self, record: CallRecord, members: list[str]) -> Message:
+    async def final_answer(self, run: ContinuedCall) -> Message:
         final: Message | None = None
-        async for event in self.service.events(record, members, stream=False):
+        async for event in run.events(stream=False):
             if event.type == "message_complete":
                 final = event.message
         assert final is not None
         return final
 
-    async def structured(self, shape: InboundShape, record: CallRecord, members: list[str], subjects: list[Subject],
-                         ask: StructuredAsk) -> Response:
+    async def structured(self, request: Request, shape: InboundShape, record: CallRecord, members: list[str],
+                         subjects: list[Subject], ask: StructuredAsk) -> Response:
         """A structured-output ask: the whole run (every retry) happens before the first byte, so a
-        stream carries only the final, validated value, and an exhausted run is an error response."""
+        stream carries only the final, validated value, and an exhausted run is an error response.
+        A client that leaves during the run cancels it, as for any non-streamed answer."""
         try:
-            answer = await answer_structured(self.service, record, members, ask, subjects)
+            answer = await self.answer_unless_gone(
+                request, record, answer_structured(self.service, record, members, ask, subjects))
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error)
+        if answer is None:  # the client went away; the attempt in flight was cancelled and the turn recorded
+            return Response(status_code=499)
         record.answered(answer)
         inbound = record.request
         if not inbound.stream:
@@ -216,33 +225,27 @@ class GatewayApp:
         failure = upstream_failure(error)
         return error_response(shape, failure.status, failure.kind, failure.message, failure.retry_after)
 
-    def finish(self, record: CallRecord, final: Message, subjects: list[Subject]) -> None:
-        usage = final.metadata.usage
-        alerts = []
-        if usage is not None:
-            tokens = usage.total_input_tokens + usage.output_tokens
-            alerts = self.service.quotas.charge(subjects, usage.cost_usd, tokens)
-        record.completed(final, alerts)
+    def finish(self, record: CallRecord, final: Message, run: ContinuedCall) -> None:
+        if run.continued:  # each upstream call was charged and recorded as it ended
+            record.answered(final, run.limit_error)
+            return
+        record.completed(final, self.service.charge(run.subjects, final))
 
-    async def stream(self, shape: InboundShape, record: CallRecord, members: list[str],
-                     subjects: list[Subject]) -> Response:
+    async def stream(self, shape: InboundShape, record: CallRecord, run: ContinuedCall) -> Response:
         inbound = record.request
         writer = shape.stream_writer(record.asked_model, inbound.tool_ids, inbound)
         record.stream_writer = writer
-        events = self.service.events(record, members, stream=True)
-        assert isinstance(events, AsyncGenerator)
+        events = run.events(stream=True)
         try:  # the first event decides the status: a call that fails before answering is an error response
             first = await anext(events)
         except Exception as error:
             return self.failed(shape, record, error)
 
         async def frames() -> AsyncIterator[bytes]:
-            tracker = StreamTracker()
             final: Message | None = None
             event: StreamEvent = first
             try:
                 while True:
-                    tracker.observe(event)
                     if event.type == "message_complete":
                         final = event.message
                     frame = writer.feed(event)
@@ -252,6 +255,7 @@ class GatewayApp:
             except StopAsyncIteration:
                 pass
             except (asyncio.CancelledError, GeneratorExit):
+                tracker = run.tracker  # what the upstream call in flight streamed (earlier calls are stored)
                 record.cancelled(tracker.cancelled_message(record.session_id, record.model)
                                  if tracker.has_content() else None, "the client disconnected mid-stream")
                 with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
@@ -265,7 +269,7 @@ class GatewayApp:
                 yield writer.fail(failure.status, failure.kind, failure.message)
                 return
             if final is not None:
-                self.finish(record, final, subjects)
+                self.finish(record, final, run)
 
         return DisconnectAwareStream(frames(), media_type="text/event-stream",
                                      headers={"cache-control": "no-cache", "x-accel-buffering": "no"})

@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("metis_core.gateway")
 FROM_CLIENT = "from_client"
 """Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
-_TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use"}
+_TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "error"}
 
 
 class CallRecord:
@@ -67,6 +67,8 @@ class CallRecord:
         self.stream_writer: StreamWriter | None = None
         self.last_call: Event | None = None
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
+        self.produced: list[Message] = []
+        """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -130,12 +132,16 @@ class CallRecord:
 
     # --- endings ------------------------------------------------------------------------------
 
-    def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
-        """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
-        meta = final.metadata
+    def _stamp(self, answer: Message) -> None:
+        """The gateway identity on an answer's metadata (`metis cost --by key|user|team` reads it)."""
+        meta = answer.metadata
         meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
         setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
         setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+
+    def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
+        """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
+        self._stamp(final)
         self.call_completed(final, alerts)
         self._turn_completed(final, None)
         self._persist(final)
@@ -156,21 +162,25 @@ class CallRecord:
         else:
             self.failed(self.model, "other", "the answer ended incomplete")
 
+    def keep(self, answer: Message) -> None:
+        """One upstream answer of several (a paused answer, its continuation), stored as its own message."""
+        self._stamp(answer)
+        self.produced.append(answer)
+
     def output_step(self, step: OutputStep) -> None:
         """A structured-output step (an OutputObserver): its llm.output_* event, after the call it follows."""
         event_type, payload = output_step_event(step)
         self._later(lambda: self.recorder.emit(event_type, payload, self.last_call or self.started,
                                                actor=Actor.AGENT))
 
-    def answered(self, answer: Message) -> None:
-        """A structured call's end: every attempt's llm.call_completed is already out; the answer written
-        back (its usage the sum of the attempts') closes the turn and is stored."""
-        meta = answer.metadata
-        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
-        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
-        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
-        self._turn_completed(answer, None)
-        self._persist(answer)
+    def answered(self, answer: Message, error: str | None = None) -> None:
+        """The end of a call of several upstream calls (a structured ask's attempts, a paused answer's
+        continuations): every call's llm.call_completed is already out; the answer written back (its
+        usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
+        cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
+        self._stamp(answer)
+        self._turn_completed(answer, error)
+        self._persist(None if self.produced else answer)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""
@@ -192,6 +202,8 @@ class CallRecord:
     def _turn_completed(self, final: Message | None, error: str | None) -> None:
         usage = final.metadata.usage if final is not None else None
         stop = final.metadata.stop_reason if final is not None else None
+        if final is not None and error is not None:
+            stop = "error"  # an answer cut short by a limit: the turn did not end as the model meant
         payload = {
             "stop_reason": stop if stop in _TURN_STOPS else "end_turn", "llm_call_count": self.attempts,
             "tool_call_count": 0, "total_input_tokens": usage.total_input_tokens if usage else 0,
@@ -215,7 +227,7 @@ class CallRecord:
                 # The client's own history: a record of what it sent, not a call metis made or charged.
                 setattr(message.metadata, FROM_CLIENT, True)
                 message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
-        messages = [*self.request.messages, *([final] if final is not None else [])]
+        messages = [*self.request.messages, *self.produced, *([final] if final is not None else [])]
         self.writer.stage(StoredConversation(
             f"gateway:{self.key.id}", self.session_id, messages, active_model=self.model or None,
             title=f"gateway {self.shape} {self.asked_model}", tool_id_map=self.request.tool_ids.to_dict() or None,

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.agent.redaction import redact
@@ -36,13 +36,14 @@ from metis_core.errors import (
     UnknownModelError,
 )
 from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.hosted_tool_asks import carry_web_search
 from metis_core.gateway.key_check import MODEL_SCOPES, KeyCheck
 from metis_core.gateway.keys import KeyService
 from metis_core.gateway.quotas import QuotaGate, Subject
 from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape
 from metis_core.ids import new_session_id
-from metis_core.messages import Role, StreamEvent
+from metis_core.messages import Message, Role, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 from metis_core.store.gateway_keys import GatewayKeyRecord, GatewayKeyStore
 
@@ -198,6 +199,7 @@ class GatewayService:
                 f"the request body does not have the {shape.name} shape ({type(error).__name__}: "
                 f"{redact(str(error), 200)}); check it against the API reference"
             ) from None
+        carry_web_search(read, members, shape.extra_providers)
         dropped = sorted(read.options.extra)
         if dropped and not all(m.partition(":")[0] in shape.extra_providers for m in members):
             log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)
@@ -221,6 +223,13 @@ class GatewayService:
             request.messages, tools=request.tools, options=request.options, tool_ids=request.tool_ids,
             session_id=record.session_id, observer=record, stream=stream,
         )  # fmt: skip
+
+    def charge(self, subjects: list[Subject], answer: Message) -> list[dict[str, Any]]:
+        """Charge one upstream answer's price and tokens to the call's subjects; the quota alerts it fired."""
+        usage = answer.metadata.usage
+        if usage is None:
+            return []
+        return self.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens)
 
     def drain(self) -> None:
         """Wait for every pending store write and event (tests, shutdown)."""

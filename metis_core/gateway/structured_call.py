@@ -1,22 +1,21 @@
 """Structured output through the gateway: a client's schema honoured on whichever model the call routes to.
 
-An OpenAI `response_format: json_schema` (Chat) or `text.format` (Responses), an Anthropic
-`output_config.format` or a forced single tool is taken out of the request and run by the same
-StructuredRun as `client.complete(output=...)` (recovery, corrective retries, doubled budget, refusal),
-against the first member whose mode can carry the schema. Every attempt is an upstream call on the
-record and charged to the key; the validated JSON goes back as one answer in the inbound shape.
+An OpenAI `response_format` / `text.format`, an Anthropic `output_config.format` or a forced single
+tool is taken out of the request and run by the same StructuredRun as `client.complete(output=...)`
+(recovery, corrective retries, doubled budget, refusal) on the first member whose mode can carry it.
+Every attempt (a paused one continued first) is charged and recorded; the JSON goes back as one answer.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.continuation import MAX_CONTINUATIONS
 from metis_core.adapters.structured_calls import inbound_output
 from metis_core.agent.redaction import redact
 from metis_core.errors import (
@@ -27,7 +26,9 @@ from metis_core.errors import (
     OutputSchemaError,
     ToolSchemaError,
 )
+from metis_core.gateway.continued_call import continuable, joined
 from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
+from metis_core.gateway.usage_total import add_usage
 from metis_core.ids import new_tool_use_id
 from metis_core.messages import (
     Message,
@@ -105,22 +106,6 @@ def _plan_for(service: GatewayService, members: list[str], spec: OutputSpec) -> 
     raise refused
 
 
-def _add(total: Usage | None, usage: Usage | None) -> Usage | None:
-    if usage is None:
-        return total
-    if total is None:
-        return usage.model_copy()
-    cost = None if total.cost_usd is None and usage.cost_usd is None \
-        else (total.cost_usd or Decimal(0)) + (usage.cost_usd or Decimal(0))
-    return Usage(
-        input_tokens=total.input_tokens + usage.input_tokens, output_tokens=total.output_tokens + usage.output_tokens,
-        cached_input_tokens=total.cached_input_tokens + usage.cached_input_tokens,
-        cache_creation_input_tokens=total.cache_creation_input_tokens + usage.cache_creation_input_tokens,
-        reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens, cost_usd=cost,
-        pricing_version=usage.pricing_version or total.pricing_version, latency_ms=total.latency_ms + usage.latency_ms,
-    )  # fmt: skip
-
-
 async def answer_structured(service: GatewayService, record: CallRecord, members: list[str], ask: StructuredAsk,
                             subjects: list[Subject]) -> Message:
     """Drive the structured run to its answer, charging and recording every attempt. Returns the answer
@@ -134,9 +119,10 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     chain = FallbackChain(service.rt.client, [model], health=service.rt.health)
     step = run.first_request()
     total: Usage | None = None
+    paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
     while True:
         final: Message | None = None
-        async for event in chain.astream(step.messages, tools=step.tools, options=step.options,
+        async for event in chain.astream([*step.messages, *paused_answers], tools=step.tools, options=step.options,
                                          tool_ids=request.tool_ids, session_id=record.session_id, observer=record,
                                          stream=False):
             if event.type == "message_complete":
@@ -144,10 +130,13 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         if final is None:
             raise MalformedResponseError("the upstream call ended without a final message", provider=plan.mode)
         usage = final.metadata.usage
-        total = _add(total, usage)
-        alerts = service.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens) \
-            if usage is not None else []
-        record.call_completed(final, alerts)
+        total = add_usage(total, usage)
+        record.call_completed(final, service.charge(subjects, final))
+        if continuable(final) and len(paused_answers) < MAX_CONTINUATIONS:
+            paused_answers.append(final)
+            continue
+        if paused_answers:  # judged whole: the paused answers and their continuation as one answer
+            final, paused_answers = joined([*paused_answers, final], at_limit=False), []
         offered = {t.name for t in ask.tools}
         if any(b.name in offered for b in final.tool_uses()):
             # The client offered its own tools: a call of one is an answer (the schema binds the final text).

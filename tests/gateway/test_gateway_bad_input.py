@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import socket
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -28,6 +27,7 @@ from metis_core.gateway.service import GatewaySettings
 from metis_core.messages import MessageStatus
 
 from .gateway_harness import UPSTREAM_KEYS, GatewayHarness
+from .stalling_upstream import StallingUpstream
 
 HAIKU = "anthropic:claude-haiku-4-5"
 
@@ -117,48 +117,6 @@ def test_an_upstream_refusing_the_gateways_key_never_shows_the_key(gateway: Gate
         assert UPSTREAM_KEYS["openai"] not in str(event.payload)
     [failed] = gateway.of_type("llm.call_failed")
     assert failed.payload["error_class"] == "auth"
-
-
-class StallingUpstream:
-    """Sends the head of a recorded stream (or nothing: body None), then waits; notes when the gateway
-    closes the connection."""
-
-    def __init__(self, body: bytes | None) -> None:
-        self.body = body
-        self.closed_by_peer = threading.Event()
-        self.request_seen = threading.Event()
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen()
-        threading.Thread(target=self.serve, daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
-
-    def serve(self) -> None:
-        conn, _ = self.sock.accept()
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        head, _, rest = data.partition(b"\r\n\r\n")
-        lines = head.split(b"\r\n")
-        length = next(int(line.split(b":")[1]) for line in lines if line.lower().startswith(b"content-length"))
-        while len(rest) < length:
-            rest += conn.recv(65536)
-        self.request_seen.set()
-        if self.body is not None:
-            conn.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\nconnection: close\r\n\r\n"
-                         + self.body)
-        conn.settimeout(20)
-        try:
-            while conn.recv(1024):
-                continue
-            self.closed_by_peer.set()
-        except OSError:
-            self.closed_by_peer.set()
-        finally:
-            conn.close()
 
 
 def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp_path: Path) -> None:

@@ -14,7 +14,7 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.request_reader import read_request
-from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, sse
+from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, hit_continuation_limit, sse
 from metis_core.ids import new_ulid
 from metis_core.messages import (
     Message,
@@ -43,6 +43,8 @@ ERROR_TYPES = {
 
 
 def _stop_reason(message: Message) -> str:
+    if hit_continuation_limit(message):
+        return "pause_turn"  # still paused when the gateway stopped continuing it (continued_call.py)
     reason = message.metadata.stop_reason
     return reason if reason in _STOP_REASONS else "end_turn"
 

@@ -23,8 +23,22 @@ OUTPUT_REFUSAL = "output_refusal"
 """Metadata flag on an answer that is a structured-output refusal (OpenAI shapes write it as `refusal`)."""
 
 
+CONTINUATION_LIMIT = "continuation_limit"
+"""Metadata flag on an answer still paused when the gateway stopped continuing it (continued_call.py):
+OpenAI shapes write it as cut short (`length`, `incomplete`), the Anthropic shape as `pause_turn`."""
+
+
 def is_output_refusal(message: Message) -> bool:
     return bool(getattr(message.metadata, OUTPUT_REFUSAL, False))
+
+
+def hit_continuation_limit(message: Message) -> bool:
+    return bool(getattr(message.metadata, CONTINUATION_LIMIT, False))
+
+
+def cut_short(message: Message) -> bool:
+    """The answer ended before the model finished: its output limit, or the gateway's continuation limit."""
+    return message.metadata.stop_reason == "max_tokens" or hit_continuation_limit(message)
 
 
 @dataclass(slots=True)

@@ -14,7 +14,14 @@ from typing import Any
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.openai_chat.request import compact_json
 from metis_core.adapters.openai_chat.request_reader import ChatRequestReader
-from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, is_output_refusal, sse
+from metis_core.gateway.shapes.base import (
+    InboundRequest,
+    InboundShape,
+    StreamWriter,
+    hit_continuation_limit,
+    is_output_refusal,
+    sse,
+)
 from metis_core.ids import new_ulid
 from metis_core.messages import (
     Message,
@@ -45,6 +52,8 @@ ERROR_TYPES = {
 def finish_reason(message: Message) -> str:
     if is_output_refusal(message):
         return "stop"  # what OpenAI sends with a structured-output refusal (SDK parsers raise on content_filter)
+    if hit_continuation_limit(message):
+        return "length"  # the answer so far, cut short: the gateway stopped continuing a paused answer
     return FINISH_REASONS.get(message.metadata.stop_reason or "end_turn", "stop")
 
 

@@ -14,7 +14,14 @@ from typing import Any
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.openai_chat.request import compact_json
 from metis_core.adapters.openai_responses.request_reader import read_request
-from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, is_output_refusal, sse
+from metis_core.gateway.shapes.base import (
+    InboundRequest,
+    InboundShape,
+    StreamWriter,
+    cut_short,
+    is_output_refusal,
+    sse,
+)
 from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -97,7 +104,7 @@ class OpenAIResponsesShape(InboundShape):
         }  # fmt: skip
 
     def response_body(self, message: Message, model: str, tool_ids: ToolIdMap) -> dict[str, Any]:
-        status = "incomplete" if message.metadata.stop_reason == "max_tokens" else "completed"
+        status = "incomplete" if cut_short(message) else "completed"
         body = self.response_object(f"resp_{message.id}", model, status, self.output(message, tool_ids),
                                     message.metadata.usage)
         if status == "incomplete":
@@ -198,7 +205,7 @@ class ResponsesStreamWriter(StreamWriter):
         elif isinstance(event, MessageComplete):
             frames += self._close_text()
             final = event.message
-            status = "incomplete" if final.metadata.stop_reason == "max_tokens" else "completed"
+            status = "incomplete" if cut_short(final) else "completed"
             body = self.shape.response_object(self.response_id, self.model, status, self.output,
                                               final.metadata.usage)
             if status == "incomplete":

@@ -1,0 +1,134 @@
+"""A paused answer continued by the gateway, so every client gets one whole answer.
+
+Anthropic ends a long run of server tools (web search, code execution) with `pause_turn`
+(adapters/continuation.py). No shape the gateway writes carries the paused answer's server-tool
+blocks back, so its client could not resume it; the gateway does, as the agent's turn does: the same
+request with the paused answers appended, on the model that paused, at most MAX_CONTINUATIONS times.
+Each upstream call is charged and recorded as it ends; the client gets one answer (content joined,
+usage summed, the last call's stop), marked CONTINUATION_LIMIT when it was still paused at the cap.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncGenerator, AsyncIterator
+from typing import TYPE_CHECKING
+
+from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
+from metis_core.agent.stream_tracker import StreamTracker
+from metis_core.gateway.shapes.base import CONTINUATION_LIMIT
+from metis_core.gateway.usage_total import add_usage
+from metis_core.messages import (
+    Message,
+    MessageComplete,
+    MessageStatus,
+    StreamEvent,
+    TextDelta,
+    ThinkingDelta,
+    ToolUseEnd,
+    ToolUseInputDelta,
+    ToolUseStart,
+)
+from metis_core.routing.fallback import FallbackChain
+
+if TYPE_CHECKING:
+    from metis_core.gateway.call_record import CallRecord
+    from metis_core.gateway.quotas import Subject
+    from metis_core.gateway.service import GatewayService
+
+_INDEXED = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)
+
+
+def continuable(answer: Message) -> bool:
+    """A whole paused answer with no client tool call in it: the gateway sends it back to resume."""
+    return paused(answer) and answer.status is MessageStatus.COMPLETE and not answer.tool_uses()
+
+
+def joined(answers: list[Message], *, at_limit: bool) -> Message:
+    """One answer of several upstream answers: their content in order, their usage added, the last one's
+    metadata (model, stop reason) otherwise."""
+    last = answers[-1]
+    usage = None
+    for answer in answers:
+        usage = add_usage(usage, answer.metadata.usage)
+    metadata = last.metadata.model_copy(update={"usage": usage})
+    if at_limit:
+        setattr(metadata, CONTINUATION_LIMIT, True)
+    content = [block for answer in answers for block in answer.content]
+    return last.model_copy(update={"content": content, "metadata": metadata})
+
+
+class ContinuedCall:
+    """The upstream events of one gateway call, with paused answers continued.
+
+    `events()` yields the first upstream call's events as they come; when its answer is paused, the
+    continuations' events follow, their block indexes shifted past the earlier answers' blocks, and
+    only the joined answer's `MessageComplete` ends the stream. A call that never pauses passes
+    through unchanged (its caller charges and records it as before)."""
+
+    def __init__(self, service: GatewayService, record: CallRecord, members: list[str],
+                 subjects: list[Subject]) -> None:
+        self.service = service
+        self.record = record
+        self.members = members
+        self.subjects = subjects
+        self.continued = False
+        """True once a pause was continued: then every upstream call was charged and recorded here,
+        and the caller closes the turn with `record.answered(answer, limit_error)`."""
+        self.limit_error: str | None = None
+        """Why the answer is cut short, when it was still paused after MAX_CONTINUATIONS continuations."""
+        self.tracker = StreamTracker()
+        """What the upstream call in flight has streamed (its own indexes): the partial kept on a cancel."""
+
+    async def events(self, *, stream: bool) -> AsyncGenerator[StreamEvent, None]:
+        record = self.record
+        answers: list[Message] = []
+        upstream = self.service.events(record, self.members, stream=stream)
+        offset = 0
+        while True:
+            self.tracker = StreamTracker()
+            ending: MessageComplete | None = None
+            try:
+                async for event in upstream:
+                    if isinstance(event, MessageComplete):
+                        ending = event
+                        continue
+                    self.tracker.observe(event)
+                    yield dataclasses.replace(event, index=event.index + offset) \
+                        if offset and isinstance(event, _INDEXED) else event
+            finally:
+                close = getattr(upstream, "aclose", None)
+                if close is not None:  # a cancel mid-call closes that call's response at once
+                    await close()
+            if ending is None:
+                return
+            final: Message = ending.message
+            more = continuable(final)
+            if more and len(answers) == MAX_CONTINUATIONS:
+                more = False
+                self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
+                                    "gateway stopped continuing it (the answer so far was sent, cut short)")
+            if not answers and not more:
+                yield ending  # no pause: the caller charges and records this answer as for any call
+                return
+            self.continued = True
+            record.keep(final)
+            record.call_completed(final, self.service.charge(self.subjects, final))
+            answers.append(final)
+            if not more:
+                answer = joined(answers, at_limit=self.limit_error is not None)
+                yield MessageComplete(message=answer, stop_reason=answer.metadata.stop_reason)
+                return
+            offset += len(final.content)
+            upstream = self._resume(answers, stream=stream)
+
+    def _resume(self, answers: list[Message], *, stream: bool) -> AsyncIterator[StreamEvent]:
+        """The request again with the paused answers last, on the model that paused (its server-tool state
+        lives there: no fallback)."""
+        record = self.record
+        request = record.request
+        chain = FallbackChain(self.service.rt.client, [record.model], health=self.service.rt.health)
+        return chain.astream(
+            [*request.messages, *answers], tools=request.tools, options=request.options, tool_ids=request.tool_ids,
+            session_id=record.session_id, observer=record, stream=stream,
+        )  # fmt: skip

@@ -1,0 +1,115 @@
+"""A client that leaves a structured ask cancels it: the attempt in flight is closed, nothing more is charged.
+
+The structured run (StructuredRun: recovery, corrective retries) happens before the first byte, so
+a client waiting on it, streamed or not, is watched for `http.disconnect` as a plain call is: the
+upstream request in flight is cancelled at the socket, the turn is `llm.call_failed` (cancelled) +
+`turn.cancelled` (client_disconnect), and only attempts that had already finished stay charged.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cli.replay_server import ReplayServer
+from pydantic import BaseModel
+from structured_wire import WIRES
+
+from metis_core.gateway.quotas import budget_window
+
+from .gateway_harness import GatewayHarness
+from .stalling_upstream import StallingUpstream
+
+CLAUDE = next(w for w in WIRES if w.model == "anthropic:claude-sonnet-4-5")  # output_config.format
+ONE_CALL = Decimal("0.002490")  # the recorded answer: 705 input tokens at $3/M and 25 output at $15/M
+
+
+class Person(BaseModel):
+    age: int
+    available: bool
+
+
+def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness:
+    harness = GatewayHarness(tmp_path / "home", ReplayServer())
+    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
+    return harness.start()
+
+
+def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstream, *, stream: bool) -> None:
+    """A Chat Completions `response_format` ask sent on a raw socket, closed once the stalling attempt is sent."""
+    body = json.dumps({
+        "model": CLAUDE.model, "stream": stream, "messages": [{"role": "user", "content": "Ollama is 22 and busy."}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "Person", "strict": True,
+                                                                   "schema": Person.model_json_schema()}},
+    }).encode()  # fmt: skip
+    with socket.create_connection(("127.0.0.1", harness.port)) as client:
+        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                       + f"authorization: Bearer {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+        assert stalling.request_seen.wait(10), "the gateway never sent the attempt that stalls"
+    assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+
+
+def cancelled_turn(harness: GatewayHarness) -> Any:
+    deadline = time.monotonic() + 10  # the record follows the cancel on the gateway's loop
+    while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [cancelled] = harness.of_type("turn.cancelled")
+    return cancelled
+
+
+def spent(harness: GatewayHarness, key_id: str) -> Decimal:
+    day, _ = budget_window("day", datetime.now(UTC))
+    return harness.service.key_store.spent("gateway_key", key_id, int(day.timestamp()))
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
+def test_a_client_leaving_a_structured_ask_cancels_the_upstream_uncharged(tmp_path: Path, stream: bool) -> None:
+    stalling = StallingUpstream(None)  # reads the request, never answers
+    harness = gateway_before(tmp_path, stalling)
+    try:
+        key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
+        ask_and_leave(harness, token, stalling, stream=stream)
+        [sent] = stalling.requests
+        assert json.loads(sent)["output_config"]["format"]["type"] == "json_schema"  # the structured path ran
+        cancelled = cancelled_turn(harness)
+        assert cancelled.payload == {"reason": "client_disconnect", "partial_llm_calls": 0,
+                                     "partial_tool_calls": 0}
+        [failed] = harness.of_type("llm.call_failed")
+        assert failed.payload["error_class"] == "cancelled" and failed.payload["model"] == CLAUDE.model
+        assert harness.of_type("llm.call_completed") == [] and harness.of_type("turn.completed") == []
+        assert harness.of_type("llm.output_retried") == [] and harness.of_type("llm.output_exhausted") == []
+        session_id = cancelled.session_id
+        assert [m.role.value for m in harness.runtime.store.load_messages(session_id)] == ["user"]
+        session = harness.runtime.store.get_session(session_id)
+        assert session.total_cost_usd == 0 and session.total_output_tokens == 0
+        assert spent(harness, key_id) == 0
+    finally:
+        harness.stop()
+
+
+def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_attempt_charged(tmp_path: Path) -> None:
+    wrong = CLAUDE.answer('{"age": "twenty-two", "available": false}').content  # violates the schema: retried
+    stalling = StallingUpstream(None, answers=(("application/json", wrong),))
+    harness = gateway_before(tmp_path, stalling)
+    try:
+        key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day")
+        ask_and_leave(harness, token, stalling, stream=False)
+        _, second = (json.loads(r) for r in stalling.requests)
+        assert "$.age" in second["messages"][-1]["content"][-1]["text"]  # the stalled call is the correction
+        cancelled = cancelled_turn(harness)
+        [completed] = harness.of_type("llm.call_completed")
+        [retried] = harness.of_type("llm.output_retried")
+        [failed] = harness.of_type("llm.call_failed")
+        assert retried.parent_event_id == completed.id and failed.payload["error_class"] == "cancelled"
+        assert completed.payload["gateway_key_id"] == key_id
+        assert cancelled.payload["reason"] == "client_disconnect"
+        assert harness.of_type("turn.completed") == []
+        assert spent(harness, key_id) == ONE_CALL  # the first attempt was answered and paid; the second was not
+    finally:
+        harness.stop()
