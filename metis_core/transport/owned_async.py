@@ -49,6 +49,9 @@ def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
 def _failure(exc: Exception, provider: str, *, mid_stream: bool = False) -> NetworkError:
     if isinstance(exc, TimeoutError):
         what = "timed out"
+    elif isinstance(exc, aiohttp.ClientConnectorCertificateError):
+        what = ("could not connect: the server's certificate is not trusted "
+                "(SSL_CERT_FILE or SSL_CERT_DIR name extra ones)")
     elif isinstance(exc, aiohttp.ClientConnectorError):
         what = "could not connect"
     else:

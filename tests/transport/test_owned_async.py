@@ -10,6 +10,7 @@ import asyncio
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import httpx
 import pytest
@@ -277,3 +278,66 @@ async def test_a_burst_is_handed_over_in_pieces_so_the_first_event_can_go_on_ear
         sizes = [len(chunk) async for chunk in wire.aiter_raw()]
     await transport.aclose()
     assert sum(sizes) == len(event) * 1000 and max(sizes) <= CHUNK_BYTES and len(sizes) > 10
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 signed by itself, and its key (PEM files)."""
+    import datetime
+
+    cryptography = pytest.importorskip("cryptography", reason="needs cryptography (the dev extra brings it)")
+    del cryptography
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "metis test server")])
+    now = datetime.datetime.now(datetime.UTC)
+    certificate = (
+        x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5)).not_valid_after(now + datetime.timedelta(hours=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = directory / "server.pem", directory / "server.key"
+    cert_file.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+async def test_https_trusts_the_same_certificates_as_httpx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """SSL_CERT_FILE decides, as it does for httpx: a server signed by it is reached, without it refused."""
+    import ssl
+
+    cert_file, key_file = _self_signed(tmp_path)
+    server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_context.load_cert_chain(cert_file, key_file)
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if await _read_request(reader) is not None:
+            await answer("200 OK", b'{"tls":true}')(b"", writer)
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_context)
+    url = f"https://127.0.0.1:{server.sockets[0].getsockname()[1]}/v1/messages"
+    try:
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        monkeypatch.delenv("SSL_CERT_DIR", raising=False)
+        untrusting = HttpTransport()
+        with pytest.raises(NetworkError, match="certificate is not trusted") as refused:
+            await untrusting.asend("POST", url, b"{}", {"x-api-key": SECRET}, provider="anthropic")
+        assert SECRET not in str(refused.value)
+        await untrusting.aclose()
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert_file))
+        trusting = HttpTransport()
+        response = await trusting.asend("POST", url, b"{}", {}, provider="anthropic")
+        await trusting.aclose()
+    finally:
+        server.close()
+    assert response.body == b'{"tls":true}'
