@@ -18,7 +18,7 @@ import aiohttp
 import httpx
 import yarl
 
-from metis_core.errors import NetworkError
+from metis_core.errors import ConfigError, NetworkError
 from metis_core.transport.http import (
     DEFAULT_LIMITS,
     DEFAULT_TIMEOUT,
@@ -100,6 +100,11 @@ class OwnedAsyncClient:
             proxy = self._proxies.get(parsed.scheme) or self._proxies.get("all")
             if proxy and parsed.host and urllib.request.proxy_bypass(parsed.host):
                 proxy = None
+            if proxy and yarl.URL(proxy).scheme not in ("http", "https"):
+                raise ConfigError(  # the URL itself is not repeated: it may hold credentials
+                    f"the environment names a {yarl.URL(proxy).scheme} proxy for {parsed.scheme} URLs; metis's "
+                    "async client goes through http(s) proxies only: set HTTPS_PROXY / HTTP_PROXY to one, "
+                    f"or add {parsed.host} to NO_PROXY")
             target = self._targets[url] = (parsed, proxy or None)
         return target
 

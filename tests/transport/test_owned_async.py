@@ -341,3 +341,17 @@ async def test_https_trusts_the_same_certificates_as_httpx(tmp_path: Path, monke
     finally:
         server.close()
     assert response.body == b'{"tls":true}'
+
+
+async def test_a_proxy_it_cannot_use_is_a_config_error_that_keeps_its_credentials(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from metis_core.errors import ConfigError
+
+    monkeypatch.setenv("ALL_PROXY", "socks5://user:hunter2@127.0.0.1:1080")
+    for name in ("HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    transport = HttpTransport()
+    with pytest.raises(ConfigError, match="socks5 proxy") as raised:
+        await transport.asend("POST", "http://api.provider.test/v1/messages", b"{}", {}, provider="x")
+    await transport.aclose()
+    assert "hunter2" not in str(raised.value) and "NO_PROXY" in str(raised.value)
