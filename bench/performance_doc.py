@@ -137,10 +137,12 @@ MEANINGS = {
                 "layer over an in-process transport; target: within 5 points of strong's success rate at "
                 "<= 60 % of its cost (bench/cases/learning.py).",
     "gateway": "The same upstream reached directly, through the pass-through floor (the gateway's own "
-               "Starlette/uvicorn stack forwarding bytes), through `metis gateway` and through the LiteLLM "
-               "proxy, each its own process: added latency p50/p99 per call and added time to first byte "
-               "(sequential, alternating blocks), and requests/s at 64 concurrent clients; targets: p50 <= "
-               "floor + 1 ms, throughput >= 0.5x the floor's and >= 3x LiteLLM's.",
+               "Starlette/uvicorn stack forwarding bytes with aiohttp, as the gateway's upstream calls go), "
+               "through `metis gateway` and through the LiteLLM proxy, each its own process: added latency "
+               "p50/p99 per call and added time to first byte (sequential, alternating blocks), requests/s at "
+               "64 concurrent clients from an aiohttp load generator (bench/load.py), and each server's CPU "
+               "per request over that window (from /proc); targets: p50 <= floor + 1 ms, throughput >= 0.5x "
+               "the floor's and >= 3x LiteLLM's.",
     "structured": "Validating a 2 KB structured answer (`metis_core.structured.validation.validate_answer`) "
                   "against pydantic's own `model_validate_json` on the same answer; recovery rows (fence and "
                   "prose, json-repair) are reported, not judged.",
