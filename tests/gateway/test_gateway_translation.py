@@ -172,3 +172,25 @@ def test_openai_client_on_a_thinking_anthropic_model_gets_text_only(gateway: Gat
                                             messages=[{"role": "user", "content": "think"}])
     assert answer.choices[0].message.content
     assert answer.choices[0].message.tool_calls is None
+
+
+def test_an_anthropic_client_gets_server_tool_blocks_and_citations_as_anthropic_sent_them(
+        gateway: GatewayHarness) -> None:
+    """Web search run by Anthropic: its server_tool_use / web_search_tool_result blocks and the text's
+    citations reach an Anthropic client unchanged, and go back upstream unchanged on the next turn."""
+    from fixture_files import read_bytes
+
+    recorded = json.loads(read_bytes("anthropic", "response__hosted_web_search_citations.json"))["content"]
+    client = a_client(gateway)
+    gateway.upstream.script(ANTHROPIC, Reply.recording("anthropic", "response__hosted_web_search_citations.json"),
+                            Reply.recording("anthropic", "response__text.json"))
+    search = [{"type": "web_search_20250305", "name": "web_search", "max_uses": 3}]
+    asked = {"role": "user", "content": "What happened in the news today?"}
+    answer = client.messages.create(model="anthropic:claude-haiku-4-5", max_tokens=1000, tools=search,
+                                    messages=[asked])  # type: ignore[list-item]
+    assert answer.to_dict()["content"] == recorded
+    assert any(block.type == "text" and block.citations for block in answer.content)
+    client.messages.create(model="anthropic:claude-haiku-4-5", max_tokens=1000, tools=search,  # type: ignore[list-item]
+                           messages=[asked, {"role": "assistant", "content": answer.to_dict()["content"]},
+                                     {"role": "user", "content": "And the weather?"}])
+    assert gateway.upstream.bodies(ANTHROPIC)[1]["messages"][1]["content"] == recorded

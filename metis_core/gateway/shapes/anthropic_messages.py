@@ -12,7 +12,9 @@ from typing import Any
 
 import orjson
 
+from metis_core.adapters._common.hosted import HOSTED_CLASSES, cited, replayable
 from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic.request import API, PROVIDER
 from metis_core.adapters.anthropic.request_reader import read_request
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, hit_continuation_limit, sse
 from metis_core.ids import new_ulid
@@ -80,7 +82,11 @@ class AnthropicMessagesShape(InboundShape):
         out: list[dict[str, Any]] = []
         for block in message.content:
             if isinstance(block, TextBlock):
-                out.append({"type": "text", "text": block.text})
+                citations = cited(block, PROVIDER, API) if block.citations else None
+                out.append({"type": "text", "text": block.text, "citations": citations} if citations
+                           else {"type": "text", "text": block.text})
+            elif isinstance(block, HOSTED_CLASSES) and replayable(block, PROVIDER, API):
+                out.append(block.payload)  # Anthropic's own server-tool block, as it sent it: the client replays it
             elif isinstance(block, ToolUseBlock):
                 out.append({"type": "tool_use", "id": self.client_tool_id(tool_ids, block.id), "name": block.name,
                             "input": block.input})
