@@ -1,8 +1,8 @@
 """A paused answer continued by the gateway, so every client gets one whole answer.
 
 Anthropic ends a long run of server tools (web search, code execution) with `pause_turn`
-(adapters/continuation.py). No shape the gateway writes carries the paused answer's server-tool
-blocks back, so its client could not resume it; the gateway does, as the agent's turn does: the same
+(adapters/continuation.py). Streams and OpenAI shapes carry no server-tool blocks back, so most
+clients could not resume it; the gateway does, for every shape, as the agent's turn does: the same
 request with the paused answers appended, on the model that paused, at most MAX_CONTINUATIONS times.
 Each upstream call is charged and recorded as it ends; the client gets one answer (content joined,
 usage summed, the last call's stop), marked CONTINUATION_LIMIT when it was still paused at the cap.
