@@ -37,6 +37,7 @@ from metis_core.routing.policy_file import PolicyLoader
 from metis_core.store.backend import DATABASE_URL_ENV
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
+from metis_core.transport.http import AsyncHttp
 
 if TYPE_CHECKING:
     from metis_core.agent.mcp.hub import McpHub
@@ -58,8 +59,10 @@ class Runtime:
         health: HealthTracker | None = None,
         configured_providers: set[str] | None = None,
         connect_mcp: bool = True,
+        async_http: AsyncHttp = "aiohttp",
     ) -> None:
-        """`configured_providers` overrides the key lookup (for a client built with explicit keys)."""
+        """`configured_providers` overrides the key lookup (for a client built with explicit keys);
+        `async_http` picks the HTTP library of the client made here (ModelClient)."""
         self.home = home or metis_home()
         self.home.mkdir(parents=True, exist_ok=True)
         self.config = config or load_config(self.home)
@@ -81,7 +84,8 @@ class Runtime:
         self.current_session: contextvars.ContextVar[str] = contextvars.ContextVar(
             "metis_session", default=SYSTEM_SESSION_ID)
         self.health = health or HealthTracker(on_event=self._health_event)
-        self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices)
+        self.client = client or ModelClient(config=self.config, registry=self.registry, prices=self.prices,
+                                            async_http=async_http)
         self.tools = ToolRegistry.with_builtins()
         self.prompts = PromptComposer()
         """Where templates, memory and skills add to each turn's system prompt (add_part / add_source)."""

@@ -20,9 +20,15 @@ from metis_core.agent.tools.python_tool import PythonTool, load_tool_module
 from metis_core.cli.cassette_flags import active_cassette
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
+from metis_core.transport.http import AsyncHttp
 
 if TYPE_CHECKING:
     from metis_core.cassettes.cassette import CassetteMode
+
+CLI_ASYNC_HTTP: AsyncHttp = "httpx"
+"""A command's turns run on asyncio, so their calls are async; a CLI process is short, and httpx starts
+~60 ms sooner than aiohttp (its import builds two SSL contexts) for ~0.35 ms more per call
+(docs/transport.md)."""
 
 DEFAULT_MODEL_BY_PROVIDER = {
     "anthropic": "anthropic:claude-sonnet-4-6",
@@ -50,20 +56,23 @@ def open_runtime(
     config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
     tool_modules: Sequence[Path] = (),
     db_path: Path | None = None,
+    async_http: AsyncHttp = CLI_ASYNC_HTTP,
 ) -> Runtime:
     """The Runtime of one command, offering the built-in tools plus the @tool functions of `tool_modules`
     and of config's `tool_modules` (loaded first, so a broken module fails before anything is opened);
-    `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`)."""
+    `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`); `async_http="aiohttp"` for a command that
+    serves (`metis serve`)."""
     extra = python_tools(config, tool_modules)
     active = active_cassette()
     if active is not None:
         runtime = with_learning(_cassette_runtime(config, active[0], active[1], confirmer, approve_everything,
-                                                  db_path))
+                                                  db_path, async_http))
     else:
         if config.defaults.model is None:
             config.defaults.model = fallback_default_model(config)
         runtime = with_learning(Runtime(home=config.home, config=config, confirmer=confirmer,
-                                        approve_everything=approve_everything, db_path=db_path))
+                                        approve_everything=approve_everything, db_path=db_path,
+                                        async_http=async_http))
         runtime.sessions.end_inactive()  # sessions idle past sessions.inactivity_timeout_hours: abandoned
     try:
         for made in extra:
@@ -96,10 +105,10 @@ def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list
 
 
 def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
-                      approve_everything: bool, db_path: Path | None) -> Runtime:
+                      approve_everything: bool, db_path: Path | None, async_http: AsyncHttp) -> Runtime:
     """A Runtime whose client records to or replays from `path` (`--record` / `--replay`)."""
     client = ModelClient(config=config, record=path if mode == "record" else None,
-                         replay=path if mode == "replay" else None)
+                         replay=path if mode == "replay" else None, async_http=async_http)
     configured: set[str] | None = None
     if mode == "replay":
         configured = set(provider_keys())  # a replay sends nothing, so no provider needs a key

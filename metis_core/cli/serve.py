@@ -48,7 +48,7 @@ def serve(
         Terminal.open(config).warn(
             f"{RETIRED_TOKEN_FILE} and {RETIRED_TOKEN_ENV} are no longer read: clients use gateway keys "
             "(`metis gateway keys issue --scope admin`); delete the file")
-    runtime = open_runtime(config)
+    runtime = open_runtime(config, async_http="aiohttp")  # a server: the least CPU per call
     store = open_gateway_key_store(runtime.database)
     try:
         per_minute = settings_from_env().auth_failure_events_per_minute

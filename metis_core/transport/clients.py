@@ -1,4 +1,4 @@
-"""The httpx client metis creates for its sync calls: the same client, minus a cookie jar pass that finds nothing.
+"""The httpx clients metis creates for itself: the same clients, minus a cookie jar pass that finds nothing.
 
 After every response httpx hands the cookie jar an email-style copy of all the headers to look
 for `Set-Cookie`, whether or not there is one: ~75 µs a call on our benchmark machine, about
@@ -6,7 +6,7 @@ as much as translating a 40-message history. Provider APIs rarely set cookies (s
 for load-balancer affinity), so these clients run the jar only when a response carries
 `Set-Cookie` or `Set-Cookie2`: every cookie a server sets is still stored and sent back exactly
 as before. Clients a caller passes in are never replaced or altered. (Async calls go through
-aiohttp, transport/owned_async.py, whose jar costs nothing when no cookie is set.)
+aiohttp by default, transport/owned_async.py; `MetisAsyncClient` serves `async_http="httpx"`.)
 """
 
 from __future__ import annotations
@@ -42,3 +42,18 @@ class MetisClient(httpx.Client):
     def cookies(self, cookies: Any) -> None:
         self._metis_cookies = SetCookieOnlyJar(cookies)
 
+
+class MetisAsyncClient(httpx.AsyncClient):
+    """`httpx.AsyncClient` whose `cookies` is a `SetCookieOnlyJar` (see the module docstring)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._metis_cookies = SetCookieOnlyJar(super().cookies)
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._metis_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._metis_cookies = SetCookieOnlyJar(cookies)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -42,3 +43,35 @@ def test_every_registered_command_loads() -> None:
     for name, command in LAZY_COMMANDS.items():
         loaded = command.load()
         assert loaded.name == name and (loaded.help or loaded.callback is not None), name
+
+
+RUN_PROBE = """
+import atexit, json, sys
+atexit.register(lambda: print(json.dumps({"aiohttp": "aiohttp" in sys.modules, "httpx": "httpx" in sys.modules})))
+from metis_core.cli.app import main
+sys.argv = ["metis", "run", "--json", "Say hello"]
+main()
+"""
+
+
+def test_a_command_answers_over_httpx_without_importing_aiohttp(tmp_path: Path) -> None:
+    """A command's turn is async, and a CLI process is short: it takes httpx, which starts ~60 ms sooner
+    than aiohttp (docs/transport.md); `metis serve` and the gateway take aiohttp."""
+    from cli.cli_harness import cli_env
+    from cli.replay_server import ANTHROPIC, ReplayServer, Reply
+
+    from metis_core.cli.runtime_setup import CLI_ASYNC_HTTP
+
+    assert CLI_ASYNC_HTTP == "httpx"
+    server = ReplayServer().start()
+    try:
+        server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+        home, workspace = tmp_path / "home", tmp_path / "work"
+        workspace.mkdir()
+        done = subprocess.run([sys.executable, "-c", RUN_PROBE], env=cli_env(home, server.base_url), cwd=workspace,
+                              capture_output=True, text=True, timeout=60, check=False)
+    finally:
+        server.stop()
+    assert done.returncode == 0, done.stderr
+    answer, loaded = json.loads(done.stdout.splitlines()[0]), json.loads(done.stdout.strip().splitlines()[-1])
+    assert answer["answer"] and loaded == {"aiohttp": False, "httpx": True}

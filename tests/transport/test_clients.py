@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import httpx
+import asyncio
 
-from metis_core.transport.clients import MetisClient, SetCookieOnlyJar
+import httpx
+import pytest
+
+from metis_core.transport.clients import MetisAsyncClient, MetisClient, SetCookieOnlyJar
 from metis_core.transport.http import HttpTransport
 
 
@@ -46,6 +49,34 @@ def test_cookies_assigned_by_the_caller_are_sent() -> None:
         client.post("http://api.test/v1/messages", content=b"{}")
         assert isinstance(client.cookies, SetCookieOnlyJar)
     assert server.seen == ["team=blue"]
+
+
+def test_the_async_client_behaves_the_same() -> None:
+    server = CookieServer()
+
+    async def run() -> str | None:
+        async with MetisAsyncClient(transport=httpx.MockTransport(server)) as client:
+            for _ in range(2):
+                await client.post("http://api.test/v1/messages", content=b"{}")
+            return client.cookies.get("affinity")
+
+    assert asyncio.run(run()) == "node-7"
+    assert server.seen == [None, "affinity=node-7"]
+
+
+def test_async_http_httpx_makes_a_metis_async_client_on_the_first_async_call_and_closes_it() -> None:
+    transport = HttpTransport(async_http="httpx")
+    assert transport._async_client is None  # nothing made before it is needed
+
+    async def run() -> None:
+        client = transport._httpx_async()
+        assert type(client) is MetisAsyncClient and transport._httpx_async() is client
+        await transport.aclose()
+        assert client.is_closed and transport._owned_async is None
+
+    asyncio.run(run())
+    with pytest.raises(ValueError, match="aiohttp' or 'httpx"):
+        HttpTransport(async_http="requests")  # type: ignore[arg-type]
 
 
 def test_the_transport_creates_metis_clients_and_keeps_a_callers_own() -> None:

@@ -20,6 +20,7 @@ from metis_core.cli.demo.scripted_model import DEMO_FILE
 from metis_core.cli.demo.server import DemoServer
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
+from metis_core.cli.runtime_setup import CLI_ASYNC_HTTP
 from metis_core.cli.spend import model_calls, spend_by, total
 from metis_core.cli.tables import spend_table
 from metis_core.cli.trace_view import trace_tree
@@ -50,7 +51,7 @@ class Tour:
             "METIS_OPENAI_BASE_URL": f"{server.base_url}/v1", "OPENAI_API_KEY": PLACEHOLDER_KEY,
         }  # fmt: skip
         config = load_config(home, environ=environ)
-        self.runtime = Runtime(home=home, config=config, approve_everything=True)
+        self.runtime = Runtime(home=home, config=config, approve_everything=True, async_http=CLI_ASYNC_HTTP)
         self.printer = StreamPrinter(terminal.out)
         self.runtime.tools = shown_tools(self.runtime.tools, self.printer)
 
