@@ -10,6 +10,8 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from datetime import UTC, datetime
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from metis_core.agent.runtime import Runtime
 from metis_core.events.recorder import EventRecorder
 from metis_core.gateway.app import create_app
 from metis_core.gateway.keys import KeyTerms
+from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewayService, GatewaySettings
 from metis_core.store.gateway_keys import SqliteGatewayKeyStore
 from metis_core.transport.retry import RetryPolicy
@@ -86,3 +89,16 @@ class GatewayHarness:
     def of_type(self, event_type: str) -> list[Any]:
         self.drain()
         return self.events.of_type(event_type)
+
+    def cancelled_turn(self) -> Any:
+        """The one `turn.cancelled` event, waited for: the record follows a cancel on the gateway's loop."""
+        deadline = time.monotonic() + 10
+        while not self.of_type("turn.cancelled") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        [cancelled] = self.of_type("turn.cancelled")
+        return cancelled
+
+    def spent_today(self, key_id: str) -> Decimal:
+        """What the key has been charged in today's budget window."""
+        day, _ = budget_window("day", datetime.now(UTC))
+        return Decimal(self.service.key_store.spent("gateway_key", key_id, int(day.timestamp())))

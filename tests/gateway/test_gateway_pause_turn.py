@@ -11,8 +11,6 @@ leaves mid-continuation cancels the call in flight and leaves the finished ones 
 from __future__ import annotations
 
 import json
-import time
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -28,7 +26,6 @@ from pydantic import BaseModel
 from structured_wire import WIRES
 
 from metis_core.adapters.continuation import MAX_CONTINUATIONS
-from metis_core.gateway.quotas import budget_window
 from metis_core.messages import MessageStatus
 from metis_core.transport.framing import decode_all
 
@@ -72,11 +69,6 @@ def openai_client(gateway: GatewayHarness, token: str, **options: Any) -> openai
     return openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token, max_retries=0, **options)
 
 
-def spent(gateway: GatewayHarness, key_id: str) -> Decimal:
-    day, _ = budget_window("day", datetime.now(UTC))
-    return Decimal(gateway.service.key_store.spent("gateway_key", key_id, int(day.timestamp())))
-
-
 def check_two_calls_recorded_and_charged(gateway: GatewayHarness, key_id: str, shape: str) -> None:
     calls = gateway.of_type("llm.call_completed")
     assert [c.payload["input_tokens"] for c in calls] == [PAUSED["usage"]["input_tokens"],
@@ -87,12 +79,12 @@ def check_two_calls_recorded_and_charged(gateway: GatewayHarness, key_id: str, s
     assert turn.payload["llm_call_count"] == 2 and turn.payload["stop_reason"] == "end_turn"
     assert turn.payload["total_output_tokens"] == PAUSED["usage"]["output_tokens"] + CONTINUED["usage"]["output_tokens"]
     costs = [Decimal(str(c.payload["cost_usd"])) for c in calls]
-    assert all(cost > 0 for cost in costs) and spent(gateway, key_id) == pytest.approx(sum(costs))
+    assert all(cost > 0 for cost in costs) and gateway.spent_today(key_id) == pytest.approx(sum(costs))
     stored = gateway.runtime.store.load_messages(turn.session_id)
     assert [m.role.value for m in stored] == ["user", "assistant", "assistant"]  # each upstream answer, as it came
     answers = stored[1:]  # `metis cost --by key` reads each one's identity and price
     assert [getattr(m.metadata, "gateway_key_id", None) for m in answers] == [key_id, key_id]
-    assert sum(m.metadata.usage.cost_usd for m in answers if m.metadata.usage) == spent(gateway, key_id)
+    assert sum(m.metadata.usage.cost_usd for m in answers if m.metadata.usage) == gateway.spent_today(key_id)
 
 
 def check_resumed_with_the_paused_answer(upstream: ReplayServer) -> None:
@@ -208,7 +200,7 @@ def test_a_structured_ask_continues_a_paused_attempt_before_judging_it(gateway: 
     assert gateway.of_type("llm.output_retried") == []  # a pause is continued, not corrected
     calls = gateway.of_type("llm.call_completed")
     assert len(calls) == 2
-    assert spent(gateway, key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
+    assert gateway.spent_today(key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
 
 
 def cap_reply(shape: str, gateway: GatewayHarness, token: str) -> str:
@@ -243,15 +235,7 @@ def test_an_answer_that_keeps_pausing_is_cut_short_at_the_cap(gateway: GatewayHa
     [turn] = gateway.of_type("turn.completed")
     assert turn.payload["stop_reason"] == "error" and turn.payload["llm_call_count"] == MAX_CONTINUATIONS + 1
     assert "paused its hosted tools 9 times in a row" in turn.payload["signals_extra"]["error"]
-    assert spent(gateway, key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
-
-
-def wait_for_cancel(gateway: GatewayHarness) -> Any:
-    deadline = time.monotonic() + 10  # the record follows the cancel on the gateway's loop
-    while not gateway.of_type("turn.cancelled") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    [cancelled] = gateway.of_type("turn.cancelled")
-    return cancelled
+    assert gateway.spent_today(key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
 
 
 def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness:
@@ -261,13 +245,13 @@ def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness
 
 
 def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
-    cancelled = wait_for_cancel(harness)
+    cancelled = harness.cancelled_turn()
     assert cancelled.payload["reason"] == "client_disconnect"
     [completed] = harness.of_type("llm.call_completed")  # the paused answer: received, recorded, charged
     [failed] = harness.of_type("llm.call_failed")  # the continuation in flight
     assert failed.payload["error_class"] == "cancelled" and completed.payload["gateway_key_id"] == key_id
     assert harness.of_type("turn.completed") == []
-    assert spent(harness, key_id) == pytest.approx(Decimal(str(completed.payload["cost_usd"])))
+    assert harness.spent_today(key_id) == pytest.approx(Decimal(str(completed.payload["cost_usd"])))
     return cancelled
 
 

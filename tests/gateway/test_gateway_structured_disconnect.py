@@ -10,18 +10,13 @@ from __future__ import annotations
 
 import json
 import socket
-import time
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
 
 import pytest
 from cli.replay_server import ReplayServer
 from pydantic import BaseModel
 from structured_wire import WIRES
-
-from metis_core.gateway.quotas import budget_window
 
 from .gateway_harness import GatewayHarness
 from .stalling_upstream import StallingUpstream
@@ -55,19 +50,6 @@ def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstrea
     assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
 
 
-def cancelled_turn(harness: GatewayHarness) -> Any:
-    deadline = time.monotonic() + 10  # the record follows the cancel on the gateway's loop
-    while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    [cancelled] = harness.of_type("turn.cancelled")
-    return cancelled
-
-
-def spent(harness: GatewayHarness, key_id: str) -> Decimal:
-    day, _ = budget_window("day", datetime.now(UTC))
-    return harness.service.key_store.spent("gateway_key", key_id, int(day.timestamp()))
-
-
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_client_leaving_a_structured_ask_cancels_the_upstream_uncharged(tmp_path: Path, stream: bool) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
@@ -77,7 +59,7 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_uncharged(tmp_pa
         ask_and_leave(harness, token, stalling, stream=stream)
         [sent] = stalling.requests
         assert json.loads(sent)["output_config"]["format"]["type"] == "json_schema"  # the structured path ran
-        cancelled = cancelled_turn(harness)
+        cancelled = harness.cancelled_turn()
         assert cancelled.payload == {"reason": "client_disconnect", "partial_llm_calls": 0,
                                      "partial_tool_calls": 0}
         [failed] = harness.of_type("llm.call_failed")
@@ -88,7 +70,7 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_uncharged(tmp_pa
         assert [m.role.value for m in harness.runtime.store.load_messages(session_id)] == ["user"]
         session = harness.runtime.store.get_session(session_id)
         assert session.total_cost_usd == 0 and session.total_output_tokens == 0
-        assert spent(harness, key_id) == 0
+        assert harness.spent_today(key_id) == 0
     finally:
         harness.stop()
 
@@ -102,7 +84,7 @@ def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_atte
         ask_and_leave(harness, token, stalling, stream=False)
         _, second = (json.loads(r) for r in stalling.requests)
         assert "$.age" in second["messages"][-1]["content"][-1]["text"]  # the stalled call is the correction
-        cancelled = cancelled_turn(harness)
+        cancelled = harness.cancelled_turn()
         [completed] = harness.of_type("llm.call_completed")
         [retried] = harness.of_type("llm.output_retried")
         [failed] = harness.of_type("llm.call_failed")
@@ -110,6 +92,6 @@ def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_atte
         assert completed.payload["gateway_key_id"] == key_id
         assert cancelled.payload["reason"] == "client_disconnect"
         assert harness.of_type("turn.completed") == []
-        assert spent(harness, key_id) == ONE_CALL  # the first attempt was answered and paid; the second was not
+        assert harness.spent_today(key_id) == ONE_CALL  # the first attempt was answered and paid; the second was not
     finally:
         harness.stop()
