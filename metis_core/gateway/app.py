@@ -144,7 +144,7 @@ class GatewayApp:
             body = await read_json_body(request, service.settings.max_body_bytes)
             asked = body.get("model")
             members = service.allowed_members(key, str(asked), service.resolve(asked, shape))
-            subjects = service.admit(key, shape, str(asked))
+            subjects = await service.admit(key, shape, str(asked))
             inbound, session_id = service.read(shape, body, members)
             ask = structured_ask(inbound, forced_tool=shape.forced_tool_is_schema)
         except GatewayError as error:

@@ -5,11 +5,14 @@ short linger, every job queued runs as one batch: its events reach the bus as on
 conversations are written in one transaction as prepared rows, so a busy gateway pays one commit
 per batch, not per call. A failed job or a refused conversation is logged and isolated; nothing
 submitted is dropped: `drain()` and `close()` wait for all of it, and pending work also runs at
-interpreter exit.
+interpreter exit. The backlog is bounded by backpressure, not by dropping: past `max_backlog` jobs
+not yet run, `room()` makes new calls wait (asynchronously, on their own loop) until the writer is
+back under half of it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import logging
 import threading
@@ -33,13 +36,21 @@ LINGER_SECONDS = 0.025
 those milliseconds share one transaction and one trace commit. The record is off the answer's path;
 a longer wait amortizes the commits over more calls and leaves most requests' time free of record
 work (docs/gateway.md "What it costs"), at the price of events landing up to this much later."""
+MAX_BACKLOG = 4 * MAX_BATCH
+"""Record jobs submitted and not yet run (a call submits ~5) past which new calls wait for the writer
+(METIS_GATEWAY_RECORD_BACKLOG). Four batches: enough to ride out a slow commit, little enough that a
+writer that cannot keep up slows admissions instead of holding thousands of calls in memory."""
+BUS_POLL_SECONDS = 0.002
+"""How often a writer held back by a full bus looks again."""
 
 
 class RecordWriter:
     """Runs record jobs on one thread, in order; stages conversations and commits them per batch."""
 
     def __init__(self, store: SessionStore, max_batch: int = MAX_BATCH, bus: EventBus | None = None,
-                 linger: float = LINGER_SECONDS) -> None:
+                 linger: float = LINGER_SECONDS, max_backlog: int = MAX_BACKLOG) -> None:
+        if max_batch < 1 or max_backlog < 1:
+            raise ValueError("max_batch and max_backlog must be at least 1")
         self.store = store
         self.linger = linger
         self.bus = bus
@@ -53,11 +64,47 @@ class RecordWriter:
         self._staged: list[StoredConversation] = []
         self.batches = 0
         """Transactions committed so far (tests, the benchmark)."""
+        self.max_backlog = max_backlog
+        self.resume_at = max_backlog // 2
+        """Waiting calls are let in once the backlog is back down to this (the low-water mark)."""
+        self._backlog = 0  # jobs submitted and not yet run, the running batch included
+        self._full = False  # set past max_backlog, cleared at resume_at: admissions wait meanwhile
+        self._gates: dict[asyncio.AbstractEventLoop, asyncio.Event] = {}
+        self.peak_backlog = 0
+        """The largest backlog seen (tests, the benchmark)."""
+        self.waits = 0
+        """Admissions that had to wait for the writer (tests, the benchmark)."""
+
+    @property
+    def backlog(self) -> int:
+        """Jobs submitted and not yet run, the running batch included."""
+        return self._backlog
+
+    async def room(self) -> None:
+        """Return once the backlog is under the bound (at once, almost always); never blocks the loop.
+
+        Past `max_backlog` every caller waits on its loop's gate until the writer thread has brought
+        the backlog down to `resume_at` and opened it; a call already admitted is never held up."""
+        while self._full:
+            loop = asyncio.get_running_loop()
+            with self._lock:
+                if not self._full:
+                    return
+                gate = self._gates.get(loop)
+                if gate is None:
+                    gate = self._gates[loop] = asyncio.Event()
+                self.waits += 1
+            await gate.wait()
 
     def submit(self, job: Callable[[], object]) -> None:
         """Queue `job`; it runs after every job submitted before it."""
         with self._lock:
             self._jobs.append(job)
+            self._backlog += 1
+            if self._backlog > self.peak_backlog:
+                self.peak_backlog = self._backlog
+            if self._backlog > self.max_backlog:
+                self._full = True
             if self._scheduled:
                 return
             self._scheduled = True
@@ -81,19 +128,45 @@ class RecordWriter:
         if self.linger > 0:
             time.sleep(self.linger)
         while True:
+            self._wait_for_the_bus()
             with self._lock:
                 if not self._jobs:
                     self._scheduled = False
                     return
                 count = min(len(self._jobs), self.max_batch)
                 batch = [self._jobs.popleft() for _ in range(count)]
-            with self.bus.dispatch_held() if self.bus is not None else contextlib.nullcontext():
-                for job in batch:
-                    try:
-                        job()
-                    except Exception:  # the answer has left; a failed record is logged, never raised
-                        log.exception("gateway record job failed")
-            self._commit()
+            try:
+                with self.bus.dispatch_held() if self.bus is not None else contextlib.nullcontext():
+                    for job in batch:
+                        try:
+                            job()
+                        except Exception:  # the answer has left; a failed record is logged, never raised
+                            log.exception("gateway record job failed")
+                self._commit()
+            finally:  # whatever happened, these jobs are no longer waiting: never leave admissions shut
+                self._ran(count)
+
+    def _wait_for_the_bus(self) -> None:
+        """Hold the next batch while the bus is more than half full: its queue rejects events when
+        full, so a trace store that falls behind slows this thread (and, through it, admissions)
+        instead of losing events."""
+        bus = self.bus
+        if bus is None:
+            return
+        while bus.queue_depth > bus.queue_capacity // 2 and not bus.closed:
+            time.sleep(BUS_POLL_SECONDS)
+
+    def _ran(self, count: int) -> None:
+        """`count` jobs are done and committed: open the gates once the backlog is down to `resume_at`."""
+        with self._lock:
+            self._backlog -= count
+            if not self._full or self._backlog > self.resume_at:
+                return
+            self._full = False
+            gates, self._gates = self._gates, {}
+        for loop, gate in gates.items():
+            with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting on it
+                loop.call_soon_threadsafe(gate.set)
 
     def _commit(self) -> None:
         staged, self._staged = self._staged, []

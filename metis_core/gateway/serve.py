@@ -3,7 +3,8 @@
 `build_app()` is the factory uvicorn imports in each worker (so `--workers N` runs N processes
 sharing one metis.db: counters there are atomic). uvloop and httptools are used when installed
 (the `gateway` extra brings them), else asyncio and h11. Settings come from the environment:
-METIS_GATEWAY_MAX_BODY_BYTES, METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE, METIS_GATEWAY_WORKSPACE.
+METIS_GATEWAY_MAX_BODY_BYTES, METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE, METIS_GATEWAY_WORKSPACE,
+METIS_GATEWAY_RECORD_BACKLOG.
 """
 
 from __future__ import annotations
@@ -42,13 +43,17 @@ def _int_env(name: str, default: int) -> int:
 
 
 def settings_from_env() -> GatewaySettings:
+    from metis_core.gateway.record_writer import MAX_BACKLOG
     from metis_core.gateway.service import DEFAULT_MAX_BODY_BYTES, GatewaySettings
 
     workspace = Path(os.environ.get("METIS_GATEWAY_WORKSPACE") or Path.cwd())
+    record_backlog = _int_env("METIS_GATEWAY_RECORD_BACKLOG", MAX_BACKLOG)
+    if record_backlog < 1:
+        raise ConfigError("METIS_GATEWAY_RECORD_BACKLOG must be at least 1 (record jobs a busy gateway may queue)")
     return GatewaySettings(
         max_body_bytes=_int_env("METIS_GATEWAY_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
         auth_failure_events_per_minute=_int_env("METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE", 10),
-        workspace=workspace,
+        workspace=workspace, record_backlog=record_backlog,
     )
 
 

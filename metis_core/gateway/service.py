@@ -40,7 +40,7 @@ from metis_core.gateway.hosted_tool_asks import carry_web_search
 from metis_core.gateway.key_check import MODEL_SCOPES, KeyCheck
 from metis_core.gateway.keys import KeyService
 from metis_core.gateway.quotas import QuotaGate, Subject
-from metis_core.gateway.record_writer import RecordWriter
+from metis_core.gateway.record_writer import MAX_BACKLOG, RecordWriter
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role, StreamEvent
@@ -63,6 +63,8 @@ class GatewaySettings:
     """At most this many gateway.auth_failed events per minute per process; the rest are counted."""
     workspace: Path = field(default_factory=Path.cwd)
     """Where routing.yaml (aliases, chains) is read from."""
+    record_backlog: int = MAX_BACKLOG
+    """Record jobs not yet written past which new calls wait before they are admitted (record_writer.py)."""
 
 
 @dataclass(slots=True)
@@ -107,7 +109,7 @@ class GatewayService:
         self.quotas = QuotaGate(key_store, runtime.bus)
         self.engine = runtime.engine_for(self.settings.workspace)
         self.key_check = KeyCheck(self.keys, failure_events_per_minute=self.settings.auth_failure_events_per_minute)
-        self.writer = RecordWriter(runtime.store, bus=runtime.bus)
+        self.writer = RecordWriter(runtime.store, bus=runtime.bus, max_backlog=self.settings.record_backlog)
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
         """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""
@@ -175,7 +177,12 @@ class GatewayService:
             )
         return allowed
 
-    def admit(self, key: GatewayKeyRecord, shape: InboundShape, asked: str) -> list[Subject]:
+    async def admit(self, key: GatewayKeyRecord, shape: InboundShape, asked: str) -> list[Subject]:
+        """The call's quota subjects, once the record writer has room and the key's limits allow it.
+
+        Waiting for room comes first (a no-op unless the record has fallen behind), so a call held
+        back is counted against its rpm when it is let in, not while it waits."""
+        await self.writer.room()
         subjects = self.quotas.subjects(key)
         self.quotas.admit(key, subjects, shape=shape.name, model=asked)
         return subjects
