@@ -30,6 +30,7 @@ from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, 
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
+from metis_core.store.multi_row_insert import multi_row_inserts
 from metis_core.store.records import (
     SESSION_COLUMNS,
     TOOL_CALL_COLUMNS,
@@ -208,18 +209,18 @@ class SessionStore:
         return refused
 
     def _store_prepared(self, items: list[StoredConversation]) -> bool:
-        """The whole batch as prepared rows in one transaction (three executemany); False, with nothing
+        """The whole batch as prepared rows in one transaction (multi-row INSERTs); False, with nothing
         written, when a conversation needs the checked path or the database refuses a row."""
         workspaces = {item.workspace_path: normalize_workspace_cached(item.workspace_path) for item in items}
         rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
         if rows is None:
             return False
         try:
-            with self._db.transaction():
-                self._db.executemany(INSERT_SESSION, rows.sessions)
-                self._db.executemany(INSERT_MESSAGE, rows.messages)
-                if rows.tool_calls:
-                    self._db.executemany(INSERT_TOOL_CALL, rows.tool_calls)
+            with self._db.transaction():  # many rows per statement: one step each, not one per row
+                for insert, table_rows in ((INSERT_SESSION, rows.sessions), (INSERT_MESSAGE, rows.messages),
+                                           (INSERT_TOOL_CALL, rows.tool_calls)):
+                    for statement, params in multi_row_inserts(insert, table_rows):
+                        self._db.execute(statement, params)
         except self._db.duplicate_error:
             return False  # a taken session or message id: the savepoint path isolates and names it
         except StoreError as error:

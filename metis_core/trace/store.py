@@ -1,10 +1,11 @@
 """`TraceStore`: the events table (SQLite or PostgreSQL), written by a fast-path bus subscriber.
 
-The subscriber inserts into an open transaction and commits when the bus queue is momentarily
-empty, after `commit_every` events or after `commit_interval` seconds (an idle flusher covers a
-stopped burst); `append` always commits. On PostgreSQL the handler hands rows to an `EventBatcher`
-whose thread does the network writes. Replay and queries read the same table. Retention,
-gap detection, backup and audit export live in their own modules.
+On SQLite the subscriber buffers rows and inserts them, many per statement, in one transaction when
+the bus queue is momentarily empty, after `commit_every` events or after `commit_interval` seconds
+(an idle flusher covers a stopped burst); `append` always commits, and reads see buffered rows. On
+PostgreSQL the handler hands rows to an `EventBatcher` whose thread does the network writes. Replay
+and queries read the same table. Retention, gap detection, backup and audit export live in their
+own modules.
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ from metis_core.errors import StoreError
 from metis_core.events.bus import EventBus, EventFilter, Subscription, SubscriptionHandle
 from metis_core.events.envelope import Event
 from metis_core.store.backend import Database, Location, open_backend
+from metis_core.store.multi_row_insert import multi_row_inserts
 from metis_core.store.records import to_us
 from metis_core.trace.event_batcher import EventBatcher
-from metis_core.trace.event_rows import EVENT_COLUMNS, event_from_row, event_row
+from metis_core.trace.event_rows import EVENT_COLUMNS, EventRow, event_from_row, event_row
 
 if TYPE_CHECKING:
     from metis_core.trace.gaps import Gap
@@ -33,6 +35,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("metis_core.trace")
 
 SUBSCRIPTION_NAME = "trace-store"
+MAX_BUFFERED_ROWS = 100_000
+"""Rows kept for another attempt while the database refuses writes; past this they are dropped (logged)."""
 
 
 class _HasEmit(Protocol):
@@ -63,6 +67,8 @@ class TraceStore:
         self._db: Database = open_backend(db_path)
         self.path = self._db.location
         self._insert = self._db.statements.insert_event
+        self._rows: list[EventRow] = []
+        """SQLite: rows handed to the store and not yet inserted (written at the next commit or read)."""
         self._batcher: EventBatcher | None = None
         if self._db.backend == "postgres":
             self._batcher = EventBatcher(self._db, batch_rows=commit_every, interval=commit_interval)
@@ -116,40 +122,32 @@ class TraceStore:
             self._batcher.add(event_row(event))
             self._batcher.flush()
             return
-        with self._lock, self._db.errors():
-            self._begin_if_needed()
-            self._db.execute(self._insert, event_row(event))
-            self._pending += 1
+        with self._lock:
+            self._buffer(event_row(event))
             self._commit_pending()
 
     def append_many(self, events: Iterable[Event]) -> int:
         """Insert events in one transaction; returns how many."""
-        count = 0
+        rows = [event_row(event) for event in events]
         if self._batcher is not None:
             self._check_open()
-            rows = [event_row(event) for event in events]
             self._batcher.add_many(rows)
             self._batcher.flush()
             return len(rows)
-        with self._lock, self._db.errors():
-            self._begin_if_needed()
-            for event in events:
-                self._db.execute(self._insert, event_row(event))
-                count += 1
-            self._pending += count
+        with self._lock:
+            for row in rows:
+                self._buffer(row)
             self._commit_pending()
-        return count
+        return len(rows)
 
     def write_event(self, event: Event) -> None:
-        """The fast-path handler: insert now, commit when the batch policy says so."""
+        """The fast-path handler: buffer the row now, insert and commit when the batch policy says so."""
         if self._batcher is not None:  # the batcher's thread does the network write
             self._batcher.add(event_row(event))
             return
+        row = event_row(event)
         with self._lock:
-            with self._db.errors():
-                self._begin_if_needed()
-                self._db.execute(self._insert, event_row(event))
-            self._pending += 1
+            self._buffer(row)
             bus = self._bus
             if (
                 self._pending >= self.commit_every
@@ -160,6 +158,14 @@ class TraceStore:
             elif self._flusher is None:
                 self._start_flusher()
 
+    def _buffer(self, row: EventRow) -> None:
+        """SQLite, with the lock held: keep `row` for the next insert."""
+        self._check_open()
+        if not self._pending:
+            self._pending_since = time.monotonic()
+        self._rows.append(row)
+        self._pending += 1
+
     def flush(self) -> None:
         """Commit what the subscriber has written so far (other connections then see it)."""
         with self._lock:
@@ -169,19 +175,35 @@ class TraceStore:
         if self._closed:
             raise StoreError(f"the trace store on {self.path} is closed")
 
-    def _begin_if_needed(self) -> None:
-        """SQLite only: the subscriber's batch is one open write transaction."""
+    def _insert_buffered(self) -> None:
+        """SQLite, with the lock held: insert the buffered rows into the open write transaction (begun
+        here if needed), many per statement. If the database refuses them (locked past the busy
+        timeout, disk full), they stay buffered for the next attempt and the error is raised."""
+        rows = self._rows
+        if not rows:
+            return
         self._check_open()
-        if not self._db.in_transaction:
-            self._db.execute("BEGIN IMMEDIATE")
-            self._pending_since = time.monotonic()
+        try:
+            with self._db.errors():
+                if not self._db.in_transaction:
+                    self._db.execute("BEGIN IMMEDIATE")
+                for statement, params in multi_row_inserts(self._insert, rows):
+                    self._db.execute(statement, params)  # inserts ignore stored ids: a retried row is harmless
+        except StoreError:
+            if len(rows) > MAX_BUFFERED_ROWS:
+                log.error("trace store: dropping %d buffered events the database keeps refusing", len(rows))
+                self._rows, self._pending = [], 0
+            raise
+        self._rows = []
 
     def _commit_pending(self) -> None:
         if self._batcher is not None and not self._closed:
             self._batcher.flush()
-        elif not self._closed and self._db.in_transaction:
-            with self._db.errors():
-                self._db.execute("COMMIT")
+        elif not self._closed:
+            self._insert_buffered()
+            if self._db.in_transaction:
+                with self._db.errors():
+                    self._db.execute("COMMIT")
         self._pending = 0
 
     def _start_flusher(self) -> None:
@@ -251,6 +273,8 @@ class TraceStore:
         with self._lock, self._db.errors():
             if self._batcher is not None:  # read your own writes, as SQLite's open transaction does
                 self._batcher.flush()
+            elif not self._closed:
+                self._insert_buffered()
             rows = self._db.execute(f"SELECT {EVENT_COLUMNS} FROM events {tail}", params).fetchall()
         return [event_from_row(row) for row in rows]
 

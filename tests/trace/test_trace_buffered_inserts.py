@@ -1,0 +1,73 @@
+"""The SQLite trace writer buffers rows and inserts many per statement: the same rows as one INSERT
+per event, reads that see what is buffered, and buffered rows kept for another try when refused."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+from trace_samples import event
+
+from metis_core.errors import StoreError
+from metis_core.store.multi_row_insert import MAX_ROWS, multi_row_inserts
+from metis_core.trace import TraceStore
+from metis_core.trace.event_rows import EVENT_COLUMNS, INSERT_EVENT, event_row
+
+
+def rows_of(path: Path) -> list[tuple[object, ...]]:
+    with sqlite3.connect(path) as conn:
+        return conn.execute(f"SELECT {EVENT_COLUMNS} FROM events ORDER BY id").fetchall()
+
+
+@pytest.mark.parametrize("count", [1, 2, 3, 63, 64, 65, 200, 257])
+def test_multi_row_inserts_store_the_same_rows_as_one_insert_per_event(tmp_path: Path, count: int) -> None:
+    events = [event() for _ in range(count)]
+    events.append(events[0])  # a duplicate id: ignored, as a second single INSERT would be
+    one_by_one, buffered = tmp_path / "one.db", tmp_path / "many.db"
+    TraceStore(one_by_one).close()
+    with sqlite3.connect(one_by_one) as conn:
+        conn.executemany(INSERT_EVENT, [event_row(e) for e in events])
+    with TraceStore(buffered, commit_every=10_000, commit_interval=60) as store:
+        for e in events:
+            store.write_event(e)
+    assert rows_of(buffered) == rows_of(one_by_one)
+    assert len(rows_of(buffered)) == count
+
+
+def test_statements_are_powers_of_two_up_to_the_cap() -> None:
+    rows = [event_row(event()) for _ in range(200)]
+    statements = list(multi_row_inserts(INSERT_EVENT, rows))
+    sizes = [len(params) // 9 for _, params in statements]
+    assert sizes == [64, 64, 64, 8]
+    assert max(sizes) <= MAX_ROWS
+    assert statements[-1][0].count("(?, ?, ?, ?, ?, ?, ?, ?, ?)") == 8
+    flattened = [value for _, params in statements for value in params]
+    assert flattened == [value for row in rows for value in row]  # order kept
+
+
+def test_reads_see_rows_still_buffered(tmp_path: Path) -> None:
+    with TraceStore(tmp_path / "metis.db", commit_every=10_000, commit_interval=60) as store:
+        first, second = event("sess_a"), event("sess_a")
+        store.write_event(first)
+        store.write_event(second)
+        assert store.replay("sess_a") == [first, second]
+        assert store.get(second.id) == second
+        assert store.count() == 2
+
+
+def test_rows_the_database_refuses_stay_buffered_and_are_written_on_the_next_commit(tmp_path: Path) -> None:
+    path = tmp_path / "metis.db"
+    with TraceStore(path, commit_every=10_000, commit_interval=60) as store:
+        events = [event() for _ in range(5)]
+        for e in events:
+            store.write_event(e)
+        blocker = sqlite3.connect(path, timeout=0)
+        blocker.execute("BEGIN IMMEDIATE")  # another writer holds the database
+        store._db.conn.execute("PRAGMA busy_timeout = 0")
+        with pytest.raises(StoreError):
+            store.flush()
+        blocker.rollback()
+        blocker.close()
+        store.flush()
+    assert [row[0] for row in rows_of(path)] == [e.id for e in events]
