@@ -84,12 +84,16 @@ async def _call_isolated(name: str, handler: EventHandler, event: Event) -> None
         if result is not None and inspect.isawaitable(result):
             await result
     except (Exception, asyncio.CancelledError) as error:
-        logger.warning(
-            "bus handler failed: subscription=%s event_id=%s event_type=%s error=%r",
-            name, event.id, event.type, error,
-            exc_info=error,
-            extra={"subscription": name, "event_id": event.id, "event_type": event.type, "error": repr(error)},
-        )  # fmt: skip
+        _handler_failed(name, event, error)
+
+
+def _handler_failed(name: str, event: Event, error: BaseException) -> None:
+    logger.warning(
+        "bus handler failed: subscription=%s event_id=%s event_type=%s error=%r",
+        name, event.id, event.type, error,
+        exc_info=error,
+        extra={"subscription": name, "event_id": event.id, "event_type": event.type, "error": repr(error)},
+    )  # fmt: skip
 
 
 class _BatchForwardingBarrier(FlushBarrier):
@@ -218,8 +222,13 @@ class EventBus:
         for route in self._routes:
             if not route.filter.matches(event):
                 continue
-            if route.batch_worker is None:
-                await _call_isolated(route.name, route.handler, event)
+            if route.batch_worker is None:  # _call_isolated inlined: this runs for every event and handler
+                try:
+                    result = route.handler(event)
+                    if result is not None and inspect.isawaitable(result):
+                        await result
+                except (Exception, asyncio.CancelledError) as error:
+                    _handler_failed(route.name, event, error)
             elif (depth := route.batch_worker.put(event)) is not None:
                 self._backlog_overflow.rejected(
                     "batch subscriber backlog full: subscription=%s dropped event_id=%s event_type=%s "

@@ -20,9 +20,14 @@ from metis_core.messages.migrations import migrate_message_dict
 from metis_core.store.records import to_us
 
 
+_JSON_COLUMNS = {"content", "metadata"}
+
+
 def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
     """(id, session_id, role, content_json, metadata_json, created_at_us, schema_version)."""
-    data = message.model_dump(mode="json")
+    # Only the two columns stored as JSON: the other fields' serializers (created_at's strftime) are
+    # Python code, and their values are taken from the message as they are.
+    data = message.model_dump(mode="json", include=_JSON_COLUMNS)
     return (
         message.id,
         message.session_id,
