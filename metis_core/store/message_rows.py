@@ -19,7 +19,6 @@ from metis_core.messages import Message
 from metis_core.messages.migrations import migrate_message_dict
 from metis_core.store.records import to_us
 
-
 _JSON_COLUMNS = {"content", "metadata"}
 
 

@@ -55,8 +55,9 @@ def _calls(gateway: GatewayHarness, token: str) -> None:
         {"role": "user", "content": "weather in Paris?"}], tools=[WEATHER])
     claude.messages.create(model="anthropic:claude-haiku-4-5,openai:gpt-4o", max_tokens=20,
                            messages=[{"role": "user", "content": "fall back"}])
-    gpt.chat.completions.create(model="openai:gpt-4o", messages=[{"role": "user", "content": "weather?"}], tools=[
-        {"type": "function", "function": {"name": "GetWeatherArgs", "parameters": {"type": "object", "properties": {}}}}])
+    function = {"name": "GetWeatherArgs", "parameters": {"type": "object", "properties": {}}}
+    gpt.chat.completions.create(model="openai:gpt-4o", messages=[{"role": "user", "content": "weather?"}],
+                                tools=[{"type": "function", "function": function}])  # type: ignore[list-item]
     with claude.messages.stream(model="anthropic:claude-haiku-4-5", max_tokens=50, tools=[WEATHER],
                                 messages=[{"role": "user", "content": "stream it"}]) as stream:
         stream.get_final_message()
