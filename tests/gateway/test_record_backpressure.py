@@ -12,8 +12,11 @@ from pathlib import Path
 import httpx
 import pytest
 from cli.replay_server import ANTHROPIC, ReplayServer, Reply
+from event_payload_samples import MINIMAL_PAYLOADS
 
 from metis_core.errors import ConfigError, MetisError
+from metis_core.events.bus import EventBus, EventFilter, Subscription
+from metis_core.events.envelope import Event
 from metis_core.gateway.record_writer import MAX_BACKLOG, RecordWriter
 from metis_core.gateway.serve import settings_from_env
 from metis_core.gateway.service import GatewaySettings
@@ -182,3 +185,25 @@ def test_a_gateway_whose_record_falls_behind_answers_every_call_and_serves_healt
     finally:
         hold.set()
         harness.stop()
+
+
+def test_the_writer_holds_its_batches_while_the_bus_is_half_full_so_no_event_is_rejected(tmp_path: Path) -> None:
+    bus = EventBus(queue_capacity=8)
+    seen: list[str] = []
+
+    def slow_subscriber(event: Event) -> None:
+        time.sleep(0.002)  # a trace store that falls behind
+        seen.append(event.session_id)
+
+    bus.subscribe(Subscription(name="slow", filter=EventFilter(event_types={"turn.started"}),
+                               handler=slow_subscriber, fast_path=True))
+    bus.flush()
+    writer = RecordWriter(SessionStore(tmp_path / "metis.db"), bus=bus, max_batch=4, linger=0.0)
+    sessions = [new_session_id() for _ in range(60)]
+    for sid in sessions:
+        writer.submit(lambda sid=sid: bus.emit_new("turn.started", MINIMAL_PAYLOADS["turn.started"], session_id=sid))
+    writer.drain()
+    bus.flush()
+    assert seen == sessions  # every event reached the subscriber, in order; none was refused as overflow
+    writer.close()
+    bus.shutdown(drain=True)
