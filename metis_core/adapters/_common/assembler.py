@@ -260,11 +260,13 @@ class MessageAssembler:
             return None
         slot = self._slots[index]
         if slot.kind == "redacted_thinking":
-            return WholeBlock(index=index, block=RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
-        if slot.kind != "hosted" or slot.extra.get("build") is None:
+            block: Any = RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin)
+        elif slot.kind == "hosted" and slot.extra.get("build") is not None:
+            block = slot.extra["build"](slot.extra["payload"], "".join(slot.parts), self.origin)
+        else:
             return None
         slot.closed = True
-        block = slot.extra["built"] = slot.extra["build"](slot.extra["payload"], "".join(slot.parts), self.origin)
+        slot.extra["built"] = block
         return WholeBlock(index=index, block=block)
 
     def hosted(self, key: Hashable, payload: dict[str, Any], build: HostedBuilder) -> None:
@@ -387,7 +389,8 @@ class MessageAssembler:
                     )
                 )
             elif slot.kind == "redacted_thinking":
-                content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
+                content.append(slot.extra.get("built") or RedactedThinkingBlock(data="".join(slot.parts),
+                                                                                origin=self.origin))
             elif slot.kind == "tool_use" and slot.tool_input is not None:
                 if not slot.tool_name:  # nothing could run it and every provider refuses it as history
                     nameless += 1
