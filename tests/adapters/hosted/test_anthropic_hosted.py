@@ -202,8 +202,8 @@ def test_every_block_without_deltas_is_announced_whole_where_it_stands(name: str
 
     message, events = streamed(name)
     wholes = [e for e in events if isinstance(e, WholeBlock)]
-    silent = [i for i, b in enumerate(message.content)
-              if isinstance(b, ProviderToolCallBlock | ProviderToolResultBlock | CompactionBlock | RedactedThinkingBlock)]
+    kinds = (ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock, RedactedThinkingBlock)
+    silent = [i for i, b in enumerate(message.content) if isinstance(b, kinds)]
     assert [e.index for e in wholes] == silent  # every one (the message_start recording has none)
     assert all(message.content[e.index] is e.block for e in wholes)
     indexed = [e.index for e in events if hasattr(e, "index")]
