@@ -17,6 +17,7 @@ import pytest
 from adapters.hosted.wire_oracle import anthropic_message
 from cli.replay_server import ANTHROPIC, Reply
 from fixture_files import read_bytes
+from pydantic import SecretStr
 
 from metis_core.adapters.gemini.hosted import hosted_tool_definitions
 
@@ -126,3 +127,40 @@ def test_gemini_takes_the_search_without_settings_it_has_no_field_for(caplog: py
     assert tools == [{"googleSearch": {}}]
     [warning] = [r.getMessage() for r in caplog.records]
     assert "allowed_domains" in warning and "user_location" in warning
+
+
+GEMINI_MODEL = "gemini:gemini-2.5-pro"
+GEMINI_STREAM = read_bytes("gemini", "stream__hosted_google_search_grounding.sse")
+
+
+def with_gemini(gateway: GatewayHarness) -> None:
+    """The harness's upstream also answers as Gemini (before the first call)."""
+    client = gateway.runtime.client
+    client._base_urls["gemini"] = gateway.upstream.base_url
+    client._api_keys["gemini"] = SecretStr("gemini-upstream-SECRET-0004")
+    assert gateway.runtime.configured_providers is not None
+    gateway.runtime.configured_providers.add("gemini")
+
+
+def test_an_openai_web_search_on_gemini_is_google_search_grounding_with_annotations(
+        gateway: GatewayHarness, caplog: pytest.LogCaptureFixture) -> None:
+    with_gemini(gateway)
+    path = f"/v1beta/models/{GEMINI_MODEL.partition(':')[2]}:streamGenerateContent?alt=sse"
+    gateway.upstream.script(path, Reply(200, GEMINI_STREAM, "text/event-stream"))
+    caplog.set_level(logging.INFO)
+    with client_of(gateway).chat.completions.stream(
+            model=GEMINI_MODEL, messages=[{"role": "user", "content": "What is the weather in San Francisco today?"}],
+            web_search_options={"user_location": {"type": "approximate", "approximate": WHERE}}) as stream:
+        final = stream.get_final_completion()
+    [sent] = gateway.upstream.bodies(path)
+    assert sent["tools"] == [{"googleSearch": {}}]
+    assert any("user_location" in r.getMessage() for r in caplog.records
+               if r.levelno == logging.WARNING and r.name == "metis_core.adapters.gemini")
+    message = final.choices[0].message
+    assert message.content and message.annotations
+    chunks = [json.loads(line[6:]) for line in GEMINI_STREAM.decode().splitlines() if line.startswith("data: ")]
+    sources = {c["web"]["uri"] for chunk in chunks for cand in chunk.get("candidates", ())
+               for c in (cand.get("groundingMetadata") or {}).get("groundingChunks", ())}
+    assert {a.url_citation.url for a in message.annotations} <= sources
+    assert all(0 <= a.url_citation.start_index < a.url_citation.end_index <= len(message.content)
+               for a in message.annotations)
