@@ -138,3 +138,28 @@ def test_an_openai_client_on_a_claude_web_search_stream_gets_the_text(gateway: G
         final = stream.get_final_completion()
     expected = "".join(b["text"] for b in anthropic_message(raw)["content"] if b["type"] == "text")
     assert final.choices[0].message.content == expected
+
+
+
+def test_a_streamed_structured_ask_answered_by_a_tool_call_keeps_claudes_thinking_first(
+        gateway: GatewayHarness) -> None:
+    """A structured ask runs before the first byte and its answer is streamed from the final message alone.
+    Answered by a call of the client's own tool, the answer is Claude's content as recorded (signed thinking,
+    text, tool_use), and the stream starts the blocks in that order, the thinking closed with its signature."""
+    from pydantic import BaseModel
+
+    class Country(BaseModel):
+        country: str
+
+    recorded = json.loads(read_bytes("anthropic", "response__tool_use_with_thinking.json"))
+    gateway.upstream.script(ANTHROPIC, Reply(200, json.dumps(recorded).encode(), "application/json"))
+    tool = {"name": "get_user_country", "description": "The user's country",
+            "input_schema": {"type": "object", "properties": {}}}
+    schema = {"type": "json_schema", "schema": {**Country.model_json_schema(), "additionalProperties": False}}
+    with client_of(gateway).messages.stream(  # the ask as sent, so the SDK does not parse the text before the call
+            model="anthropic:claude-sonnet-4-0", max_tokens=1000, tools=[tool], extra_body={
+                "output_config": {"format": schema}}, messages=[{"role": "user", "content": "Where am I?"}]) as stream:
+        starts = [(e.index, e.content_block.type) for e in stream if e.type == "content_block_start"]
+        final = stream.get_final_message()
+    assert starts == [(0, "thinking"), (1, "text"), (2, "tool_use")]
+    assert final.to_dict()["content"] == recorded["content"]
