@@ -164,3 +164,24 @@ def test_an_openai_web_search_on_gemini_is_google_search_grounding_with_annotati
     assert {a.url_citation.url for a in message.annotations} <= sources
     assert all(0 <= a.url_citation.start_index < a.url_citation.end_index <= len(message.content)
                for a in message.annotations)
+
+
+def test_openai_own_web_search_keeps_its_exact_annotations(gateway: GatewayHarness) -> None:
+    """Within OpenAI's API the ask goes as sent, and the answer's url_citations come back with their own spans
+    (they used to be left out): a recorded gpt-5-mini web search through a Responses client, and a Chat client."""
+    recorded = json.loads(read_bytes("openai_responses", "response__hosted_web_search_call.json"))
+    [part] = [p for item in recorded["output"] if item["type"] == "message" for p in item["content"]]
+    path = "/v1/responses"
+    gateway.upstream.script(path, *[Reply(200, json.dumps(recorded).encode(), "application/json")] * 2)
+    client = client_of(gateway)
+    response = client.responses.create(model="openai_responses:gpt-5-mini", input="tech news?",
+                                       tools=[{"type": "web_search"}])
+    assert gateway.upstream.bodies(path)[0]["tools"] == [{"type": "web_search"}]
+    [item] = [i for i in response.output if i.type == "message"]
+    assert [a.to_dict() for a in item.content[0].annotations] == part["annotations"]  # type: ignore[union-attr]
+    assert item.content[0].text == part["text"]  # type: ignore[union-attr]
+    chat = client.chat.completions.create(model="openai_responses:gpt-5-mini",
+                                          messages=[{"role": "user", "content": "tech news?"}])
+    message = chat.choices[0].message
+    assert read_back(message.content or "", message.annotations or []) == [
+        (a["url"], a["title"], part["text"][a["start_index"]:a["end_index"]]) for a in part["annotations"]]

@@ -1,9 +1,9 @@
 """Citations written back in the OpenAI shapes' one form for them: `url_citation` annotations.
 
-Any provider's citation with a URL (Claude's web-search locations, Gemini's grounding, OpenAI's own)
-becomes an annotation spanning the text block it supports, at that block's place in the answer's
-text. A citation without a URL (a document or file location) has no url_citation form: it is left
-out and counted in a WARN line, never silently.
+Any provider's citation with a URL (Claude's web-search locations, Gemini's grounding) becomes an
+annotation spanning the text block it supports, at that block's place in the answer's text; an
+OpenAI url_citation keeps its own span within the block. A citation without a URL (a document or
+file location) has no url_citation form: it is left out and counted in a WARN line, never silently.
 """
 
 from __future__ import annotations
@@ -29,7 +29,14 @@ def url_annotations(spans: Iterable[Span], message: Message | None = None) -> li
             if not citation.url:
                 lost += 1
                 continue
-            out.append({"type": "url_citation", "start_index": start, "end_index": end, "url": citation.url,
+            first, last = start, end
+            payload = citation.payload if isinstance(citation.payload, dict) else {}
+            inner_start, inner_end = payload.get("start_index"), payload.get("end_index")
+            if payload.get("type") == "url_citation" and isinstance(inner_start, int) and isinstance(inner_end, int):
+                first, last = start + inner_start, start + inner_end  # OpenAI's own span within the block: kept
+                if not start <= first <= last <= end:
+                    first, last = start, end
+            out.append({"type": "url_citation", "start_index": first, "end_index": last, "url": citation.url,
                         "title": citation.title or ""})
     if lost:
         log.warning("%d citation(s) without a URL have no url_citation form in the OpenAI shapes; not written",
