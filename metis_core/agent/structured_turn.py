@@ -18,11 +18,13 @@ from typing import Any
 import orjson
 
 from metis_core.adapters.base import AdapterOptions
+from metis_core.agent.call_events import CallObserver, completed_payload
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
+from metis_core.agent.request_options import request_options_record
 from metis_core.agent.session import Session
-from metis_core.agent.turn import TurnResult, TurnRunner, _CallObserver, completed_payload
+from metis_core.agent.turn import TurnClosingHook, TurnResult, TurnRunner
 from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
@@ -93,7 +95,9 @@ def _redacted(text: str | None) -> str | None:
 
 async def run_structured_turn(runner: TurnRunner, session: Session, user_text: str, spec: OutputSpec, *,
                               policy: OutputPolicy | None = None, override: str | None = None,
-                              options: AdapterOptions | None = None) -> StructuredTurnResult:
+                              options: AdapterOptions | None = None,
+                              before_completed: TurnClosingHook | None = None) -> StructuredTurnResult:
+    """`before_completed` is called with the finished result just before turn.completed (metis replay)."""
     rt = runner.rt
     turn_id = new_ulid()
     result = TurnResult(turn_id=turn_id)
@@ -110,6 +114,7 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
     }, None, actor=Actor.USER)
     steps = OutputStepRecorder(recorder)
+    asked = request_options_record(options, output=spec, policy=policy)
     try:
         decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
         recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
@@ -117,14 +122,15 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         result.model = model
         caps = rt.client.registry.capabilities(model)
         plan = rt.client.adapter(parse_model_id(model).provider).structured_plan(spec, caps, model)
+        chosen = dataclasses.replace(options, model=model) if options else AdapterOptions(model=model)
         run = StructuredRun(spec=spec, plan=plan, model=model, messages=resolve_file_refs(session.history,
-                            session.workspace), tools=[], options=options or AdapterOptions(model=model),
+                            session.workspace), tools=[], options=chosen,
                             max_output_tokens=caps.max_output_tokens, policy=policy, observer=steps)
         chain = FallbackChain(rt.client, [model], health=rt.health, settings=decision.settings)
         request = run.first_request()
         parent: Event | None = started
         while True:
-            observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+            observer = CallObserver(recorder, parent, needs.estimated_input_tokens, request_options=asked)
             final: Message | None = None
             async for event in chain.astream(request.messages, tools=request.tools, options=request.options,
                                              tool_ids=session.tool_ids, session_id=session.id,
@@ -153,5 +159,7 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         result.error = str(error)
         result.failure = error
     session.turn_count += 1
+    if before_completed is not None:
+        before_completed(result, recorder, started)
     runner._completed(recorder, started, result, clock)
     return out
