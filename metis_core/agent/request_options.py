@@ -13,7 +13,11 @@ import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import orjson
+from pydantic import ValidationError
+
 from metis_core.adapters.base import AdapterOptions
+from metis_core.events.payloads.llm import RequestOptions
 from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
@@ -25,6 +29,7 @@ SECRET_NAME = re.compile(r"(?i)key|token|secret|passw|auth|credential|cookie|hea
 PLAIN_FIELDS = ("max_tokens", "temperature", "top_p", "stop", "reasoning_effort", "thinking_budget_tokens",
                 "tool_choice", "parallel_tool_calls", "response_format")  # fmt: skip
 """AdapterOptions fields kept as they are (after scrubbing); the payload names the same fields."""
+_VALIDATOR = RequestOptions.__pydantic_validator__
 
 
 def _scrubbed(value: Any) -> Any:
@@ -89,6 +94,26 @@ def request_options_record(
             "max_truncation_retries": chosen.max_truncation_retries, "nl_to_format": chosen.nl_to_format,
             "recover": chosen.recover,
         }
+    unfit = _unrecordable(record)  # a call_started that fails its catalog check would be dropped whole
+    record = {name: value for name, value in record.items() if name not in unfit}
+    omitted += unfit
     if omitted:
         record["omitted"] = omitted
     return record
+
+
+def _unrecordable(record: dict[str, Any]) -> list[str]:
+    """The fields the catalog would refuse (not JSON, or not its type: a max_tokens of -1, an unknown
+    effort); they are named in `omitted` instead, so the call's llm.call_started is never lost."""
+    try:
+        _VALIDATOR.validate_json(orjson.dumps(record), strict=True)
+        return []
+    except (TypeError, ValidationError):
+        pass  # find which
+    unfit = []
+    for name, value in record.items():
+        try:
+            _VALIDATOR.validate_json(orjson.dumps({name: value}), strict=True)
+        except (TypeError, ValidationError):
+            unfit.append(name)
+    return unfit

@@ -78,4 +78,6 @@ def _why_omitted(name: str) -> str:
         return "extra: the original's provider-only settings are never kept; replayed without them"
     if name == "provider_tools":
         return "provider_tools: the original's provider tool definitions are never kept; replayed without them"
+    if "." not in name:
+        return f"{name}: its value could not be recorded; replayed without it"
     return f"{name}: a secret-like setting, never kept; replayed without it"

@@ -89,6 +89,17 @@ def test_the_record_keeps_what_shapes_the_answer_and_no_secret() -> None:
     assert [why.split(":")[0] for why in back.lacking] == record["omitted"]
 
 
+def test_a_value_the_catalog_would_refuse_is_named_not_kept_so_the_call_is_still_recorded() -> None:
+    record = request_options_record(AdapterOptions(model="m:x", max_tokens=-5, temperature=0.5,
+                                                   reasoning_effort="ultra"))  # type: ignore[arg-type]
+    assert record == {"temperature": 0.5, "omitted": ["max_tokens", "reasoning_effort"]}
+    assert RecordedRequest.of(record).lacking == [
+        "max_tokens: its value could not be recorded; replayed without it",
+        "reasoning_effort: its value could not be recorded; replayed without it"]
+    make_event("llm.call_started", {"model": "m:x", "provider": "m", "estimated_input_tokens": 1, "request_id": "r",
+                                    "is_worker": False, "request_options": record}, session_id="sess_x")
+
+
 async def test_every_call_of_a_turn_records_the_options_it_was_asked_with(harness: ReplayHarness) -> None:
     h = harness
     source = await record_with_options(h)
