@@ -111,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "CausalTree": "metis_core.events.causality",
     "EventRecorder": "metis_core.events.recorder",
     "SessionStore": "metis_core.store.sessions",
+    "SharedDatabase": "metis_core.store.backend",
     "TraceStore": "metis_core.trace.store",
     "BackupResult": "metis_core.trace.backup",
     "backup": "metis_core.trace.backup",
@@ -336,6 +337,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.events.causality import walk_to_root, build_tree, CausalTree
     from metis_core.events.recorder import EventRecorder
     from metis_core.store.sessions import SessionStore
+    from metis_core.store.backend import SharedDatabase
     from metis_core.trace.store import TraceStore
     from metis_core.trace.backup import BackupResult, backup, restore
     from metis_core.trace.retention import PurgeResult
