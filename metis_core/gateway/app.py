@@ -95,6 +95,34 @@ async def client_gone(receive: Receive) -> None:
         continue
 
 
+class DisconnectWatcher:
+    """Cancels the task that made it when the client disconnects (the request body has been read:
+    nothing else can come); `stop()` ends the watch and says whether it fired. The cancel it sent is
+    taken back (`Task.uncancel`), so the task goes on to answer 499 as if nothing had cancelled it."""
+
+    __slots__ = ("fired", "task", "watch")
+
+    def __init__(self, receive: Receive) -> None:
+        self.task = asyncio.current_task()
+        self.fired = False
+        self.watch = asyncio.ensure_future(self._watch(receive))
+
+    async def _watch(self, receive: Receive) -> None:
+        await client_gone(receive)
+        self.fired = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def stop(self) -> bool:
+        """Stop watching; True when the client left (and this task was cancelled for it)."""
+        if not self.fired:
+            self.watch.cancel()
+            return False
+        if self.task is not None:
+            self.task.uncancel()
+        return True
+
+
 class DisconnectAwareStream(StreamingResponse):
     """A StreamingResponse that always watches for the client leaving, so a silent upstream is
     still cancelled (Starlette skips the watcher for ASGI spec 2.4 servers)."""
@@ -158,7 +186,7 @@ class GatewayApp:
         if inbound.stream:
             return await self.stream(shape, record, run)
         try:
-            final = await self.answer_unless_gone(request, record, self.final_answer(run))
+            final = await self.answer_unless_gone(request, record, run.answer())
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error)
         if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
@@ -170,31 +198,22 @@ class GatewayApp:
                                  work: Coroutine[Any, Any, Answer]) -> Answer | None:
         """What `work` (the upstream calls of a non-streamed answer) returns, or None when the client
         disconnected first: then `work` is cancelled (the upstream request in flight is closed) and the
-        turn recorded as cancelled; that call is not charged (calls already finished were)."""
-        upstream = asyncio.ensure_future(work)
-        gone = asyncio.ensure_future(client_gone(request.receive))
+        turn recorded as cancelled; that call is not charged (calls already finished were).
+
+        `work` runs in this handler's own task; one watcher task cancels it when the client leaves
+        (cheaper than running `work` as a task of its own and waiting on both)."""
+        watcher = DisconnectWatcher(request.receive)
         try:
-            await asyncio.wait((upstream, gone), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # this handler was cancelled (server shutdown): take both down with it
-            upstream.cancel()
-            gone.cancel()
-            raise
-        if upstream.done():
-            gone.cancel()
-            return upstream.result()
-        upstream.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):  # the cancel is the outcome wanted
-            await upstream
+            answer = await work
+        except BaseException:
+            if not watcher.stop():  # a failure of its own, or this handler cancelled (server shutdown)
+                raise
+            answer = None  # the cancel the watcher asked for is the outcome wanted, however `work` ended
+        else:
+            if not watcher.stop():
+                return answer
         record.cancelled(None, "the client disconnected before the answer")
         return None
-
-    async def final_answer(self, run: ContinuedCall) -> Message:
-        final: Message | None = None
-        async for event in run.events(stream=False):
-            if event.type == "message_complete":
-                final = event.message
-        assert final is not None
-        return final
 
     async def structured(self, request: Request, shape: InboundShape, record: CallRecord, members: list[str],
                          subjects: list[Subject], ask: StructuredAsk) -> Response:

@@ -224,6 +224,15 @@ class GatewayService:
             session_id=record.session_id, observer=record, stream=stream,
         )  # fmt: skip
 
+    async def answer(self, record: CallRecord, members: list[str]) -> Message:
+        """The one answer of a non-streamed call: `events(stream=False)`'s `MessageComplete`, made directly."""
+        request = record.request
+        chain = FallbackChain(self.rt.client, members, health=self.rt.health)
+        return await chain.acomplete(
+            request.messages, tools=request.tools, options=request.options, tool_ids=request.tool_ids,
+            session_id=record.session_id, observer=record,
+        )  # fmt: skip
+
     def charge(self, subjects: list[Subject], answer: Message) -> list[dict[str, Any]]:
         """Charge one upstream answer's price and tokens to the call's subjects; the quota alerts it fired."""
         usage = answer.metadata.usage
