@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import anyio
@@ -73,15 +73,25 @@ async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+    # The ASGI messages read here directly, as `Request.stream()` reads them, without its async generator.
+    receive = request.receive
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
-        chunks.append(chunk)
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
     try:
-        body = orjson.loads(b"".join(chunks))
+        body = orjson.loads(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     except orjson.JSONDecodeError as error:
         raise GatewayRequestError(f"the request body is not valid JSON ({error})") from None
     if not isinstance(body, dict):
@@ -146,6 +156,21 @@ class DisconnectAwareStream(StreamingResponse):
         if close is not None:  # a stream left at a `yield` by the cancel: close it (and its upstream) now
             with anyio.CancelScope(shield=True):
                 await close()
+
+
+class Endpoint:
+    """A route's ASGI app: the request handed to `handler`, its response sent. Starlette's own
+    wrapper (`request_response`) adds a per-request exception-handler scope the gateway has no use
+    for: every handler answers its own errors, and what escapes still reaches ServerErrorMiddleware."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handler(Request(scope, receive, send))
+        await response(scope, receive, send)
 
 
 class GatewayApp:
@@ -345,13 +370,13 @@ def create_app(service: GatewayService) -> Starlette:
     """The ASGI application: the route table below is the whole gateway surface."""
     app = GatewayApp(service)
     routes = [
-        Route("/v1/chat/completions", app.chat_completions, methods=["POST"]),
-        Route("/v1/responses", app.responses, methods=["POST"]),
-        Route("/v1/messages", app.messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", app.count_tokens, methods=["POST"]),
-        Route("/v1/models", app.models, methods=["GET"]),
-        Route("/healthz", app.healthz, methods=["GET"]),
-        Route("/readyz", app.readyz, methods=["GET"]),
+        Route("/v1/chat/completions", Endpoint(app.chat_completions), methods=["POST"]),
+        Route("/v1/responses", Endpoint(app.responses), methods=["POST"]),
+        Route("/v1/messages", Endpoint(app.messages), methods=["POST"]),
+        Route("/v1/messages/count_tokens", Endpoint(app.count_tokens), methods=["POST"]),
+        Route("/v1/models", Endpoint(app.models), methods=["GET"]),
+        Route("/healthz", Endpoint(app.healthz), methods=["GET"]),
+        Route("/readyz", Endpoint(app.readyz), methods=["GET"]),
     ]
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:
