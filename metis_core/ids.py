@@ -49,9 +49,9 @@ class UlidGenerator:
         clock_ms: Callable[[], int] | None = None,
         random_bits: Callable[[], int] | None = None,
     ) -> None:
-        self._clock_ms = clock_ms or (lambda: time.time_ns() // 1_000_000)
+        self._clock_ms = clock_ms or _wall_clock_ms
         # Start below 2^79 so that many increments fit in one millisecond.
-        self._random_bits = random_bits or (lambda: int.from_bytes(os.urandom(10), "big") >> 1)
+        self._random_bits = random_bits or _RandomDraws().next
         self._lock = threading.Lock()
         self._last_ms = -1
         self._last_random = 0
@@ -82,6 +82,28 @@ class UlidGenerator:
         pairs = _PAIRS
         return head[1] + pairs[(value >> 30) & 0x3FF] + pairs[(value >> 20) & 0x3FF] + pairs[(value >> 10) & 0x3FF] \
             + pairs[value & 0x3FF]
+
+
+def _wall_clock_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class _RandomDraws:
+    """79-bit draws from os.urandom, read 64 draws at a time: one system call where there were 64 (each
+    new millisecond draws once). Called under the generator's lock, so the buffer needs none of its own."""
+
+    __slots__ = ("buffer", "offset")
+
+    def __init__(self) -> None:
+        self.buffer = b""
+        self.offset = 0
+
+    def next(self) -> int:
+        if self.offset >= len(self.buffer):
+            self.buffer, self.offset = os.urandom(640), 0
+        start = self.offset
+        self.offset = start + 10
+        return int.from_bytes(self.buffer[start:start + 10], "big") >> 1
 
 
 _default = UlidGenerator()

@@ -79,3 +79,12 @@ def test_new_reuses_the_kept_head_and_still_encodes_every_id_exactly() -> None:
     made = [fast.new() for _ in range(20)]
     assert made == [encode_ulid(plain.new_int()) for _ in range(20)]
     assert made == sorted(made) and len(set(made)) == 20
+
+
+def test_random_draws_are_79_bit_and_fresh_across_buffer_refills() -> None:
+    from metis_core.ids import _RandomDraws
+
+    draws = _RandomDraws()
+    values = [draws.next() for _ in range(200)]  # a little over three buffers of 64
+    assert all(0 <= v < 1 << 79 for v in values)
+    assert len(set(values)) == len(values)
