@@ -115,10 +115,11 @@ class DisconnectWatcher:
     def __init__(self, receive: Receive) -> None:
         self.task = asyncio.current_task()
         self.fired = False
-        self.watch = asyncio.ensure_future(self._watch(receive))
+        self.watch = asyncio.get_running_loop().create_task(self._watch(receive))
 
     async def _watch(self, receive: Receive) -> None:
-        await client_gone(receive)
+        while (await receive())["type"] != "http.disconnect":  # as client_gone(), one coroutine fewer
+            continue
         self.fired = True
         if self.task is not None:
             self.task.cancel()
