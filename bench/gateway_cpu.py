@@ -4,8 +4,9 @@
 
 Starts the same processes as the gateway case (bench/server.py upstream, the floor and the
 gateway under uvicorn with uvloop/httptools and no access log), sends the case's non-streaming
-request N times from C concurrent clients, and divides each server's user+system CPU time (all its
-threads, from /proc) by N; the load generator's own CPU is printed beside it. With --py-spy, the
+request N times from C concurrent clients, waits until the gateway's record holds all N calls (its
+backlog is work still to do), and divides each server's user+system CPU time (all its threads, from
+/proc) by N; the load generator's own CPU is printed beside it. With --py-spy, the
 gateway is sampled under the same load for that many seconds, only the thread holding the GIL (collapsed
 stacks written to a file): where the CPU goes, not where threads wait.
 Runs with whatever interpreter starts it (bench/.venv or .venv); nothing is written to results.
@@ -23,7 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.cases.gateway import FLOOR_NAME, REQUEST, _targets
+from bench.cases.gateway import FLOOR_NAME, REQUEST, _caught_up, _settled_turns, _targets
 from bench.figures import METIS
 from bench.load import Load, cpu_seconds, server_pid
 from bench.server import serve_in_process
@@ -56,19 +57,22 @@ def main() -> None:
     parser.add_argument("--py-spy", type=int, default=0, dest="py_spy")
     args = parser.parse_args()
     python = sys.executable
-    with serve_in_process(python) as upstream, _targets(upstream, python) as (ways, _missing):
+    with serve_in_process(python) as upstream, _targets(upstream, python) as (ways, _missing, home):
         for name in (FLOOR_NAME, METIS):
             base, headers = ways[name]
             pid = server_pid(int(base.rsplit(":", 1)[1]))
             asyncio.run(Load(REQUEST, concurrency=args.concurrency).calls(base, headers, 300))  # warm up
+            recorded = asyncio.run(_settled_turns(home)) if name == METIS else 0
             cpu0, own0, threads0 = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
             load = Load(REQUEST, concurrency=args.concurrency)
             wall = asyncio.run(load.calls(base, headers, args.calls))
+            lag = asyncio.run(_caught_up(home, recorded + load.answered)) if name == METIS else 0.0
+            wall += lag  # a call counts once answered and recorded: the record's backlog is work still to do
             cpu1, own1, threads1 = cpu_seconds(pid), resource.getrusage(resource.RUSAGE_SELF), _threads(pid)
             own = (own1.ru_utime + own1.ru_stime - own0.ru_utime - own0.ru_stime) / args.calls
             print(f"{name:<20} server CPU {(cpu1 - cpu0) / args.calls * 1e3:6.3f} ms/call   "
                   f"load generator {own * 1e3:6.3f} ms/call   {args.calls / wall:7.1f} req/s "
-                  f"(c={args.concurrency}, {load.failed} failed)", flush=True)
+                  f"(c={args.concurrency}, {load.failed} failed; record caught up {lag:.2f} s after)", flush=True)
             names = _thread_names(pid, python)
             for tid, seconds in sorted(threads1.items(), key=lambda item: -item[1] + threads0.get(item[0], 0.0)):
                 spent = (seconds - threads0.get(tid, 0.0)) / args.calls

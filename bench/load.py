@@ -92,8 +92,10 @@ class Load:
                 nonlocal left
                 while left > 0:
                     left -= 1
-                    await self._one(session, base, headers)
+                    answered = await self._one(session, base, headers)
+                    self.answered += answered
 
+            self.failed = self.answered = 0
             start = time.perf_counter()
             await asyncio.gather(*(worker() for _ in range(self.concurrency)))
             return time.perf_counter() - start

@@ -46,6 +46,8 @@ _EXPORTS: dict[str, str] = {
     "ToolUseStart": "metis_core.messages",
     "Usage": "metis_core.messages",
     "UsageUpdate": "metis_core.messages",
+    "WholeBlock": "metis_core.messages",
+    "CitationDelta": "metis_core.messages",
     "check_message": "metis_core.messages",
     "check_session": "metis_core.messages",
     "user_message": "metis_core.messages",
@@ -109,6 +111,7 @@ _EXPORTS: dict[str, str] = {
     "CausalTree": "metis_core.events.causality",
     "EventRecorder": "metis_core.events.recorder",
     "SessionStore": "metis_core.store.sessions",
+    "SharedDatabase": "metis_core.store.backend",
     "TraceStore": "metis_core.trace.store",
     "BackupResult": "metis_core.trace.backup",
     "backup": "metis_core.trace.backup",
@@ -297,6 +300,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ToolUseStart,
         Usage,
         UsageUpdate,
+        WholeBlock,
+        CitationDelta,
         check_message,
         check_session,
         user_message,
@@ -332,6 +337,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from metis_core.events.causality import walk_to_root, build_tree, CausalTree
     from metis_core.events.recorder import EventRecorder
     from metis_core.store.sessions import SessionStore
+    from metis_core.store.backend import SharedDatabase
     from metis_core.trace.store import TraceStore
     from metis_core.trace.backup import BackupResult, backup, restore
     from metis_core.trace.retention import PurgeResult

@@ -158,6 +158,8 @@ class MetisConfig(BaseModel):
     """Python files whose @tool functions every CLI session offers; relative to METIS_HOME."""
     database_url: str | None = None
     """postgresql://... puts every store on PostgreSQL (METIS_DATABASE_URL wins); unset: METIS_HOME/metis.db."""
+    database_pool_size: int | None = Field(default=None, ge=2)
+    """On PostgreSQL, the most connections one process's stores share (METIS_DATABASE_POOL_SIZE wins; 8)."""
 
     _environ: Mapping[str, str] = PrivateAttr(default_factory=lambda: os.environ)
     _named: dict[str, Any] = PrivateAttr(default_factory=dict)

@@ -38,6 +38,7 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
     home = tmp_path_factory.mktemp("metis_home")
     monkeypatch.setenv("METIS_HOME", str(home))
     monkeypatch.delenv("METIS_DATABASE_URL", raising=False)
+    monkeypatch.delenv("METIS_DATABASE_POOL_SIZE", raising=False)
     for var in list(os.environ):
         if var.endswith("_API_KEY") or (var.startswith("METIS_") and var.endswith("_BASE_URL")):
             monkeypatch.delenv(var, raising=False)

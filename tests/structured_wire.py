@@ -187,3 +187,16 @@ def anthropic_stream(text: str | None = None, stop_reason: str = "end_turn") -> 
         events = [*events[:deltas[0]], replacement, *events[deltas[-1] + 1:]]
     joined = "\n\n".join(events)
     return joined.replace('"stop_reason":"end_turn"', f'"stop_reason":"{stop_reason}"').encode()
+
+
+OPENAI_CHAT_TEXT_STREAM = "stream__text_with_usage_chunk.sse"
+"""A recorded OpenAI Chat text stream (role chunk, content deltas, `stop`, a usage chunk, [DONE])."""
+
+
+def openai_chat_stream(text: str) -> bytes:
+    """The recorded OpenAI Chat stream with its content deltas replaced by one carrying `text`."""
+    events = read_bytes("openai_chat", OPENAI_CHAT_TEXT_STREAM).decode().split("\n\n")
+    deltas = [i for i, e in enumerate(events) if '"delta":{"content":' in e]
+    chunk = json.loads(events[deltas[0]].removeprefix("data: "))
+    chunk["choices"][0]["delta"] = {"content": text}
+    return "\n\n".join([*events[:deltas[0]], "data: " + json.dumps(chunk), *events[deltas[-1] + 1:]]).encode()

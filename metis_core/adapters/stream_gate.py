@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from metis_core.errors import ERROR_CLASS_TYPES, ErrorClass, ProviderError
 from metis_core.messages import (
+    CitationDelta,
     MessageComplete,
     StreamError,
     StreamEvent,
@@ -18,9 +19,11 @@ from metis_core.messages import (
     ToolUseEnd,
     ToolUseInputDelta,
     ToolUseStart,
+    WholeBlock,
 )
 
-CONTENT_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)
+CONTENT_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd, WholeBlock, CitationDelta)
+"""A hosted tool's call or result counts: the provider did that work, and a client may have been shown it."""
 
 
 def error_from_event(event: StreamError, provider: str) -> ProviderError:

@@ -34,7 +34,7 @@ from metis_core.routing.engine import RoutingEngine
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.pattern_slot import PatternAdvisor
 from metis_core.routing.policy_file import PolicyLoader
-from metis_core.store.backend import DATABASE_URL_ENV
+from metis_core.store.backend import DATABASE_URL_ENV, SharedDatabase
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 from metis_core.transport.http import AsyncHttp
@@ -76,8 +76,18 @@ class Runtime:
         )
         """Where sessions, the trace and the learning tables live: `db_path`, METIS_DATABASE_URL,
         `database_url:`, or db_path."""
-        self.store = SessionStore(self.database)
-        self.trace = TraceStore(self.database)
+        self.shared_database = SharedDatabase(self.database, pool_size=self.config.database_pool_size)
+        """What every store of this runtime opens (sessions, trace, learning, gateway keys): on
+        PostgreSQL one connection pool for all of them (docs/persistence.md "One pool per runtime")."""
+        try:
+            self.store = SessionStore(self.shared_database)
+            self.trace = TraceStore(self.shared_database)
+        except BaseException:
+            opened = getattr(self, "store", None)
+            if opened is not None:
+                opened.close()
+            self.shared_database.close()
+            raise
         self.trace.attach(self.bus)
         self.costs = CostAccumulator()
         self.costs.attach(self.bus)
@@ -179,8 +189,9 @@ class Runtime:
         for release in self.on_close:
             release()
         self.on_close.clear()
-        self.trace.close()
+        self.trace.close()  # its last batch is written before its view goes
         self.store.close()
+        self.shared_database.close()  # the pool closes once every view opened from it is closed
         self.client.close()
 
     def __enter__(self) -> Runtime:

@@ -2,8 +2,8 @@
 
 The assembler inside the adapter owns the final message; when the user cancels, or something
 fails before it arrives, that message never comes, so the loop rebuilds the visible part (text,
-thinking, finished tool calls) from the events it has already shown and stores it with status
-CANCELLED or PARTIAL.
+thinking, finished tool calls, whole hosted blocks) from the events it has already shown and stores
+it with status CANCELLED or PARTIAL.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from metis_core.messages import (
     ThinkingDelta,
     ToolUseBlock,
     ToolUseEnd,
+    WholeBlock,
 )
 
 
@@ -36,6 +37,8 @@ class StreamTracker:
             self._blocks.setdefault(event.index, ["thinking", []])[1].append(event.text)
         elif isinstance(event, ToolUseEnd):
             self._blocks[event.index] = ["tool_use", ToolUseBlock(id=event.id, name=event.name, input=event.input)]
+        elif isinstance(event, WholeBlock):  # a hosted call or result, redacted thinking: kept as it came
+            self._blocks[event.index] = ["whole", event.block]
 
     def has_content(self) -> bool:
         return bool(self._blocks)

@@ -3,9 +3,10 @@
 Like TurnRunner.run it records turn.started → route.decided → llm.call_* → turn.completed, but every
 model call is one the StructuredRun asks for, and its steps (corrective retry, doubled budget,
 refusal, NL-to-format, recovery, exhaustion) become llm.output_* events, each parented on the call it
-follows. Routing refuses models that cannot carry the schema; the chosen model is used alone (its
-plan is model-specific). No tools are offered. The session keeps the user message and one
-assistant message holding the validated JSON.
+follows. Routing refuses models that cannot carry the schema; each call goes through the routed
+fallback chain like a plain turn's (health-aware order, llm.call_failed then the next member's
+llm.call_started), and a member the chain falls back to gets its own plan. No tools are offered.
+The session keeps the user message and one assistant message holding the validated JSON.
 """
 
 from __future__ import annotations
@@ -18,11 +19,14 @@ from typing import Any
 import orjson
 
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.client import ModelClient
+from metis_core.agent.call_events import CallObserver, completed_payload
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
+from metis_core.agent.request_options import request_options_record
 from metis_core.agent.session import Session
-from metis_core.agent.turn import TurnResult, TurnRunner, _CallObserver, completed_payload
+from metis_core.agent.turn import TurnClosingHook, TurnResult, TurnRunner
 from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
@@ -30,7 +34,7 @@ from metis_core.ids import new_ulid
 from metis_core.messages import Message, Role, TextBlock
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
-from metis_core.structured.driver import StructuredRun
+from metis_core.structured.driver import StructuredRequest, StructuredRun
 from metis_core.structured.policy import OutputPolicy
 from metis_core.structured.result import StructuredResult
 from metis_core.structured.spec import OutputSpec
@@ -43,6 +47,44 @@ from metis_core.structured.steps import (
     RetryAttempted,
     RetryExhausted,
 )
+
+
+class MemberRuns:
+    """One StructuredRun per chain member, built when the chain reaches it (the plan is per model).
+
+    A member that answered keeps its run: its next request (a corrective retry, a doubled budget) goes
+    to it first. A member the chain falls back to starts the run afresh from its own first request.
+    """
+
+    def __init__(self, client: ModelClient, spec: OutputSpec, messages: list[Message],
+                 options: AdapterOptions | None, policy: OutputPolicy | None, observer: OutputStepRecorder) -> None:
+        self.client, self.spec, self.messages = client, spec, messages
+        self.options, self.policy, self.observer = options, policy, observer
+        self.runs: dict[str, StructuredRun] = {}
+        self.answered_by: str | None = None
+        self.pending: StructuredRequest | None = None
+
+    def order(self, members: list[str]) -> list[str]:
+        """The chain for the next call: the member that answered last first, then the routed order."""
+        return [self.answered_by, *(m for m in members if m != self.answered_by)] if self.answered_by else members
+
+    def request_for(self, model: str) -> StructuredRequest:
+        if model == self.answered_by and self.pending is not None:
+            return self.pending
+        caps = self.client.registry.capabilities(model)
+        plan = self.client.adapter(parse_model_id(model).provider).structured_plan(self.spec, caps, model)
+        chosen = dataclasses.replace(self.options, model=model) if self.options else AdapterOptions(model=model)
+        run = StructuredRun(spec=self.spec, plan=plan, model=model, messages=self.messages, tools=[], options=chosen,
+                            max_output_tokens=caps.max_output_tokens, policy=self.policy, observer=self.observer)
+        self.runs[model] = run
+        return run.first_request()
+
+    def take(self, model: str, answer: Message) -> StructuredRequest | StructuredResult[Any]:
+        """`model`'s answer to its run: the next request (kept for it) or the result."""
+        step = self.runs[model].take(answer)
+        if not isinstance(step, StructuredResult):
+            self.answered_by, self.pending = model, step
+        return step
 
 
 @dataclass
@@ -93,7 +135,9 @@ def _redacted(text: str | None) -> str | None:
 
 async def run_structured_turn(runner: TurnRunner, session: Session, user_text: str, spec: OutputSpec, *,
                               policy: OutputPolicy | None = None, override: str | None = None,
-                              options: AdapterOptions | None = None) -> StructuredTurnResult:
+                              options: AdapterOptions | None = None,
+                              before_completed: TurnClosingHook | None = None) -> StructuredTurnResult:
+    """`before_completed` is called with the finished result just before turn.completed (metis replay)."""
     rt = runner.rt
     turn_id = new_ulid()
     result = TurnResult(turn_id=turn_id)
@@ -110,39 +154,36 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
     }, None, actor=Actor.USER)
     steps = OutputStepRecorder(recorder)
+    asked = request_options_record(options, output=spec, policy=policy)
     try:
         decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
         recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
-        model = decision.chosen_model
-        result.model = model
-        caps = rt.client.registry.capabilities(model)
-        plan = rt.client.adapter(parse_model_id(model).provider).structured_plan(spec, caps, model)
-        run = StructuredRun(spec=spec, plan=plan, model=model, messages=resolve_file_refs(session.history,
-                            session.workspace), tools=[], options=options or AdapterOptions(model=model),
-                            max_output_tokens=caps.max_output_tokens, policy=policy, observer=steps)
-        chain = FallbackChain(rt.client, [model], health=rt.health, settings=decision.settings)
-        request = run.first_request()
+        result.model = decision.chosen_model
+        runs = MemberRuns(rt.client, spec, resolve_file_refs(session.history, session.workspace), options, policy,
+                          steps)
         parent: Event | None = started
         while True:
-            observer = _CallObserver(recorder, parent, needs.estimated_input_tokens)
+            observer = CallObserver(recorder, parent, needs.estimated_input_tokens, request_options=asked)
+            chain = FallbackChain(rt.client, runs.order(decision.members), health=rt.health,
+                                  settings=decision.settings)
             final: Message | None = None
-            async for event in chain.astream(request.messages, tools=request.tools, options=request.options,
-                                             tool_ids=session.tool_ids, session_id=session.id,
-                                             routing=decision.record, observer=observer):
+            async for event in chain.astream([], tool_ids=session.tool_ids, session_id=session.id,
+                                             routing=decision.record, observer=observer, request_for=runs.request_for):
                 if event.type == "message_complete":
                     final = event.message
             result.llm_calls += observer.attempts
             if final is None:
-                raise MalformedResponseError("the stream ended without a final message", provider=plan.mode)
+                raise MalformedResponseError("the stream ended without a final message",
+                                             provider=observer.model.partition(":")[0])
             TurnRunner._count_usage(result, final)
+            result.model = observer.model
             call = recorder.emit("llm.call_completed", completed_payload(final), observer.started,
                                  actor=Actor.AGENT) if final.metadata.usage is not None else observer.started
             steps.parent = parent = call
-            step = run.take(final)
+            step = runs.take(observer.model, final)
             if isinstance(step, StructuredResult):
                 out.output = step
                 break
-            request = step
         answer = Message(role=Role.ASSISTANT, session_id=session.id, metadata=final.metadata.model_copy(),
                          content=[TextBlock(text=orjson.dumps(step.value_json()).decode())])
         session.append(answer, rt.store, provider=answer.metadata.provider)
@@ -153,5 +194,7 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         result.error = str(error)
         result.failure = error
     session.turn_count += 1
+    if before_completed is not None:
+        before_completed(result, recorder, started)
     runner._completed(recorder, started, result, clock)
     return out

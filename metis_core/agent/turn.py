@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from decimal import Decimal
@@ -19,9 +18,12 @@ from typing import Any
 
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
+from metis_core.agent.call_events import EVENT_STOP_REASONS, CallObserver
+from metis_core.agent.call_events import completed_payload as completed_payload  # re-exported (gateway)
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.request_options import request_options_record
 from metis_core.agent.route_advice import RouteSuggestion
 from metis_core.agent.session import Session
 from metis_core.agent.stream_tracker import StreamTracker
@@ -34,7 +36,6 @@ from metis_core.errors import (
     ProviderError,
 )
 from metis_core.events.envelope import Actor, Event
-from metis_core.events.payloads.fields import StopReason as EventStopReason
 from metis_core.events.redaction import redact
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
@@ -61,8 +62,6 @@ MessageSink = Callable[[Message], None]
 CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
 """turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
 `task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
-EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
-"""Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
@@ -109,66 +108,6 @@ class TurnResult:
     @property
     def answer(self) -> str:
         return self.final.text() if self.final is not None else ""
-
-
-class _CallObserver:
-    """Turns the fallback chain's attempts into llm.call_started / llm.call_failed events."""
-
-    def __init__(self, recorder: TurnRecorder, parent: Event | None, estimated_tokens: int,
-                 composed: dict[str, Any] | None = None, *, is_worker: bool = False) -> None:
-        self.recorder = recorder
-        self.is_worker = is_worker
-        self.composed = composed
-        """llm.prompt_composed payload, emitted once under the first attempt's llm.call_started."""
-        self.parent = parent
-        self.estimated_tokens = estimated_tokens
-        self.started: Event | None = None
-        self.started_at = time.perf_counter()
-        self.model = ""
-        self.attempts = 0
-
-    def attempt_started(self, model: str, attempt: int) -> None:
-        self.model = model
-        self.attempts += 1
-        self.started_at = time.perf_counter()
-        self.started = self.recorder.emit("llm.call_started", {
-            "model": model, "provider": model.partition(":")[0], "estimated_input_tokens": self.estimated_tokens,
-            "request_id": new_ulid(), "is_worker": self.is_worker,
-        }, self.parent, actor=Actor.AGENT)
-        if self.composed is not None and self.attempts == 1:
-            self.recorder.emit("llm.prompt_composed", self.composed, self.started, actor=Actor.AGENT)
-
-    def attempt_failed(self, model: str, error: BaseException) -> str | None:
-        failed = self.failed(model, getattr(error, "error_class", "other"), str(error),
-                             getattr(error, "retry_count", 0))
-        self.parent = failed  # a fallback attempt is caused by the failure before it
-        return failed.id if failed is not None else None
-
-    def failed(self, model: str, error_class: Any, message: str, retry_count: int = 0) -> Event | None:
-        return self.recorder.emit("llm.call_failed", {
-            "model": model, "provider": model.partition(":")[0], "error_class": str(error_class),
-            "error_message_redacted": redact(message), "retry_count": retry_count,
-            "latency_ms": int((time.perf_counter() - self.started_at) * 1000),
-        }, self.started, actor=Actor.AGENT)
-
-
-def completed_payload(message: Message) -> dict[str, Any]:
-    meta = message.metadata
-    usage = meta.usage
-    assert usage is not None and meta.model is not None and meta.provider is not None
-    stop = meta.stop_reason if meta.stop_reason in EVENT_STOP_REASONS else "end_turn"
-    return {
-        "model": meta.model, "provider": meta.provider,
-        "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
-        "cached_input_tokens": usage.cached_input_tokens,
-        "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        # The catalog types cost as a float; an unpriced model is 0.0 with pricing_version
-        # "unpriced" here, while the message itself keeps cost_usd None (never a silent zero).
-        "cost_usd": float(usage.cost_usd or 0), "pricing_version": usage.pricing_version or "unpriced",
-        "latency_ms": usage.latency_ms, "stop_reason": stop,
-        "produced_tool_calls": len(message.tool_uses()),
-        "produced_thinking_blocks": sum(1 for b in message.content if b.type in ("thinking", "redacted_thinking")),
-    }
 
 
 class TurnRunner:
@@ -245,8 +184,9 @@ class TurnRunner:
         dispatcher = ToolDispatcher(registry, session.confirmation, session.tool_context())
         base = (replace(options, model=members[0]) if options
                 else AdapterOptions(model=members[0], hosted_tools=hosted_tools))
+        asked = request_options_record(base, tools=[t.name for t in tools])
         tracker = StreamTracker()
-        observer: _CallObserver | None = None
+        observer: CallObserver | None = None
         expired: list[bool] = []
         deadline = None if timeout_seconds is None else _cancel_later(timeout_seconds, expired)
         awaiting: list[Any] = []  # the tool calls of the stored answer that have no result stored yet
@@ -254,8 +194,8 @@ class TurnRunner:
         continuations = 0  # paused answers sent back to resume (adapters/continuation.py)
         try:
             while True:
-                observer = _CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
-                                         is_worker=session.is_worker)
+                observer = CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
+                                        is_worker=session.is_worker, request_options=asked)
                 tracker = StreamTracker()
                 awaiting = []
                 in_call = True
@@ -452,7 +392,7 @@ class TurnRunner:
             result.tool_calls += 1
 
     def _interrupted(
-        self, session: Session, tracker: StreamTracker, observer: _CallObserver | None, result: TurnResult,
+        self, session: Session, tracker: StreamTracker, observer: CallObserver | None, result: TurnResult,
         error: Exception,
     ) -> None:
         """An unexpected failure: the in-flight call is marked failed and what it showed is kept PARTIAL."""
@@ -473,7 +413,7 @@ class TurnRunner:
 
     def _cancelled(
         self, session: Session, recorder: TurnRecorder, started: Event | None, tracker: StreamTracker,
-        observer: _CallObserver | None, result: TurnResult, reason: str = "user_cancel",
+        observer: CallObserver | None, result: TurnResult, reason: str = "user_cancel",
     ) -> None:
         rt = self.rt
         result.cancelled = True

@@ -61,14 +61,18 @@ def key_service() -> Iterator[KeyService]:
     """Keys on the configured database (METIS_HOME/metis.db or PostgreSQL), audit events to its trace."""
     from metis_core.events.bus import EventBus
     from metis_core.gateway.keys import KeyService
+    from metis_core.store.backend import SharedDatabase
     from metis_core.store.gateway_keys import open_gateway_key_store
     from metis_core.trace.store import TraceStore
 
-    where = database()
+    shared = SharedDatabase(database())  # one pool for both stores on PostgreSQL
     bus = EventBus()
-    trace = TraceStore(where)
-    trace.attach(bus)
-    store = open_gateway_key_store(where)
+    try:
+        trace = TraceStore(shared)
+        trace.attach(bus)
+        store = open_gateway_key_store(shared)
+    finally:
+        shared.close()  # the stores hold their own leases; the pool closes with the last of them
     try:
         yield KeyService(store, bus)
     finally:

@@ -160,6 +160,9 @@ def replay(
         return
     if session is not None:
         terminal.out.print(turn_table(report))
+        for t in report.turns:  # what the record did not hold of the original's request
+            for why in t.request.lacking:
+                terminal.warn(f"turn {t.index}: {why}")
     else:
         terminal.out.print(batch_table(batch))
         for sid, why in batch.skipped:

@@ -49,7 +49,7 @@ def serve(
             f"{RETIRED_TOKEN_FILE} and {RETIRED_TOKEN_ENV} are no longer read: clients use gateway keys "
             "(`metis gateway keys issue --scope admin`); delete the file")
     runtime = open_runtime(config, async_http="aiohttp")  # a server: the least CPU per call
-    store = open_gateway_key_store(runtime.database)
+    store = open_gateway_key_store(runtime.shared_database)
     try:
         per_minute = settings_from_env().auth_failure_events_per_minute
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)

@@ -19,6 +19,7 @@ from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.gateway.shapes.base import CONTINUATION_LIMIT
 from metis_core.gateway.usage_total import add_usage
 from metis_core.messages import (
+    CitationDelta,
     Message,
     MessageComplete,
     MessageStatus,
@@ -28,6 +29,7 @@ from metis_core.messages import (
     ToolUseEnd,
     ToolUseInputDelta,
     ToolUseStart,
+    WholeBlock,
 )
 from metis_core.routing.fallback import FallbackChain
 
@@ -36,7 +38,7 @@ if TYPE_CHECKING:
     from metis_core.gateway.quotas import Subject
     from metis_core.gateway.service import GatewayService
 
-_INDEXED = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd)
+_INDEXED = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd, WholeBlock, CitationDelta)
 
 
 def continuable(answer: Message) -> bool:

@@ -63,7 +63,7 @@ def build_app() -> Starlette:
     # the event loop within 0.5 ms (not 5) when a request arrives while they work.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     runtime = Runtime()
-    service = GatewayService(runtime, open_gateway_key_store(runtime.database), settings_from_env())
+    service = GatewayService(runtime, open_gateway_key_store(runtime.shared_database), settings_from_env())
     app = create_app(service)
     tune_collector()
     return app

@@ -31,17 +31,24 @@ from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
 from metis_core.gateway.usage_total import add_usage
 from metis_core.ids import new_tool_use_id
 from metis_core.messages import (
+    CompactionBlock,
     Message,
     MessageComplete,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
+    RedactedThinkingBlock,
     Role,
     StreamEvent,
     TextBlock,
     TextDelta,
+    ThinkingBlock,
+    ThinkingDelta,
     ToolDefinition,
     ToolUseBlock,
     ToolUseEnd,
     ToolUseStart,
     Usage,
+    WholeBlock,
 )
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
@@ -168,9 +175,14 @@ def answer_events(answer: Message, *, text: bool = True) -> list[StreamEvent]:
     partial objects are not streamed through the gateway, only the final, validated value.
     `text=False` leaves text out (a refusal already written in the shape's own refusal field)."""
     events: list[StreamEvent] = []
-    for index, block in enumerate(answer.content):
+    for index, block in enumerate(answer.content):  # every block at its place: a writer numbers them as they come
         if isinstance(block, TextBlock) and text:
             events.append(TextDelta(index=index, text=block.text))
+        elif isinstance(block, ThinkingBlock):
+            events.append(ThinkingDelta(index=index, text=block.text))
+        elif isinstance(block, RedactedThinkingBlock | ProviderToolCallBlock | ProviderToolResultBlock
+                        | CompactionBlock):
+            events.append(WholeBlock(index=index, block=block))
         elif isinstance(block, ToolUseBlock):
             events.append(ToolUseStart(index=index, id=block.id, name=block.name))
             events.append(ToolUseEnd(index=index, id=block.id, name=block.name, input=block.input))

@@ -2,9 +2,9 @@
 
 The tables (eval_verdicts, pattern_fingerprints, pattern_outcomes) are migration 5
 (`learning_tables`) on SQLite and PostgreSQL alike. This opens its own `Database` (store/backend)
-at the same location; batch subscribers write from their own threads, so every use holds a lock.
-Every write is one transaction that first takes the learning writer lock, so processes sharing
-one PostgreSQL database write one at a time, as SQLite's BEGIN IMMEDIATE makes them do.
+at the same location (on PostgreSQL a view on the runtime's one pool); batch subscribers write
+from their own threads, so every use holds a lock. Every write is one transaction that first takes
+the learning writer lock, so processes sharing one PostgreSQL database write one at a time.
 """
 
 from __future__ import annotations
@@ -15,15 +15,16 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from metis_core.store.backend import Database, Location, open_backend
+from metis_core.store.backend import Database, Location, SharedDatabase, open_backend
 
 WRITER_LOCK_KEY = 0x6D6574697331  # "metis1": held by every learning write transaction (PostgreSQL)
 
 
 class LearningDatabase:
-    def __init__(self, location: Location | None = None) -> None:
+    def __init__(self, location: Location | SharedDatabase | None = None) -> None:
         """`location`: a SQLite file or a postgresql:// URL; by default METIS_DATABASE_URL,
-        `database_url:` in config.yaml, then METIS_HOME/metis.db (as the stores)."""
+        `database_url:` in config.yaml, then METIS_HOME/metis.db (as the stores); a runtime's
+        `SharedDatabase` (its pool on PostgreSQL)."""
         self._db: Database = open_backend(location)
         self._lock = threading.RLock()
 

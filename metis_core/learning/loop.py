@@ -3,8 +3,8 @@
 Attaching subscribes three batch subscribers (implicit feedback, evaluator triggers, pattern
 recorder), gives the runtime its pattern advisor (routing's `pattern` slot) and a `/model` swap
 listener, and closes its store connection when the runtime closes. Its tables live in the
-runtime's database (`runtime.database`, SQLite or PostgreSQL). Routing and the agent never import
-this package; without it they work as before.
+runtime's database (`runtime.shared_database`: its one pool on PostgreSQL). Routing and the agent
+never import this package; without it they work as before.
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ class LearningLoop:
                  embed: Embedder | None = None) -> None:
         self.runtime = runtime
         self.settings = settings or LearningSettings.from_config(runtime.config.learning)
-        self.db = LearningDatabase(runtime.database)
+        self.db = LearningDatabase(runtime.shared_database)
         self.verdicts = VerdictStore(self.db)
         self.patterns = PatternStore(self.db, self.settings.patterns)
         self.rubrics = RubricBook(user_dir=runtime.home / "rubrics")

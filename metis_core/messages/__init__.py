@@ -40,6 +40,7 @@ from metis_core.messages.metadata import (
     Usage,
 )
 from metis_core.messages.stream import (
+    CitationDelta,
     MessageComplete,
     StreamError,
     StreamEvent,
@@ -49,6 +50,7 @@ from metis_core.messages.stream import (
     ToolUseInputDelta,
     ToolUseStart,
     UsageUpdate,
+    WholeBlock,
 )
 from metis_core.messages.tools import SideEffects, ToolDefinition
 
@@ -57,6 +59,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "BlockOrigin",
     "Citation",
+    "CitationDelta",
     "CompactionBlock",
     "ContentBlock",
     "ImageBlock",
@@ -87,6 +90,7 @@ __all__ = [
     "ToolUseStart",
     "Usage",
     "UsageUpdate",
+    "WholeBlock",
     "check_message",
     "check_session",
     "format_timestamp",

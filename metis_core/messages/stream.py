@@ -1,11 +1,13 @@
 """Canonical stream events (§7.4): what every adapter's `stream_response` yields.
 
 Text and thinking arrive as deltas; tool input arrives as raw JSON fragments
-(`tool_use_input_delta`) and whole, parsed, at `tool_use_end`. A stream always ends with
-exactly one `message_complete` carrying the final Message (COMPLETE, or PARTIAL/ERROR after an
-`error` event) so that consumers never have to assemble the message themselves. Events are plain
-slotted dataclasses, not pydantic models: they are in-process values made by the thousand per
-stream, and need no validation or serialization.
+(`tool_use_input_delta`) and whole, parsed, at `tool_use_end`. Blocks that stream no text of their
+own (a hosted tool's call or result, a compaction, redacted thinking) arrive whole (`whole_block`)
+and a text block's sources as `citation_delta`: two events beyond the spec's list
+(docs/canonical-format.md). A stream always ends with exactly one `message_complete` carrying the
+final Message (COMPLETE, or PARTIAL/ERROR after an `error` event) so that consumers never have to
+assemble the message themselves. Events are plain slotted dataclasses, not pydantic models:
+in-process values made by the thousand per stream, needing no validation or serialization.
 """
 
 from __future__ import annotations
@@ -68,6 +70,27 @@ class ToolUseEnd:
 
 
 @dataclass(slots=True)
+class WholeBlock:
+    """A block that streams no deltas of its own is complete at `index`: a hosted tool's call or result,
+    a compaction, redacted thinking. `block` is the canonical block the final message holds there."""
+
+    index: int
+    block: Any
+    """The canonical content block (typed loosely to keep this module import-light)."""
+    type: Literal["whole_block"] = "whole_block"
+
+
+@dataclass(slots=True)
+class CitationDelta:
+    """A source added to the text block at `index` (Anthropic citations, Responses annotations)."""
+
+    index: int
+    citation: Any
+    """The canonical `Citation`, as the final message's text block holds it."""
+    type: Literal["citation_delta"] = "citation_delta"
+
+
+@dataclass(slots=True)
 class UsageUpdate:
     """Token counts so far (providers report them at the start, the end, or both)."""
 
@@ -101,6 +124,8 @@ StreamEvent = (
     | ToolUseStart
     | ToolUseInputDelta
     | ToolUseEnd
+    | WholeBlock
+    | CitationDelta
     | UsageUpdate
     | StreamError
     | MessageComplete

@@ -3,7 +3,8 @@
 The replay session names its source in `replay_of` (store step 7) and is titled `replay of <source>
 on <model>`; earlier turns outside `--turns` are copied into it (with fresh ids) so the selected ones
 see the same history. Each selected user turn runs through the normal agent loop, with tools
-answered from the recording unless `live_tools`.
+answered from the recording unless `live_tools`, and asked with the options the original's calls
+recorded (a structured turn as a structured turn); what the record lacks is in the report.
 Every divergence becomes a turn.replay_diverged event inside the replayed turn, before it completes.
 """
 
@@ -16,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metis_core.agent.recording import TurnRecorder
+from metis_core.agent.structured_turn import run_structured_turn
 from metis_core.agent.turn import TurnResult
 from metis_core.errors import ReplayError
 from metis_core.events.envelope import Actor, Event
@@ -29,6 +31,7 @@ from metis_core.replay.compare import (
     text_similarity,
 )
 from metis_core.replay.original_points import OriginalRunIndex
+from metis_core.replay.recorded_options import RecordedRequest
 from metis_core.replay.recorded_tools import RecordedToolLog, recorded_registry
 from metis_core.replay.source import SourceSession, SourceTurn, TurnSide, side_of, split_turns
 
@@ -46,6 +49,8 @@ class TurnComparison:
     original: TurnSide
     replay: TurnSide
     divergences: list[Divergence] = field(default_factory=list)
+    request: RecordedRequest = field(default_factory=lambda: RecordedRequest.of(None))
+    """The original's request options the replay asked with, and what it lacked of them."""
 
     @property
     def diverged(self) -> bool:
@@ -66,6 +71,7 @@ class TurnComparison:
             "text_similarity": self.similarity, "diverged": self.diverged,
             "first_divergence": self.first.to_json() if self.first else None,
             "divergences": [d.to_json() for d in self.divergences],
+            "request_options": self.request.to_json(),
         }
 
 
@@ -123,9 +129,13 @@ def load_source(rt: Runtime, session_id: str) -> SourceSession:
     turn_ids = [e.turn_id for e in events if e.type == "turn.started" and e.turn_id]
     errors = {e.turn_id: str((e.payload.get("signals_extra") or {}).get("error")) for e in events
               if e.type == "turn.completed" and e.turn_id and (e.payload.get("signals_extra") or {}).get("error")}
+    requests: dict[str, dict[str, Any] | None] = {}
+    for e in events:  # a turn's calls share its options: the first llm.call_started holds them
+        if e.type == "llm.call_started" and e.turn_id and e.turn_id not in requests:
+            requests[e.turn_id] = e.payload.get("request_options")
     messages = rt.store.load_messages(session_id)
     first_user = next((i for i, m in enumerate(messages) if m.role is Role.USER), len(messages))
-    turns = split_turns(messages, turn_ids, errors)
+    turns = split_turns(messages, turn_ids, errors, requests)
     return SourceSession(session_id, Path(record.workspace_path), record.active_model, turns,
                          preamble=messages[:first_user])
 
@@ -232,9 +242,23 @@ async def _replay_turn(rt: Runtime, session: Session, source: SourceSession, tur
         found.append(comparison)
 
     attachments: list[ContentBlock] = [b for b in turn.user.content if not isinstance(b, TextBlock)]
-    result = await rt.turns.run(session, turn.user_text, attachments=attachments or None, before_completed=compare)
+    request = turn.request
+    own_tools = session.tools
+    session.tools = request.offered(own_tools or rt.tools)  # the tools the original offered, where they exist
+    try:
+        if request.output is not None:  # a structured turn: the same output shape and policy
+            outcome = await run_structured_turn(rt.turns, session, turn.user_text, request.output,
+                                                policy=request.policy, options=request.options,
+                                                before_completed=compare)
+            result = outcome.turn
+        else:
+            result = await rt.turns.run(session, turn.user_text, attachments=attachments or None,
+                                        options=request.options, before_completed=compare)
+    finally:
+        session.tools = own_tools
     if not found:  # cancelled: the turn closed without the hook
         replay = side_of(result.produced, result.error or "cancelled")
         found.append(TurnComparison(turn.index, turn.turn_id, result.turn_id, turn.user_text, turn.side, replay,
                                     compare_sides(turn.side, replay, threshold)))
+    found[0].request = request
     return found[0]

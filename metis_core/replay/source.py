@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from metis_core.messages import Message, Role, TextBlock, ToolResultBlock
+from metis_core.replay.recorded_options import RecordedRequest
 
 
 @dataclass(frozen=True)
@@ -97,6 +98,8 @@ class SourceTurn:
     user: Message
     messages: list[Message] = field(default_factory=list)
     error: str | None = None
+    request: RecordedRequest = field(default_factory=lambda: RecordedRequest.of(None))
+    """How its calls were asked (its first llm.call_started's request_options), for the replay to ask again."""
 
     @property
     def user_text(self) -> str:
@@ -144,13 +147,17 @@ class SourceSession:
         return recorded
 
 
-def split_turns(messages: list[Message], turn_ids: list[str], errors: dict[str, str]) -> list[SourceTurn]:
-    """Group a session's messages into user turns; `turn_ids` are the turn.started ids in order."""
+def split_turns(messages: list[Message], turn_ids: list[str], errors: dict[str, str],
+                requests: dict[str, dict[str, Any] | None] | None = None) -> list[SourceTurn]:
+    """Group a session's messages into user turns; `turn_ids` are the turn.started ids in order,
+    `requests` each turn's recorded request_options (None or absent: not recorded)."""
     turns: list[SourceTurn] = []
+    asked = requests or {}
     for message in messages:
         if message.role is Role.USER:
             turn_id = turn_ids[len(turns)] if len(turns) < len(turn_ids) else None
-            turns.append(SourceTurn(len(turns) + 1, turn_id, message, error=errors.get(turn_id or "")))
+            turns.append(SourceTurn(len(turns) + 1, turn_id, message, error=errors.get(turn_id or ""),
+                                    request=RecordedRequest.of(asked.get(turn_id or ""))))
         elif turns and message.role in (Role.ASSISTANT, Role.TOOL):
             turns[-1].messages.append(message)
     return turns

@@ -11,7 +11,7 @@ that actually answered.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import replace
 from typing import Protocol
 
@@ -47,6 +47,22 @@ class ChainObserver(Protocol):
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         """Record the failure; return the id of the event it produced (parent for health events)."""
         ...
+
+
+class MemberRequest(Protocol):
+    """What one member is sent when the request depends on the model (a structured run's plan)."""
+
+    @property
+    def messages(self) -> Sequence[Message]: ...
+    @property
+    def tools(self) -> Sequence[ToolDefinition] | None: ...
+    @property
+    def options(self) -> AdapterOptions: ...
+
+
+RequestFor = Callable[[str], MemberRequest]
+"""Builds the request for a member, asked as the chain reaches it; what it raises counts as that
+member's failure (a CapabilityMismatchError moves on like a provider error)."""
 
 
 class _NoObserver:
@@ -163,16 +179,23 @@ class FallbackChain:
         routing: RoutingDecisionRecord | None = None,
         observer: ChainObserver | None = None,
         stream: bool = True,
+        request_for: RequestFor | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Stream from the first member that starts answering; fall back only before the first token."""
+        """Stream from the first member that starts answering; fall back only before the first token.
+        `request_for(model)`, when given, builds each member's messages, tools and options in place of
+        `messages`, `tools` and `options` (a request that depends on the model)."""
         base = options or AdapterOptions(model=self.members[0])
         attempts = self._attempts(routing, observer)
         while (model := attempts.next()) is not None:
-            opts = member_options(base, model, self.settings.get(model))
             try:
+                sent, offered = messages, tools
+                if request_for is not None:
+                    asked = request_for(model)
+                    sent, offered, base = asked.messages, asked.tools, asked.options
+                opts = member_options(base, model, self.settings.get(model))
                 if stream:
                     failed_mid_stream = False
-                    async for event in self.client.astream(messages, model, tools=tools, options=opts,
+                    async for event in self.client.astream(sent, model, tools=offered, options=opts,
                                                            tool_ids=tool_ids, session_id=session_id,
                                                            routing=attempts.routing(model)):
                         if isinstance(event, StreamError):
@@ -182,7 +205,7 @@ class FallbackChain:
                     if failed_mid_stream:
                         return  # the partial message was surfaced; a mid-stream failure never falls back
                 else:
-                    message = await self.client.acomplete(messages, model, tools=tools, options=opts,
+                    message = await self.client.acomplete(sent, model, tools=offered, options=opts,
                                                           tool_ids=tool_ids, session_id=session_id,
                                                           routing=attempts.routing(model))
                     yield MessageComplete(message=message, stop_reason=message.metadata.stop_reason)

@@ -63,7 +63,7 @@ async def gateway_keys(request: Request) -> JSONResponse:
     context = context_of(request)
     if context.access.keys is not None:
         return JSONResponse(await asyncio.to_thread(_read, context.access.keys.keys.store))
-    return JSONResponse(await asyncio.to_thread(_read_runtime_store, context.runtime.database))
+    return JSONResponse(await asyncio.to_thread(_read_runtime_store, context.runtime.shared_database))
 
 
 ROUTES = [Route("/api/gateway/keys", gateway_keys)]

@@ -4,6 +4,7 @@
 `transaction()`, driver errors turned into StoreErrors) and take backend-specific SQL from its
 `statements`. Portable SQL uses `?` placeholders. `open_backend` picks the backend from the
 location: a `postgresql://` URL or a file path (METIS_DATABASE_URL / `database_url:` decide the default).
+`SharedDatabase` is one location for all the stores of one process: one connection pool on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import yaml
 
 DATABASE_URL_ENV = "METIS_DATABASE_URL"
+POOL_SIZE_ENV = "METIS_DATABASE_POOL_SIZE"
 Location = Path | str
 """A SQLite file path, `sqlite:///path`, or a `postgresql://` URL."""
 
@@ -126,8 +128,11 @@ def database_location(location: Location | None = None) -> Location:
     return chosen
 
 
-def open_backend(location: Location | None = None) -> Database:
-    """Open (and migrate) the database at `location` (see `database_location`)."""
+def open_backend(location: Location | SharedDatabase | None = None) -> Database:
+    """Open (and migrate) the database at `location` (see `database_location`); a `SharedDatabase`
+    hands out a view on its pool (PostgreSQL) or a connection of the store's own (SQLite)."""
+    if isinstance(location, SharedDatabase):
+        return location.open()
     where = database_location(location)
     if is_postgres_url(where):
         from metis_core.store.postgres.database import PostgresDatabase
@@ -136,3 +141,73 @@ def open_backend(location: Location | None = None) -> Database:
     from metis_core.store.sqlite.database import SqliteDatabase
 
     return SqliteDatabase(Path(where))
+
+
+def pool_size_setting(configured: int | None = None) -> int:
+    """Connections one process opens at most on PostgreSQL: METIS_DATABASE_POOL_SIZE, else
+    `configured` (`database_pool_size:` in config.yaml), else 8. At least 2 (one for a store's open
+    transaction, one for the trace writer meanwhile); anything else is a ConfigError."""
+    from metis_core.errors import ConfigError
+    from metis_core.store.postgres.pool import POOL_MAX_SIZE, POOL_MIN_SIZE
+
+    raw: object = os.environ.get(POOL_SIZE_ENV) or configured
+    source = POOL_SIZE_ENV if os.environ.get(POOL_SIZE_ENV) else "database_pool_size"
+    if raw is None:
+        return POOL_MAX_SIZE
+    try:
+        size = int(str(raw).strip())
+    except ValueError:
+        size = 0
+    if size < POOL_MIN_SIZE:
+        raise ConfigError(f"{source} must be a whole number of at least {POOL_MIN_SIZE} (got {str(raw)[:20]!r}); "
+                          f"unset it for the default of {POOL_MAX_SIZE}")
+    return size
+
+
+class SharedDatabase:
+    """One database location for all the stores of one process (a Runtime's sessions, trace, learning
+    tables and gateway keys). On PostgreSQL every `open()` is a view on one connection pool: each store
+    keeps its own transactions, the process holds one pool's connections. On SQLite every `open()` is
+    a connection of its own to the file (SQLite keeps one transaction per connection, and a file
+    connection costs no server slot). `close()` releases this object's hold on the pool; the pool
+    closes once every view opened from it is closed too, in whatever order."""
+
+    def __init__(self, location: Location | None = None, *, pool_size: int | None = None) -> None:
+        """`pool_size`: the PostgreSQL pool's most connections (see `pool_size_setting`)."""
+        where = database_location(location)
+        self.backend: Literal["sqlite", "postgres"] = "postgres" if is_postgres_url(where) else "sqlite"
+        self._path = Path(where) if self.backend == "sqlite" else None
+        self._pool: Any = None
+        self._released = False
+        if self.backend == "postgres":
+            from metis_core.store.postgres.database import open_shared_pool
+
+            self._pool = open_shared_pool(str(where), max_size=pool_size_setting(pool_size))
+        self.location: Path | str = self._path if self._path is not None else redact_url(str(where))
+        """The SQLite file, or the URL without its password (for messages)."""
+
+    @property
+    def pool_size(self) -> int | None:
+        """The PostgreSQL pool's most connections; None on SQLite."""
+        return None if self._pool is None else int(self._pool.max_size)
+
+    def open(self) -> Database:
+        """A `Database` for one store (closing it never closes the others' connections)."""
+        if self._released:
+            from metis_core.errors import StoreError
+
+            raise StoreError(f"the shared database {self.location} was closed; open a new one")
+        if self._pool is not None:
+            from metis_core.store.postgres.database import PostgresDatabase
+
+            return PostgresDatabase(shared=self._pool)
+        from metis_core.store.sqlite.database import SqliteDatabase
+
+        assert self._path is not None
+        return SqliteDatabase(self._path)
+
+    def close(self) -> None:
+        """Let go of the pool (idempotent); it closes when the last store opened from it closes."""
+        if self._pool is not None and not self._released:
+            self._released = True
+            self._pool.release()

@@ -15,13 +15,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import TYPE_CHECKING, Literal, Protocol
 
 import orjson
 
 from metis_core.errors import GatewayKeyError
 from metis_core.store.db import open_database, write_transaction
 from metis_core.store.records import from_us, to_us
+
+if TYPE_CHECKING:
+    from metis_core.store.backend import SharedDatabase
 
 Scope = Literal["gateway_key", "user", "team"]
 BudgetPeriod = Literal["day", "month", "total"]
@@ -273,10 +276,17 @@ class SqliteGatewayKeyStore:
         return cursor.rowcount == 1
 
 
-def open_gateway_key_store(location: Path | str | None = None) -> GatewayKeyStore:
-    """The key store on the configured backend: a postgresql:// URL, else the SQLite file."""
-    from metis_core.store.backend import database_location, is_postgres_url
+def open_gateway_key_store(location: Path | str | SharedDatabase | None = None) -> GatewayKeyStore:
+    """The key store on the configured backend: a postgresql:// URL, else the SQLite file; on a
+    runtime's `SharedDatabase`, a view on its pool (PostgreSQL) or its file (SQLite)."""
+    from metis_core.store.backend import SharedDatabase, database_location, is_postgres_url
 
+    if isinstance(location, SharedDatabase):
+        if location.backend == "postgres":
+            from metis_core.store.postgres.gateway_keys import PostgresGatewayKeyStore
+
+            return PostgresGatewayKeyStore(location)
+        location = location.location
     where = database_location(location)
     if is_postgres_url(where):
         from metis_core.store.postgres.gateway_keys import PostgresGatewayKeyStore

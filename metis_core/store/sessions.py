@@ -25,7 +25,7 @@ import orjson
 from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
-from metis_core.store.backend import Location, open_backend
+from metis_core.store.backend import Location, SharedDatabase, open_backend
 from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, INSERT_TOOL_CALL, conversation_rows
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
@@ -118,9 +118,10 @@ class SessionDeletion:
 class SessionStore:
     """Sessions, messages and tool calls. Safe to share between threads; one connection."""
 
-    def __init__(self, db_path: Location | None = None) -> None:
+    def __init__(self, db_path: Location | SharedDatabase | None = None) -> None:
         """`db_path`: a SQLite file or a postgresql:// URL; by default METIS_DATABASE_URL,
-        `database_url:` in config.yaml, or METIS_HOME/metis.db (see `store.backend`)."""
+        `database_url:` in config.yaml, or METIS_HOME/metis.db (see `store.backend`). A
+        `SharedDatabase` gives the store its own view on a pool other stores share."""
         self._db = open_backend(db_path)
         self.path = self._db.location
         self._lock = threading.RLock()

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from metis_core.errors import StoreError
 from metis_core.events.bus import EventBus, EventFilter, Subscription, SubscriptionHandle
 from metis_core.events.envelope import Event
-from metis_core.store.backend import Database, Location, open_backend
+from metis_core.store.backend import Database, Location, SharedDatabase, open_backend
 from metis_core.store.records import to_us
 from metis_core.trace.event_batcher import EventBatcher
 from metis_core.trace.event_rows import EVENT_COLUMNS, event_from_row, event_row
@@ -53,7 +53,7 @@ class TraceStore:
 
     def __init__(
         self,
-        db_path: Location | None = None,
+        db_path: Location | SharedDatabase | None = None,
         *,
         commit_every: int = 100,
         commit_interval: float = 0.02,

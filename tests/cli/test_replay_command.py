@@ -80,3 +80,30 @@ def test_replay_prints_the_turn_table_in_the_terminal(home: Path, server: Replay
     for heading in ("original tools", "replay tools", "text sim.", "first divergence"):
         assert heading in done.stdout
     assert "text @ call 0" in done.stdout and "1 of 1 turn(s) diverged (100%)" in done.stdout
+
+
+def test_replay_resends_the_run_options_and_an_old_session_says_what_it_lacks(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    import sqlite3
+
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    done = metis(["run", "--json", "-o", "temperature=0.2", "-o", "max_tokens=99", "Say hello"],
+                 cli_env(home, server.base_url), workspace)
+    assert done.returncode == 0, done.stderr
+    source = only_session_id(home)
+    server.script(OPENAI, Reply.recording("openai_chat", "stream__text_with_usage_chunk.sse"))
+    done = metis(["replay", source, "--model", "openai:gpt-4o"], cli_env(home, server.base_url), workspace)
+    assert done.returncode == 0, done.stderr
+    sent = server.bodies(OPENAI)[-1]
+    assert sent["temperature"] == 0.2 and 99 in (sent.get("max_completion_tokens"), sent.get("max_tokens"))
+    assert "request options" not in done.stderr
+
+    with sqlite3.connect(home / "metis.db") as conn:  # as if recorded before options were kept
+        conn.execute("UPDATE events SET payload_json = json_remove(payload_json, '$.request_options') "
+                     "WHERE session_id = ? AND type = 'llm.call_started'", (source,))
+    server.script(OPENAI, Reply.recording("openai_chat", "stream__text_with_usage_chunk.sse"))
+    done = metis(["replay", source, "--model", "openai:gpt-4o"], cli_env(home, server.base_url), workspace)
+    assert done.returncode == 0, done.stderr
+    assert "temperature" not in server.bodies(OPENAI)[-1]
+    assert "turn 1: request options: not recorded (the session predates them)" in " ".join(done.stderr.split())

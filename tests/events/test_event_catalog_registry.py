@@ -171,3 +171,20 @@ def test_structured_output_steps_extend_the_llm_domain_with_their_floors() -> No
     assert floors.pop("llm.output_refused") is Sensitivity.PRIVATE  # the provider's refusal text may echo the prompt
     assert set(floors.values()) == {Sensitivity.PSEUDONYMOUS}
     assert all(CATALOG[t].domain == "llm" and not CATALOG[t].audit for t in OUTPUT_STEPS)
+
+
+ADDITIVE_FIELDS = {"llm.call_started": {"request_options"}}
+"""Nullable fields added here to a spec payload (docs/event-bus.md "Additive fields"), each None by default,
+so every event recorded before them still validates."""
+
+
+@pytest.mark.parametrize("event_type", sorted(ADDITIVE_FIELDS))
+def test_a_spec_payload_has_the_spec_fields_plus_only_the_documented_additive_ones(event_type: str) -> None:
+    text = SPEC_PATH.read_text(encoding="utf-8")
+    entry = text[text.index(f"{event_type}Sensitivity:"):]
+    body = entry[entry.index("{"):entry.index("}")]
+    spec_fields = set(re.findall(r'^"([a-z_]+)":', body, flags=re.MULTILINE))
+    model = PAYLOAD_REGISTRY[event_type]
+    assert spec_fields and set(model.model_fields) == spec_fields | ADDITIVE_FIELDS[event_type]
+    for name in ADDITIVE_FIELDS[event_type]:
+        assert model.model_fields[name].default is None and not model.model_fields[name].is_required()

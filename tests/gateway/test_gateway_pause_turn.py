@@ -159,6 +159,7 @@ def test_an_anthropic_client_gets_the_continued_answer_too(gateway: GatewayHarne
         model=MODEL, max_tokens=4096, messages=[{"role": "user", "content": PROMPT}], tools=tools)
     assert answer.stop_reason == "end_turn"
     assert "".join(b.text for b in answer.content if b.type == "text") == text_of(PAUSED, CONTINUED)
+    assert answer.to_dict()["content"] == [*PAUSED["content"], *CONTINUED["content"]]  # Claude's blocks, as sent
     check_resumed_with_the_paused_answer(gateway.upstream)
     check_two_calls_recorded_and_charged(gateway, key_id, "anthropic")
 
@@ -177,6 +178,7 @@ def test_a_streamed_anthropic_answer_continues_in_the_same_stream(gateway: Gatew
     [thinking] = [b for b in final.content if b.type == "thinking"]  # the paused answer's, signed, whole
     [recorded] = [b for b in PAUSED["content"] if b["type"] == "thinking"]
     assert thinking.signature == recorded["signature"] and thinking.thinking == recorded["thinking"]
+    assert final.to_dict()["content"] == [*PAUSED["content"], *CONTINUED["content"]]  # as the plain answer's
     check_resumed_with_the_paused_answer(gateway.upstream)
     check_two_calls_recorded_and_charged(gateway, key_id, "anthropic")
 

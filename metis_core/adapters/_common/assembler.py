@@ -24,6 +24,7 @@ from metis_core.hashing import canonical_json
 from metis_core.messages import (
     BlockOrigin,
     Citation,
+    CitationDelta,
     Message,
     MessageComplete,
     MessageStatus,
@@ -40,6 +41,7 @@ from metis_core.messages import (
     ToolUseStart,
     Usage,
     UsageUpdate,
+    WholeBlock,
 )
 from metis_core.secret_scrub import scrub_secrets
 
@@ -244,10 +246,28 @@ class MessageAssembler:
         slot.tool_input = parsed
         return ToolUseEnd(index=index, id=slot.tool_id, name=slot.tool_name, input=parsed)
 
-    def citation(self, key: Hashable, citation: Citation) -> None:
+    def citation(self, key: Hashable, citation: Citation) -> CitationDelta:
         """A source for the text block at `key` (Anthropic citations, Responses annotations)."""
-        _, slot = self._slot(key, "text")
+        index, slot = self._slot(key, "text")
         slot.extra.setdefault("citations", []).append(citation)
+        return CitationDelta(index=index, citation=citation)
+
+    def whole_block(self, key: Hashable) -> WholeBlock | None:
+        """The event of a hosted or redacted-thinking block that is complete (its provider closed it):
+        the block as the final message will hold it (built once here and kept for `build`)."""
+        index = self._by_key.get(key)
+        if index is None:
+            return None
+        slot = self._slots[index]
+        if slot.kind == "redacted_thinking":
+            block: Any = RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin)
+        elif slot.kind == "hosted" and slot.extra.get("build") is not None:
+            block = slot.extra["build"](slot.extra["payload"], "".join(slot.parts), self.origin)
+        else:
+            return None
+        slot.closed = True
+        slot.extra["built"] = block
+        return WholeBlock(index=index, block=block)
 
     def hosted(self, key: Hashable, payload: dict[str, Any], build: HostedBuilder) -> None:
         """A block of the provider's own work (hosted tool call or result, compaction).
@@ -356,7 +376,9 @@ class MessageAssembler:
                     content.append(TextBlock(text=text, citations=citations))
             elif slot.kind == "hosted":
                 build = slot.extra.get("build")
-                if build is not None:
+                if slot.closed and "built" in slot.extra:  # the same block its whole_block event carried
+                    content.append(slot.extra["built"])
+                elif build is not None:
                     content.append(build(slot.extra["payload"], "".join(slot.parts), self.origin))
             elif slot.kind == "thinking":
                 content.append(
@@ -367,7 +389,8 @@ class MessageAssembler:
                     )
                 )
             elif slot.kind == "redacted_thinking":
-                content.append(RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin))
+                content.append(slot.extra.get("built") or RedactedThinkingBlock(data="".join(slot.parts),
+                                                                                origin=self.origin))
             elif slot.kind == "tool_use" and slot.tool_input is not None:
                 if not slot.tool_name:  # nothing could run it and every provider refuses it as history
                     nameless += 1

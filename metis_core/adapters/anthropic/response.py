@@ -63,13 +63,18 @@ def raw_details(data: dict[str, Any]) -> dict[str, Any]:
 
 
 def add_block(assembler: MessageAssembler, index: Any, block: dict[str, Any], skipped: list[str]) -> list[StreamEvent]:
-    """Add one whole content block; returns the tool_use_start event of a client tool call."""
+    """Add one whole content block; returns the stream events of its text, citations or client tool call
+    (a hosted or redacted-thinking block's `whole_block` event is the caller's, once it is added)."""
     kind = str(block.get("type"))
     if kind == "text":
-        assembler.text(index, block.get("text") or "")
+        events: list[StreamEvent] = []
         for wire in block.get("citations") or ():
             if isinstance(wire, dict):
-                assembler.citation(index, hosted.citation(wire, assembler.origin))
+                events.append(assembler.citation(index, hosted.citation(wire, assembler.origin)))
+        text = block.get("text") or ""
+        if text or not events:
+            events.append(assembler.text(index, text))
+        return events
     elif kind == "tool_use":
         name, tool_id = block.get("name"), block.get("id")
         if not isinstance(name, str) or not name:

@@ -4,8 +4,9 @@ Handles message_start (including content and a stop reason carried inside it, as
 tool calling sends), content_block_start/delta/stop (text, citations, input_json, thinking,
 signature, compaction deltas), message_delta, message_stop, ping and `error` events, and the
 whitespace live servers pad inside `data` JSON. Server tools and compaction stream into hosted
-blocks, never client tool calls. A stream without message_stop, or a tool call whose JSON was
-cut off (stop_reason max_tokens), ends PARTIAL with an `error` event.
+blocks, never client tool calls; each such block (and redacted thinking) is a `whole_block` event
+at its content_block_stop, each citation a `citation_delta`. A stream without message_stop, or a
+tool call whose JSON was cut off (stop_reason max_tokens), ends PARTIAL with an `error` event.
 """
 
 from __future__ import annotations
@@ -26,6 +27,9 @@ from metis_core.transport.wire import WireChunk
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+
+WHOLE_KINDS = frozenset({"compaction", "redacted_thinking"})
+"""Block kinds besides server tools that stream no canonical deltas: a `whole_block` event at their stop."""
 
 
 class AnthropicStreamTranslator(StreamTranslator):
@@ -54,8 +58,12 @@ class AnthropicStreamTranslator(StreamTranslator):
             return self._start(data["index"], data.get("content_block") or {})
         if kind == "content_block_stop":
             index = data["index"]
-            if self._kinds.get(index) == "tool_use":
+            kind = self._kinds.get(index)
+            if kind == "tool_use":
                 return [self._assembler.tool_end(index)]
+            if kind in WHOLE_KINDS or (kind is not None and (hosted.is_call(kind) or hosted.is_result(kind))):
+                whole = self._assembler.whole_block(index)  # a server tool, compaction or redacted thinking
+                return [whole] if whole is not None else []
             return []
         if kind == "message_delta":
             stop_reason = (data.get("delta") or {}).get("stop_reason")
@@ -72,7 +80,11 @@ class AnthropicStreamTranslator(StreamTranslator):
             out: list[StreamEvent] = []
             for position, block in enumerate(self._message.get("content") or ()):
                 if isinstance(block, dict):  # a whole message inside message_start (programmatic tool calling)
-                    out.extend(add_block(self._assembler, ("message_start", position), block, self._skipped))
+                    key = ("message_start", position)
+                    out.extend(add_block(self._assembler, key, block, self._skipped))
+                    whole = self._assembler.whole_block(key)
+                    if whole is not None:
+                        out.append(whole)
             out.append(self._assembler.set_usage(usage_from_wire(merge_usage(self._usage, self._message.get("usage")))))
             return out
         if kind == "message_stop":
@@ -149,7 +161,7 @@ class AnthropicStreamTranslator(StreamTranslator):
         if kind == "citations_delta":
             wire = delta.get("citation")
             if isinstance(wire, dict):
-                asm.citation(index, hosted.citation(wire, asm.origin))
+                return [asm.citation(index, hosted.citation(wire, asm.origin))]
             return []
         if kind == "compaction_delta":
             content = delta.get("content")

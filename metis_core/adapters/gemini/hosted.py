@@ -29,10 +29,25 @@ GROUNDING_KEY, URL_CONTEXT_KEY = "grounding_metadata", "url_context_metadata"
 OK_OUTCOME = "OUTCOME_OK"
 
 
+TOOL_FIELDS = {"googleSearch": frozenset({"timeRangeFilter", "searchTypes", "excludeDomains", "blockingConfidence"}),
+               "urlContext": frozenset(), "codeExecution": frozenset()}
+"""The fields each Gemini hosted-tool entry takes; other settings (another provider's, e.g. Claude's
+`user_location` or `max_uses`) would fail the whole request."""
+
+
 def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> list[dict[str, Any]]:
-    """`tools` entries for `AdapterOptions.hosted_tools`, e.g. {"googleSearch": {}}."""
-    return [{hosted_wire(HOSTED_TOOL_WIRE, name, model, "Gemini hosts"): dict(settings)}
-            for name, settings in wanted.items()]
+    """`tools` entries for `AdapterOptions.hosted_tools`, e.g. {"googleSearch": {}}. A setting the entry has
+    no field for is left out with a WARN line naming it (the canonical format's logged projection)."""
+    entries: list[dict[str, Any]] = []
+    for name, settings in wanted.items():
+        key = hosted_wire(HOSTED_TOOL_WIRE, name, model, "Gemini hosts")
+        fields = TOOL_FIELDS.get(key, frozenset())
+        dropped = sorted(k for k in settings if k not in fields)
+        if dropped:
+            log.warning("hosted tool %s settings %s have no %s field in Gemini and were not sent", name, dropped,
+                        key, extra={"adapter": "gemini", "model": model, "block_type": name})
+        entries.append({key: {k: v for k, v in settings.items() if k in fields}})
+    return entries
 
 
 def is_hosted_tool_entry(entry: Any) -> bool:

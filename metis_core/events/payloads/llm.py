@@ -7,7 +7,7 @@ strings elsewhere); `error_class` on llm.call_failed is the eight-value ErrorCla
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -28,6 +28,41 @@ LlmErrorClass = Literal[
 """Mirrors `metis_core.errors.ErrorClass`; a test keeps the two in step."""
 
 
+class RecordedOutput(PayloadModel):
+    """A structured turn's requested answer shape and its retry policy (docs/structured-output.md)."""
+
+    name: str
+    json_schema: dict[str, Any]
+    description: str = ""
+    max_retries: NonNegativeInt
+    max_truncation_retries: NonNegativeInt
+    nl_to_format: bool
+    recover: bool
+
+
+class RequestOptions(PayloadModel):
+    """What a call was asked besides its messages, as the caller asked it: the AdapterOptions that
+    shape the answer (never model, session or stream), the names of the tools offered, and a
+    structured turn's output. Never a secret: provider-only knobs (`extra`, `provider_tools`) are
+    named in `omitted`, not kept, and settings under secret-like names are dropped the same way."""
+
+    max_tokens: NonNegativeInt | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    stop: list[str] | None = None
+    reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None
+    thinking_budget_tokens: NonNegativeInt | None = None
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    response_format: dict[str, Any] | None = None
+    hosted_tools: dict[str, dict[str, Any]] | None = None
+    tools: list[str] | None = None
+    """Names of the client tools the call offered (their definitions live in the tool registry)."""
+    output: RecordedOutput | None = None
+    omitted: list[str] = Field(default_factory=list)
+    """What the call had that is not kept here (`extra`, `provider_tools`, a secret-like setting)."""
+
+
 class LlmCallStartedPayload(PayloadModel):
     """A request is about to go to a provider."""
 
@@ -36,6 +71,9 @@ class LlmCallStartedPayload(PayloadModel):
     estimated_input_tokens: NonNegativeInt
     request_id: str
     is_worker: bool
+    request_options: RequestOptions | None = None
+    """Additive (docs/event-bus.md): what `metis replay` re-sends; None on calls recorded before it
+    was kept and on gateway calls."""
 
 
 class LlmCallCompletedPayload(PayloadModel):

@@ -3,7 +3,8 @@
 Thinking goes back to the client only when Anthropic signed it (a signature replays only to its
 origin; anything else would be rejected on the client's next turn). In a stream a thinking block
 stays open until the end, where its `signature_delta` arrives with the final message; blocks are
-numbered in the order they are started, so a late redacted-thinking block never shifts an index.
+numbered in the order they are started. Anthropic's own server-tool blocks, compaction and redacted
+thinking are written where they stand (`whole_block` events), its citations as `citations_delta`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from metis_core.adapters.anthropic.request_reader import read_request
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, hit_continuation_limit, sse
 from metis_core.ids import new_ulid
 from metis_core.messages import (
+    CitationDelta,
     Message,
     MessageComplete,
+    ProviderToolCallBlock,
     RedactedThinkingBlock,
     StreamError,
     StreamEvent,
@@ -34,6 +37,7 @@ from metis_core.messages import (
     ToolUseStart,
     Usage,
     UsageUpdate,
+    WholeBlock,
 )
 
 _STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn"}
@@ -184,12 +188,39 @@ class AnthropicStreamWriter(StreamWriter):
                 frames += self._delta(event.index, {"type": "input_json_delta", "partial_json": whole})
             if self.open_block == event.index:
                 frames += self._close_open()
+        elif isinstance(event, WholeBlock):
+            frames += self._whole(event.index, event.block)
+        elif isinstance(event, CitationDelta):
+            citation = event.citation
+            if citation.origin is not None and citation.origin.same_api(PROVIDER, API):
+                if event.index not in self.out_index:
+                    frames += self._start_block(event.index, {"type": "text", "text": "", "citations": []})
+                frames += self._delta(event.index, {"type": "citations_delta", "citation": citation.payload})
         elif isinstance(event, StreamError):
             self.failed = True
             frames += self.fail(502, "overloaded" if event.retryable else "upstream", event.message)
         elif isinstance(event, MessageComplete):
             frames += self._finish(event.message)
         return frames
+
+    def _whole(self, canonical: int, block: Any) -> bytes:
+        """A block that arrived whole, written where it stands: Anthropic's own server-tool blocks and
+        compaction as Anthropic sent them (a call's input as one input_json_delta, as Anthropic streams
+        it), signed redacted thinking; another provider's blocks are not written (no client could replay them)."""
+        if isinstance(block, RedactedThinkingBlock):
+            if not _signed(block):
+                return b""
+            wire: dict[str, Any] = {"type": "redacted_thinking", "data": block.data}
+        elif isinstance(block, HOSTED_CLASSES) and replayable(block, PROVIDER, API):
+            wire = block.payload
+        else:
+            return b""
+        streamed_input = isinstance(block, ProviderToolCallBlock) and isinstance(wire.get("input"), dict)
+        frames = self._start_block(canonical, {**wire, "input": {}} if streamed_input else wire, keep_open=False)
+        if streamed_input and wire["input"]:
+            frames += self._delta(canonical, {"type": "input_json_delta",
+                                              "partial_json": orjson.dumps(wire["input"]).decode()})
+        return frames + sse("content_block_stop", {"type": "content_block_stop", "index": self.out_index[canonical]})
 
     def _finish(self, message: Message) -> bytes:
         frames = self._close_open()
@@ -205,13 +236,14 @@ class AnthropicStreamWriter(StreamWriter):
                 frames += self._delta(canonical, {"type": "signature_delta", "signature": block.signature or ""})
                 frames += sse("content_block_stop", {"type": "content_block_stop",
                                                      "index": self.out_index[canonical]})
-            elif isinstance(block, RedactedThinkingBlock) and _signed(block) and canonical not in self.out_index:
-                frames += self._start_block(canonical, {"type": "redacted_thinking", "data": block.data},
-                                            keep_open=False)
-                frames += sse("content_block_stop", {"type": "content_block_stop",
-                                                     "index": self.out_index[canonical]})
+            elif isinstance(block, (RedactedThinkingBlock, *HOSTED_CLASSES)) and canonical not in self.out_index:
+                frames += self._whole(canonical, block)  # no event announced it: it can only come last
             elif isinstance(block, TextBlock) and canonical not in self.out_index and block.text:
-                frames += self._start_block(canonical, {"type": "text", "text": ""})
+                citations = cited(block, PROVIDER, API) if block.citations else None
+                frames += self._start_block(canonical, {"type": "text", "text": "", "citations": []} if citations
+                                            else {"type": "text", "text": ""})
+                for citation in citations or ():
+                    frames += self._delta(canonical, {"type": "citations_delta", "citation": citation})
                 frames += self._delta(canonical, {"type": "text_delta", "text": block.text}) + self._close_open()
         usage = message.metadata.usage or self.usage
         frames += sse("message_delta", {

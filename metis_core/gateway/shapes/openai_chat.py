@@ -3,7 +3,8 @@
 Thinking has no place in a chat completion, so it is not written (it stays in the record). Tool
 calls are numbered per answer (`tool_calls[].index`) in the order they start; arguments stream as
 the upstream's raw fragments, or whole at the call's end when the upstream sent them whole.
-`stream_options.include_usage` adds the final usage chunk with an empty `choices`.
+`stream_options.include_usage` adds the final usage chunk with an empty `choices`. Citations with a
+URL become `url_citation` annotations (in a stream, one chunk before the finish).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from metis_core.gateway.shapes.base import (
     is_output_refusal,
     sse,
 )
+from metis_core.gateway.shapes.url_citations import chat_annotations, message_spans
 from metis_core.ids import new_ulid
 from metis_core.messages import (
     Message,
@@ -97,6 +99,9 @@ class OpenAIChatShape(InboundShape):
         body: dict[str, Any] = {"role": "assistant", "content": text if text or not calls else None, "refusal": None}
         if calls:
             body["tool_calls"] = calls
+        cited = chat_annotations(message_spans(message), message)
+        if cited:
+            body["annotations"] = cited
         return body
 
     def response_body(self, message: Message, model: str, tool_ids: ToolIdMap) -> dict[str, Any]:
@@ -161,6 +166,9 @@ class ChatStreamWriter(StreamWriter):
         elif isinstance(event, StreamError):
             frames += self.fail(502, "overloaded" if event.retryable else "upstream", event.message)
         elif isinstance(event, MessageComplete):
+            cited = chat_annotations(message_spans(event.message), event.message)
+            if cited:  # one chunk: the SDK's accumulator takes a list without indexes only once
+                frames += self._chunk({"annotations": cited})
             frames += self._chunk({}, finish_reason(event.message))
             if self.include_usage:
                 usage = usage_body(event.message.metadata.usage or self.usage)

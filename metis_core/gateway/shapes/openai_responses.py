@@ -3,6 +3,7 @@
 Stateless only: `previous_response_id` and `conversation` are refused by the reader (send the whole
 conversation in `input`). Text becomes one `message` output item per run of text, tool calls become
 `function_call` items; reasoning is not written (its encrypted form belongs to OpenAI's own calls).
+Citations with a URL become the text's `url_citation` annotations (`annotation.added` in a stream).
 Stream events carry `sequence_number` and the item/content indexes the SDK's accumulator needs.
 """
 
@@ -23,8 +24,11 @@ from metis_core.gateway.shapes.base import (
     sse,
 )
 from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
+from metis_core.gateway.shapes.url_citations import url_annotations
 from metis_core.ids import new_ulid
 from metis_core.messages import (
+    Citation,
+    CitationDelta,
     Message,
     MessageComplete,
     StreamError,
@@ -48,9 +52,11 @@ def usage_body(usage: Usage | None) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _text_item(item_id: str, text: str, status: str = "completed") -> dict[str, Any]:
+def _text_item(item_id: str, text: str, status: str = "completed",
+               cited: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     return {"type": "message", "id": item_id, "status": status, "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}] if status == "completed" else []}
+            "content": [{"type": "output_text", "text": text, "annotations": cited or []}]
+            if status == "completed" else []}
 
 
 def _call_item(item_id: str, call_id: str, name: str, arguments: str, status: str = "completed") -> dict[str, Any]:
@@ -87,7 +93,8 @@ class OpenAIResponsesShape(InboundShape):
             return [item]
         for block in message.content:
             if isinstance(block, TextBlock) and block.text:
-                items.append(_text_item(f"msg_{new_ulid()}", block.text))
+                spans = [(0, len(block.text), list(block.citations))] if block.citations else []
+                items.append(_text_item(f"msg_{new_ulid()}", block.text, cited=url_annotations(spans, message)))
             elif isinstance(block, ToolUseBlock):
                 items.append(_call_item(f"fc_{new_ulid()}", self.client_tool_id(tool_ids, block.id), block.name,
                                         compact_json(block.input)))
@@ -130,6 +137,10 @@ class ResponsesStreamWriter(StreamWriter):
         self.output: list[dict[str, Any]] = []
         self.text_item: tuple[int, str, list[str]] | None = None
         """(output index, item id, text so far) of the open message item."""
+        self.spans: dict[int, list[int]] = {}
+        """canonical text block index -> [start, end] within the open message item's text."""
+        self.citations: dict[int, list[Citation]] = {}
+        """canonical text block index -> the citations its `citation_delta` events brought."""
         self.calls: dict[int, tuple[int, str, str, str, list[str]]] = {}
         """canonical index -> (output index, item id, call id, name, argument fragments)."""
         self.failed = False
@@ -139,16 +150,30 @@ class ResponsesStreamWriter(StreamWriter):
         self.sequence += 1
         return sse(kind, payload)
 
-    def _close_text(self) -> bytes:
+    def _close_text(self, final: Message | None = None) -> bytes:
         if self.text_item is None:
             return b""
         index, item_id, parts = self.text_item
         self.text_item = None
         text = "".join(parts)
-        part = {"type": "output_text", "text": text, "annotations": []}
-        item = _text_item(item_id, text)
+        spans = []
+        for canonical, (start, end) in self.spans.items():
+            citations = self.citations.get(canonical)
+            if citations is None and final is not None and canonical < len(final.content):
+                block = final.content[canonical]  # citations the stream did not announce (Gemini's grounding)
+                citations = list(block.citations or ()) if isinstance(block, TextBlock) else None
+            if citations:
+                spans.append((start, end, citations))
+        self.spans = {}
+        cited = url_annotations(spans, final)
+        frames = b"".join(
+            self._event("response.output_text.annotation.added", item_id=item_id, output_index=index,
+                        content_index=0, annotation_index=position, annotation=annotation)
+            for position, annotation in enumerate(cited))
+        part = {"type": "output_text", "text": text, "annotations": cited}
+        item = _text_item(item_id, text, cited=cited)
         self.output[index] = item
-        return (self._event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
+        return frames + (self._event("response.output_text.done", item_id=item_id, output_index=index, content_index=0,
                             text=text, logprobs=[])
                 + self._event("response.content_part.done", item_id=item_id, output_index=index, content_index=0,
                               part=part)
@@ -173,6 +198,11 @@ class ResponsesStreamWriter(StreamWriter):
                 frames += self._event("response.content_part.added", item_id=item_id, output_index=index,
                                       content_index=0, part={"type": "output_text", "text": "", "annotations": []})
             index, item_id, parts = self.text_item
+            span = self.spans.get(event.index)
+            if span is None:  # a new text block within this item starts where the item's text ends
+                offset = sum(map(len, parts))
+                span = self.spans[event.index] = [offset, offset]
+            span[1] += len(event.text)
             parts.append(event.text)
             frames += self._event("response.output_text.delta", item_id=item_id, output_index=index,
                                   content_index=0, delta=event.text, logprobs=[])
@@ -200,10 +230,12 @@ class ResponsesStreamWriter(StreamWriter):
             frames += self._event("response.function_call_arguments.done", item_id=item_id, output_index=index,
                                   name=name, arguments=arguments)
             frames += self._event("response.output_item.done", output_index=index, item=item)
+        elif isinstance(event, CitationDelta):
+            self.citations.setdefault(event.index, []).append(event.citation)
         elif isinstance(event, StreamError):
             frames += self.fail(502, "overloaded" if event.retryable else "upstream", event.message)
         elif isinstance(event, MessageComplete):
-            frames += self._close_text()
+            frames += self._close_text(event.message)
             final = event.message
             status = "incomplete" if cut_short(final) else "completed"
             body = self.shape.response_object(self.response_id, self.model, status, self.output,

@@ -1,10 +1,10 @@
-"""`PostgresDatabase`: a psycopg 3 connection pool behind the `Database` protocol.
+"""`PostgresDatabase`: a view on a psycopg 3 connection pool behind the `Database` protocol.
 
-Portable `?` placeholders become `%s` (`?N` become named parameters). Outside a transaction each
-statement borrows a pooled connection; a read that loses its connection is retried once on a
-fresh one (reads are safe to repeat). A transaction binds one connection to the calling thread;
-if it is lost, the server has rolled the transaction back and `DatabaseConnectionError` says so.
-jsonb comes back as JSON text, so both backends hand the stores the same row values.
+Each view leases a `SharedPool` (its own, or one a runtime shares between its stores) and keeps its
+own transactions; closing it releases the lease. Portable `?` placeholders become `%s` (`?N` named
+parameters). Outside a transaction a statement borrows a pooled connection; a read that loses it is
+retried once on a fresh one. A transaction binds one connection to the calling thread; if it is
+lost, the server rolled it back and `DatabaseConnectionError` says so. jsonb comes back as JSON text.
 """
 
 from __future__ import annotations
@@ -24,16 +24,15 @@ from metis_core.store.postgres.sql import STATEMENTS
 try:
     import psycopg
     from psycopg import errors as pg_errors
-    from psycopg.types.string import TextLoader
     from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as missing:  # pragma: no cover - exercised only without the extra
     raise DatabaseDriverMissingError(
         "a postgresql:// database needs psycopg: pip install 'metis-core[postgres]'"
     ) from missing
 
+from metis_core.store.postgres.pool import POOL_MAX_SIZE, SharedPool
+
 _NUMBERED = re.compile(r"\?(\d+)")
-POOL_MAX_SIZE = 8
-CONNECT_TIMEOUT_SECONDS = 10.0
 
 
 def to_pyformat(sql: str, params: Sequence[Any]) -> tuple[str, Sequence[Any] | dict[str, Any]]:
@@ -64,11 +63,6 @@ class _Result:
         return iter(self.fetchall())
 
 
-def _configure(conn: psycopg.Connection[Any]) -> None:
-    for name in ("json", "jsonb"):
-        conn.adapters.register_loader(name, TextLoader)
-
-
 def translate_pg_error(error: BaseException, where: str) -> StoreError:
     if isinstance(error, (psycopg.OperationalError, PoolTimeout)) and not isinstance(error, pg_errors.QueryCanceled):
         return DatabaseConnectionError(
@@ -79,41 +73,46 @@ def translate_pg_error(error: BaseException, where: str) -> StoreError:
     return StoreError(f"database error on {where}: {error}")
 
 
+def open_shared_pool(url: str, *, max_size: int) -> SharedPool:
+    """A pool several views lease (`PostgresDatabase(shared=...)`), migrated; errors named."""
+    try:
+        return SharedPool(url, max_size=max_size)
+    except (psycopg.Error, PoolTimeout) as error:
+        raise translate_pg_error(error, redact_url(url)) from error
+
+
 class PostgresDatabase:
     backend: Literal["sqlite", "postgres"] = "postgres"
     statements = STATEMENTS
     duplicate_error: type[BaseException] | tuple[type[BaseException], ...] = pg_errors.UniqueViolation
 
-    def __init__(self, url: str, *, migrate: bool = True, max_size: int = POOL_MAX_SIZE) -> None:
-        from metis_core.store.postgres import migrations
-
-        self.url = url
-        self.location: Any = redact_url(url)
+    def __init__(
+        self, url: str | None = None, *, migrate: bool = True, max_size: int = POOL_MAX_SIZE,
+        shared: SharedPool | None = None,
+    ) -> None:
+        """A view on `shared` (a lease on a pool other views use too), or on a pool of its own at
+        `url` (`max_size` connections; migrated first unless `migrate=False`)."""
         self._local = threading.local()
-        self.pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=max_size,
-            kwargs={"autocommit": True, "connect_timeout": int(CONNECT_TIMEOUT_SECONDS)},
-            configure=_configure,
-            check=ConnectionPool.check_connection,
-            open=False,
-            name="metis",
-        )
+        self._released = False
         try:
-            # one direct connection first: a refused or unreachable server fails at once, not after
-            # the pool's retry timeout; it also applies the pending migrations
-            with psycopg.connect(url, autocommit=True, connect_timeout=int(CONNECT_TIMEOUT_SECONDS)) as first:
-                if migrate:
-                    migrations.migrate(first, self.location)
-            self.pool.open(wait=True, timeout=CONNECT_TIMEOUT_SECONDS)
-        except BaseException as error:
-            self.pool.close()
-            if isinstance(error, (psycopg.Error, PoolTimeout)):
-                raise translate_pg_error(error, self.location) from error
-            raise
+            if shared is None:
+                if url is None:
+                    raise ValueError("PostgresDatabase needs a url or a shared pool")
+                shared = SharedPool(url, migrate=migrate, max_size=max_size)  # holding its first lease
+                self.pool: ConnectionPool = shared.connections
+            else:
+                self.pool = shared.lease()
+        except (psycopg.Error, PoolTimeout) as error:
+            raise translate_pg_error(error, redact_url(url or "")) from error
+        self.shared = shared
+        self.location: Any = shared.location
 
     # --- statements ------------------------------------------------------------------------
+
+    def _connection(self) -> AbstractContextManager[psycopg.Connection[Any]]:
+        if self._released:  # the pool may live on for other views; this one is done
+            raise StoreError(f"this store's connection to {self.location} was closed; open the store again")
+        return self.pool.connection()
 
     def _tx_conn(self) -> psycopg.Connection[Any] | None:
         return getattr(self._local, "conn", None)
@@ -125,12 +124,12 @@ class PostgresDatabase:
             return self._run(conn, query, values)
         retry_safe = sql.lstrip().upper().startswith("SELECT")
         try:
-            with self.pool.connection() as pooled:
+            with self._connection() as pooled:
                 return self._run(pooled, query, values)
         except psycopg.OperationalError:
             if not retry_safe:
                 raise
-        with self.pool.connection() as pooled:  # the broken connection was discarded; once more
+        with self._connection() as pooled:  # the broken connection was discarded; once more
             return self._run(pooled, query, values)
 
     @staticmethod
@@ -145,13 +144,13 @@ class PostgresDatabase:
         if conn is not None:
             conn.cursor().executemany(query, list(rows))
             return
-        with self.pool.connection() as pooled, pooled.transaction():
+        with self._connection() as pooled, pooled.transaction():
             pooled.cursor().executemany(query, list(rows))
 
     def copy_events(self, rows: Sequence[Sequence[Any]]) -> None:
         """Store event rows in one transaction through COPY (about twice the rate of multi-row
         INSERTs, measured); ids already stored are ignored. Errors come back as StoreErrors."""
-        with self._errors(), self.pool.connection() as conn, conn.transaction():
+        with self._errors(), self._connection() as conn, conn.transaction():
             conn.execute(sql.STAGE_EVENTS)
             with conn.cursor().copy(sql.COPY_EVENTS_TO_STAGE) as copy:
                 for row in rows:
@@ -169,7 +168,7 @@ class PostgresDatabase:
             yield
             return
         try:
-            with self.pool.connection() as conn:
+            with self._connection() as conn:
                 self._local.conn = conn
                 try:
                     with conn.transaction():
@@ -198,8 +197,11 @@ class PostgresDatabase:
     def schema_version(self) -> int:
         from metis_core.store.postgres.migrations import applied_version
 
-        with self.errors(), self.pool.connection() as conn:
+        with self.errors(), self._connection() as conn:
             return applied_version(conn)
 
     def close(self) -> None:
-        self.pool.close()
+        """Release this view's lease (idempotent); the pool closes with its last view."""
+        if not self._released:
+            self._released = True
+            self.shared.release()

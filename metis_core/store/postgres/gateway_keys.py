@@ -16,6 +16,7 @@ from typing import Any
 import orjson
 
 from metis_core.errors import GatewayKeyError
+from metis_core.store.backend import Database, SharedDatabase
 from metis_core.store.gateway_keys import (
     GatewayKeyRecord,
     Scope,
@@ -61,8 +62,9 @@ def _key_from_row(row: tuple[Any, ...]) -> GatewayKeyRecord:
 class PostgresGatewayKeyStore:
     """The `gateway_*` tables of a PostgreSQL database; safe to share between threads and processes."""
 
-    def __init__(self, url: str) -> None:
-        self._db = PostgresDatabase(url)
+    def __init__(self, url: str | SharedDatabase) -> None:
+        """A pool of its own at `url`, or a view on a runtime's shared one."""
+        self._db: Database = PostgresDatabase(url) if isinstance(url, str) else url.open()
         self.path = self._db.location
 
     def close(self) -> None:

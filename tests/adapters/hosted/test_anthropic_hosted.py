@@ -192,3 +192,23 @@ def test_results_for_calls_made_from_code_execution_name_their_container() -> No
     plain, _ = streamed("stream__hosted_web_search_citations.sse")
     later = AnthropicAdapter().to_wire([*HISTORY, plain, user_message("more")], [], AdapterOptions(model=MODEL), None)
     assert "container" not in later.body
+
+
+@pytest.mark.parametrize("name", [*STREAMS, "stream__redacted_thinking.sse"])
+def test_every_block_without_deltas_is_announced_whole_where_it_stands(name: str) -> None:
+    """Each hosted block and redacted-thinking block is one `whole_block` event carrying the very block the
+    final message holds at that index, before any later block's events; each citation a `citation_delta`."""
+    from metis_core.messages import CitationDelta, RedactedThinkingBlock, WholeBlock
+
+    message, events = streamed(name)
+    wholes = [e for e in events if isinstance(e, WholeBlock)]
+    kinds = (ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock, RedactedThinkingBlock)
+    silent = [i for i, b in enumerate(message.content) if isinstance(b, kinds)]
+    assert [e.index for e in wholes] == silent  # every one (the message_start recording has none)
+    assert all(message.content[e.index] is e.block for e in wholes)
+    indexed = [e.index for e in events if hasattr(e, "index")]
+    for event in wholes:  # nothing of a later block came before it
+        position = next(i for i, e in enumerate(events) if e is event)
+        assert all(index <= event.index for index in indexed[:position])
+    cited = [(i, c) for i, b in enumerate(message.content) if isinstance(b, TextBlock) for c in b.citations or ()]
+    assert [(e.index, e.citation) for e in events if isinstance(e, CitationDelta)] == cited
