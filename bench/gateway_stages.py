@@ -68,7 +68,7 @@ def _timed(owner: Any, name: str, label: str) -> None:
 def _instrument() -> None:
     from metis_core.adapters import client as client_module
     from metis_core.gateway import app as app_module
-    from metis_core.gateway import call_record, record_writer, service
+    from metis_core.gateway import call_record, continued_call, record_writer, service
     from metis_core.trace import store as trace_store
     from metis_core.transport import http as transport_http
 
@@ -80,7 +80,8 @@ def _instrument() -> None:
     _timed(service_cls, "admit", "loop: quota admission")
     _timed(service_cls, "read", "loop: inbound body -> canonical")
     _timed(service_cls, "open_call", "loop: call record opened")
-    _timed(app_cls, "final_answer", "loop: upstream call (all)")
+    _timed(app_cls, "final_answer", "loop: upstream call (all)")  # before the direct non-streaming path
+    _timed(continued_call.ContinuedCall, "answer", "loop: upstream call (all)")
     _timed(client_module.ModelClient, "_prepare", "loop: upstream: canonical -> wire")
     _timed(transport_http.HttpTransport, "asend", "loop: upstream: HTTP exchange (aiohttp)")
     _timed(client_module, "parse_response_checked", "loop: upstream: wire -> canonical")

@@ -8,6 +8,7 @@ from ulid import ULID
 
 from metis_core.ids import (
     UlidGenerator,
+    encode_ulid,
     is_ulid,
     new_session_id,
     new_tool_use_id,
@@ -63,3 +64,27 @@ def test_our_encoding_matches_python_ulid_across_the_range() -> None:
     values = [0, 1, (1 << 128) - 1, 1 << 80, *(random.getrandbits(128) for _ in range(5_000))]
     assert all(encode_ulid(v) == str(ULID.from_int(v)) for v in values)
     assert encode_ulid((1 << 128) - 1) == "7ZZZZZZZZZZZZZZZZZZZZZZZZZ"  # largest valid ULID (spec)
+
+
+def test_new_reuses_the_kept_head_and_still_encodes_every_id_exactly() -> None:
+    # Two generators on the same clock and randomness: one through `new` (which keeps the leading
+    # characters of the last id), one through `encode_ulid(new_int())`. The random part starts just
+    # below a 40-bit boundary so the kept head must change mid-millisecond, and the clock steps too.
+    def source() -> UlidGenerator:
+        ticks = iter([5, 5, 5, 5, 5, 6, 6, 6, 6, 6, 6, 6, 9, 9, 9, 9, 9, 9, 9, 9])
+        draws = iter([(1 << 40) - 2, (7 << 40) - 1, 3])
+        return UlidGenerator(clock_ms=lambda: next(ticks), random_bits=lambda: next(draws))
+
+    fast, plain = source(), source()
+    made = [fast.new() for _ in range(20)]
+    assert made == [encode_ulid(plain.new_int()) for _ in range(20)]
+    assert made == sorted(made) and len(set(made)) == 20
+
+
+def test_random_draws_are_79_bit_and_fresh_across_buffer_refills() -> None:
+    from metis_core.ids import _RandomDraws
+
+    draws = _RandomDraws()
+    values = [draws.next() for _ in range(200)]  # a little over three buffers of 64
+    assert all(0 <= v < 1 << 79 for v in values)
+    assert len(set(values)) == len(values)

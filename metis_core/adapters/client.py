@@ -67,16 +67,18 @@ class CallArgs(TypedDict, total=False):
 class _PreparedCall:
     """Everything a call needs once translated: the adapter, the wire request and its body."""
 
-    __slots__ = ("adapter", "body", "canonical", "context", "request", "url")
+    __slots__ = ("adapter", "body", "canonical", "context", "kept", "request", "url")
 
     def __init__(self, adapter: Adapter, request: WireRequest, url: str, body: bytes, context: RequestContext,
-                 canonical: dict[str, Any] | None = None) -> None:
+                 canonical: dict[str, Any] | None = None, kept: list[Any] | None = None) -> None:
         self.adapter = adapter
         self.request = request
         self.url = url
         self.body = body
         self.context = context
         self.canonical = canonical
+        self.kept = kept
+        """The provider's kept [environment, base URL, auth headers], read once for the URL and headers."""
 
 
 def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
@@ -189,11 +191,11 @@ class ModelClient:
             found = self._adapters[provider] = named_adapter_class(kind, provider)(self.registry)
         return found
 
-    def base_url(self, provider: str) -> str:
+    def base_url(self, provider: str, kept: list[Any] | None = None) -> str:
         explicit = self._base_urls.get(provider)
         if explicit is not None:
             return explicit
-        kept = self._kept(provider)
+        kept = kept or self._kept(provider)
         if kept[1] is None:
             kept[1] = self.config.base_url(provider)
         url: str = kept[1]
@@ -211,13 +213,13 @@ class ModelClient:
             kept = self._sent[provider] = [environment, None, None]
         return kept
 
-    def _auth_headers(self, provider: str, adapter: Adapter) -> dict[str, str]:
+    def _auth_headers(self, provider: str, adapter: Adapter, kept: list[Any] | None = None) -> dict[str, str]:
         """Key and configured extra headers, revealed here only, right before sending."""
         if self._cassette is not None:
             if not self._cassette.recording:
                 return {}  # a replay sends nothing: it needs no key, so tests run where there is none
             return self._read_auth_headers(provider, adapter)  # recording registers its secrets every call
-        kept = self._kept(provider)
+        kept = kept or self._kept(provider)
         if kept[2] is None:
             kept[2] = self._read_auth_headers(provider, adapter)
         headers: dict[str, str] = kept[2]
@@ -269,7 +271,8 @@ class ModelClient:
             options = dataclasses.replace(wanted, model=model_id, stream=stream, session_id=session)
         ids = tool_ids if tool_ids is not None else ToolIdMap()
         request = adapter.to_wire(history, tool_list, options, ids)
-        url = self.base_url(provider) + request.path
+        kept = self._kept(provider)  # one read of the provider's environment for the URL and the headers
+        url = self.base_url(provider, kept) + request.path
         if request.query:
             url += "?" + urlencode(request.query)
         context = RequestContext(
@@ -281,10 +284,10 @@ class ModelClient:
             from metis_core.cassettes.canonical import canonical_request, options_json
 
             canonical = canonical_request(model_id, history, tool_list, options_json(options))
-        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical)
+        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical, kept)
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
-        auth = self._auth_headers(call.adapter.provider, call.adapter)
+        auth = self._auth_headers(call.adapter.provider, call.adapter, call.kept)
         return {"content-type": "application/json", **call.request.headers, **auth}
 
     @staticmethod

@@ -14,7 +14,7 @@ import asyncio
 import contextlib
 import logging
 import math
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, TypeVar
 
 import anyio
@@ -73,15 +73,25 @@ async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+    # The ASGI messages read here directly, as `Request.stream()` reads them, without its async generator.
+    receive = request.receive
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > limit:
-            raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
-        chunks.append(chunk)
+    while True:
+        message = await receive()
+        kind = message["type"]
+        if kind == "http.request":
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        elif kind == "http.disconnect":
+            raise ClientDisconnect()
     try:
-        body = orjson.loads(b"".join(chunks))
+        body = orjson.loads(chunks[0] if len(chunks) == 1 else b"".join(chunks))
     except orjson.JSONDecodeError as error:
         raise GatewayRequestError(f"the request body is not valid JSON ({error})") from None
     if not isinstance(body, dict):
@@ -93,6 +103,35 @@ async def client_gone(receive: Receive) -> None:
     """Returns when the client disconnects (the request body has been read: nothing else can come)."""
     while (await receive())["type"] != "http.disconnect":
         continue
+
+
+class DisconnectWatcher:
+    """Cancels the task that made it when the client disconnects (the request body has been read:
+    nothing else can come); `stop()` ends the watch and says whether it fired. The cancel it sent is
+    taken back (`Task.uncancel`), so the task goes on to answer 499 as if nothing had cancelled it."""
+
+    __slots__ = ("fired", "task", "watch")
+
+    def __init__(self, receive: Receive) -> None:
+        self.task = asyncio.current_task()
+        self.fired = False
+        self.watch = asyncio.get_running_loop().create_task(self._watch(receive))
+
+    async def _watch(self, receive: Receive) -> None:
+        while (await receive())["type"] != "http.disconnect":  # as client_gone(), one coroutine fewer
+            continue
+        self.fired = True
+        if self.task is not None:
+            self.task.cancel()
+
+    def stop(self) -> bool:
+        """Stop watching; True when the client left (and this task was cancelled for it)."""
+        if not self.fired:
+            self.watch.cancel()
+            return False
+        if self.task is not None:
+            self.task.uncancel()
+        return True
 
 
 class DisconnectAwareStream(StreamingResponse):
@@ -118,6 +157,21 @@ class DisconnectAwareStream(StreamingResponse):
         if close is not None:  # a stream left at a `yield` by the cancel: close it (and its upstream) now
             with anyio.CancelScope(shield=True):
                 await close()
+
+
+class Endpoint:
+    """A route's ASGI app: the request handed to `handler`, its response sent. Starlette's own
+    wrapper (`request_response`) adds a per-request exception-handler scope the gateway has no use
+    for: every handler answers its own errors, and what escapes still reaches ServerErrorMiddleware."""
+
+    __slots__ = ("handler",)
+
+    def __init__(self, handler: Callable[[Request], Awaitable[Response]]) -> None:
+        self.handler = handler
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        response = await self.handler(Request(scope, receive, send))
+        await response(scope, receive, send)
 
 
 class GatewayApp:
@@ -158,7 +212,7 @@ class GatewayApp:
         if inbound.stream:
             return await self.stream(shape, record, run)
         try:
-            final = await self.answer_unless_gone(request, record, self.final_answer(run))
+            final = await self.answer_unless_gone(request, record, run.answer())
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error)
         if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
@@ -170,31 +224,22 @@ class GatewayApp:
                                  work: Coroutine[Any, Any, Answer]) -> Answer | None:
         """What `work` (the upstream calls of a non-streamed answer) returns, or None when the client
         disconnected first: then `work` is cancelled (the upstream request in flight is closed) and the
-        turn recorded as cancelled; that call is not charged (calls already finished were)."""
-        upstream = asyncio.ensure_future(work)
-        gone = asyncio.ensure_future(client_gone(request.receive))
+        turn recorded as cancelled; that call is not charged (calls already finished were).
+
+        `work` runs in this handler's own task; one watcher task cancels it when the client leaves
+        (cheaper than running `work` as a task of its own and waiting on both)."""
+        watcher = DisconnectWatcher(request.receive)
         try:
-            await asyncio.wait((upstream, gone), return_when=asyncio.FIRST_COMPLETED)
-        except BaseException:  # this handler was cancelled (server shutdown): take both down with it
-            upstream.cancel()
-            gone.cancel()
-            raise
-        if upstream.done():
-            gone.cancel()
-            return upstream.result()
-        upstream.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):  # the cancel is the outcome wanted
-            await upstream
+            answer = await work
+        except BaseException:
+            if not watcher.stop():  # a failure of its own, or this handler cancelled (server shutdown)
+                raise
+            answer = None  # the cancel the watcher asked for is the outcome wanted, however `work` ended
+        else:
+            if not watcher.stop():
+                return answer
         record.cancelled(None, "the client disconnected before the answer")
         return None
-
-    async def final_answer(self, run: ContinuedCall) -> Message:
-        final: Message | None = None
-        async for event in run.events(stream=False):
-            if event.type == "message_complete":
-                final = event.message
-        assert final is not None
-        return final
 
     async def structured(self, request: Request, shape: InboundShape, record: CallRecord, members: list[str],
                          subjects: list[Subject], ask: StructuredAsk) -> Response:
@@ -326,13 +371,13 @@ def create_app(service: GatewayService) -> Starlette:
     """The ASGI application: the route table below is the whole gateway surface."""
     app = GatewayApp(service)
     routes = [
-        Route("/v1/chat/completions", app.chat_completions, methods=["POST"]),
-        Route("/v1/responses", app.responses, methods=["POST"]),
-        Route("/v1/messages", app.messages, methods=["POST"]),
-        Route("/v1/messages/count_tokens", app.count_tokens, methods=["POST"]),
-        Route("/v1/models", app.models, methods=["GET"]),
-        Route("/healthz", app.healthz, methods=["GET"]),
-        Route("/readyz", app.readyz, methods=["GET"]),
+        Route("/v1/chat/completions", Endpoint(app.chat_completions), methods=["POST"]),
+        Route("/v1/responses", Endpoint(app.responses), methods=["POST"]),
+        Route("/v1/messages", Endpoint(app.messages), methods=["POST"]),
+        Route("/v1/messages/count_tokens", Endpoint(app.count_tokens), methods=["POST"]),
+        Route("/v1/models", Endpoint(app.models), methods=["GET"]),
+        Route("/healthz", Endpoint(app.healthz), methods=["GET"]),
+        Route("/readyz", Endpoint(app.readyz), methods=["GET"]),
     ]
     @contextlib.asynccontextmanager
     async def lifespan(_: Starlette) -> AsyncIterator[None]:

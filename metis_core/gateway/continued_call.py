@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.stream_tracker import StreamTracker
@@ -124,13 +124,39 @@ class ContinuedCall:
             offset += len(final.content)
             upstream = self._resume(answers, stream=stream)
 
-    def _resume(self, answers: list[Message], *, stream: bool) -> AsyncIterator[StreamEvent]:
-        """The request again with the paused answers last, on the model that paused (its server-tool state
-        lives there: no fallback)."""
+    async def answer(self) -> Message:
+        """The non-streamed answer: what `events(stream=False)`'s last `MessageComplete` carries, with the
+        same calls, charges and records, made directly (no stream events exist for a non-streamed call)."""
         record = self.record
-        request = record.request
-        chain = FallbackChain(self.service.rt.client, [record.model], health=self.service.rt.health)
-        return chain.astream(
-            [*request.messages, *answers], tools=request.tools, options=request.options, tool_ids=request.tool_ids,
-            session_id=record.session_id, observer=record, stream=stream,
-        )  # fmt: skip
+        answers: list[Message] = []
+        final = await self.service.answer(record, self.members)
+        while True:
+            more = continuable(final)
+            if more and len(answers) == MAX_CONTINUATIONS:
+                more = False
+                self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
+                                    "gateway stopped continuing it (the answer so far was sent, cut short)")
+            if not answers and not more:
+                return final  # no pause: the caller charges and records this answer as for any call
+            self.continued = True
+            record.keep(final)
+            record.call_completed(final, self.service.charge(self.subjects, final))
+            answers.append(final)
+            if not more:
+                return joined(answers, at_limit=self.limit_error is not None)
+            final = await self._resumed_chain().acomplete(
+                [*record.request.messages, *answers], **self._call_args())
+
+    def _resumed_chain(self) -> FallbackChain:
+        """The model that paused, alone: its server-tool state lives there (no fallback)."""
+        return FallbackChain(self.service.rt.client, [self.record.model], health=self.service.rt.health)
+
+    def _call_args(self) -> dict[str, Any]:
+        request = self.record.request
+        return {"tools": request.tools, "options": request.options, "tool_ids": request.tool_ids,
+                "session_id": self.record.session_id, "observer": self.record}
+
+    def _resume(self, answers: list[Message], *, stream: bool) -> AsyncIterator[StreamEvent]:
+        """The request again with the paused answers last, on the model that paused."""
+        return self._resumed_chain().astream([*self.record.request.messages, *answers], stream=stream,
+                                             **self._call_args())

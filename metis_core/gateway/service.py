@@ -113,6 +113,7 @@ class GatewayService:
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
         """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""
+        self._chains: dict[tuple[str, ...], FallbackChain] = {}
 
     # --- gates --------------------------------------------------------------------------------
 
@@ -223,12 +224,29 @@ class GatewayService:
         record.begin(estimate_tokens(request.messages, request.tools))
         return record
 
+    def chain(self, members: list[str]) -> FallbackChain:
+        """The fallback chain over `members` (kept: a chain holds no state of its own between calls)."""
+        key = tuple(members)
+        found = self._chains.get(key)
+        if found is None or found.client is not self.rt.client or found.health is not self.rt.health:
+            if len(self._chains) >= 4096:
+                self._chains.clear()
+            found = self._chains[key] = FallbackChain(self.rt.client, members, health=self.rt.health)
+        return found
+
     def events(self, record: CallRecord, members: list[str], *, stream: bool) -> AsyncIterator[StreamEvent]:
         request = record.request
-        chain = FallbackChain(self.rt.client, members, health=self.rt.health)
-        return chain.astream(
+        return self.chain(members).astream(
             request.messages, tools=request.tools, options=request.options, tool_ids=request.tool_ids,
             session_id=record.session_id, observer=record, stream=stream,
+        )  # fmt: skip
+
+    async def answer(self, record: CallRecord, members: list[str]) -> Message:
+        """The one answer of a non-streamed call: `events(stream=False)`'s `MessageComplete`, made directly."""
+        request = record.request
+        return await self.chain(members).acomplete(
+            request.messages, tools=request.tools, options=request.options, tool_ids=request.tool_ids,
+            session_id=record.session_id, observer=record,
         )  # fmt: skip
 
     def charge(self, subjects: list[Subject], answer: Message) -> list[dict[str, Any]]:

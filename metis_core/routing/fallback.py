@@ -151,13 +151,22 @@ class FallbackChain:
         routing: RoutingDecisionRecord | None = None,
         observer: ChainObserver | None = None,
     ) -> Message:
-        final: Message | None = None
-        async for event in self.astream(messages, tools=tools, options=options, tool_ids=tool_ids,
-                                        session_id=session_id, routing=routing, observer=observer, stream=False):
-            if event.type == "message_complete":
-                final = event.message
-        assert final is not None
-        return final
+        """The non-streaming call directly, as `complete` makes it: the same attempts and bookkeeping as
+        `astream(stream=False)`, without a generator between the caller and the one answer."""
+        base = options or AdapterOptions(model=self.members[0])
+        attempts = self._attempts(routing, observer)
+        while (model := attempts.next()) is not None:
+            try:
+                message = await self.client.acomplete(
+                    messages, model, tools=tools, options=member_options(base, model, self.settings.get(model)),
+                    tool_ids=tool_ids, session_id=session_id, routing=attempts.routing(model),
+                )
+            except (ProviderError, CapabilityMismatchError) as error:
+                attempts.failed(model, error)
+                continue
+            attempts.succeeded(model)
+            return message
+        raise attempts.exhausted()
 
     async def astream(
         self,

@@ -10,6 +10,7 @@ message metadata; server tool definitions are carried as `options.provider_tools
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,10 +67,15 @@ class _Reader:
     def __init__(self, body: dict[str, Any], tool_ids: ToolIdMap, session_id: str) -> None:
         self.model_name = str(body["model"])
         self.model = f"{PROVIDER}:{self.model_name}"
-        self.origin = BlockOrigin(provider=PROVIDER, api="messages", model=self.model_name)
         self.tool_ids = tool_ids
         self.session_id = session_id
         self.skipped: list[str] = []
+
+    @functools.cached_property
+    def origin(self) -> BlockOrigin:
+        """The origin of every signed or hosted block read from this request (made on first use: most
+        requests hold none)."""
+        return BlockOrigin(provider=PROVIDER, api="messages", model=self.model_name)
 
     def message(self, role: Role, content: list[Any], metadata: MessageMetadata | None = None) -> Message:
         if role is Role.ASSISTANT:

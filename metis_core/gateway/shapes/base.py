@@ -29,11 +29,13 @@ OpenAI shapes write it as cut short (`length`, `incomplete`), the Anthropic shap
 
 
 def is_output_refusal(message: Message) -> bool:
-    return bool(getattr(message.metadata, OUTPUT_REFUSAL, False))
+    # Both flags are extra metadata fields: read from the extras directly (a `getattr` default costs
+    # pydantic's __getattr__ and a raised AttributeError on every answer without the flag).
+    return bool((message.metadata.model_extra or {}).get(OUTPUT_REFUSAL, False))
 
 
 def hit_continuation_limit(message: Message) -> bool:
-    return bool(getattr(message.metadata, CONTINUATION_LIMIT, False))
+    return bool((message.metadata.model_extra or {}).get(CONTINUATION_LIMIT, False))
 
 
 def cut_short(message: Message) -> bool:
