@@ -3,6 +3,9 @@
 It adds each llm.call_completed `cost_usd` as a Decimal (built from the payload's string form, so
 no binary float error accumulates across thousands of calls), and rolls a delegated worker's
 spend (`worker_total_cost_usd` of delegate.completed / delegate.failed) into the planner session.
+Gateway calls (a `gateway_key_id` on the event) are not kept: each is a session of its own that no
+agent resumes, their spend lives in the gateway's quota counters and the trace, and keeping them
+would grow a long-running gateway's memory by an entry per call.
 """
 
 from __future__ import annotations
@@ -30,10 +33,17 @@ class CostAccumulator:
             with self._lock:
                 self._totals[event.session_id] = self._totals.get(event.session_id, Decimal(0)) + cost
             return
+        if event.payload.get("gateway_key_id") is not None:
+            return
         cost = Decimal(str(event.payload.get("cost_usd", 0)))
         with self._lock:
             self._totals[event.session_id] = self._totals.get(event.session_id, Decimal(0)) + cost
             self._calls[event.session_id] = self._calls.get(event.session_id, 0) + 1
+
+    def sessions(self) -> int:
+        """How many sessions' totals are held."""
+        with self._lock:
+            return len(self._totals)
 
     def total(self, session_id: str) -> Decimal:
         with self._lock:

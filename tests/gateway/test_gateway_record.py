@@ -161,3 +161,20 @@ def test_shutdown_closes_the_upstream_connections_on_the_serving_loop_and_writes
     sessions = [s for s in SessionStore(gateway.runtime.db_path).list_sessions(limit=10)
                 if s.title and s.title.startswith("gateway anthropic")]
     assert len(sessions) == 1
+
+
+def test_gateway_calls_leave_no_per_session_cost_entry_behind(gateway: GatewayHarness) -> None:
+    """Each gateway call is a session of its own: the runtime's running per-session totals (agent
+    budgets) keep none of them, so a long-running gateway's memory does not grow per call."""
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, *[Reply.recording("anthropic", "response__text.json")] * 5)
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    held = gateway.runtime.costs.sessions()
+    for _ in range(5):
+        client.messages.create(model="anthropic:claude-haiku-4-5", max_tokens=20,
+                               messages=[{"role": "user", "content": "hi"}])
+    gateway.drain()
+    gateway.runtime.bus.flush()
+    completed = gateway.of_type("llm.call_completed")
+    assert len(completed) == 5 and all(Decimal(str(e.payload["cost_usd"])) > 0 for e in completed)
+    assert gateway.runtime.costs.sessions() == held
