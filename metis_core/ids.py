@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable
 
 _RANDOM_BITS = 80
@@ -71,6 +72,11 @@ class UlidGenerator:
                     self._last_random = 0
             return (self._last_ms << _RANDOM_BITS) | self._last_random
 
+    def forget_last(self) -> None:
+        """Start the next id from fresh randomness (in a forked child: its parent's last id is not its own)."""
+        self._lock = threading.Lock()
+        self._last_ms = -1
+
     def new(self) -> str:
         """`encode_ulid(self.new_int())`, with the leading 18 characters (the time and the random part's
         high 40 bits, which the monotonic step rarely changes) kept from the last id: 4 lookups, not 13."""
@@ -92,11 +98,16 @@ class _RandomDraws:
     """79-bit draws from os.urandom, read 64 draws at a time: one system call where there were 64 (each
     new millisecond draws once). Called under the generator's lock, so the buffer needs none of its own."""
 
-    __slots__ = ("buffer", "offset")
+    __slots__ = ("__weakref__", "buffer", "offset")
 
     def __init__(self) -> None:
         self.buffer = b""
         self.offset = 0
+        _LIVE_DRAWS.add(self)
+
+    def forget(self) -> None:
+        """Drop the draws read so far (a forked child must not reuse its parent's)."""
+        self.buffer, self.offset = b"", 0
 
     def next(self) -> int:
         if self.offset >= len(self.buffer):
@@ -106,7 +117,19 @@ class _RandomDraws:
         return int.from_bytes(self.buffer[start:start + 10], "big") >> 1
 
 
+_LIVE_DRAWS: weakref.WeakSet[_RandomDraws] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked worker (gunicorn's preload, multiprocessing's fork) would otherwise replay its parent's
+    buffered draws, and ids made in the same millisecond on both sides would collide."""
+    for draws in list(_LIVE_DRAWS):
+        draws.forget()
+    _default.forget_last()
+
+
 _default = UlidGenerator()
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def new_ulid() -> str:

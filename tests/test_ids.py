@@ -88,3 +88,24 @@ def test_random_draws_are_79_bit_and_fresh_across_buffer_refills() -> None:
     values = [draws.next() for _ in range(200)]  # a little over three buffers of 64
     assert all(0 <= v < 1 << 79 for v in values)
     assert len(set(values)) == len(values)
+
+
+def test_a_forked_child_draws_its_own_randomness() -> None:
+    import os
+
+    from metis_core.ids import new_ulid
+
+    new_ulid()  # the parent has buffered draws
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # the child: its next draws, written back
+        os.close(read)
+        os.write(write, ",".join(new_ulid() for _ in range(200)).encode())
+        os._exit(0)
+    os.close(write)
+    mine = [new_ulid() for _ in range(200)]
+    with os.fdopen(read, "rb") as pipe:
+        theirs = pipe.read().decode().split(",")
+    os.waitpid(child, 0)
+    assert len(theirs) == 200
+    assert {u[10:] for u in mine}.isdisjoint(u[10:] for u in theirs)  # random parts: none shared
