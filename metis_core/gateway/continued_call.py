@@ -105,18 +105,11 @@ class ContinuedCall:
             if ending is None:
                 return
             final: Message = ending.message
-            more = continuable(final)
-            if more and len(answers) == MAX_CONTINUATIONS:
-                more = False
-                self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
-                                    "gateway stopped continuing it (the answer so far was sent, cut short)")
+            more = self._continues(final, answers)
             if not answers and not more:
                 yield ending  # no pause: the caller charges and records this answer as for any call
                 return
-            self.continued = True
-            record.keep(final)
-            record.call_completed(final, self.service.charge(self.subjects, final))
-            answers.append(final)
+            self._keep_paused(final, answers)
             if not more:
                 answer = joined(answers, at_limit=self.limit_error is not None)
                 yield MessageComplete(message=answer, stop_reason=answer.metadata.stop_reason)
@@ -131,21 +124,31 @@ class ContinuedCall:
         answers: list[Message] = []
         final = await self.service.answer(record, self.members)
         while True:
-            more = continuable(final)
-            if more and len(answers) == MAX_CONTINUATIONS:
-                more = False
-                self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
-                                    "gateway stopped continuing it (the answer so far was sent, cut short)")
+            more = self._continues(final, answers)
             if not answers and not more:
                 return final  # no pause: the caller charges and records this answer as for any call
-            self.continued = True
-            record.keep(final)
-            record.call_completed(final, self.service.charge(self.subjects, final))
-            answers.append(final)
+            self._keep_paused(final, answers)
             if not more:
                 return joined(answers, at_limit=self.limit_error is not None)
             final = await self._resumed_chain().acomplete(
                 [*record.request.messages, *answers], **self._call_args())
+
+    def _continues(self, final: Message, answers: list[Message]) -> bool:
+        """Whether `final` is paused and gets another call (`answers` held so far); at the cap, no, and why."""
+        if not continuable(final):
+            return False
+        if len(answers) == MAX_CONTINUATIONS:
+            self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
+                                "gateway stopped continuing it (the answer so far was sent, cut short)")
+            return False
+        return True
+
+    def _keep_paused(self, final: Message, answers: list[Message]) -> None:
+        """One answer of a continued call: kept for the record, charged and recorded as its own call."""
+        self.continued = True
+        self.record.keep(final)
+        self.record.call_completed(final, self.service.charge(self.subjects, final))
+        answers.append(final)
 
     def _resumed_chain(self) -> FallbackChain:
         """The model that paused, alone: its server-tool state lives there (no fallback)."""
