@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
+from metis_core.agent.request_options import request_options_record
 from metis_core.agent.structured_turn import output_step_event
 from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
@@ -54,6 +55,7 @@ class CallRecord:
         self.shape = shape
         self.session_id = session_id
         self.request = request
+        self._asked: dict[str, Any] | None = None
         self.asked_model = asked_model
         self.recorder = TurnRecorder(runtime.bus, session_id, new_ulid())
         self.clock = time.perf_counter()
@@ -113,10 +115,18 @@ class CallRecord:
         payload = {"model": model, "provider": model.partition(":")[0],
                    "estimated_input_tokens": self.estimated_tokens, "request_id": new_ulid(), "is_worker": False}
 
-        def emit() -> None:
+        def emit() -> None:  # the options are read on the writer thread: the loop only queues the job
+            payload["request_options"] = self.asked_options()
             self.started = self.recorder.emit("llm.call_started", payload, self.turn, actor=Actor.AGENT)
 
         self._later(emit)
+
+    def asked_options(self) -> dict[str, Any]:
+        """The request's options and tool names as `metis replay` reads them (agent/request_options.py),
+        made once per call: every attempt was asked the same."""
+        if self._asked is None:
+            self._asked = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
+        return self._asked
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))

@@ -178,3 +178,24 @@ def test_gateway_calls_leave_no_per_session_cost_entry_behind(gateway: GatewayHa
     completed = gateway.of_type("llm.call_completed")
     assert len(completed) == 5 and all(Decimal(str(e.payload["cost_usd"])) > 0 for e in completed)
     assert gateway.runtime.costs.sessions() == held
+
+
+def test_a_gateway_call_records_what_it_was_asked_for_replay(gateway: GatewayHarness) -> None:
+    from metis_core.replay.recorded_options import RecordedRequest
+
+    _, token = gateway.issue()
+    gateway.upstream.script(OPENAI, Reply.recording("openai_chat", "response__text.json"))
+    client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token, max_retries=0)
+    client.chat.completions.create(
+        model="openai:gpt-4o", messages=[{"role": "user", "content": "hi"}], temperature=0.25, max_tokens=40,
+        stop=["END"], user="customer-7",
+        tools=[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}])
+    gateway.drain()
+    [started] = gateway.of_type("llm.call_started")
+    asked = started.payload["request_options"]
+    assert (asked["temperature"], asked["max_tokens"], asked["stop"], asked["tools"]) == (0.25, 40, ["END"],
+                                                                                          ["get_weather"])
+    assert asked["omitted"] == ["extra"] and "customer-7" not in json.dumps(started.payload)
+    assert token not in json.dumps(started.payload)
+    replayed = RecordedRequest.of(asked)  # what `metis replay` asks with
+    assert replayed.options is not None and replayed.options.temperature == 0.25 and replayed.tools == ["get_weather"]
