@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -31,7 +32,7 @@ from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, Role, TextBlock
+from metis_core.messages import Message, Role, TextBlock, ToolDefinition
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
 from metis_core.structured.driver import StructuredRequest, StructuredRun
@@ -40,6 +41,7 @@ from metis_core.structured.result import StructuredResult
 from metis_core.structured.spec import OutputSpec
 from metis_core.structured.steps import (
     NlToFormatEngaged,
+    OutputObserver,
     OutputRefused,
     OutputStep,
     OutputTruncated,
@@ -57,10 +59,13 @@ class MemberRuns:
     """
 
     def __init__(self, client: ModelClient, spec: OutputSpec, messages: list[Message],
-                 options: AdapterOptions | None, policy: OutputPolicy | None, observer: OutputStepRecorder) -> None:
-        self.client, self.spec, self.messages = client, spec, messages
+                 options: AdapterOptions | None, policy: OutputPolicy | None, observer: OutputObserver | None,
+                 tools: Sequence[ToolDefinition] = ()) -> None:
+        self.client, self.spec, self.messages, self.tools = client, spec, messages, list(tools)
         self.options, self.policy, self.observer = options, policy, observer
         self.runs: dict[str, StructuredRun] = {}
+        self.sent: dict[str, StructuredRequest] = {}
+        """The request each member was last sent (a paused answer is continued from it)."""
         self.answered_by: str | None = None
         self.pending: StructuredRequest | None = None
 
@@ -70,14 +75,17 @@ class MemberRuns:
 
     def request_for(self, model: str) -> StructuredRequest:
         if model == self.answered_by and self.pending is not None:
+            self.sent[model] = self.pending
             return self.pending
         caps = self.client.registry.capabilities(model)
         plan = self.client.adapter(parse_model_id(model).provider).structured_plan(self.spec, caps, model)
         chosen = dataclasses.replace(self.options, model=model) if self.options else AdapterOptions(model=model)
-        run = StructuredRun(spec=self.spec, plan=plan, model=model, messages=self.messages, tools=[], options=chosen,
-                            max_output_tokens=caps.max_output_tokens, policy=self.policy, observer=self.observer)
+        run = StructuredRun(spec=self.spec, plan=plan, model=model, messages=self.messages, tools=self.tools,
+                            options=chosen, max_output_tokens=caps.max_output_tokens, policy=self.policy,
+                            observer=self.observer)
         self.runs[model] = run
-        return run.first_request()
+        self.sent[model] = run.first_request()
+        return self.sent[model]
 
     def take(self, model: str, answer: Message) -> StructuredRequest | StructuredResult[Any]:
         """`model`'s answer to its run: the next request (kept for it) or the result."""

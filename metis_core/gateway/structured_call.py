@@ -2,7 +2,8 @@
 
 An OpenAI `response_format` / `text.format`, an Anthropic `output_config.format` or a forced single
 tool is taken out of the request and run by the same StructuredRun as `client.complete(output=...)`
-(recovery, corrective retries, doubled budget, refusal) on the first member whose mode can carry it.
+(recovery, corrective retries, doubled budget, refusal), falling back along the members whose mode can
+carry it as a plain call falls back.
 Every attempt (a paused one continued first) is charged and recorded; the JSON goes back as one answer.
 """
 
@@ -18,6 +19,7 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.continuation import MAX_CONTINUATIONS
 from metis_core.adapters.structured_calls import inbound_output
 from metis_core.agent.redaction import redact
+from metis_core.agent.structured_turn import MemberRuns
 from metis_core.errors import (
     CapabilityMismatchError,
     GatewayRequestError,
@@ -52,8 +54,6 @@ from metis_core.messages import (
 )
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
-from metis_core.structured.driver import StructuredRun
-from metis_core.structured.plan import StructuredPlan
 from metis_core.structured.result import StructuredResult
 from metis_core.structured.spec import OutputSpec, output_spec
 
@@ -97,45 +97,60 @@ def structured_ask(request: InboundRequest, *, forced_tool: bool) -> StructuredA
     return None
 
 
-def _plan_for(service: GatewayService, members: list[str], spec: OutputSpec) -> tuple[str, StructuredPlan, int]:
-    """The first member whose mode can carry the schema, its plan and output limit."""
+def _capable(service: GatewayService, members: list[str], spec: OutputSpec) -> list[str]:
+    """The members whose mode can carry the schema, in order (none: the last refusal is raised)."""
     refused: CapabilityMismatchError | None = None
     client = service.rt.client
+    capable: list[str] = []
     for model in members:
-        caps = client.registry.capabilities(model)
         try:
-            plan = client.adapter(parse_model_id(model).provider).structured_plan(spec, caps, model)
+            client.adapter(parse_model_id(model).provider).structured_plan(spec, client.registry.capabilities(model),
+                                                                           model)
         except CapabilityMismatchError as error:
             refused = error
             continue
-        return model, plan, caps.max_output_tokens
-    assert refused is not None
-    raise refused
+        capable.append(model)
+    if not capable:
+        assert refused is not None
+        raise refused
+    return capable
 
 
 async def answer_structured(service: GatewayService, record: CallRecord, members: list[str], ask: StructuredAsk,
                             subjects: list[Subject]) -> Message:
     """Drive the structured run to its answer, charging and recording every attempt. Returns the answer
     to write back (a refusal too, flagged OUTPUT_REFUSAL); raises OutputValidationError on exhaustion
-    and what the upstream call raised otherwise. The answer's usage is the sum of every attempt's."""
-    request = record.request
-    model, plan, limit = _plan_for(service, members, ask.spec)
-    run = StructuredRun(spec=ask.spec, plan=plan, model=model, messages=list(request.messages), tools=ask.tools,
-                        options=dataclasses.replace(ask.options, model=model), max_output_tokens=limit,
-                        observer=record.output_step)
-    chain = FallbackChain(service.rt.client, [model], health=service.rt.health)
-    step = run.first_request()
+    and what the upstream call raised otherwise. The answer's usage is the sum of every attempt's.
+
+    The call falls back along the capable members as a plain call does, each member starting its own
+    run (its own plan: Claude's output_config, OpenAI's response_format ...); a corrective retry goes
+    to the member that answered first (agent/structured_turn.py's MemberRuns). A paused answer is
+    continued on the model that paused, from the request it was sent."""
+    request, client = record.request, service.rt.client
+    capable = _capable(service, members, ask.spec)
+    runs = MemberRuns(client, ask.spec, list(request.messages), ask.options, None, record.output_step,
+                      tools=ask.tools)
     total: Usage | None = None
     paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
+    answered_by = ""
     while True:
+        if paused_answers:
+            step = runs.sent[answered_by]
+            events = FallbackChain(client, [answered_by], health=service.rt.health).astream(
+                [*step.messages, *paused_answers], tools=step.tools, options=step.options, tool_ids=request.tool_ids,
+                session_id=record.session_id, observer=record, stream=False)
+        else:
+            events = FallbackChain(client, runs.order(capable), health=service.rt.health).astream(
+                [], tool_ids=request.tool_ids, session_id=record.session_id, observer=record, stream=False,
+                request_for=runs.request_for)
         final: Message | None = None
-        async for event in chain.astream([*step.messages, *paused_answers], tools=step.tools, options=step.options,
-                                         tool_ids=request.tool_ids, session_id=record.session_id, observer=record,
-                                         stream=False):
+        async for event in events:
             if event.type == "message_complete":
                 final = event.message
         if final is None:
-            raise MalformedResponseError("the upstream call ended without a final message", provider=plan.mode)
+            raise MalformedResponseError("the upstream call ended without a final message",
+                                         provider=record.model.partition(":")[0])
+        answered_by = record.model
         usage = final.metadata.usage
         total = add_usage(total, usage)
         record.call_completed(final, service.charge(subjects, final))
@@ -149,7 +164,7 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
             # The client offered its own tools: a call of one is an answer (the schema binds the final text).
             return _answer(record, final, total, list(final.content), "tool_use")
         try:
-            taken = run.take(final)
+            taken = runs.take(answered_by, final)
         except OutputRefusedError as refused:
             return _answer(record, final, total, [TextBlock(text=refused.refusal_text or "")], "refusal",
                            refusal=True)
@@ -159,7 +174,6 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
                 block: TextBlock | ToolUseBlock = ToolUseBlock(id=new_tool_use_id(), name=ask.as_tool, input=value)
                 return _answer(record, final, total, [block], "tool_use")
             return _answer(record, final, total, [TextBlock(text=orjson.dumps(value).decode())], "end_turn")
-        step = taken
 
 
 def _answer(record: CallRecord, final: Message, total: Usage | None, content: list[Any], stop: str, *,

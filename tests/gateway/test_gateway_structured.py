@@ -292,3 +292,28 @@ def test_a_call_of_the_clients_own_tool_is_answered_as_a_tool_call(gateway: Gate
     assert answer.choices[0].finish_reason == "tool_calls" and len(gateway.upstream.requests) == 1
     [seen] = gateway.upstream.bodies(ANTHROPIC)
     assert "output_config" in seen and seen["tools"][0]["name"] == "lookup"
+
+
+def test_a_structured_call_falls_back_along_the_chain_with_each_members_own_plan(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, Reply.recording("anthropic", "error__529_overloaded_error.json", 529))
+    gateway.upstream.script(OPENAI, reply(GPT, GOOD))
+    message = parse_chat(gateway, token, f"{CLAUDE.model},{GPT.model}").choices[0].message
+    assert message.parsed == Person(age=22, available=False)
+    [to_claude] = gateway.upstream.bodies(ANTHROPIC)
+    [to_gpt] = gateway.upstream.bodies(OPENAI)
+    assert "output_config" in to_claude and to_gpt["response_format"]["type"] == "json_schema"  # each its own plan
+    gateway.drain()
+    [failed] = gateway.of_type("llm.call_failed")
+    [completed] = gateway.of_type("llm.call_completed")
+    assert failed.payload["model"] == CLAUDE.model and completed.payload["model"] == GPT.model
+
+
+def test_a_corrective_retry_stays_with_the_member_that_answered(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, reply(CLAUDE, '{"age": "twenty-two"}'), reply(CLAUDE, GOOD))
+    message = parse_chat(gateway, token, f"{CLAUDE.model},{GPT.model}").choices[0].message
+    assert message.parsed == Person(age=22, available=False)
+    assert len(gateway.upstream.bodies(ANTHROPIC)) == 2 and gateway.upstream.bodies(OPENAI) == []
+    gateway.drain()
+    assert [e.payload["model"] for e in gateway.of_type("llm.call_completed")] == [CLAUDE.model] * 2
