@@ -206,7 +206,7 @@ class _TraceBuilder:
         self._open(event, f"chat {_model_name(model)}", SPAN_KIND_CLIENT, {
             "gen_ai.operation.name": "chat", **self._provider(str(p["provider"])),
             "gen_ai.request.model": _model_name(model), "gen_ai.conversation.id": self.rec.session_id,
-            "metis.model": model, "metis.request_id": p.get("request_id"),
+            "metis.model": model, "metis.request_id": p.get("request_id"), **_request_attributes(p),
         })
         return True
 
@@ -356,3 +356,20 @@ def export_otel(
     request, summary = otel_trace_request(load_recording(session_id, sessions, trace), options)
     summary.path = write_output(json_bytes(request), out)
     return summary
+
+
+def _request_attributes(payload: dict[str, Any]) -> dict[str, Any]:
+    """The semconv's gen_ai.request.* (and gen_ai.output.type) from the call's recorded request_options;
+    nothing when the record predates them or the call set none."""
+    asked = payload.get("request_options")
+    if not isinstance(asked, dict):
+        return {}
+    stop = asked.get("stop")
+    structured = asked.get("output") is not None or asked.get("response_format") is not None
+    return {
+        "gen_ai.request.max_tokens": asked.get("max_tokens"), "gen_ai.request.temperature": asked.get("temperature"),
+        "gen_ai.request.top_p": asked.get("top_p"),
+        "gen_ai.request.stop_sequences": [str(s) for s in stop] if isinstance(stop, list) else stop,
+        "gen_ai.output.type": "json" if structured else None,
+    }
+

@@ -223,3 +223,28 @@ def test_include_content_adds_inference_details_and_tool_arguments_from_the_stor
     assert call["name"] == "get_weather" and call["arguments"] == {"location": "Paris"}
     assert attrs(tool)["gen_ai.tool.call.arguments"] == '{"location":"Paris"}'
     assert attrs(tool)["gen_ai.tool.call.result"] == "Paris: 73°F, clear"
+
+
+def test_chat_spans_carry_the_request_settings_the_call_recorded(recording: SessionRecording) -> None:
+    spans = {s["spanId"]: s for s in spans_of(otel_trace_request(recording)[0])}
+    started = by_type(recording.events, "llm.call_started")
+    asked = [e.payload.get("request_options") for e in started]
+    assert all(isinstance(a, dict) for a in asked)  # the recording's calls were made by today's agent
+    for event, options in zip(started, asked, strict=True):
+        chat = attrs(spans[span_id_for_event(event.id)])
+        assert chat.get("gen_ai.request.max_tokens") == options["max_tokens"]
+        assert chat.get("gen_ai.request.temperature") == options["temperature"]
+    # one call asked with settings, one record from before request_options existed
+    rich = started[0].model_copy(update={"payload": {**started[0].payload, "request_options": {
+        "max_tokens": 300, "temperature": 0.2, "top_p": 0.9, "stop": ["END"], "response_format": {"type": "json"},
+        "omitted": []}}})
+    old = started[-1].model_copy(update={"payload": {k: v for k, v in started[-1].payload.items()
+                                                      if k != "request_options"}})
+    events = [rich if e.id == rich.id else old if e.id == old.id else e for e in recording.events]
+    spans = {s["spanId"]: s for s in spans_of(otel_trace_request(SessionRecording(recording.session, events,
+                                                                                recording.messages))[0])}
+    chat = attrs(spans[span_id_for_event(rich.id)])
+    assert (chat["gen_ai.request.max_tokens"], chat["gen_ai.request.temperature"], chat["gen_ai.request.top_p"],
+            chat["gen_ai.request.stop_sequences"], chat["gen_ai.output.type"]) == (300, 0.2, 0.9, ["END"], "json")
+    assert not any(k.startswith("gen_ai.request.") and k != "gen_ai.request.model"
+                   for k in attrs(spans[span_id_for_event(old.id)]))
