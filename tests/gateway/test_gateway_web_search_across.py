@@ -185,3 +185,16 @@ def test_openai_own_web_search_keeps_its_exact_annotations(gateway: GatewayHarne
     message = chat.choices[0].message
     assert read_back(message.content or "", message.annotations or []) == [
         (a["url"], a["title"], part["text"][a["start_index"]:a["end_index"]]) for a in part["annotations"]]
+
+
+def test_a_responses_answer_is_one_message_item_streamed_or_not(gateway: GatewayHarness) -> None:
+    """Claude's many text blocks (each cited fragment its own) are one message item with one output_text,
+    annotations spanning each fragment, whether the client streams or not (as OpenAI answers)."""
+    gateway.upstream.script(ANTHROPIC, Reply(200, json.dumps(BODY).encode(), "application/json"))
+    whole = client_of(gateway).responses.create(model=MODEL, input="news?", tools=[{"type": "web_search_preview"}])
+    texts = [b["text"] for b in BODY["content"] if b["type"] == "text"]
+    assert len(texts) > 1
+    [item] = whole.output
+    [part] = item.content  # type: ignore[union-attr]
+    assert part.text == whole.output_text == "".join(texts)  # type: ignore[union-attr]
+    assert read_back(part.text, part.annotations) == expected_annotations(BODY["content"])  # type: ignore[union-attr]

@@ -91,13 +91,31 @@ class OpenAIResponsesShape(InboundShape):
             item = _text_item(f"msg_{new_ulid()}", "")
             item["content"] = [{"type": "refusal", "refusal": message.text()}]
             return [item]
+        # Text blocks in a row are one message item, as a stream writes them (and as OpenAI answers: one
+        # output_text a message); each cited block's annotation spans its own part of the joined text.
+        texts: list[str] = []
+        spans: list[tuple[int, int, list[Citation]]] = []
+        at = 0
+
+        def close_text() -> None:
+            nonlocal at
+            if texts:
+                items.append(_text_item(f"msg_{new_ulid()}", "".join(texts), cited=url_annotations(spans, message)))
+            texts.clear()
+            spans.clear()
+            at = 0
+
         for block in message.content:
             if isinstance(block, TextBlock) and block.text:
-                spans = [(0, len(block.text), list(block.citations))] if block.citations else []
-                items.append(_text_item(f"msg_{new_ulid()}", block.text, cited=url_annotations(spans, message)))
+                if block.citations:
+                    spans.append((at, at + len(block.text), list(block.citations)))
+                texts.append(block.text)
+                at += len(block.text)
             elif isinstance(block, ToolUseBlock):
+                close_text()
                 items.append(_call_item(f"fc_{new_ulid()}", self.client_tool_id(tool_ids, block.id), block.name,
                                         compact_json(block.input)))
+        close_text()
         return items
 
     def response_object(self, response_id: str, model: str, status: str, output: list[dict[str, Any]],
