@@ -45,6 +45,9 @@ class ToolUseStart:
     id: str
     """Canonical `tu_<ulid>` id, issued when the provider announced the call."""
     name: str
+    provider_fields: dict[str, Any] | None = None
+    """Fields the provider put on the call beyond id, name and input (Anthropic's `caller` of a call made
+    from its code execution), for a writer that answers in that provider's own shape."""
     type: Literal["tool_use_start"] = "tool_use_start"
 
 

@@ -127,6 +127,22 @@ def hosted_tool_definitions(
     return tools, betas
 
 
+def call_fields(message: Message) -> dict[str, dict[str, Any]]:
+    """canonical tool-use id -> the fields Anthropic put on that client tool_use beyond id, name and input
+    (`caller`), for an answer written back in Anthropic's shape; empty for another provider's answer."""
+    raw = message.metadata.provider_raw
+    extras = raw.get(TOOL_USE_EXTRAS) if raw and message.metadata.provider == "anthropic" else None
+    return extras if isinstance(extras, dict) else {}
+
+
+def answer_container(message: Message) -> dict[str, Any] | None:
+    """The code-execution container an Anthropic answer named (`{id, expires_at}`): a client resuming a
+    programmatic tool call must send its id back as `container`."""
+    raw = message.metadata.provider_raw
+    container = raw.get("container") if raw and message.metadata.provider == "anthropic" else None
+    return container if isinstance(container, dict) else None
+
+
 def pending_container(history: list[Message]) -> str | None:
     """The code-execution container a request must name: Anthropic refuses results for tool calls
     made from code execution (programmatic tool calling) unless `container` names the one they ran in."""

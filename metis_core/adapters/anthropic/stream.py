@@ -119,6 +119,7 @@ class AnthropicStreamTranslator(StreamTranslator):
             extras = hosted.tool_use_extras(block)
             if extras:
                 asm.provider_raw.setdefault(hosted.TOOL_USE_EXTRAS, {})[event.id] = extras
+                event.provider_fields = extras
             return [event]
         if hosted.is_call(kind):
             asm.hosted(index, dict(block), hosted.build_call)

@@ -15,6 +15,8 @@ import orjson
 
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, cited, replayable
 from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic.hosted import answer_container
+from metis_core.adapters.anthropic.hosted import call_fields as anthropic_call_fields
 from metis_core.adapters.anthropic.request import API, PROVIDER
 from metis_core.adapters.anthropic.request_reader import read_request
 from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamWriter, hit_continuation_limit, sse
@@ -84,6 +86,7 @@ class AnthropicMessagesShape(InboundShape):
 
     def content(self, message: Message, tool_ids: ToolIdMap) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
+        call_fields = anthropic_call_fields(message)
         for block in message.content:
             if isinstance(block, TextBlock):
                 citations = cited(block, PROVIDER, API) if block.citations else None
@@ -93,7 +96,7 @@ class AnthropicMessagesShape(InboundShape):
                 out.append(block.payload)  # Anthropic's own server-tool block, as it sent it: the client replays it
             elif isinstance(block, ToolUseBlock):
                 out.append({"type": "tool_use", "id": self.client_tool_id(tool_ids, block.id), "name": block.name,
-                            "input": block.input})
+                            "input": block.input, **call_fields.get(block.id, {})})
             elif isinstance(block, ThinkingBlock) and _signed(block):
                 out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
             elif isinstance(block, RedactedThinkingBlock) and _signed(block):
@@ -105,6 +108,7 @@ class AnthropicMessagesShape(InboundShape):
             "id": f"msg_{message.id}", "type": "message", "role": "assistant", "model": model,
             "content": self.content(message, tool_ids), "stop_reason": _stop_reason(message), "stop_sequence": None,
             "usage": _usage(message.metadata.usage),
+            **({"container": container} if (container := answer_container(message)) else {}),
         }  # fmt: skip
 
     def stream_writer(self, model: str, tool_ids: ToolIdMap, request: InboundRequest) -> StreamWriter:
@@ -177,8 +181,9 @@ class AnthropicStreamWriter(StreamWriter):
             frames += self._delta(event.index, {"type": "thinking_delta", "thinking": event.text})
         elif isinstance(event, ToolUseStart):
             client_id = self.shape.client_tool_id(self.tool_ids, event.id)
+            fields = event.provider_fields if self.upstream_provider == PROVIDER and event.provider_fields else {}
             frames += self._start_block(event.index, {"type": "tool_use", "id": client_id, "name": event.name,
-                                                      "input": {}})
+                                                      "input": {}, **fields})
         elif isinstance(event, ToolUseInputDelta):
             self.tool_inputs[event.index] = True
             frames += self._delta(event.index, {"type": "input_json_delta", "partial_json": event.partial_json})
@@ -247,7 +252,8 @@ class AnthropicStreamWriter(StreamWriter):
                 frames += self._delta(canonical, {"type": "text_delta", "text": block.text}) + self._close_open()
         usage = message.metadata.usage or self.usage
         frames += sse("message_delta", {
-            "type": "message_delta", "delta": {"stop_reason": _stop_reason(message), "stop_sequence": None},
+            "type": "message_delta", "delta": {"stop_reason": _stop_reason(message), "stop_sequence": None,
+                                               **({"container": c} if (c := answer_container(message)) else {})},
             "usage": _usage(usage),
         })  # fmt: skip
         return frames + sse("message_stop", {"type": "message_stop"})
