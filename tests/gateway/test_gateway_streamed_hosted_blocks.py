@@ -168,3 +168,26 @@ def test_a_streamed_structured_ask_answered_by_a_tool_call_keeps_claudes_thinkin
         final = stream.get_final_message()
     assert starts == [(0, "thinking"), (1, "text"), (2, "tool_use")]
     assert final.to_dict()["content"] == recorded["content"]
+
+
+def test_a_thinking_block_is_signed_and_closed_before_the_next_block_starts(gateway: GatewayHarness) -> None:
+    """As Anthropic streams it: thinking deltas, its signature_delta, its content_block_stop, then the next
+    block (no block opened while thinking is still open)."""
+    raw = read_bytes("anthropic", "stream__thinking_delta_signature_delta.sse")
+    gateway.upstream.script(ANTHROPIC, Reply(200, raw, "text/event-stream"))
+    events, final = streamed(client_of(gateway), messages=[{"role": "user", "content": "go"}])
+    open_blocks: set[int] = set()
+    signed: list[int] = []
+    for event in events:
+        if event["type"] == "content_block_start":
+            assert not open_blocks, f"block {event['index']} started while {open_blocks} open"
+            open_blocks.add(event["index"])
+        elif event["type"] == "content_block_stop":
+            open_blocks.discard(event["index"])
+        elif event["type"] == "content_block_delta" and event["delta"]["type"] == "signature_delta":
+            assert event["index"] in open_blocks
+            signed.append(event["index"])
+    thinking = [i for i, b in enumerate(final.content) if b.type == "thinking"]
+    assert thinking and signed == thinking
+    assert [b.signature for b in final.content if b.type == "thinking"] == \
+        [b["signature"] for b in anthropic_message(raw)["content"] if b["type"] == "thinking"]

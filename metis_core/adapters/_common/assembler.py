@@ -254,11 +254,17 @@ class MessageAssembler:
 
     def whole_block(self, key: Hashable) -> WholeBlock | None:
         """The event of a hosted or redacted-thinking block that is complete (its provider closed it):
-        the block as the final message will hold it (built once here and kept for `build`)."""
+        the block as the final message will hold it (built once here and kept for `build`); for a signed
+        thinking block, whose text streamed as deltas, the block with its signature (None when unsigned)."""
         index = self._by_key.get(key)
         if index is None:
             return None
         slot = self._slots[index]
+        if slot.kind == "thinking":  # its text streamed; signed, it is now complete (a writer can close it)
+            if slot.signature is None:
+                return None
+            return WholeBlock(index=index, block=ThinkingBlock(text="".join(slot.parts), signature=slot.signature,
+                                                               origin=self.origin))
         if slot.kind == "redacted_thinking":
             block: Any = RedactedThinkingBlock(data="".join(slot.parts), origin=self.origin)
         elif slot.kind == "hosted" and slot.extra.get("build") is not None:

@@ -61,7 +61,8 @@ class AnthropicStreamTranslator(StreamTranslator):
             kind = self._kinds.get(index)
             if kind == "tool_use":
                 return [self._assembler.tool_end(index)]
-            if kind in WHOLE_KINDS or (kind is not None and (hosted.is_call(kind) or hosted.is_result(kind))):
+            if kind in WHOLE_KINDS or kind == "thinking" or (kind is not None and (hosted.is_call(kind)
+                                                                                  or hosted.is_result(kind))):
                 whole = self._assembler.whole_block(index)  # a server tool, compaction or redacted thinking
                 return [whole] if whole is not None else []
             return []

@@ -193,6 +193,12 @@ class AnthropicStreamWriter(StreamWriter):
                 frames += self._delta(event.index, {"type": "input_json_delta", "partial_json": whole})
             if self.open_block == event.index:
                 frames += self._close_open()
+        elif isinstance(event, WholeBlock) and isinstance(event.block, ThinkingBlock):
+            if event.index in self.open_thinking:  # signed: its signature, then closed, as Anthropic streams it
+                self.open_thinking.remove(event.index)
+                frames += self._delta(event.index, {"type": "signature_delta", "signature": event.block.signature})
+                frames += sse("content_block_stop", {"type": "content_block_stop",
+                                                     "index": self.out_index[event.index]})
         elif isinstance(event, WholeBlock):
             frames += self._whole(event.index, event.block)
         elif isinstance(event, CitationDelta):

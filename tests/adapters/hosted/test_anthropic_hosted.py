@@ -198,10 +198,14 @@ def test_results_for_calls_made_from_code_execution_name_their_container() -> No
 def test_every_block_without_deltas_is_announced_whole_where_it_stands(name: str) -> None:
     """Each hosted block and redacted-thinking block is one `whole_block` event carrying the very block the
     final message holds at that index, before any later block's events; each citation a `citation_delta`."""
-    from metis_core.messages import CitationDelta, RedactedThinkingBlock, WholeBlock
+    from metis_core.messages import CitationDelta, RedactedThinkingBlock, ThinkingBlock, WholeBlock
 
     message, events = streamed(name)
-    wholes = [e for e in events if isinstance(e, WholeBlock)]
+    signed = [e for e in events if isinstance(e, WholeBlock) and isinstance(e.block, ThinkingBlock)]
+    assert [e.index for e in signed] == [i for i, b in enumerate(message.content)
+                                         if isinstance(b, ThinkingBlock) and b.signature]
+    assert all(message.content[e.index] == e.block for e in signed)  # complete once signed, as the message holds it
+    wholes = [e for e in events if isinstance(e, WholeBlock) and e not in signed]
     kinds = (ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock, RedactedThinkingBlock)
     silent = [i for i, b in enumerate(message.content) if isinstance(b, kinds)]
     assert [e.index for e in wholes] == silent  # every one (the message_start recording has none)
