@@ -15,7 +15,7 @@ from typing import Any
 import openai
 import pytest
 from adapters.hosted.wire_oracle import anthropic_message
-from cli.replay_server import ANTHROPIC, Reply
+from cli.replay_server import ANTHROPIC, OPENAI, Reply
 from fixture_files import read_bytes
 from pydantic import SecretStr
 
@@ -198,3 +198,27 @@ def test_a_responses_answer_is_one_message_item_streamed_or_not(gateway: Gateway
     [part] = item.content  # type: ignore[union-attr]
     assert part.text == whole.output_text == "".join(texts)  # type: ignore[union-attr]
     assert read_back(part.text, part.annotations) == expected_annotations(BODY["content"])  # type: ignore[union-attr]
+
+
+SEARCH_CHAT = "response__web_search_annotations.json"
+
+
+def test_an_openai_search_models_annotations_reach_openai_clients_with_their_own_spans(
+        gateway: GatewayHarness) -> None:
+    """gpt-4o-search-preview's recorded answer, through the gateway to the Chat and the Responses shape:
+    the same url_citations, each spanning the very characters OpenAI's did."""
+    recorded = json.loads(read_bytes("openai_chat", SEARCH_CHAT))["choices"][0]["message"]
+    expected = [(a["url_citation"]["url"], a["url_citation"]["title"],
+                 recorded["content"][a["url_citation"]["start_index"]:a["url_citation"]["end_index"]])
+                for a in recorded["annotations"]]
+    gateway.upstream.script(OPENAI, Reply.recording("openai_chat", SEARCH_CHAT), Reply.recording("openai_chat",
+                                                                                                 SEARCH_CHAT))
+    client = client_of(gateway)
+    chat = client.chat.completions.create(model="openai:gpt-4o", messages=[{"role": "user", "content": "news?"}])
+    message = chat.choices[0].message
+    assert message.content == recorded["content"]
+    assert read_back(message.content, message.annotations or []) == expected
+    response = client.responses.create(model="openai:gpt-4o", input="news?")
+    [item] = response.output
+    [part] = item.content  # type: ignore[union-attr]
+    assert read_back(part.text, part.annotations) == expected  # type: ignore[union-attr]

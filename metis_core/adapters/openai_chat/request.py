@@ -260,7 +260,12 @@ class ChatRequestBuilder:
         for index, block in enumerate(message.content):
             if isinstance(block, TextBlock):
                 texts.append(block.text)
-                note_foreign_citations(self.drop, message, index, block)
+                if block.citations and all(c.origin is not None and c.origin.same_api(self.namespace, self.api)
+                                           for c in block.citations):
+                    self.drop(message, index, "citations", "Chat Completions takes no annotations in a request; "
+                              "the text is sent without its own url_citations")
+                else:
+                    note_foreign_citations(self.drop, message, index, block)
             elif isinstance(block, ToolUseBlock):
                 calls.append(self.wire_tool_call(block, raw if same_provider else None))
             elif isinstance(block, ThinkingBlock | RedactedThinkingBlock):

@@ -23,7 +23,7 @@ from metis_core.adapters.openai_chat.errors import provider_error
 from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, compact_json
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import ErrorClass
-from metis_core.messages import Message, MessageComplete, StreamError, StreamEvent
+from metis_core.messages import BlockOrigin, Citation, Message, MessageComplete, StreamError, StreamEvent
 from metis_core.transport.wire import WireChunk
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
@@ -152,6 +152,10 @@ class ChatStreamTranslator(StreamTranslator):
         if refusal:
             self._refused = True
             events.append(self.asm.text("refusal", refusal))
+        annotations = delta.get("annotations")
+        if isinstance(annotations, list):  # a search model's url_citations (a stream sends them in one chunk)
+            events.extend(self.asm.citation("text", url_citation(a, self.asm.origin)) for a in annotations
+                          if isinstance(a, dict) and a.get("type") == "url_citation")
         tool_calls = delta.get("tool_calls")
         if tool_calls:
             for position, call in enumerate(tool_calls):
@@ -244,3 +248,14 @@ class ChatStreamTranslator(StreamTranslator):
             if isinstance(event, StreamError):
                 log.warning("response for %s is incomplete: %s", self.context.model, event.message)
         raise RuntimeError("assembler produced no final message")  # pragma: no cover - complete() always does
+
+
+def url_citation(annotation: dict[str, Any], origin: BlockOrigin) -> Citation:
+    """A Chat `url_citation` annotation as a canonical citation; its payload is the annotation as sent
+    (`{type, url_citation: {start_index, end_index, url, title}}`, spans into the message's content)."""
+    inner = annotation.get("url_citation")
+    fields = inner if isinstance(inner, dict) else {}
+    url, title = fields.get("url"), fields.get("title")
+    return Citation(url=url if isinstance(url, str) else None, title=title if isinstance(title, str) else None,
+                    payload=annotation, origin=origin)
+

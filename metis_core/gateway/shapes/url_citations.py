@@ -31,6 +31,8 @@ def url_annotations(spans: Iterable[Span], message: Message | None = None) -> li
                 continue
             first, last = start, end
             payload = citation.payload if isinstance(citation.payload, dict) else {}
+            if isinstance(payload.get("url_citation"), dict):  # Chat's form nests the fields
+                payload = {"type": payload.get("type"), **payload["url_citation"]}
             inner_start, inner_end = payload.get("start_index"), payload.get("end_index")
             if payload.get("type") == "url_citation" and isinstance(inner_start, int) and isinstance(inner_end, int):
                 first, last = start + inner_start, start + inner_end  # OpenAI's own span within the block: kept

@@ -66,6 +66,8 @@ EXPECTED: dict[str, tuple[str, str, list[tuple[str, dict[str, Any]]], int, int, 
         0,
     ),
     "response__tool_call_with_reasoning_tokens.json": ("tool_use", "", [("get_mixed_content", {})], 126, 85, 0, 0, 64),
+    "response__web_search_annotations.json": ("end_turn", "Recent developments in artificial intelligence", [], 26,
+                                              1044, 0, 0, 0),
     "docs_example__response_default_usage_details.json": (
         "end_turn",
         "Hello! How can I assist you today?",
@@ -192,3 +194,32 @@ def test_invalid_tool_argument_json_gives_a_partial_message() -> None:
     assert message.status is MessageStatus.PARTIAL
     assert message.tool_uses() == []
     assert "invalid tool arguments" in (message.metadata.provider_raw or {})["incomplete"]
+
+
+def test_a_search_answers_url_citations_become_citations_on_its_text() -> None:
+    import json
+
+    recorded = json.loads(read_bytes("openai_chat", "response__web_search_annotations.json"))["choices"][0]["message"]
+    message = fetch("response__web_search_annotations.json")
+    [block] = message.content
+    assert block.citations is not None and [c.payload for c in block.citations] == recorded["annotations"]
+    assert [(c.url, c.title) for c in block.citations] == [
+        (a["url_citation"]["url"], a["url_citation"]["title"]) for a in recorded["annotations"]]
+    assert all(c.origin is not None and c.origin.same_api("openai", "chat_completions") for c in block.citations)
+    first = recorded["annotations"][0]["url_citation"]
+    assert block.text[first["start_index"]:first["end_index"]].startswith("([forbes.com]")  # spans index the text
+
+
+
+def test_a_cited_answer_goes_back_to_chat_as_its_text_and_the_drop_is_named(caplog: pytest.LogCaptureFixture) -> None:
+    import json
+    import logging
+
+    cited = json_response(read_bytes("openai_chat", "response__web_search_annotations.json"))
+    client, server = chat_client("openai", cited, json_response(read_bytes("openai_chat", "response__text.json")))
+    answer = client.complete([user_message("news?")], MODEL, session_id="sess_resp")
+    with caplog.at_level(logging.INFO):
+        client.complete([user_message("news?"), answer, user_message("more?")], MODEL, session_id="sess_resp")
+    sent = json.loads(server.requests[1].content)["messages"][1]
+    assert sent["role"] == "assistant" and sent["content"] == answer.text() and "annotations" not in sent
+    assert any("takes no annotations in a request" in r.getMessage() for r in caplog.records)
