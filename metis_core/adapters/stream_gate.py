@@ -9,21 +9,7 @@ It does no I/O and knows no provider.
 from __future__ import annotations
 
 from metis_core.errors import ERROR_CLASS_TYPES, ErrorClass, ProviderError
-from metis_core.messages import (
-    CitationDelta,
-    MessageComplete,
-    StreamError,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolUseEnd,
-    ToolUseInputDelta,
-    ToolUseStart,
-    WholeBlock,
-)
-
-CONTENT_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd, WholeBlock, CitationDelta)
-"""A hosted tool's call or result counts: the provider did that work, and a client may have been shown it."""
+from metis_core.messages import BLOCK_EVENTS, MessageComplete, StreamError, StreamEvent
 
 
 def error_from_event(event: StreamError, provider: str) -> ProviderError:
@@ -50,7 +36,7 @@ class FirstContentGate:
         if self.open:
             return events
         for position, event in enumerate(events):
-            if isinstance(event, CONTENT_EVENTS):
+            if isinstance(event, BLOCK_EVENTS):  # a hosted call or result counts: the provider did that work
                 self.open = True
                 released = [*self._buffer, *events[position:]]
                 self._buffer.clear()

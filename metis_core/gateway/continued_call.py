@@ -18,28 +18,13 @@ from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.stream_tracker import StreamTracker
 from metis_core.gateway.shapes.base import CONTINUATION_LIMIT
 from metis_core.gateway.usage_total import add_usage
-from metis_core.messages import (
-    CitationDelta,
-    Message,
-    MessageComplete,
-    MessageStatus,
-    StreamEvent,
-    TextDelta,
-    ThinkingDelta,
-    ToolUseEnd,
-    ToolUseInputDelta,
-    ToolUseStart,
-    WholeBlock,
-)
+from metis_core.messages import BLOCK_EVENTS, Message, MessageComplete, MessageStatus, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 
 if TYPE_CHECKING:
     from metis_core.gateway.call_record import CallRecord
     from metis_core.gateway.quotas import Subject
     from metis_core.gateway.service import GatewayService
-
-_INDEXED = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd, WholeBlock, CitationDelta)
-
 
 def continuable(answer: Message) -> bool:
     """A whole paused answer with no client tool call in it: the gateway sends it back to resume."""
@@ -97,7 +82,7 @@ class ContinuedCall:
                         continue
                     self.tracker.observe(event)
                     yield dataclasses.replace(event, index=event.index + offset) \
-                        if offset and isinstance(event, _INDEXED) else event
+                        if offset and isinstance(event, BLOCK_EVENTS) else event
             finally:
                 close = getattr(upstream, "aclose", None)
                 if close is not None:  # a cancel mid-call closes that call's response at once

@@ -40,6 +40,7 @@ from metis_core.messages.metadata import (
     Usage,
 )
 from metis_core.messages.stream import (
+    BLOCK_EVENTS,
     CitationDelta,
     MessageComplete,
     StreamError,
@@ -55,6 +56,7 @@ from metis_core.messages.stream import (
 from metis_core.messages.tools import SideEffects, ToolDefinition
 
 __all__ = [
+    "BLOCK_EVENTS",
     "HOSTED_BLOCK_TYPES",
     "SCHEMA_VERSION",
     "BlockOrigin",

@@ -133,3 +133,7 @@ StreamEvent = (
     | StreamError
     | MessageComplete
 )
+
+BLOCK_EVENTS = (TextDelta, ThinkingDelta, ToolUseStart, ToolUseInputDelta, ToolUseEnd, WholeBlock, CitationDelta)
+"""The events about one content block at their `index` (content, as opposed to usage, errors and the end)."""
+
