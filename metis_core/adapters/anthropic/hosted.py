@@ -149,14 +149,11 @@ def pending_container(history: list[Message]) -> str | None:
     for message in reversed(history):
         if message.role is not Role.ASSISTANT:
             continue
-        raw = message.metadata.provider_raw
-        if message.metadata.provider != "anthropic" or not raw:
+        if message.metadata.provider != "anthropic" or not message.metadata.provider_raw:
             return None
-        extras = raw.get(TOOL_USE_EXTRAS)
-        container = raw.get("container")
-        programmatic = isinstance(extras, dict) and any(
-            isinstance(e, dict) and isinstance(e.get("caller"), dict) for e in extras.values()
-        )
-        container_id = container.get("id") if isinstance(container, dict) else None
+        programmatic = any(isinstance(e, dict) and isinstance(e.get("caller"), dict)
+                           for e in call_fields(message).values())
+        container = answer_container(message)
+        container_id = container.get("id") if container is not None else None
         return container_id if programmatic and isinstance(container_id, str) else None
     return None

@@ -22,7 +22,7 @@ from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
-from metis_core.adapters.anthropic.hosted import TOOL_USE_EXTRAS, hosted_tool_definitions, pending_container
+from metis_core.adapters.anthropic.hosted import call_fields, hosted_tool_definitions, pending_container
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.errors import ModelIdError, UnknownModelError
 from metis_core.messages import (
@@ -107,15 +107,6 @@ class _Builder:
             return {"type": "text", "text": block.text}
         return {"type": "text", "text": block.text, "citations": citations}
 
-    @staticmethod
-    def tool_use_extras(message: Message) -> dict[str, dict[str, Any]] | None:
-        """`caller` and other fields Anthropic put on its own tool_use blocks, replayed to it alone."""
-        raw = message.metadata.provider_raw
-        if not raw or message.metadata.provider != PROVIDER:
-            return None
-        extras = raw.get(TOOL_USE_EXTRAS)
-        return extras if isinstance(extras, dict) else None
-
     def tool_result(self, message: Message, index: int, block: ToolResultBlock) -> dict[str, Any]:
         out: dict[str, Any] = {
             "type": "tool_result",
@@ -147,7 +138,7 @@ class _Builder:
         append = out.append
         wire_id = self.wire_id
         raw = message.metadata.provider_raw  # read once: most messages carry none
-        extras = self.tool_use_extras(message) if raw else None
+        extras = call_fields(message) if raw else None  # `caller` ...: replayed to Anthropic alone
         index = -1
         for block in message.content:
             index += 1
