@@ -22,6 +22,7 @@ from metis_core.messages.blocks import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis_core.messages.invariants import check_message
 from metis_core.messages.metadata import MessageMetadata, MessageStatus
 
 log = logging.getLogger("metis_core.messages")
@@ -78,6 +79,8 @@ class Message(BaseModel):
     @field_validator("created_at")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
+        if value.tzinfo is UTC:
+            return value  # what utc_now gives: astimezone would return an equal copy
         if value.tzinfo is None:
             raise ValueError("created_at must be timezone-aware (UTC)")
         return value.astimezone(UTC)
@@ -89,8 +92,6 @@ class Message(BaseModel):
     @model_validator(mode="after")
     def _check_invariants(self) -> Self:
         if self.metadata.status is MessageStatus.COMPLETE:
-            from metis_core.messages.invariants import check_message
-
             check_message(self)
         return self
 

@@ -36,6 +36,7 @@ from metis_core.messages import (
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    prechecked,
 )
 
 _KNOWN_KEYS = frozenset({
@@ -60,7 +61,12 @@ def _bad(message: str) -> InvalidRequestError:
 def _cache_metadata(block: dict[str, Any], **extra: Any) -> MessageMetadata:
     control = block.get(CACHE_CONTROL_KEY)
     raw = {PROVIDER: {CACHE_CONTROL_KEY: control}} if control is not None else None
-    return MessageMetadata(provider_raw=raw, **extra)
+    return prechecked.metadata(provider_raw=raw, **extra)
+
+
+def _text(value: Any) -> TextBlock:
+    """A text block; a client's non-string text goes through the constructor, which names the problem."""
+    return prechecked.text_block(value) if type(value) is str else TextBlock(text=value)
 
 
 class _Reader:
@@ -78,15 +84,15 @@ class _Reader:
         return BlockOrigin(provider=PROVIDER, api="messages", model=self.model_name)
 
     def message(self, role: Role, content: list[Any], metadata: MessageMetadata | None = None) -> Message:
-        if role is Role.ASSISTANT:
-            metadata = metadata or MessageMetadata()
-            metadata.model, metadata.provider = self.model, PROVIDER
-            metadata.routing = RoutingDecisionRecord(
-                mode=RoutingMode.DEFAULT, chosen_model=self.model, reason="read from an Anthropic request"
-            )
-            metadata.usage = Usage()
-        return Message(role=role, session_id=self.session_id, content=content,
-                       metadata=metadata or MessageMetadata())
+        """A read message (content: canonical blocks this reader built), checked as the constructor checks it."""
+        return prechecked.message(role, self.session_id, content, metadata or prechecked.metadata())
+
+    def assistant(self, content: list[Any], provider_raw: dict[str, Any] | None) -> Message:
+        routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=self.model,
+                                        reason="read from an Anthropic request")
+        fields: dict[str, Any] = {} if provider_raw is None else {"provider_raw": provider_raw}
+        metadata = prechecked.metadata(**fields, model=self.model, provider=PROVIDER, routing=routing, usage=Usage())
+        return self.message(Role.ASSISTANT, content, metadata)
 
     def image(self, block: dict[str, Any]) -> ImageBlock:
         source = block.get("source") or {}
@@ -103,11 +109,11 @@ class _Reader:
         raw = block.get("content")
         parts: list[TextBlock | ImageBlock] = []
         if isinstance(raw, str):
-            parts.append(TextBlock(text=raw))
+            parts.append(prechecked.text_block(raw))
         elif isinstance(raw, list):
             for item in raw:
                 if item.get("type") == "text":
-                    parts.append(TextBlock(text=item["text"]))
+                    parts.append(_text(item["text"]))
                 elif item.get("type") == "image":
                     parts.append(self.image(item))
                 else:
@@ -117,7 +123,7 @@ class _Reader:
 
     def user_turn(self, content: Any) -> list[Message]:
         if isinstance(content, str):
-            return [self.message(Role.USER, [TextBlock(text=content)])]
+            return [self.message(Role.USER, [prechecked.text_block(content)])]
         out: list[Message] = []
         pending: list[ContentBlock] = []
         for block in content:
@@ -125,7 +131,7 @@ class _Reader:
             if kind == "tool_result":
                 out.append(self.tool_result(block))
             elif kind == "text":
-                pending.append(TextBlock(text=block["text"]))
+                pending.append(_text(block["text"]))
             elif kind == "image":
                 pending.append(self.image(block))
             else:
@@ -139,7 +145,7 @@ class _Reader:
 
     def assistant_turn(self, content: Any) -> Message:
         if isinstance(content, str):
-            return self.message(Role.ASSISTANT, [TextBlock(text=content)])
+            return self.assistant([prechecked.text_block(content)], None)
         blocks: list[ContentBlock] = []
         extras: dict[str, Any] = {}
         for block in content:
@@ -167,14 +173,13 @@ class _Reader:
                 blocks.append(RedactedThinkingBlock(data=block["data"], origin=self.origin))
             else:
                 self.skipped.append(kind)
-        metadata = MessageMetadata(provider_raw={hosted.TOOL_USE_EXTRAS: extras}) if extras else None
-        return self.message(Role.ASSISTANT, blocks, metadata)
+        return self.assistant(blocks, {hosted.TOOL_USE_EXTRAS: extras} if extras else None)
 
     def system(self, system: Any) -> list[Message]:
         if isinstance(system, str):
-            return [self.message(Role.SYSTEM, [TextBlock(text=system)])]
+            return [self.message(Role.SYSTEM, [prechecked.text_block(system)])]
         return [
-            self.message(Role.SYSTEM, [TextBlock(text=block["text"])], _cache_metadata(block))
+            self.message(Role.SYSTEM, [_text(block["text"])], _cache_metadata(block))
             for block in system
             if block.get("type") == "text"
         ]

@@ -1,0 +1,112 @@
+"""Canonical values built from parts their caller has already checked, without pydantic validating them again.
+
+A request reader or response parser builds a few blocks and a Message per gateway call from values it
+has just type-checked; pydantic re-validating each field (and calling each default factory from Rust)
+costs more than the translation itself. Each builder here gives an object equal to its constructor
+call's (fields, defaults, fields_set; tests/messages/test_prechecked.py holds them to it), and
+`message` runs the §5 check a COMPLETE Message gets. Callers pass exact field types only (str,
+dict, canonical block and metadata instances, enum members), and the containers they hand over
+are kept, not copied; anything else goes through the constructors.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any, TypeVar
+
+from pydantic import BaseModel
+
+from metis_core.ids import new_ulid
+from metis_core.messages.blocks import TextBlock, ToolUseBlock
+from metis_core.messages.invariants import check_message
+from metis_core.messages.message import SCHEMA_VERSION, Message, Role, utc_now
+from metis_core.messages.metadata import MAX_TOKEN_COUNT, MessageMetadata, MessageStatus, Usage
+
+Model = TypeVar("Model", bound=BaseModel)
+
+_set = object.__setattr__
+_COMPLETE = MessageStatus.COMPLETE
+
+
+def _made(cls: type[Model], values: dict[str, Any], given: set[str], extra: dict[str, Any] | None = None) -> Model:
+    """An instance holding `values` (every field, in declaration order), as pydantic's own validation leaves it."""
+    made = cls.__new__(cls)
+    _set(made, "__dict__", values)
+    _set(made, "__pydantic_fields_set__", given)
+    _set(made, "__pydantic_extra__", extra)
+    _set(made, "__pydantic_private__", None)
+    return made
+
+
+def text_block(text: str) -> TextBlock:
+    """`TextBlock(text=text)`."""
+    return _made(TextBlock, {"type": "text", "text": text, "citations": None}, {"text"})
+
+
+def tool_use_block(tool_id: str, name: str, tool_input: dict[str, Any]) -> ToolUseBlock:
+    """`ToolUseBlock(id=tool_id, name=name, input=tool_input)`; `tool_input` is kept, not copied."""
+    return _made(ToolUseBlock, {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
+                 {"id", "name", "input"})
+
+
+def token_count(value: object) -> bool:
+    """Whether `value` is what a Usage count holds as it is (an exact int within MAX_TOKEN_COUNT)."""
+    return type(value) is int and value <= MAX_TOKEN_COUNT
+
+
+def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache_creation_input_tokens: int) -> Usage:
+    """`Usage(input_tokens=..., output_tokens=..., cached_input_tokens=..., cache_creation_input_tokens=...)`;
+    each count must pass `token_count`."""
+    return _made(Usage, {
+        "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_input_tokens": cached_input_tokens,
+        "cache_creation_input_tokens": cache_creation_input_tokens, "reasoning_tokens": 0, "cost_usd": None,
+        "pricing_version": None, "latency_ms": 0,
+    }, {"input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens"})  # fmt: skip
+
+
+def price_usage(usage: Usage, latency_ms: int, cost: tuple[Decimal | None, str | None] | None) -> None:
+    """Set latency (and cost and pricing version when `cost` is given) as attribute assignment would."""
+    fields, given = usage.__dict__, usage.__pydantic_fields_set__
+    fields["latency_ms"] = latency_ms
+    given.add("latency_ms")
+    if cost is not None:
+        fields["cost_usd"], fields["pricing_version"] = cost
+        given.update(("cost_usd", "pricing_version"))
+
+
+_METADATA_DEFAULTS: dict[str, Any] = {
+    "model": None, "provider": None, "routing": None, "usage": None, "parent_tool_use_id": None, "status": _COMPLETE,
+    "stop_reason": None, "provider_raw": None, "user_id": None, "team_id": None, "tool_input_violations": None,
+    "critical_blocks": None,
+}  # fmt: skip
+"""MessageMetadata's fields in declaration order, with their defaults (a test holds it to the model)."""
+
+
+def metadata(**fields: Any) -> MessageMetadata:
+    """`MessageMetadata(**fields)`, for declared fields only, each of its exact type (no coercion happens
+    here); dicts and lists are kept, not copied."""
+    if not fields.keys() <= _METADATA_DEFAULTS.keys():
+        raise TypeError(f"not MessageMetadata fields: {sorted(fields.keys() - _METADATA_DEFAULTS.keys())}")
+    return _made(MessageMetadata, {**_METADATA_DEFAULTS, **fields}, set(fields), {})
+
+
+_MESSAGE_GIVEN = frozenset({"role", "session_id", "content", "metadata"})
+
+
+def message(role: Role, session_id: str, content: list[Any], metadata: MessageMetadata,
+            message_id: str | None = None) -> Message:
+    """`Message(role=..., session_id=..., content=..., metadata=...)` (and `id=message_id` when given):
+    checked against §5 when COMPLETE, as the constructor checks it. `content` holds canonical block
+    instances and is kept, not copied."""
+    given = set(_MESSAGE_GIVEN)
+    if message_id is None:
+        message_id = new_ulid()
+    else:
+        given.add("id")
+    built = _made(Message, {
+        "id": message_id, "session_id": session_id, "role": role, "content": content, "metadata": metadata,
+        "created_at": utc_now(), "schema_version": SCHEMA_VERSION,
+    }, given)  # fmt: skip
+    if metadata.status is _COMPLETE:
+        check_message(built)
+    return built

@@ -1,0 +1,60 @@
+"""The general path the prechecked fast path is held to: each `prechecked` builder as its validating constructor.
+
+A test runs a reader or parser twice, once as it is and once with its module's `prechecked` replaced by
+`VALIDATING`, and compares `model_state` of what each gives: every field, fields_set and extras of
+every model, with the random parts (message ids, clocks) blanked.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+from pydantic import BaseModel
+
+from metis_core.messages import Message, MessageMetadata, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
+from metis_core.messages import prechecked as fast
+
+
+def _message(role: Role, session_id: str, content: list[Any], metadata: MessageMetadata,
+             message_id: str | None = None) -> Message:
+    extra = {} if message_id is None else {"id": message_id}
+    return Message(role=role, session_id=session_id, content=content, metadata=metadata, **extra)
+
+
+def _price_usage(usage: Usage, latency_ms: int, cost: Any) -> None:
+    usage.latency_ms = latency_ms
+    if cost is not None:
+        usage.cost_usd, usage.pricing_version = cost
+
+
+VALIDATING = SimpleNamespace(
+    text_block=lambda text: TextBlock(text=text),
+    tool_use_block=lambda tool_id, name, tool_input: ToolUseBlock(id=tool_id, name=name, input=tool_input),
+    token_count=fast.token_count,
+    usage=lambda i, o, c, w: Usage(input_tokens=i, output_tokens=o, cached_input_tokens=c,
+                                   cache_creation_input_tokens=w),
+    price_usage=_price_usage,
+    metadata=lambda **fields: MessageMetadata(**fields),
+    message=_message,
+)
+"""Stands in for `metis_core.messages.prechecked` wherever a module imports it."""
+
+
+def model_state(value: Any) -> Any:
+    """Every field, fields_set and extra of every model in `value`, message ids and clocks blanked."""
+    if isinstance(value, BaseModel):
+        fields = {k: model_state(v) for k, v in value.__dict__.items()}
+        if isinstance(value, Message):
+            fields["id"] = fields["created_at"] = None
+        if isinstance(value, Usage):
+            fields["latency_ms"] = 0
+        return (type(value).__name__, fields, sorted(value.model_fields_set), model_state(value.__pydantic_extra__),
+                list(value.__dict__))
+    if isinstance(value, list | tuple):
+        return [model_state(v) for v in value]
+    if isinstance(value, dict):
+        return {k: model_state(v) for k, v in value.items()}
+    if isinstance(value, MessageStatus | Role):
+        return (type(value).__name__, value.value)
+    return value
