@@ -30,6 +30,8 @@ def _price_usage(usage: Usage, latency_ms: int, cost: Any) -> None:
 
 VALIDATING = SimpleNamespace(
     text_block=lambda text: TextBlock(text=text),
+    cited_text_block=lambda text, citations: TextBlock(text=text, citations=citations),
+    canonical_blocks=fast.canonical_blocks,
     tool_use_block=lambda tool_id, name, tool_input: ToolUseBlock(id=tool_id, name=name, input=tool_input),
     token_count=fast.token_count,
     usage=lambda i, o, c, w: Usage(input_tokens=i, output_tokens=o, cached_input_tokens=c,
@@ -58,3 +60,10 @@ def model_state(value: Any) -> Any:
     if isinstance(value, MessageStatus | Role):
         return (type(value).__name__, value.value)
     return value
+
+
+def validating_in(monkeypatch: Any, *modules: Any) -> None:
+    """Put the general path in place of `prechecked` in each module that builds through it."""
+    for module in modules:
+        assert module.prechecked is fast, module.__name__
+        monkeypatch.setattr(module, "prechecked", VALIDATING)

@@ -26,6 +26,7 @@ from metis_core.messages import (
     StreamEvent,
     ToolDefinition,
     Usage,
+    prechecked,
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
@@ -120,9 +121,13 @@ class RequestContext:
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
+        cost = self.prices.cost(usage, self.model) if self.prices is not None else None
+        if type(usage) is Usage:
+            prechecked.price_usage(usage, self.latency_ms(), cost)  # what assigning the fields does, faster
+            return usage
         usage.latency_ms = self.latency_ms()
-        if self.prices is not None:
-            usage.cost_usd, usage.pricing_version = self.prices.cost(usage, self.model)
+        if cost is not None:
+            usage.cost_usd, usage.pricing_version = cost
         return usage
 
 

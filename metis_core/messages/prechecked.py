@@ -17,7 +17,18 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 
 from metis_core.ids import new_ulid
-from metis_core.messages.blocks import TextBlock, ToolUseBlock
+from metis_core.messages.blocks import (
+    Citation,
+    CompactionBlock,
+    ImageBlock,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
+    RedactedThinkingBlock,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+)
 from metis_core.messages.invariants import check_message
 from metis_core.messages.message import SCHEMA_VERSION, Message, Role, utc_now
 from metis_core.messages.metadata import MAX_TOKEN_COUNT, MessageMetadata, MessageStatus, Usage
@@ -41,6 +52,11 @@ def _made(cls: type[Model], values: dict[str, Any], given: set[str], extra: dict
 def text_block(text: str) -> TextBlock:
     """`TextBlock(text=text)`."""
     return _made(TextBlock, {"type": "text", "text": text, "citations": None}, {"text"})
+
+
+def cited_text_block(text: str, citations: list[Citation] | None) -> TextBlock:
+    """`TextBlock(text=text, citations=citations)`; the list is kept, not copied."""
+    return _made(TextBlock, {"type": "text", "text": text, "citations": citations}, {"text", "citations"})
 
 
 def tool_use_block(tool_id: str, name: str, tool_input: dict[str, Any]) -> ToolUseBlock:
@@ -88,6 +104,16 @@ def metadata(**fields: Any) -> MessageMetadata:
     if not fields.keys() <= _METADATA_DEFAULTS.keys():
         raise TypeError(f"not MessageMetadata fields: {sorted(fields.keys() - _METADATA_DEFAULTS.keys())}")
     return _made(MessageMetadata, {**_METADATA_DEFAULTS, **fields}, set(fields), {})
+
+
+_BLOCK_CLASSES = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
+                            ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock})
+
+
+def canonical_blocks(content: list[Any]) -> bool:
+    """Whether every item is an instance of one of the nine block classes themselves (what `message` takes)."""
+    classes = _BLOCK_CLASSES
+    return all(type(block) in classes for block in content)
 
 
 _MESSAGE_GIVEN = frozenset({"role", "session_id", "content", "metadata"})

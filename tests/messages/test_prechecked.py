@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from metis_core.errors import MessageInvariantError
 from metis_core.messages import (
+    Citation,
     ImageBlock,
     ImageSource,
     Message,
@@ -55,6 +56,21 @@ def same(built: BaseModel, reference: BaseModel) -> None:
 @pytest.mark.parametrize("text", ["", "hello", "ünïcödé \n"])
 def test_text_block_is_the_constructors(text: str) -> None:
     same(prechecked.text_block(text), TextBlock(text=text))
+
+
+@pytest.mark.parametrize("citations", [None, [], [Citation(url="https://a.example", payload={"type": "x"})]])
+def test_cited_text_block_is_the_constructors(citations: list[Citation] | None) -> None:
+    same(prechecked.cited_text_block("t", citations), TextBlock(text="t", citations=citations))
+
+
+def test_canonical_blocks_are_instances_of_the_block_classes_themselves() -> None:
+    class Shouting(TextBlock):
+        pass
+
+    assert prechecked.canonical_blocks([TextBlock(text="a"), ToolUseBlock(id="tu_1", name="f", input={})])
+    assert prechecked.canonical_blocks([])
+    assert not prechecked.canonical_blocks([Shouting(text="A")])
+    assert not prechecked.canonical_blocks([{"type": "text", "text": "a"}])
 
 
 def test_tool_use_block_is_the_constructors() -> None:
@@ -159,6 +175,6 @@ def test_a_complete_message_breaking_the_invariants_is_refused_as_by_the_constru
 def test_the_validating_stand_ins_cover_every_builder() -> None:
     from prechecked_reference import VALIDATING
 
-    builders = {name for name, value in vars(prechecked).items()
-                if not name.startswith("_") and callable(value) and getattr(value, "__module__", "") == prechecked.__name__}
+    builders = {name for name, value in vars(prechecked).items() if not name.startswith("_")
+                and callable(value) and getattr(value, "__module__", "") == prechecked.__name__}
     assert builders == set(vars(VALIDATING))

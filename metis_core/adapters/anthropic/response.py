@@ -23,10 +23,10 @@ from metis_core.messages import (
     MessageStatus,
     RedactedThinkingBlock,
     StreamEvent,
-    TextBlock,
     ThinkingBlock,
     ToolUseBlock,
     Usage,
+    prechecked,
 )
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
@@ -137,7 +137,7 @@ class _Blocks:
             citations = [hosted.citation(wire, self.block_origin())
                          for wire in block.get("citations") or () if isinstance(wire, dict)]
             if text or citations:
-                self.content.append(TextBlock(text=text, citations=citations or None))
+                self.content.append(prechecked.cited_text_block(text, citations or None))
         elif kind == "tool_use":
             self.tool_use(index, block)
         elif hosted.is_call(kind):
@@ -168,7 +168,8 @@ class _Blocks:
         tool_input = block.get("input")
         tool_input = tool_input if isinstance(tool_input, dict) else {}
         if hashable_json(tool_input):
-            self.content.append(ToolUseBlock(id=canonical_id, name=name, input=tool_input))
+            self.content.append(prechecked.tool_use_block(canonical_id, name, tool_input) if type(tool_input) is dict
+                                else ToolUseBlock(id=canonical_id, name=name, input=tool_input))
         else:
             self.dropped += 1  # arguments no JSON hash can hold: the call is left out, the message PARTIAL
         extras = hosted.tool_use_extras(block)

@@ -30,7 +30,7 @@ def _read(body: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
     ids = ToolIdMap()
     try:
         read = request_reader.read_request(body, tool_ids=ids, session_id="sess_fast")
-    except Exception as error:  # noqa: BLE001 - the two paths must fail alike, whatever the error
+    except Exception as error:  # the two paths must fail alike, whatever the error
         return ("raised", type(error).__name__, str(error))
     wire = AnthropicAdapter().to_wire(read.messages, read.tools, read.options, ids)
     return (model_state(read.messages), model_state(read.tools), repr(read.options), read.skipped,
@@ -66,7 +66,8 @@ ODD_BODIES: dict[str, dict[str, Any]] = {
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1",
                                       "content": [{"type": "text", "text": None}]}]}]),
     "cache breakpoints everywhere": _body([
-        {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": CACHE}, {"type": "text", "text": "b"}]},
+        {"role": "user", "content": [{"type": "text", "text": "a", "cache_control": CACHE},
+                                     {"type": "text", "text": "b"}]},
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_9", "content": "r",
                                       "cache_control": CACHE}]}],

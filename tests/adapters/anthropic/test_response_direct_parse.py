@@ -1,30 +1,37 @@
-"""The direct non-streaming parse gives exactly the Message the stream assembler builds.
+"""The direct non-streaming parse gives exactly the Message the stream assembler builds, prechecked or not.
 
 `parse_response` reads a whole Anthropic answer straight into canonical blocks; the reference here
 feeds the same blocks through `MessageAssembler` (as the stream translator does). Every recorded
 response (hosted tools, citations, thinking signatures, tool calls, compaction) and a set of odd
 bodies must give byte-identical messages, provider_raw key order and tool-id bindings included,
-or the same error.
+or the same error. Its prechecked fast path (blocks, usage, metadata and Message built without
+pydantic re-validating them) must give what the validating constructors give, fields_set included.
 """
 
 from __future__ import annotations
 
 import itertools
+from decimal import Decimal
 from typing import Any
 
 import orjson
 import pytest
 from fixture_files import wire_files
+from prechecked_reference import model_state, validating_in
 
+from metis_core.adapters import base
+from metis_core.adapters._common import response_message
 from metis_core.adapters._common import tool_ids as tool_ids_module
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic import response, usage
 from metis_core.adapters.anthropic.response import API, add_block, canonical_stop_reason, parse_response, raw_details
 from metis_core.adapters.anthropic.usage import usage_from_wire
 from metis_core.adapters.base import RequestContext
 from metis_core.adapters.parse_guard import PARSE_FAILURES
 from metis_core.errors import MalformedResponseError
-from metis_core.messages import Message, MessageStatus, ToolDefinition
+from metis_core.messages import Message, MessageStatus, RoutingDecisionRecord, RoutingMode, ToolDefinition
+from metis_core.models.pricing import PriceTable
 from metis_core.transport.wire import WireResponse
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -148,3 +155,67 @@ def test_an_unhashable_tool_input_leaves_the_call_out_and_the_message_partial(mo
     assert message["metadata"]["status"] == "partial"
     assert message["metadata"]["provider_raw"]["incomplete"] == "invalid tool arguments"
     assert [b["type"] for b in message["content"]] == ["text", "tool_use"]
+
+
+ROUTING = RoutingDecisionRecord(mode=RoutingMode.RULE, chosen_model=MODEL, reason="eq", rule_name="r")
+PRICES = PriceTable.load()
+
+
+def _parse_state(body: bytes, tools: list[ToolDefinition], routing: RoutingDecisionRecord | None,
+           monkeypatch: pytest.MonkeyPatch) -> Any:
+    counter = itertools.count(1)
+    monkeypatch.setattr(tool_ids_module, "new_tool_use_id", lambda: f"tu_{next(counter):026d}")
+    ids = ToolIdMap()
+    context = RequestContext(model=MODEL, session_id="sess_eq", tool_ids=ids, tools=tools, message_id="msg_eq",
+                             routing=routing, prices=PRICES)
+    try:
+        message = parse_response(WireResponse(200, body, {"request-id": "req_eq"}), context)
+    except Exception as error:  # the two paths must fail alike, whatever the error
+        return ("raised", type(error).__name__, str(error))
+    assert message.id == "msg_eq"
+    return model_state(message), ids.to_dict()
+
+
+def same_as_general_path(body: bytes, monkeypatch: pytest.MonkeyPatch, tools: list[ToolDefinition],
+                         routing: RoutingDecisionRecord | None = None) -> Any:
+    fast = _parse_state(body, tools, routing, monkeypatch)
+    with monkeypatch.context() as patched:
+        validating_in(patched, response, usage, response_message, base)
+        general = _parse_state(body, tools, routing, patched)
+    assert fast == general
+    return fast
+
+
+RESPONSE_PATHS = wire_files("anthropic", "response")
+
+
+@pytest.mark.parametrize("routing", [None, ROUTING], ids=["direct", "routed"])
+@pytest.mark.parametrize("offered", [[], OFFERED], ids=["no tools offered", "tools offered"])
+@pytest.mark.parametrize("path", RESPONSE_PATHS, ids=[p.name for p in RESPONSE_PATHS])
+def test_every_recorded_response_parses_the_same_on_the_fast_path(
+    path: Any, offered: list[ToolDefinition], routing: RoutingDecisionRecord | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outcome = same_as_general_path(path.read_bytes(), monkeypatch, offered, routing)
+    assert outcome[0] != "raised"
+    usage_state = outcome[0][1]["metadata"][1]["usage"][1]
+    assert isinstance(usage_state["cost_usd"], Decimal)  # priced: the fast price_usage ran
+
+
+WEIRD_USAGE: dict[str, Any] = {
+    "usage counts as floats": {"input_tokens": 3.0, "output_tokens": 4},
+    "usage count as a string": {"input_tokens": "3", "output_tokens": 4},
+    "usage count as a bool": {"input_tokens": True, "output_tokens": 4},
+    "usage count past the limit": {"input_tokens": 2**60, "output_tokens": 4},
+    "usage with cache figures": {"input_tokens": 3, "output_tokens": 4, "cache_read_input_tokens": 9,
+                                 "cache_creation_input_tokens": 2},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD_BODIES) + sorted(WEIRD_USAGE))
+def test_odd_bodies_parse_or_fail_the_same_on_the_fast_path(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if name in WEIRD_USAGE:
+        body = orjson.dumps({"id": "msg_1", "model": "m", "content": [{"type": "text", "text": "y"}],
+                             "stop_reason": "end_turn", "usage": WEIRD_USAGE[name]})
+    else:
+        body = ODD_BODIES[name]
+    same_as_general_path(body, monkeypatch, OFFERED)
