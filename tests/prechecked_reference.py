@@ -12,7 +12,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from metis_core.messages import Message, MessageMetadata, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
+from metis_core.messages import (
+    Message,
+    MessageMetadata,
+    MessageStatus,
+    Role,
+    RoutingDecisionRecord,
+    RoutingMode,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 from metis_core.messages import prechecked as fast
 
 
@@ -33,6 +43,8 @@ VALIDATING = SimpleNamespace(
     cited_text_block=lambda text, citations: TextBlock(text=text, citations=citations),
     canonical_blocks=fast.canonical_blocks,
     tool_use_block=lambda tool_id, name, tool_input: ToolUseBlock(id=tool_id, name=name, input=tool_input),
+    routing_record=lambda mode, chosen_model, reason: RoutingDecisionRecord(mode=mode, chosen_model=chosen_model,
+                                                                           reason=reason),
     token_count=fast.token_count,
     usage=lambda i, o, c, w: Usage(input_tokens=i, output_tokens=o, cached_input_tokens=c,
                                    cache_creation_input_tokens=w),
@@ -57,7 +69,7 @@ def model_state(value: Any) -> Any:
         return [model_state(v) for v in value]
     if isinstance(value, dict):
         return {k: model_state(v) for k, v in value.items()}
-    if isinstance(value, MessageStatus | Role):
+    if isinstance(value, MessageStatus | Role | RoutingMode):
         return (type(value).__name__, value.value)
     return value
 

@@ -117,7 +117,7 @@ class RequestContext:
     def routing_record(self) -> RoutingDecisionRecord:
         if self.routing is not None:
             return self.routing
-        return RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=self.model, reason=DIRECT_ROUTING_REASON)
+        return prechecked.routing_record(RoutingMode.DEFAULT, self.model, DIRECT_ROUTING_REASON)
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""

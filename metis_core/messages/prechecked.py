@@ -31,7 +31,14 @@ from metis_core.messages.blocks import (
 )
 from metis_core.messages.invariants import check_message
 from metis_core.messages.message import SCHEMA_VERSION, Message, Role, utc_now
-from metis_core.messages.metadata import MAX_TOKEN_COUNT, MessageMetadata, MessageStatus, Usage
+from metis_core.messages.metadata import (
+    MAX_TOKEN_COUNT,
+    MessageMetadata,
+    MessageStatus,
+    RoutingDecisionRecord,
+    RoutingMode,
+    Usage,
+)
 
 Model = TypeVar("Model", bound=BaseModel)
 
@@ -63,6 +70,14 @@ def tool_use_block(tool_id: str, name: str, tool_input: dict[str, Any]) -> ToolU
     """`ToolUseBlock(id=tool_id, name=name, input=tool_input)`; `tool_input` is kept, not copied."""
     return _made(ToolUseBlock, {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
                  {"id", "name", "input"})
+
+
+def routing_record(mode: RoutingMode, chosen_model: str, reason: str) -> RoutingDecisionRecord:
+    """`RoutingDecisionRecord(mode=mode, chosen_model=chosen_model, reason=reason)`."""
+    return _made(RoutingDecisionRecord, {
+        "mode": mode, "chosen_model": chosen_model, "reason": reason, "rule_name": None, "confidence": None,
+        "alternatives_considered": [],
+    }, {"mode", "chosen_model", "reason"})  # fmt: skip
 
 
 def token_count(value: object) -> bool:

@@ -74,7 +74,11 @@ class _NoObserver:
 
 
 def member_options(base: AdapterOptions, model: str, settings: MemberSettings | None) -> AdapterOptions:
-    """The base options for `model`, with that member's own settings laid over them."""
+    """The base options for `model`, with that member's own settings laid over them (the base itself
+    when it already names `model` and the member has no settings: nothing would differ, and the
+    client never changes the options it is given)."""
+    if settings is None and base.model == model:
+        return base
     options = replace(base, model=model)
     if settings is None:
         return options

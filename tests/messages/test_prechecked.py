@@ -73,6 +73,13 @@ def test_canonical_blocks_are_instances_of_the_block_classes_themselves() -> Non
     assert not prechecked.canonical_blocks([{"type": "text", "text": "a"}])
 
 
+@pytest.mark.parametrize("mode", list(RoutingMode))
+def test_routing_record_is_the_constructors(mode: RoutingMode) -> None:
+    built = prechecked.routing_record(mode, "anthropic:m", "why")
+    same(built, RoutingDecisionRecord(mode=mode, chosen_model="anthropic:m", reason="why"))
+    assert built.alternatives_considered is not prechecked.routing_record(mode, "a:b", "c").alternatives_considered
+
+
 def test_tool_use_block_is_the_constructors() -> None:
     same(prechecked.tool_use_block("tu_1", "get", {"a": [1, {"b": None}]}),
          ToolUseBlock(id="tu_1", name="get", input={"a": [1, {"b": None}]}))

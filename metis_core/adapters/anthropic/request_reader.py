@@ -28,7 +28,6 @@ from metis_core.messages import (
     MessageMetadata,
     RedactedThinkingBlock,
     Role,
-    RoutingDecisionRecord,
     RoutingMode,
     TextBlock,
     ThinkingBlock,
@@ -88,8 +87,7 @@ class _Reader:
         return prechecked.message(role, self.session_id, content, metadata or prechecked.metadata())
 
     def assistant(self, content: list[Any], provider_raw: dict[str, Any] | None) -> Message:
-        routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model=self.model,
-                                        reason="read from an Anthropic request")
+        routing = prechecked.routing_record(RoutingMode.DEFAULT, self.model, "read from an Anthropic request")
         fields: dict[str, Any] = {} if provider_raw is None else {"provider_raw": provider_raw}
         metadata = prechecked.metadata(**fields, model=self.model, provider=PROVIDER, routing=routing, usage=Usage())
         return self.message(Role.ASSISTANT, content, metadata)
