@@ -7,6 +7,7 @@ every model, with the random parts (message ids, clocks) blanked.
 
 from __future__ import annotations
 
+import functools
 from types import SimpleNamespace
 from typing import Any
 
@@ -32,6 +33,11 @@ def _message(role: Role, session_id: str, content: list[Any], metadata: MessageM
     return Message(role=role, session_id=session_id, content=content, metadata=metadata, **extra)
 
 
+def _usage(i: int, o: int, c: int, w: int, reasoning: int | None = None) -> Usage:
+    extra = {} if reasoning is None else {"reasoning_tokens": reasoning}
+    return Usage(input_tokens=i, output_tokens=o, cached_input_tokens=c, cache_creation_input_tokens=w, **extra)
+
+
 def _price_usage(usage: Usage, latency_ms: int, cost: Any) -> None:
     usage.latency_ms = latency_ms
     if cost is not None:
@@ -40,14 +46,14 @@ def _price_usage(usage: Usage, latency_ms: int, cost: Any) -> None:
 
 VALIDATING = SimpleNamespace(
     text_block=lambda text: TextBlock(text=text),
+    wire_text_block=lambda value: TextBlock(text=value),
     cited_text_block=lambda text, citations: TextBlock(text=text, citations=citations),
     canonical_blocks=fast.canonical_blocks,
     tool_use_block=lambda tool_id, name, tool_input: ToolUseBlock(id=tool_id, name=name, input=tool_input),
     routing_record=lambda mode, chosen_model, reason: RoutingDecisionRecord(mode=mode, chosen_model=chosen_model,
                                                                            reason=reason),
     token_count=fast.token_count,
-    usage=lambda i, o, c, w: Usage(input_tokens=i, output_tokens=o, cached_input_tokens=c,
-                                   cache_creation_input_tokens=w),
+    usage=_usage,
     price_usage=_price_usage,
     metadata=lambda **fields: MessageMetadata(**fields),
     message=_message,
@@ -74,8 +80,26 @@ def model_state(value: Any) -> Any:
     return value
 
 
+@functools.cache
+def fast_modules() -> list[Any]:
+    """Every module of the library that builds through `prechecked` (found by import, so a new one is not missed)."""
+    import importlib
+    import pkgutil
+
+    import metis_core
+
+    found = []
+    for info in pkgutil.walk_packages(metis_core.__path__, "metis_core."):
+        if info.name.startswith(("metis_core.cli", "metis_core.gateway.serve")):
+            continue
+        module = importlib.import_module(info.name)
+        if getattr(module, "prechecked", None) is fast and module.__name__ != "metis_core.messages":
+            found.append(module)
+    return found
+
+
 def validating_in(monkeypatch: Any, *modules: Any) -> None:
-    """Put the general path in place of `prechecked` in each module that builds through it."""
-    for module in modules:
+    """Put the general path in place of `prechecked` in each module that builds through it (all when none named)."""
+    for module in modules or fast_modules():
         assert module.prechecked is fast, module.__name__
         monkeypatch.setattr(module, "prechecked", VALIDATING)

@@ -61,6 +61,12 @@ def text_block(text: str) -> TextBlock:
     return _made(TextBlock, {"type": "text", "text": text, "citations": None}, {"text"})
 
 
+def wire_text_block(value: Any) -> TextBlock:
+    """`TextBlock(text=value)` for a value read off the wire: built directly when it is a str, else by
+    the constructor (which coerces nothing and names the problem)."""
+    return text_block(value) if type(value) is str else TextBlock(text=value)
+
+
 def cited_text_block(text: str, citations: list[Citation] | None) -> TextBlock:
     """`TextBlock(text=text, citations=citations)`; the list is kept, not copied."""
     return _made(TextBlock, {"type": "text", "text": text, "citations": citations}, {"text", "citations"})
@@ -85,14 +91,20 @@ def token_count(value: object) -> bool:
     return type(value) is int and value <= MAX_TOKEN_COUNT
 
 
-def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache_creation_input_tokens: int) -> Usage:
-    """`Usage(input_tokens=..., output_tokens=..., cached_input_tokens=..., cache_creation_input_tokens=...)`;
-    each count must pass `token_count`."""
+def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache_creation_input_tokens: int,
+          reasoning_tokens: int | None = None) -> Usage:
+    """`Usage(input_tokens=..., output_tokens=..., cached_input_tokens=..., cache_creation_input_tokens=...)`, and
+    `reasoning_tokens=...` when given; each count must pass `token_count`."""
+    given = {"input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens"}
+    if reasoning_tokens is None:
+        reasoning_tokens = 0
+    else:
+        given.add("reasoning_tokens")
     return _made(Usage, {
         "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_input_tokens": cached_input_tokens,
-        "cache_creation_input_tokens": cache_creation_input_tokens, "reasoning_tokens": 0, "cost_usd": None,
-        "pricing_version": None, "latency_ms": 0,
-    }, {"input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens"})  # fmt: skip
+        "cache_creation_input_tokens": cache_creation_input_tokens, "reasoning_tokens": reasoning_tokens,
+        "cost_usd": None, "pricing_version": None, "latency_ms": 0,
+    }, given)  # fmt: skip
 
 
 def price_usage(usage: Usage, latency_ms: int, cost: tuple[Decimal | None, str | None] | None) -> None:

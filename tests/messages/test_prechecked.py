@@ -89,6 +89,9 @@ def test_tool_use_block_is_the_constructors() -> None:
 def test_usage_is_the_constructors(counts: tuple[int, int, int, int]) -> None:
     names = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens")
     same(prechecked.usage(*counts), Usage(**dict(zip(names, counts, strict=True))))
+    same(prechecked.usage(*counts, reasoning_tokens=0), Usage(**dict(zip(names, counts, strict=True)),
+                                                              reasoning_tokens=0))
+    same(prechecked.usage(*counts, 9), Usage(**dict(zip(names, counts, strict=True)), reasoning_tokens=9))
 
 
 @pytest.mark.parametrize("value", [True, 2.0, "3", None, MAX_TOKEN_COUNT + 1])

@@ -42,6 +42,7 @@ from metis_core.messages import (
     Usage,
     UsageUpdate,
     WholeBlock,
+    prechecked,
 )
 from metis_core.secret_scrub import scrub_secrets
 
@@ -379,7 +380,8 @@ class MessageAssembler:
                 text = "".join(slot.parts)
                 citations = slot.extra.get("citations")
                 if text or citations:
-                    content.append(TextBlock(text=text, citations=citations))
+                    content.append(TextBlock(text=text, citations=citations) if citations
+                                   else prechecked.cited_text_block(text, citations))
             elif slot.kind == "hosted":
                 build = slot.extra.get("build")
                 if slot.closed and "built" in slot.extra:  # the same block its whole_block event carried
@@ -401,9 +403,11 @@ class MessageAssembler:
                 if not slot.tool_name:  # nothing could run it and every provider refuses it as history
                     nameless += 1
                     continue
-                content.append(
-                    ToolUseBlock(id=slot.tool_id, name=slot.tool_name, input=slot.tool_input)
-                )
+                tool_id, name, tool_input = slot.tool_id, slot.tool_name, slot.tool_input
+                if type(tool_id) is str and type(name) is str and type(tool_input) is dict:
+                    content.append(prechecked.tool_use_block(tool_id, name, tool_input))
+                else:
+                    content.append(ToolUseBlock(id=tool_id, name=name, input=tool_input))
         ctx = self.context
         if nameless:
             log.warning("dropped %d tool call(s) without a name from %s", nameless, ctx.model,

@@ -63,11 +63,6 @@ def _cache_metadata(block: dict[str, Any], **extra: Any) -> MessageMetadata:
     return prechecked.metadata(provider_raw=raw, **extra)
 
 
-def _text(value: Any) -> TextBlock:
-    """A text block; a client's non-string text goes through the constructor, which names the problem."""
-    return prechecked.text_block(value) if type(value) is str else TextBlock(text=value)
-
-
 class _Reader:
     def __init__(self, body: dict[str, Any], tool_ids: ToolIdMap, session_id: str) -> None:
         self.model_name = str(body["model"])
@@ -111,7 +106,7 @@ class _Reader:
         elif isinstance(raw, list):
             for item in raw:
                 if item.get("type") == "text":
-                    parts.append(_text(item["text"]))
+                    parts.append(prechecked.wire_text_block(item["text"]))
                 elif item.get("type") == "image":
                     parts.append(self.image(item))
                 else:
@@ -129,7 +124,7 @@ class _Reader:
             if kind == "tool_result":
                 out.append(self.tool_result(block))
             elif kind == "text":
-                pending.append(_text(block["text"]))
+                pending.append(prechecked.wire_text_block(block["text"]))
             elif kind == "image":
                 pending.append(self.image(block))
             else:
@@ -177,7 +172,7 @@ class _Reader:
         if isinstance(system, str):
             return [self.message(Role.SYSTEM, [prechecked.text_block(system)])]
         return [
-            self.message(Role.SYSTEM, [_text(block["text"])], _cache_metadata(block))
+            self.message(Role.SYSTEM, [prechecked.wire_text_block(block["text"])], _cache_metadata(block))
             for block in system
             if block.get("type") == "text"
         ]

@@ -27,13 +27,12 @@ from metis_core.messages import (
     Message,
     MessageMetadata,
     Role,
-    RoutingDecisionRecord,
     RoutingMode,
-    TextBlock,
     ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
+    prechecked,
 )
 from metis_core.messages.tool_schema import check_portable_subset
 
@@ -147,21 +146,22 @@ class ChatRequestReader:
     def read_message(self, raw: dict[str, Any]) -> Message | None:
         role = raw.get("role")
         if role in ("system", "developer"):
-            return self.message(
-                Role.SYSTEM, self.text_blocks(raw.get("content")), MessageMetadata(provider_raw={WIRE_ROLE_KEY: role})
-            )
+            metadata = prechecked.metadata(provider_raw={WIRE_ROLE_KEY: role})
+            return self.message(Role.SYSTEM, self.text_blocks(raw.get("content")), metadata)
         if role == "user":
-            return self.message(Role.USER, self.user_blocks(raw.get("content")), MessageMetadata())
+            return self.message(Role.USER, self.user_blocks(raw.get("content")), prechecked.metadata())
         if role == "assistant":
             return self.read_assistant(raw)
         if role == "tool":
             tool_use_id = self.tool_ids.canonical_for(self.provider, raw.get("tool_call_id"))
             result = ToolResultBlock(tool_use_id=tool_use_id, content=self.text_blocks(raw.get("content")))
-            return self.message(Role.TOOL, [result], MessageMetadata(parent_tool_use_id=tool_use_id))
+            return self.message(Role.TOOL, [result], prechecked.metadata(parent_tool_use_id=tool_use_id))
         log.warning("skipping a %r message: no canonical equivalent", role)
         return None
 
     def message(self, role: Role, content: list[Any], metadata: MessageMetadata) -> Message:
+        if prechecked.canonical_blocks(content):  # what this reader builds (a dialect hook may add its own)
+            return prechecked.message(role, self.session_id, content, metadata)
         return Message(role=role, session_id=self.session_id, content=content, metadata=metadata)
 
     @staticmethod
@@ -169,8 +169,9 @@ class ChatRequestReader:
         if content is None:
             return []
         if isinstance(content, str):
-            return [TextBlock(text=content)]
-        return [TextBlock(text=p["text"]) for p in content if isinstance(p, dict) and p.get("type") == "text"]
+            return [prechecked.text_block(content)]
+        text_block = prechecked.wire_text_block
+        return [text_block(p["text"]) for p in content if isinstance(p, dict) and p.get("type") == "text"]
 
     def user_blocks(self, content: Any) -> list[ContentBlock]:
         if not isinstance(content, list):
@@ -179,7 +180,7 @@ class ChatRequestReader:
         for part in content:
             kind = part.get("type")
             if kind == "text":
-                blocks.append(TextBlock(text=part["text"]))
+                blocks.append(prechecked.wire_text_block(part["text"]))
             elif kind == "image_url":
                 blocks.append(image_block(part["image_url"]["url"]))
             else:
@@ -191,21 +192,19 @@ class ChatRequestReader:
         provider_raw: dict[str, Any] = {}
         content.extend(self.text_blocks(raw.get("content")))
         if isinstance(raw.get("refusal"), str):
-            content.append(TextBlock(text=raw["refusal"]))
+            content.append(prechecked.wire_text_block(raw["refusal"]))
         for call in raw.get("tool_calls") or ():
             content.append(self.read_tool_call(call, provider_raw))
         self.reasoning_raw(raw, provider_raw)
-        metadata = MessageMetadata(
+        metadata = prechecked.metadata(
             model=self.model,
             provider=self.provider,
-            routing=RoutingDecisionRecord(
-                mode=RoutingMode.DEFAULT, chosen_model=self.model, reason="read from an inbound chat request"
-            ),
+            routing=prechecked.routing_record(RoutingMode.DEFAULT, self.model, "read from an inbound chat request"),
             usage=Usage(),
             provider_raw=provider_raw or None,
         )
         if not content:
-            content.append(TextBlock(text=""))
+            content.append(prechecked.text_block(""))
         return self.message(Role.ASSISTANT, content, metadata)
 
     def read_tool_call(self, call: dict[str, Any], provider_raw: dict[str, Any]) -> ToolUseBlock:
@@ -225,7 +224,10 @@ class ChatRequestReader:
             parsed = {}
         if compact_json(parsed) != arguments:
             provider_raw.setdefault(RAW_ARGUMENTS_KEY, {})[tool_id] = arguments
-        return ToolUseBlock(id=tool_id, name=function["name"], input=cast(dict[str, Any], parsed))
+        name = function["name"]
+        if type(name) is str and type(parsed) is dict:
+            return prechecked.tool_use_block(tool_id, name, parsed)
+        return ToolUseBlock(id=tool_id, name=name, input=cast(dict[str, Any], parsed))
 
     # --- dialect hooks -------------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis_core.messages import Usage
+from metis_core.messages import Usage, prechecked
 
 
 def _count(mapping: dict[str, Any] | None, key: str) -> int:
@@ -31,10 +31,9 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
         cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
     cache_write = _count(prompt_details, "cache_write_tokens")
     completion_details = raw.get("completion_tokens_details") or None
-    return Usage(
-        input_tokens=max(0, prompt - cached - cache_write),
-        output_tokens=_count(raw, "completion_tokens"),
-        cached_input_tokens=cached,
-        cache_creation_input_tokens=cache_write,
-        reasoning_tokens=_count(completion_details, "reasoning_tokens"),
-    )
+    counts = (max(0, prompt - cached - cache_write), _count(raw, "completion_tokens"), cached, cache_write,
+              _count(completion_details, "reasoning_tokens"))
+    if all(prechecked.token_count(count) for count in counts):
+        return prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
+    return Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
+                 cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
