@@ -21,6 +21,7 @@ from metis_core.messages import (
     RoutingDecisionRecord,
     RoutingMode,
     TextBlock,
+    ThinkingBlock,
     ToolUseBlock,
     Usage,
 )
@@ -50,6 +51,7 @@ VALIDATING = SimpleNamespace(
     cited_text_block=lambda text, citations: TextBlock(text=text, citations=citations),
     canonical_blocks=fast.canonical_blocks,
     tool_use_block=lambda tool_id, name, tool_input: ToolUseBlock(id=tool_id, name=name, input=tool_input),
+    thinking_block=lambda text, signature, origin: ThinkingBlock(text=text, signature=signature, origin=origin),
     routing_record=lambda mode, chosen_model, reason: RoutingDecisionRecord(mode=mode, chosen_model=chosen_model,
                                                                            reason=reason),
     token_count=fast.token_count,

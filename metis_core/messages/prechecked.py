@@ -18,6 +18,7 @@ from pydantic import BaseModel
 
 from metis_core.ids import new_ulid
 from metis_core.messages.blocks import (
+    BlockOrigin,
     Citation,
     CompactionBlock,
     ImageBlock,
@@ -42,17 +43,23 @@ from metis_core.messages.metadata import (
 
 Model = TypeVar("Model", bound=BaseModel)
 
-_set = object.__setattr__
 _COMPLETE = MessageStatus.COMPLETE
+_new = object.__new__
+_set_dict, _set_given, _set_extra, _set_private = (
+    BaseModel.__dict__[name].__set__
+    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
+)
+"""The setters of the four slots every pydantic model instance has (bound once: ~0.1 µs less per slot
+than object.__setattr__ by name)."""
 
 
 def _made(cls: type[Model], values: dict[str, Any], given: set[str], extra: dict[str, Any] | None = None) -> Model:
     """An instance holding `values` (every field, in declaration order), as pydantic's own validation leaves it."""
-    made = cls.__new__(cls)
-    _set(made, "__dict__", values)
-    _set(made, "__pydantic_fields_set__", given)
-    _set(made, "__pydantic_extra__", extra)
-    _set(made, "__pydantic_private__", None)
+    made: Model = _new(cls)
+    _set_dict(made, values)
+    _set_given(made, given)
+    _set_extra(made, extra)
+    _set_private(made, None)
     return made
 
 
@@ -84,6 +91,12 @@ def routing_record(mode: RoutingMode, chosen_model: str, reason: str) -> Routing
         "mode": mode, "chosen_model": chosen_model, "reason": reason, "rule_name": None, "confidence": None,
         "alternatives_considered": [],
     }, {"mode", "chosen_model", "reason"})  # fmt: skip
+
+
+def thinking_block(text: str, signature: str | None, origin: BlockOrigin | None) -> ThinkingBlock:
+    """`ThinkingBlock(text=text, signature=signature, origin=origin)`."""
+    return _made(ThinkingBlock, {"type": "thinking", "text": text, "signature": signature, "origin": origin},
+                 {"text", "signature", "origin"})
 
 
 def token_count(value: object) -> bool:

@@ -16,6 +16,7 @@ from pydantic import BaseModel
 
 from metis_core.errors import MessageInvariantError
 from metis_core.messages import (
+    BlockOrigin,
     Citation,
     ImageBlock,
     ImageSource,
@@ -26,6 +27,7 @@ from metis_core.messages import (
     RoutingDecisionRecord,
     RoutingMode,
     TextBlock,
+    ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
     Usage,
@@ -78,6 +80,13 @@ def test_routing_record_is_the_constructors(mode: RoutingMode) -> None:
     built = prechecked.routing_record(mode, "anthropic:m", "why")
     same(built, RoutingDecisionRecord(mode=mode, chosen_model="anthropic:m", reason="why"))
     assert built.alternatives_considered is not prechecked.routing_record(mode, "a:b", "c").alternatives_considered
+
+
+@pytest.mark.parametrize(("signature", "origin"), [(None, None), ("sig", BlockOrigin(provider="anthropic",
+                                                                                     api="messages", model="m"))])
+def test_thinking_block_is_the_constructors(signature: str | None, origin: BlockOrigin | None) -> None:
+    same(prechecked.thinking_block("hm", signature, origin),
+         ThinkingBlock(text="hm", signature=signature, origin=origin))
 
 
 def test_tool_use_block_is_the_constructors() -> None:

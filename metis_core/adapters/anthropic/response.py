@@ -23,7 +23,6 @@ from metis_core.messages import (
     MessageStatus,
     RedactedThinkingBlock,
     StreamEvent,
-    ThinkingBlock,
     ToolUseBlock,
     Usage,
     prechecked,
@@ -152,7 +151,7 @@ class _Blocks:
             if signature is not None:
                 signature = self.string(signature, "thinking signature")
             origin = self.block_origin() if signature is not None else None
-            self.content.append(ThinkingBlock(text=text, signature=signature, origin=origin))
+            self.content.append(prechecked.thinking_block(text, signature, origin))
         elif kind == "redacted_thinking":
             data = self.string(block.get("data") or "", "redacted thinking data")
             self.content.append(RedactedThinkingBlock(data=data, origin=self.block_origin()))
