@@ -141,6 +141,8 @@ _METADATA_DEFAULTS: dict[str, Any] = {
 def metadata(**fields: Any) -> MessageMetadata:
     """`MessageMetadata(**fields)`, for declared fields only, each of its exact type (no coercion happens
     here); dicts and lists are kept, not copied."""
+    if not fields:
+        return _made(MessageMetadata, dict(_METADATA_DEFAULTS), set(), {})
     if not fields.keys() <= _METADATA_DEFAULTS.keys():
         raise TypeError(f"not MessageMetadata fields: {sorted(fields.keys() - _METADATA_DEFAULTS.keys())}")
     return _made(MessageMetadata, {**_METADATA_DEFAULTS, **fields}, set(fields), {})

@@ -81,10 +81,15 @@ class ToolIdMap:
         new: if a misbehaving server reuses an id it issued before, the new call still gets its own
         canonical id, and the old binding keeps the provider id, so two calls never merge.
         """
-        if provider_id and provider_id in self._to_canonical.get(namespace, {}):
+        if not provider_id:
+            return new_tool_use_id()
+        to_canonical = self._to_canonical.get(namespace)
+        if to_canonical is not None and provider_id in to_canonical:
             log.warning("%s reused tool call id %s; issuing a new canonical id", namespace, provider_id)
             return new_tool_use_id()
-        return self.canonical_for(namespace, provider_id)
+        canonical_id = new_tool_use_id()  # what canonical_for does for an id it has not seen, without asking again
+        self._record(namespace, canonical_id, provider_id)
+        return canonical_id
 
     def provider_for(self, namespace: str, canonical_id: str, style: IdStyle) -> str:
         """The id to send to a target: the one it issued, else a deterministic valid one."""
