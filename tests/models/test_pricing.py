@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextvars
+import decimal
 import logging
 import os
 from datetime import date
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fixture_files import read_json
@@ -286,3 +289,43 @@ def test_the_shipped_price_table_loads_and_prices_every_catalog_model_it_lists(t
     # Only a model whose list price we do not know may lack one; it then costs None, not zero.
     assert unpriced == ["openai:gpt-5.6-sol"]
 
+
+
+def _implicit_cost(price: Any, usage: Usage) -> Decimal:
+    """The cost as written with operators, in whatever decimal context is current (the old form)."""
+    rates = price.rates
+    if price.long_context_rates is not None and price.long_context_threshold is not None and (
+            usage.total_input_tokens > price.long_context_threshold):
+        rates = price.long_context_rates
+    output = usage.output_tokens
+    reasoning = min(usage.reasoning_tokens, output)
+    cost = (rates.input * usage.input_tokens + rates.cache_read * usage.cached_input_tokens
+            + rates.cache_write * usage.cache_creation_input_tokens + rates.output * (output - reasoning))
+    if reasoning:
+        cost += rates.reasoning * reasoning
+    return cost.normalize()
+
+
+@pytest.mark.parametrize("counts", [(0, 0, 0, 0, 0), (12, 30, 0, 0, 0), (1_000_003, 77_777, 5_000_000, 123, 9_999),
+                                    (2**53 - 1, 2**53 - 1, 2**53 - 1, 2**53 - 1, 2**52)])
+@pytest.mark.parametrize("model", ["anthropic:claude-haiku-4-5", "openai:gpt-4o", "gemini:gemini-2.5-pro"])
+def test_the_cost_is_the_operator_form_under_the_default_context(counts: tuple[int, ...], model: str) -> None:
+    price = PriceTable.load().price_for(model)
+    assert price is not None
+    usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
+                  cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
+    with decimal.localcontext(decimal.Context()):
+        assert price.cost_of(usage) == _implicit_cost(price, usage)
+        assert str(price.cost_of(usage)) == str(_implicit_cost(price, usage))
+
+
+def test_costing_a_call_leaves_the_callers_decimal_context_alone() -> None:
+    price = PriceTable.load().price_for("anthropic:claude-haiku-4-5")
+    assert price is not None
+    fresh = contextvars.Context()  # as a new asyncio task's: no decimal context in it yet
+    fresh.run(price.cost_of, Usage(input_tokens=12, output_tokens=30))
+    assert not any(var.name == "decimal_context" for var in fresh)
+    usage = Usage(input_tokens=1_234_567, output_tokens=7)
+    exact = price.cost_of(usage)
+    with decimal.localcontext(decimal.Context(prec=3)):  # a caller's own precision does not round prices
+        assert price.cost_of(usage) == exact
