@@ -16,6 +16,8 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.request_options import request_options_record
@@ -23,6 +25,7 @@ from metis_core.agent.structured_turn import output_step_event
 from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
 from metis_core.events.envelope import Actor, Event
+from metis_core.events.payloads.llm import RequestOptions
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import ImageBlock, Message, MessageStatus, Role
@@ -40,6 +43,7 @@ log = logging.getLogger("metis_core.gateway")
 FROM_CLIENT = "from_client"
 """Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
 _TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "error"}
+_REQUEST_OPTIONS = RequestOptions.__pydantic_validator__
 
 
 class CallRecord:
@@ -94,7 +98,7 @@ class CallRecord:
         def emit() -> None:
             messages = self.request.messages
             last_user = next((m for m in reversed(messages) if m.role is Role.USER), None)
-            self.turn = self.recorder.emit("turn.started", {
+            self.turn = self.recorder.emit_trusted("turn.started", {
                 "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
                 "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
                 "has_images": any(isinstance(b, ImageBlock) for m in messages for b in m.content),
@@ -117,15 +121,17 @@ class CallRecord:
 
         def emit() -> None:  # the options are read on the writer thread: the loop only queues the job
             payload["request_options"] = self.asked_options()
-            self.started = self.recorder.emit("llm.call_started", payload, self.turn, actor=Actor.AGENT)
+            self.started = self.recorder.emit_trusted("llm.call_started", payload, self.turn, actor=Actor.AGENT)
 
         self._later(emit)
 
     def asked_options(self) -> dict[str, Any]:
         """The request's options and tool names as `metis replay` reads them (agent/request_options.py),
-        made once per call: every attempt was asked the same."""
+        made once per call: every attempt was asked the same. As the catalog model dumps them (every
+        field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
-            self._asked = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
+            record = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
+            self._asked = _REQUEST_OPTIONS.validate_json(orjson.dumps(record), strict=True).model_dump(mode="json")
         return self._asked
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
@@ -163,7 +169,7 @@ class CallRecord:
             payload = {**completed_payload(final), **self.identity}
 
             def emit() -> None:
-                event = self.recorder.emit("llm.call_completed", payload, self.started, actor=Actor.AGENT)
+                event = self.recorder.emit_trusted("llm.call_completed", payload, self.started, actor=Actor.AGENT)
                 self.last_call = event
                 for alert in alerts or ():
                     self.recorder.emit("quota.alert", alert, event, actor=Actor.SYSTEM)
@@ -223,7 +229,7 @@ class CallRecord:
             "signals_extra": {"error": error} if error else None,
             "user_id": self.key.user_id, "team_id": self.key.team_id,
         }  # fmt: skip
-        self._later(lambda: self.recorder.emit("turn.completed", payload, self.turn, actor=Actor.AGENT))
+        self._later(lambda: self.recorder.emit_trusted("turn.completed", payload, self.turn, actor=Actor.AGENT))
 
     # --- the store ----------------------------------------------------------------------------
 
