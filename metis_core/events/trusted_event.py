@@ -15,21 +15,19 @@ import types
 import typing
 from collections.abc import Callable, Mapping
 from copy import copy
+from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any
 
 import orjson
 from pydantic import BaseModel
-from pydantic.fields import FieldInfo
 
 from metis_core.errors import EventValidationError
 from metis_core.events.catalog import CATALOG, make_event, spec_for
 from metis_core.events.envelope import Actor, Event, Sensitivity
 from metis_core.events.event_spec import EventSpec
 
-_REQUIRED = object()
-
-FieldPlan = tuple[str, Any, Callable[[], Any] | None, bool]
-"""(name, default or _REQUIRED, default factory, a float field)."""
+_UNSET = object()
 
 
 def _is_float(annotation: Any) -> bool:
@@ -44,52 +42,73 @@ def _is_float(annotation: Any) -> bool:
     return False
 
 
-def _plan(field_name: str, info: FieldInfo) -> FieldPlan:
-    factory = info.default_factory
-    if factory is not None:
-        return field_name, None, factory, _is_float(info.annotation)  # type: ignore[return-value]
-    default = _REQUIRED if info.is_required() else info.default
-    return field_name, default, None, _is_float(info.annotation)
+@dataclass(frozen=True, slots=True)
+class _PayloadPlan:
+    """What `make_event`'s dump does to one payload model's fields, precomputed."""
+
+    template: dict[str, Any]
+    """Every field in the model's order: its default, or _UNSET (required, or made by a factory)."""
+    required: frozenset[str]
+    made: tuple[tuple[str, Callable[[], Any]], ...]
+    """Fields whose default a factory makes (a fresh list each time)."""
+    copied: tuple[str, ...]
+    """Fields whose plain default is a list or dict (copied, never shared between events)."""
+    floats: tuple[str, ...]
+    """Float fields: an int given there is dumped as a float."""
+
+    @classmethod
+    def of(cls, model: type[BaseModel]) -> _PayloadPlan:
+        fields = model.model_fields
+        return cls(
+            template={name: _UNSET if info.is_required() or info.default_factory else info.default
+                      for name, info in fields.items()},
+            required=frozenset(name for name, info in fields.items() if info.is_required()),
+            made=tuple((name, info.default_factory) for name, info in fields.items()  # type: ignore[misc]
+                       if info.default_factory is not None),
+            copied=tuple(name for name, info in fields.items() if isinstance(info.default, (list, dict))),
+            floats=tuple(name for name, info in fields.items() if _is_float(info.annotation)),
+        )  # fmt: skip
+
+    def build(self, payload: Mapping[str, Any], what: str) -> dict[str, Any]:
+        """The model's dump of `payload` (see `trusted_payload`); `what` names it in errors."""
+        built = {**self.template, **payload}  # the model's order; a field given keeps its place
+        if len(built) != len(self.template):
+            unknown = sorted(set(payload) - set(self.template))
+            raise EventValidationError(f"{what} payload is invalid: {', '.join(unknown)}: not a field of the model")
+        if not self.required <= payload.keys():
+            missing = sorted(self.required - payload.keys())
+            raise EventValidationError(f"{what} payload is invalid: {', '.join(missing)}: Field required")
+        for name, factory in self.made:
+            if name not in payload:
+                built[name] = factory()
+        for name in self.copied:
+            if name not in payload:
+                built[name] = copy(built[name])
+        for name in self.floats:
+            if type(built[name]) is int:
+                built[name] = float(built[name])
+        return built
 
 
-def _plans(model: type[BaseModel]) -> tuple[FieldPlan, ...]:
-    return tuple(_plan(name, info) for name, info in model.model_fields.items())
-
-
-_PLANS: dict[str, tuple[FieldPlan, ...]] = {name: _plans(spec.payload_model) for name, spec in CATALOG.items()}
+_PLANS: dict[str, _PayloadPlan] = {name: _PayloadPlan.of(spec.payload_model) for name, spec in CATALOG.items()}
 
 
 def trusted_payload(event_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """The dict `make_event` would store for `payload`, given that every value is already what the
     model's JSON dump gives for it (nested models as their dumped dicts). Unknown or missing
     required fields raise EventValidationError; the values themselves are not checked."""
-    plans = _PLANS.get(event_type)
-    if plans is None:
+    plan = _PLANS.get(event_type)
+    if plan is None:
         spec_for(event_type)  # raises: not a catalog type
         raise AssertionError(event_type)
-    built: dict[str, Any] = {}
-    for name, default, factory, is_float in plans:
-        value = payload.get(name, _REQUIRED)
-        if value is _REQUIRED:
-            if factory is not None:
-                value = factory()
-            elif default is _REQUIRED:
-                raise EventValidationError(f"{event_type} payload is invalid: {name}: Field required")
-            else:
-                value = copy(default) if isinstance(default, (list, dict)) else default
-        elif is_float and type(value) is int:
-            value = float(value)
-        built[name] = value
-    if len(built) != len(payload):
-        unknown = sorted(set(payload) - set(built))
-        raise EventValidationError(f"{event_type} payload is invalid: {', '.join(unknown)}: not a field of the model")
-    return built
+    return plan.build(payload, event_type)
 
 
 def _sensitivity(spec: EventSpec, payload: dict[str, Any]) -> Sensitivity:
+    """The catalog's floor, or what the type's rule makes of the payload (rules read its fields)."""
     if spec.sensitivity_rule is None:
         return spec.floor
-    return spec.sensitivity_rule(spec.payload_model.model_construct(**payload))
+    return spec.sensitivity_rule(SimpleNamespace(**payload))
 
 
 def make_trusted_event(
