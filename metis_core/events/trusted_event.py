@@ -91,6 +91,16 @@ class _PayloadPlan:
 
 
 _PLANS: dict[str, _PayloadPlan] = {name: _PayloadPlan.of(spec.payload_model) for name, spec in CATALOG.items()}
+_MODEL_PLANS: dict[type[BaseModel], _PayloadPlan] = {}
+
+
+def trusted_dump(model: type[BaseModel], values: Mapping[str, Any]) -> dict[str, Any]:
+    """What `model(**values).model_dump(mode="json")` gives, built as `trusted_payload` builds a payload
+    (for a nested part of one, such as llm.call_started's `request_options`): same conditions."""
+    plan = _MODEL_PLANS.get(model)
+    if plan is None:
+        plan = _MODEL_PLANS[model] = _PayloadPlan.of(model)
+    return plan.build(values, model.__name__)
 
 
 def trusted_payload(event_type: str, payload: Mapping[str, Any]) -> dict[str, Any]:

@@ -16,8 +16,6 @@ from collections.abc import Callable
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.request_options import request_options_record
@@ -26,9 +24,10 @@ from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.events.payloads.llm import RequestOptions
+from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -43,7 +42,6 @@ log = logging.getLogger("metis_core.gateway")
 FROM_CLIENT = "from_client"
 """Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
 _TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "error"}
-_REQUEST_OPTIONS = RequestOptions.__pydantic_validator__
 
 
 class CallRecord:
@@ -96,13 +94,18 @@ class CallRecord:
         self.estimated_tokens = estimated_tokens
 
         def emit() -> None:
-            messages = self.request.messages
-            last_user = next((m for m in reversed(messages) if m.role is Role.USER), None)
+            last_user: Message | None = None
+            has_images = has_tool_calls = False
+            for message in self.request.messages:  # one pass over the history's blocks
+                if message.role is Role.USER:
+                    last_user = message
+                for block in message.content:
+                    has_images = has_images or isinstance(block, ImageBlock)
+                    has_tool_calls = has_tool_calls or isinstance(block, ToolUseBlock)
             self.turn = self.recorder.emit_trusted("turn.started", {
                 "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
                 "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
-                "has_images": any(isinstance(b, ImageBlock) for m in messages for b in m.content),
-                "has_tool_calls_in_history": any(m.tool_uses() for m in messages),
+                "has_images": has_images, "has_tool_calls_in_history": has_tool_calls,
             }, None, actor=Actor.USER)  # fmt: skip
 
         self._later(emit)
@@ -130,8 +133,10 @@ class CallRecord:
         made once per call: every attempt was asked the same. As the catalog model dumps them (every
         field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
+            # request_options_record keeps only values the model accepts as they are, and never the
+            # nested `output` (no output spec here): its dump is the record with the defaults filled in.
             record = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
-            self._asked = _REQUEST_OPTIONS.validate_json(orjson.dumps(record), strict=True).model_dump(mode="json")
+            self._asked = trusted_dump(RequestOptions, record)
         return self._asked
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:

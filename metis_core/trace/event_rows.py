@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from metis_core.events.envelope import Event, datetime_from_us
+from metis_core.events.envelope import Actor, Event, Sensitivity, datetime_from_us
 
 EVENT_COLUMNS = "id, timestamp_us, session_id, turn_id, parent_event_id, type, actor, sensitivity, payload_json"
 INSERT_EVENT = f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -34,6 +34,11 @@ def payload_json(payload: dict[str, Any]) -> str:
     return orjson.dumps(payload, default=_json_default).decode()
 
 
+_ACTOR_TEXT = {actor: actor.value for actor in Actor}
+_SENSITIVITY_TEXT = {level: level.value for level in Sensitivity}
+"""Enum member -> its text: a dict lookup, where `.value` goes through the enum's Python descriptor."""
+
+
 def event_row(event: Event) -> EventRow:
     return (
         event.id,
@@ -42,9 +47,9 @@ def event_row(event: Event) -> EventRow:
         event.turn_id,
         event.parent_event_id,
         event.type,
-        event.actor.value,
-        event.sensitivity.value,
-        payload_json(event.payload),
+        _ACTOR_TEXT[event.actor],
+        _SENSITIVITY_TEXT[event.sensitivity],
+        orjson.dumps(event.payload, default=_json_default).decode(),
     )
 
 
