@@ -133,7 +133,7 @@ def make_trusted_event(
     """`make_event` without validating the payload's values (see the module docstring)."""
     spec = spec_for(event_type)
     built = trusted_payload(event_type, payload)
-    return Event(
+    return Event.built(
         session_id=session_id,
         turn_id=turn_id,
         parent_event_id=parent.id if isinstance(parent, Event) else parent,
@@ -150,7 +150,8 @@ def check_trusted(event: Event, payload: Mapping[str, Any]) -> None:
     validated = make_event(event.type, payload, session_id=event.session_id, turn_id=event.turn_id,
                            parent=event.parent_event_id, actor=event.actor)
     same = (
-        list(event.payload.items()) == list(validated.payload.items())
+        type(event.actor) is Actor
+        and list(event.payload.items()) == list(validated.payload.items())
         and orjson.dumps(event.payload) == orjson.dumps(validated.payload)
         and event.sensitivity is validated.sensitivity
     )

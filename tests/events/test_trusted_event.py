@@ -4,11 +4,13 @@ from a payload whose values are already their dumped form, and strict mode refus
 from __future__ import annotations
 
 import logging
+import pickle
 from typing import Any
 
 import orjson
 import pytest
 from event_payload_samples import MINIMAL_PAYLOADS
+from pydantic import ValidationError
 
 from metis_core.errors import EventValidationError
 from metis_core.events.bus import BusMode, EventBus
@@ -137,3 +139,21 @@ def test_a_lenient_bus_emits_trusted_events_without_validating_them(caplog: pyte
     assert recorder.of_type("turn.started") == [sent]
     assert sent.sensitivity is Sensitivity.USER_CONTROLLED  # the type's rule, as make_event applies it
     assert sent.actor is Actor.USER
+
+
+def test_an_event_built_without_validation_is_the_event_the_constructor_validates() -> None:
+    values: dict[str, Any] = {"session_id": "sess_1", "turn_id": "turn_1", "parent_event_id": None,
+                              "type": "turn.completed", "actor": Actor.AGENT, "payload": dict(GATEWAY_PAYLOADS[6][1]),
+                              "sensitivity": Sensitivity.PSEUDONYMOUS}  # fmt: skip
+    built = Event.built(**values)
+    validated = Event(id=built.id, timestamp=built.timestamp, **values)
+    assert built == validated
+    assert built.model_dump() == validated.model_dump()
+    assert built.model_dump_json() == validated.model_dump_json()
+    assert built.model_fields_set == Event(**values).model_fields_set
+    assert built.timestamp.tzinfo is not None and built.timestamp_us == validated.timestamp_us
+    assert pickle.loads(pickle.dumps(built)) == built and built.model_copy() == built
+    with pytest.raises(ValidationError):
+        built.type = "turn.started"  # type: ignore[misc]  # frozen, as every event
+    later = Event.built(**values)
+    assert later.id > built.id and later.timestamp >= built.timestamp
