@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -72,6 +73,7 @@ class CallRecord:
         self.last_call: Event | None = None
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
         self.produced: list[Message] = []
+        self._ending: list[Callable[[], object]] | None = None
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
 
     @property
@@ -81,14 +83,33 @@ class CallRecord:
 
     def _later(self, work: Callable[[], object]) -> None:
         """Run on the writer thread, after everything submitted before (parents before children)."""
+        if self._ending is not None:
+            self._ending.append(work)
+            return
+        self.writer.submit(lambda: self._guarded(work))
 
-        def guarded() -> None:
-            try:
-                work()
-            except Exception:  # the answer has left; a failed record is logged, never raised
-                log.exception("gateway call %s: recording failed", self.session_id)
+    def _guarded(self, work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception:  # the answer has left; a failed record is logged, never raised
+            log.exception("gateway call %s: recording failed", self.session_id)
 
-        self.writer.submit(guarded)
+    @contextmanager
+    def _one_job(self) -> Iterator[None]:
+        """What a call's ending submits inside (its last events, its conversation) goes to the writer as
+        one job, each piece still guarded on its own: one queue round per call's end, not three."""
+        works: list[Callable[[], object]] = []
+        self._ending = works
+        try:
+            yield
+        finally:
+            self._ending = None
+            if works:
+                self.writer.submit(lambda: self._guarded_each(works))
+
+    def _guarded_each(self, works: list[Callable[[], object]]) -> None:
+        for work in works:
+            self._guarded(work)
 
     def begin(self, estimated_tokens: int) -> None:
         self.estimated_tokens = estimated_tokens
@@ -163,9 +184,10 @@ class CallRecord:
     def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
         self._stamp(final)
-        self.call_completed(final, alerts)
-        self._turn_completed(final, None)
-        self._persist(final)
+        with self._one_job():
+            self.call_completed(final, alerts)
+            self._turn_completed(final, None)
+            self._persist(final)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
@@ -200,13 +222,15 @@ class CallRecord:
         usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
         cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
         self._stamp(answer)
-        self._turn_completed(answer, error)
-        self._persist(None if self.produced else answer)
+        with self._one_job():
+            self._turn_completed(answer, error)
+            self._persist(None if self.produced else answer)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""
-        self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
-        self._persist(None)
+        with self._one_job():
+            self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
+            self._persist(None)
 
     def cancelled(self, partial: Message | None, why: str) -> None:
         """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
