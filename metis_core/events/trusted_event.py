@@ -55,9 +55,11 @@ class _PayloadPlan:
     """Fields whose plain default is a list or dict (copied, never shared between events)."""
     floats: tuple[str, ...]
     """Float fields: an int given there is dumped as a float."""
+    spec: EventSpec | None = None
+    """The catalog entry, for an event payload's plan."""
 
     @classmethod
-    def of(cls, model: type[BaseModel]) -> _PayloadPlan:
+    def of(cls, model: type[BaseModel], spec: EventSpec | None = None) -> _PayloadPlan:
         fields = model.model_fields
         return cls(
             template={name: _UNSET if info.is_required() or info.default_factory else info.default
@@ -67,6 +69,7 @@ class _PayloadPlan:
                        if info.default_factory is not None),
             copied=tuple(name for name, info in fields.items() if isinstance(info.default, (list, dict))),
             floats=tuple(name for name, info in fields.items() if _is_float(info.annotation)),
+            spec=spec,
         )  # fmt: skip
 
     def build(self, payload: Mapping[str, Any], what: str) -> dict[str, Any]:
@@ -90,7 +93,7 @@ class _PayloadPlan:
         return built
 
 
-_PLANS: dict[str, _PayloadPlan] = {name: _PayloadPlan.of(spec.payload_model) for name, spec in CATALOG.items()}
+_PLANS: dict[str, _PayloadPlan] = {name: _PayloadPlan.of(spec.payload_model, spec) for name, spec in CATALOG.items()}
 _MODEL_PLANS: dict[type[BaseModel], _PayloadPlan] = {}
 
 
@@ -107,11 +110,15 @@ def trusted_payload(event_type: str, payload: Mapping[str, Any]) -> dict[str, An
     """The dict `make_event` would store for `payload`, given that every value is already what the
     model's JSON dump gives for it (nested models as their dumped dicts). Unknown or missing
     required fields raise EventValidationError; the values themselves are not checked."""
+    return _plan(event_type).build(payload, event_type)
+
+
+def _plan(event_type: str) -> _PayloadPlan:
     plan = _PLANS.get(event_type)
     if plan is None:
         spec_for(event_type)  # raises: not a catalog type
         raise AssertionError(event_type)
-    return plan.build(payload, event_type)
+    return plan
 
 
 def _sensitivity(spec: EventSpec, payload: dict[str, Any]) -> Sensitivity:
@@ -131,8 +138,10 @@ def make_trusted_event(
     actor: Actor | None = None,
 ) -> Event:
     """`make_event` without validating the payload's values (see the module docstring)."""
-    spec = spec_for(event_type)
-    built = trusted_payload(event_type, payload)
+    plan = _plan(event_type)
+    spec = plan.spec
+    assert spec is not None
+    built = plan.build(payload, event_type)
     return Event.built(
         session_id=session_id,
         turn_id=turn_id,
