@@ -73,8 +73,9 @@ class CallRecord:
         self.last_call: Event | None = None
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
         self.produced: list[Message] = []
-        self._ending: list[Callable[[], object]] | None = None
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
+        self._ending: list[Callable[[], object]] | None = None
+        """While a call's ending is submitted: its pieces, to go to the writer as one job."""
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -154,11 +155,11 @@ class CallRecord:
         made once per call: every attempt was asked the same. As the catalog model dumps them (every
         field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
-            # request_options_record keeps only values the model accepts as they are, and never the
-            # nested `output` (no output spec here): its dump is the record with the defaults filled in.
-            record = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
-            self._asked = trusted_dump(RequestOptions, record)
-        return self._asked
+            self._asked = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
+        # request_options_record keeps only values the model accepts as they are, and never the nested
+        # `output` (no output spec here): the dump is the record with the defaults filled in, a dict of
+        # its own for each attempt's event.
+        return trusted_dump(RequestOptions, self._asked)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
