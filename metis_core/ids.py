@@ -59,6 +59,8 @@ class UlidGenerator:
         self._last_random = 0
         self._prefix = ""
         """The last id's first 24 characters: its time and random part but the low 10 bits."""
+        self._clock_head: tuple[int, str] = (-1, "")
+        """(milliseconds >> 10, the first 8 characters of their encoding)."""
         self._tail = _TAIL_MAX
         """The last id's low 10 bits (its last two characters); at _TAIL_MAX the next id takes the long way."""
 
@@ -76,10 +78,17 @@ class UlidGenerator:
             if self._last_random > _RANDOM_MAX:
                 self._last_ms += 1
                 self._last_random = 0
-        value = (self._last_ms << _RANDOM_BITS) | self._last_random
-        self._prefix = encode_ulid(value)[:24]
-        self._tail = value & _TAIL_MAX
-        return value
+        ms, r = self._last_ms, self._last_random
+        pairs = _PAIRS
+        if ms >> 10 != self._clock_head[0]:  # the time's first 8 characters change once a second
+            self._clock_head = (ms >> 10, pairs[ms >> 40] + pairs[(ms >> 30) & 0x3FF] + pairs[(ms >> 20) & 0x3FF]
+                                + pairs[(ms >> 10) & 0x3FF])
+        # written out, not a loop: a comprehension is a function call of its own in Python 3.11
+        self._prefix = (self._clock_head[1] + pairs[ms & 0x3FF] + pairs[r >> 70] + pairs[(r >> 60) & 0x3FF]
+                        + pairs[(r >> 50) & 0x3FF] + pairs[(r >> 40) & 0x3FF] + pairs[(r >> 30) & 0x3FF]
+                        + pairs[(r >> 20) & 0x3FF] + pairs[(r >> 10) & 0x3FF])
+        self._tail = r & _TAIL_MAX
+        return (ms << _RANDOM_BITS) | r
 
     def new_int(self) -> int:
         with self._lock:
@@ -102,8 +111,8 @@ class UlidGenerator:
                 self._tail += 1
                 self._last_random += 1
                 return self._prefix + _PAIRS[self._tail]
-            value = self._step(now_ms)
-            return self._prefix + _PAIRS[value & _TAIL_MAX]
+            self._step(now_ms)
+            return self._prefix + _PAIRS[self._tail]
 
 
 class _RandomDraws:
