@@ -108,18 +108,28 @@ async def client_gone(receive: Receive) -> None:
 class DisconnectWatcher:
     """Cancels the task that made it when the client disconnects (the request body has been read:
     nothing else can come); `stop()` ends the watch and says whether it fired. The cancel it sent is
-    taken back (`Task.uncancel`), so the task goes on to answer 499 as if nothing had cancelled it."""
+    taken back (`Task.uncancel`), so the task goes on to answer 499 as if nothing had cancelled it.
 
-    __slots__ = ("fired", "task", "watch")
+    The watch is a task of `receive()` itself with a done callback, not a coroutine looping over it:
+    one frame fewer to start and to unwind when `stop()` cancels it (once per call)."""
+
+    __slots__ = ("fired", "receive", "task", "watch")
 
     def __init__(self, receive: Receive) -> None:
-        self.task = asyncio.current_task()
+        loop = asyncio.get_running_loop()
+        self.task = asyncio.current_task(loop)
         self.fired = False
-        self.watch = asyncio.get_running_loop().create_task(self._watch(receive))
+        self.receive = receive
+        self.watch: asyncio.Task[Any] = loop.create_task(receive())  # type: ignore[arg-type]
+        self.watch.add_done_callback(self._heard)
 
-    async def _watch(self, receive: Receive) -> None:
-        while (await receive())["type"] != "http.disconnect":  # as client_gone(), one coroutine fewer
-            continue
+    def _heard(self, watch: asyncio.Task[Any]) -> None:
+        if watch.cancelled() or watch.exception() is not None or watch is not self.watch:
+            return  # stopped; or the server failed to say (nothing to cancel for)
+        if watch.result()["type"] != "http.disconnect":  # as client_gone(): not the end, listen on
+            self.watch = asyncio.get_running_loop().create_task(self.receive())  # type: ignore[arg-type]
+            self.watch.add_done_callback(self._heard)
+            return
         self.fired = True
         if self.task is not None:
             self.task.cancel()
@@ -127,7 +137,9 @@ class DisconnectWatcher:
     def stop(self) -> bool:
         """Stop watching; True when the client left (and this task was cancelled for it)."""
         if not self.fired:
-            self.watch.cancel()
+            watch = self.watch
+            watch.remove_done_callback(self._heard)  # cheaper than a callback scheduled only to return
+            watch.cancel()
             return False
         if self.task is not None:
             self.task.uncancel()
