@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
 
 SWITCH_INTERVAL_SECONDS = 0.0005
-GC_THRESHOLDS = (5000, 50, 10)
+GC_THRESHOLDS = (20000, 50, 10)
 """The collector's thresholds in a gateway worker (CPython's default: 700, 10, 10). See `tune_collector`."""
 
 
