@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
@@ -417,9 +418,11 @@ def create_app(service: GatewayService) -> Starlette:
     """The ASGI application: the route table below is the whole gateway surface."""
     app = GatewayApp(service)
     table = [
-        ("/v1/chat/completions", "POST", Endpoint(app.chat_completions, OPENAI)),
-        ("/v1/responses", "POST", Endpoint(app.responses, RESPONSES)),
-        ("/v1/messages", "POST", Endpoint(app.messages, ANTHROPIC)),
+        # the call routes hand the request to `call` itself (what `chat_completions`, `responses` and
+        # `messages` do, without their coroutine in between: one frame fewer on every resume of a call)
+        ("/v1/chat/completions", "POST", Endpoint(functools.partial(app.call, shape=OPENAI), OPENAI)),
+        ("/v1/responses", "POST", Endpoint(functools.partial(app.call, shape=RESPONSES), RESPONSES)),
+        ("/v1/messages", "POST", Endpoint(functools.partial(app.call, shape=ANTHROPIC), ANTHROPIC)),
         ("/v1/messages/count_tokens", "POST", Endpoint(app.count_tokens, ANTHROPIC)),
         ("/v1/models", "GET", Endpoint(app.models, OPENAI)),
         ("/healthz", "GET", Endpoint(app.healthz, OPENAI)),
