@@ -22,10 +22,16 @@ import orjson
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def server_pid(port: int) -> int:
-    """The process listening on `port` on this machine."""
+def server_pids(port: int) -> list[int]:
+    """The processes holding the socket listening on `port` on this machine: a server's supervisor and
+    its workers (uvicorn --workers), or the one process of a single-process server."""
     out = subprocess.run(["ss", "-Hltnp", f"sport = :{port}"], capture_output=True, text=True, check=True).stdout
-    return int(out.split("pid=")[1].split(",")[0])
+    return sorted({int(part.split(",")[0]) for part in out.split("pid=")[1:]})
+
+
+def server_cpu_seconds(port: int) -> float:
+    """User + system CPU seconds of every process of the server listening on `port`."""
+    return sum(cpu_seconds(pid) for pid in server_pids(port))
 
 
 def cpu_seconds(pid: int, task: int | None = None) -> float:

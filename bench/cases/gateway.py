@@ -4,10 +4,11 @@ Four ways to reach the same upstream (bench/server.py, its own process) with the
 Messages request: directly; through the pass-through floor (the gateway's own Starlette/uvicorn
 stack forwarding bytes, bench/gateway_floor.py); through `metis gateway` (auth, quotas, routing,
 canonical translation, the record); and through the LiteLLM proxy when bench/.venv has it. Each
-server is its own process. Rows: added latency p50 and p99 per non-streaming call, added time to
-first byte of a stream (both over the direct call, sequential, in alternating blocks), requests
-per second with 64 concurrent clients (bench/load.py, on aiohttp) and each server's CPU per request
-then. Targets: gateway p50 <= floor + 1 ms; throughput >= 0.5x the floor's and >= 3x LiteLLM's.
+server runs in its own processes, one worker per core (WORKERS). Rows: added latency p50 and p99
+per non-streaming call, added time to first byte of a stream (both over the direct call,
+sequential, in alternating blocks), requests per second with 64 concurrent clients
+(bench/load.py, on aiohttp) and each server's CPU per request then. Targets: gateway p50 <=
+floor + 1 ms; throughput >= 0.5x the floor's and >= 3x LiteLLM's.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import httpx
 
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target
-from bench.load import Load, cpu_seconds, server_pid
+from bench.load import Load, server_cpu_seconds
 from bench.timing import median, percentile
 
 CASE = "gateway"
@@ -38,6 +39,10 @@ FLOOR_NAME = "pass-through floor"
 LITELLM = "litellm proxy"
 DIRECT = "direct"
 CONCURRENCY = 64
+WORKERS = min(os.cpu_count() or 1, 4)
+"""Processes per server (uvicorn --workers; LiteLLM --num_workers): one per core, as each stack's
+deployment docs advise for a machine of its own. The gateway's event loop holds the GIL for all of
+its work, so one process uses one core; the floor, forwarding bytes, fills the machine with one."""
 THROUGHPUT_SECONDS = 6.0
 MODEL = "claude-haiku-4-5"
 REQUEST = {"model": MODEL, "max_tokens": 256, "system": "You are terse.",
@@ -87,7 +92,7 @@ def _process(command: list[str], env: dict[str, str], url: str) -> Iterator[str]
 def _uvicorn(factory: str, port: int, python: str) -> list[str]:
     return [python, "-m", "uvicorn", factory, "--factory", "--host", "127.0.0.1", "--port", str(port),
             "--loop", "uvloop", "--http", "httptools", "--no-access-log", "--log-level", "warning",
-            "--lifespan", "off"]
+            "--lifespan", "off", "--workers", str(WORKERS)]
 
 
 def _issue_key(home: Path) -> str:
@@ -141,8 +146,9 @@ def _targets(upstream: str, python: str) -> Iterator[tuple[dict[str, tuple[str, 
                 "litellm_settings:\n  telemetry: false\n  drop_params: true\n"
                 "general_settings:\n  master_key: " + LITELLM_KEY + "\n"
             )
-            stack.enter_context(_process([litellm, "--config", str(config), "--host", "127.0.0.1", "--port",
-                                          str(port), "--num_workers", "1"], base_env, f"http://127.0.0.1:{port}"))
+            command = [litellm, "--config", str(config), "--host", "127.0.0.1", "--port", str(port),
+                       "--num_workers", str(WORKERS)]
+            stack.enter_context(_process(command, base_env, f"http://127.0.0.1:{port}"))
             ways[LITELLM] = (f"http://127.0.0.1:{port}", {"authorization": f"Bearer {LITELLM_KEY}"})
         yield ways, missing, home
     shutil.rmtree(home, ignore_errors=True)
@@ -221,16 +227,16 @@ async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool, hom
     catch_up: dict[str, float] = {}
     for name, (base, headers) in ways.items():
         if name != DIRECT:
-            pid, load = server_pid(int(base.rsplit(":", 1)[1])), Load(REQUEST, concurrency=CONCURRENCY)
+            port, load = int(base.rsplit(":", 1)[1]), Load(REQUEST, concurrency=CONCURRENCY)
             await load.for_seconds([(base, headers)], 1.0)  # warm: connections open, caches filled
             recorded = await _settled_turns(home) if name == METIS else 0
-            before = cpu_seconds(pid)
+            before = server_cpu_seconds(port)
             rates[name] = await load.for_seconds([(base, headers)], seconds)
             failures[name] = load.failed
             if name == METIS:  # a call counts once it is answered and recorded: work deferred is not work done
                 catch_up[name] = await _caught_up(home, recorded + load.answered)
                 rates[name] = load.answered / (load.answered / rates[name] + catch_up[name])
-            server_cpu[name] = (cpu_seconds(pid) - before) / max(load.answered, 1)
+            server_cpu[name] = (server_cpu_seconds(port) - before) / max(load.answered, 1)
     return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures, "server_cpu": server_cpu,
             "catch_up": catch_up}
 
@@ -276,7 +282,7 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
     for name, seconds in result.get("server_cpu", {}).items():
         figures.append(Figure(CASE, f"server CPU per request, {CONCURRENCY} concurrent clients", name, seconds * 1e3,
                               "ms", 1, floor=result["server_cpu"][FLOOR_NAME] * 1e3, is_floor=name == FLOOR_NAME,
-                              note="all the server process's threads, from /proc"))
+                              note=f"all threads of the server's {WORKERS} workers and supervisor, from /proc"))
     if LITELLM in rates:
         figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
                               rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,
