@@ -203,7 +203,8 @@ class GatewayStarlette(Starlette):
     there (the Endpoint answers every error itself, and the route table matches exact paths), yet
     cost a few closures, three regex matches and two wrappers around every `send` per call.
     Everything else (lifespan, a HEAD, a wrong method's 405, an unknown path's 404, a trailing slash,
-    a `root_path`, routes mounted after, such as `metis serve --web`'s) goes through Starlette as before.
+    a `root_path`, routes mounted after, such as `metis serve --web`'s) goes through Starlette as before,
+    and so does every request once a middleware has been added to the app (the fast path would skip it).
     """
 
     def __init__(self, direct: dict[tuple[str, str], Endpoint], **kwargs: Any) -> None:
@@ -212,7 +213,7 @@ class GatewayStarlette(Starlette):
         """(method, path) -> the Endpoint its Route holds."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not scope.get("root_path"):
+        if scope["type"] == "http" and not scope.get("root_path") and not self.user_middleware:
             endpoint = self.direct.get((scope["method"], scope["path"]))
             if endpoint is not None:
                 scope["app"] = self

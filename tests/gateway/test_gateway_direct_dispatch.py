@@ -181,3 +181,20 @@ def test_the_mounted_web_routes_still_answer_behind_the_fast_path(gateway: Gatew
     status, _, answer = asyncio.run(asgi(app, "GET", "/web"))
     assert (status, answer) == (200, b"web")
     assert httpx.get(gateway.base_url + "/healthz").json() == {"status": "ok"}
+
+
+def test_a_middleware_added_to_the_app_is_never_skipped(gateway: GatewayHarness) -> None:
+    app = create_app(gateway.service)
+    seen: list[str] = []
+
+    class Tagging:
+        def __init__(self, inner: Any) -> None:
+            self.inner = inner
+
+        async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+            seen.append(scope.get("path", scope["type"]))
+            await self.inner(scope, receive, send)
+
+    app.add_middleware(Tagging)
+    status, _, _ = asyncio.run(asgi(app, "GET", "/healthz"))
+    assert (status, seen) == (200, ["/healthz"])
