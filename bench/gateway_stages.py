@@ -90,6 +90,7 @@ def _instrument() -> None:
     _timed(record_writer.RecordWriter, "_run", "record thread: all")
     _timed(record_writer.RecordWriter, "_commit", "record thread: batch write (SQLite)")
     _timed(call_record.TurnRecorder, "emit", "record thread: events built + enqueued")
+    _timed(call_record.TurnRecorder, "emit_trusted", "record thread: events built + enqueued")
     _timed(trace_store.TraceStore, "write_event", "bus thread: trace insert")
 
 

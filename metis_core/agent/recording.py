@@ -28,3 +28,11 @@ class TurnRecorder:
             event_type, payload, session_id=self.session_id, turn_id=self.turn_id, parent=parent, actor=actor,
             sensitivity=sensitivity,
         )
+
+    def emit_trusted(
+        self, event_type: str, payload: Mapping[str, Any], parent: Event | None = None, *, actor: Actor | None = None
+    ) -> Event:
+        """`emit` for a payload built from the caller's own typed values (`EventBus.emit_trusted`)."""
+        return self.bus.emit_trusted(
+            event_type, payload, session_id=self.session_id, turn_id=self.turn_id, parent=parent, actor=actor
+        )

@@ -67,6 +67,26 @@ class Event(BaseModel):
     payload: dict[str, Any] = Field(default_factory=empty_dict)
     sensitivity: Sensitivity = Sensitivity.PRIVATE
 
+    @classmethod
+    def built(
+        cls, *, session_id: str, turn_id: str | None, parent_event_id: str | None, type: str, actor: Actor,
+        payload: dict[str, Any], sensitivity: Sensitivity,
+    ) -> Event:
+        """A new event (fresh id and time) from values already of their fields' types, set as they are:
+        the envelope of the trusted construction (events/trusted_event.py), which checked them. The
+        same event as `Event(...)` with these arguments builds (tests/events/test_trusted_event.py), for
+        ~1 µs instead of ~5: validating the envelope costs more than making its id."""
+        event = cls.__new__(cls)
+        _set_attribute(event, "__dict__", {
+            "id": new_ulid(), "timestamp": datetime.now(UTC), "session_id": session_id, "turn_id": turn_id,
+            "parent_event_id": parent_event_id, "type": type, "actor": actor, "payload": payload,
+            "sensitivity": sensitivity,
+        })  # fmt: skip
+        _set_attribute(event, "__pydantic_fields_set__", _BUILT_FIELDS)
+        _set_attribute(event, "__pydantic_extra__", None)
+        _set_attribute(event, "__pydantic_private__", None)
+        return event
+
     @field_validator("timestamp")
     @classmethod
     def _utc(cls, value: datetime) -> datetime:
@@ -83,6 +103,11 @@ class Event(BaseModel):
         """Unix microseconds, as stored in `events.timestamp_us`."""
         delta = self.timestamp - datetime(1970, 1, 1, tzinfo=UTC)
         return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+_set_attribute = object.__setattr__  # what pydantic's own model_construct uses: a frozen model refuses setattr
+_BUILT_FIELDS = frozenset({"session_id", "turn_id", "parent_event_id", "type", "actor", "payload", "sensitivity"})
+"""The fields `Event(...)` records as set when given these arguments (`model_fields_set`)."""
 
 
 def datetime_from_us(timestamp_us: int) -> datetime:

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
@@ -23,9 +24,11 @@ from metis_core.agent.structured_turn import output_step_event
 from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
 from metis_core.events.envelope import Actor, Event
+from metis_core.events.payloads.llm import RequestOptions
+from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -71,6 +74,8 @@ class CallRecord:
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
         self.produced: list[Message] = []
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
+        self._ending: list[Callable[[], object]] | None = None
+        """While a call's ending is submitted: its pieces, to go to the writer as one job."""
 
     @property
     def identity(self) -> dict[str, Any]:
@@ -79,26 +84,50 @@ class CallRecord:
 
     def _later(self, work: Callable[[], object]) -> None:
         """Run on the writer thread, after everything submitted before (parents before children)."""
+        if self._ending is not None:
+            self._ending.append(work)
+            return
+        self.writer.submit(lambda: self._guarded(work))
 
-        def guarded() -> None:
-            try:
-                work()
-            except Exception:  # the answer has left; a failed record is logged, never raised
-                log.exception("gateway call %s: recording failed", self.session_id)
+    def _guarded(self, work: Callable[[], object]) -> None:
+        try:
+            work()
+        except Exception:  # the answer has left; a failed record is logged, never raised
+            log.exception("gateway call %s: recording failed", self.session_id)
 
-        self.writer.submit(guarded)
+    @contextmanager
+    def _one_job(self) -> Iterator[None]:
+        """What a call's ending submits inside (its last events, its conversation) goes to the writer as
+        one job, each piece still guarded on its own: one queue round per call's end, not three."""
+        works: list[Callable[[], object]] = []
+        self._ending = works
+        try:
+            yield
+        finally:
+            self._ending = None
+            if works:
+                self.writer.submit(lambda: self._guarded_each(works))
+
+    def _guarded_each(self, works: list[Callable[[], object]]) -> None:
+        for work in works:
+            self._guarded(work)
 
     def begin(self, estimated_tokens: int) -> None:
         self.estimated_tokens = estimated_tokens
 
         def emit() -> None:
-            messages = self.request.messages
-            last_user = next((m for m in reversed(messages) if m.role is Role.USER), None)
-            self.turn = self.recorder.emit("turn.started", {
+            last_user: Message | None = None
+            has_images = has_tool_calls = False
+            for message in self.request.messages:  # one pass over the history's blocks
+                if message.role is Role.USER:
+                    last_user = message
+                for block in message.content:
+                    has_images = has_images or isinstance(block, ImageBlock)
+                    has_tool_calls = has_tool_calls or isinstance(block, ToolUseBlock)
+            self.turn = self.recorder.emit_trusted("turn.started", {
                 "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
                 "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
-                "has_images": any(isinstance(b, ImageBlock) for m in messages for b in m.content),
-                "has_tool_calls_in_history": any(m.tool_uses() for m in messages),
+                "has_images": has_images, "has_tool_calls_in_history": has_tool_calls,
             }, None, actor=Actor.USER)  # fmt: skip
 
         self._later(emit)
@@ -117,16 +146,20 @@ class CallRecord:
 
         def emit() -> None:  # the options are read on the writer thread: the loop only queues the job
             payload["request_options"] = self.asked_options()
-            self.started = self.recorder.emit("llm.call_started", payload, self.turn, actor=Actor.AGENT)
+            self.started = self.recorder.emit_trusted("llm.call_started", payload, self.turn, actor=Actor.AGENT)
 
         self._later(emit)
 
     def asked_options(self) -> dict[str, Any]:
         """The request's options and tool names as `metis replay` reads them (agent/request_options.py),
-        made once per call: every attempt was asked the same."""
+        made once per call: every attempt was asked the same. As the catalog model dumps them (every
+        field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
             self._asked = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
-        return self._asked
+        # request_options_record keeps only values the model accepts as they are, and never the nested
+        # `output` (no output spec here): the dump is the record with the defaults filled in, a dict of
+        # its own for each attempt's event.
+        return trusted_dump(RequestOptions, self._asked)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
@@ -152,9 +185,10 @@ class CallRecord:
     def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
         self._stamp(final)
-        self.call_completed(final, alerts)
-        self._turn_completed(final, None)
-        self._persist(final)
+        with self._one_job():
+            self.call_completed(final, alerts)
+            self._turn_completed(final, None)
+            self._persist(final)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
@@ -163,7 +197,7 @@ class CallRecord:
             payload = {**completed_payload(final), **self.identity}
 
             def emit() -> None:
-                event = self.recorder.emit("llm.call_completed", payload, self.started, actor=Actor.AGENT)
+                event = self.recorder.emit_trusted("llm.call_completed", payload, self.started, actor=Actor.AGENT)
                 self.last_call = event
                 for alert in alerts or ():
                     self.recorder.emit("quota.alert", alert, event, actor=Actor.SYSTEM)
@@ -189,13 +223,15 @@ class CallRecord:
         usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
         cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
         self._stamp(answer)
-        self._turn_completed(answer, error)
-        self._persist(None if self.produced else answer)
+        with self._one_job():
+            self._turn_completed(answer, error)
+            self._persist(None if self.produced else answer)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""
-        self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
-        self._persist(None)
+        with self._one_job():
+            self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
+            self._persist(None)
 
     def cancelled(self, partial: Message | None, why: str) -> None:
         """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
@@ -223,7 +259,7 @@ class CallRecord:
             "signals_extra": {"error": error} if error else None,
             "user_id": self.key.user_id, "team_id": self.key.team_id,
         }  # fmt: skip
-        self._later(lambda: self.recorder.emit("turn.completed", payload, self.turn, actor=Actor.AGENT))
+        self._later(lambda: self.recorder.emit_trusted("turn.completed", payload, self.turn, actor=Actor.AGENT))
 
     # --- the store ----------------------------------------------------------------------------
 

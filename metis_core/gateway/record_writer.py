@@ -37,7 +37,7 @@ those milliseconds share one transaction and one trace commit. The record is off
 a longer wait amortizes the commits over more calls and leaves most requests' time free of record
 work (docs/gateway.md "What it costs"), at the price of events landing up to this much later."""
 MAX_BACKLOG = 4 * MAX_BATCH
-"""Record jobs submitted and not yet run (a call submits ~5) past which new calls wait for the writer
+"""Record jobs submitted and not yet run (a call submits ~3) past which new calls wait for the writer
 (METIS_GATEWAY_RECORD_BACKLOG). Four batches: enough to ride out a slow commit, little enough that a
 writer that cannot keep up slows admissions instead of holding thousands of calls in memory."""
 BUS_POLL_SECONDS = 0.002

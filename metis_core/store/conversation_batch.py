@@ -19,7 +19,7 @@ import orjson
 
 from metis_core.messages import MessageStatus, Role, ToolResultBlock, ToolUseBlock
 from metis_core.store.message_rows import message_row
-from metis_core.store.records import ToolCallStatus, now_us, to_us
+from metis_core.store.records import ToolCallStatus, now_us
 
 if TYPE_CHECKING:
     from metis_core.store.sessions import StoredConversation
@@ -72,13 +72,14 @@ def conversation_rows(
             if message.session_id != item.session_id or message.id <= last_id:
                 return None
             last_id = message.id
+            row = message_row(message)
             provider = message.metadata.provider
-            created = to_us(message.created_at)
-            cancelled = message.status in (MessageStatus.CANCELLED, MessageStatus.ERROR)
+            created = row[5]  # the message's created_at, as microseconds
             for block in message.content:
                 if isinstance(block, ToolUseBlock):
                     if block.id in calls:
                         return None
+                    cancelled = message.status in (MessageStatus.CANCELLED, MessageStatus.ERROR)
                     status = ToolCallStatus.CANCELLED if cancelled else ToolCallStatus.PENDING
                     provider_id = tool_map.get(block.id, {}).get(provider) if provider is not None else None
                     calls[block.id] = [block.id, item.session_id, message.id, None, block.name, status.value,
@@ -98,7 +99,7 @@ def conversation_rows(
                     cost += usage.cost_usd
                 input_tokens += usage.total_input_tokens
                 output_tokens += usage.output_tokens
-            rows.messages.append(message_row(message))
+            rows.messages.append(row)
         rows.sessions.append((
             item.session_id, workspace[item.workspace_path], item.active_model,
             orjson.dumps(tool_map, option=orjson.OPT_SORT_KEYS).decode(), item.title, schema_version,

@@ -15,11 +15,12 @@ from typing import Any
 import orjson
 
 from metis_core.messages import SCHEMA_VERSION as MESSAGE_SCHEMA_VERSION
-from metis_core.messages import Message
+from metis_core.messages import Message, Role
 from metis_core.messages.migrations import migrate_message_dict
 from metis_core.store.records import to_us
 
 _JSON_COLUMNS = {"content", "metadata"}
+_ROLE_TEXT = {role: role.value for role in Role}
 
 
 def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
@@ -27,14 +28,15 @@ def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
     # Only the two columns stored as JSON: the other fields' serializers (created_at's strftime) are
     # Python code, and their values are taken from the message as they are.
     data = message.model_dump(mode="json", include=_JSON_COLUMNS)
+    fields = message.__dict__  # the model's storage: one lookup, not five through BaseModel's __getattr__ hook
     return (
-        message.id,
-        message.session_id,
-        message.role.value,
+        fields["id"],
+        fields["session_id"],
+        _ROLE_TEXT[fields["role"]],
         orjson.dumps(data["content"]).decode(),
         orjson.dumps(data["metadata"]).decode(),
-        to_us(message.created_at),
-        message.schema_version,
+        to_us(fields["created_at"]),
+        fields["schema_version"],
     )
 
 

@@ -71,3 +71,16 @@ def test_rows_the_database_refuses_stay_buffered_and_are_written_on_the_next_com
         blocker.close()
         store.flush()
     assert [row[0] for row in rows_of(path)] == [e.id for e in events]
+
+
+def test_a_row_read_from_the_models_storage_holds_what_its_attributes_say() -> None:
+    from metis_core.events.envelope import Actor, Event, Sensitivity
+    from metis_core.trace.event_rows import event_from_row, payload_json
+
+    built = Event.built(session_id="sess_a", turn_id="t", parent_event_id="p", type="turn.started",
+                        actor=Actor.USER, payload={"n": 1.5, "s": "é"}, sensitivity=Sensitivity.PRIVATE)
+    for item in (event(), built, Event(session_id="s", type="turn.started", actor="user")):
+        expected = (item.id, item.timestamp_us, item.session_id, item.turn_id, item.parent_event_id, item.type,
+                    item.actor.value, item.sensitivity.value, payload_json(item.payload))
+        assert event_row(item) == expected
+        assert event_from_row(event_row(item)) == item

@@ -1,0 +1,101 @@
+"""A gateway call's record reaches the writer as three jobs (begin, the attempt, the ending), and the
+ending's pieces still run in order, each guarded on its own: a failed piece loses only itself."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from decimal import Decimal
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.base import AdapterOptions
+from metis_core.events.bus import BusMode, EventBus
+from metis_core.events.recorder import EventRecorder
+from metis_core.gateway.call_record import CallRecord
+from metis_core.gateway.record_writer import RecordWriter
+from metis_core.gateway.shapes.base import InboundRequest
+from metis_core.ids import new_session_id
+from metis_core.messages import Message, MessageMetadata, Role, TextBlock, Usage
+from metis_core.messages.message import user_message
+from metis_core.messages.metadata import RoutingDecisionRecord, RoutingMode
+from metis_core.store.sessions import SessionStore
+
+
+class CountingWriter(RecordWriter):
+    def __init__(self, store: SessionStore, bus: EventBus) -> None:
+        super().__init__(store, bus=bus, linger=0)
+        self.submitted = 0
+
+    def submit(self, job: Callable[[], object]) -> None:
+        self.submitted += 1
+        super().submit(job)
+
+
+def _call(tmp_path: Path) -> tuple[CallRecord, CountingWriter, EventRecorder, SessionStore, Message]:
+    bus = EventBus(mode=BusMode.STRICT)
+    recorder = EventRecorder()
+    bus.subscribe(recorder.subscription())
+    store = SessionStore(tmp_path / "metis.db")
+    writer = CountingWriter(store, bus)
+    sid = new_session_id()
+    options = AdapterOptions(model="claude-haiku-4-5", max_tokens=20)
+    request = InboundRequest(messages=[user_message("weather?", session_id=sid)], tools=[], options=options,
+                             tool_ids=ToolIdMap(), stream=False)
+    key = SimpleNamespace(id="gk_1", user_id="usr_1", team_id=None)
+    record = CallRecord(SimpleNamespace(bus=bus), writer, key, "anthropic", sid, request,  # type: ignore[arg-type]
+                        "anthropic:claude-haiku-4-5")
+    answer = Message(role=Role.ASSISTANT, session_id=sid, content=[TextBlock(text="sunny")], metadata=MessageMetadata(
+        model="anthropic:claude-haiku-4-5", provider="anthropic", stop_reason="end_turn",
+        routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="anthropic:claude-haiku-4-5",
+                                      reason="asked"),
+        usage=Usage(input_tokens=3, output_tokens=1, cost_usd=Decimal("0.00001"), pricing_version="t")))
+    return record, writer, recorder, store, answer
+
+
+def test_a_completed_call_submits_three_jobs_and_records_its_events_in_order(tmp_path: Path) -> None:
+    record, writer, recorder, store, answer = _call(tmp_path)
+    record.begin(5)
+    record.attempt_started("anthropic:claude-haiku-4-5", 1)
+    record.completed(answer)
+    writer.drain()
+    writer.bus.flush()  # type: ignore[union-attr]
+    assert writer.submitted == 3
+    assert recorder.types()[-4:] == ["turn.started", "llm.call_started", "llm.call_completed", "turn.completed"]
+    started, call, completed = (recorder.of_type(t)[0] for t in ("llm.call_started", "llm.call_completed",
+                                                                  "turn.completed"))
+    assert call.parent_event_id == started.id and call.payload["gateway_key_id"] == "gk_1"
+    assert started.payload["request_options"]["max_tokens"] == 20
+    assert completed.payload["total_output_tokens"] == 1
+    assert [m.role for m in store.load_messages(record.session_id)] == [Role.USER, Role.ASSISTANT]
+    writer.close()
+
+
+def test_a_failing_piece_of_the_ending_loses_only_itself(tmp_path: Path, caplog: pytest.LogCaptureFixture,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    record, writer, recorder, store, answer = _call(tmp_path)
+    record.begin(5)
+    record.attempt_started("anthropic:claude-haiku-4-5", 1)
+
+    monkeypatch.setattr(record.recorder, "emit_trusted", _failing_for("turn.completed", record.recorder.emit_trusted))
+    caplog.set_level(logging.ERROR, "metis_core.gateway")
+    record.completed(answer)
+    writer.drain()
+    writer.bus.flush()  # type: ignore[union-attr]
+    assert "turn.completed" not in recorder.types() and "llm.call_completed" in recorder.types()
+    assert len(store.load_messages(record.session_id)) == 2  # the conversation after it is still stored
+    assert "recording failed" in caplog.text
+    writer.close()
+
+
+def _failing_for(event_type: str, emit: Callable[..., Any]) -> Callable[..., Any]:
+    def emit_or_fail(kind: str, *args: Any, **kwargs: Any) -> Any:
+        if kind == event_type:
+            raise RuntimeError(f"no {event_type} today")
+        return emit(kind, *args, **kwargs)
+
+    return emit_or_fail
