@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Iterable
 from typing import Literal
 
 from starlette.requests import HTTPConnection
@@ -29,10 +30,24 @@ MODEL_SCOPES: tuple[KeyScope, ...] = ("model", "admin")
 def presented_token(connection: HTTPConnection) -> str | None:
     """The key in `Authorization: Bearer <key>` or `x-api-key`; None when neither holds one (a
     `Basic` or empty Authorization header counts as none, so it is refused as `missing_token`)."""
-    auth = connection.headers.get("authorization")
-    if auth and auth[:7].lower() == "bearer ":
-        return auth[7:].strip() or None
-    return connection.headers.get("x-api-key") or None
+    return token_in_headers(connection.scope["headers"])
+
+
+def token_in_headers(raw: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """`presented_token` read from the ASGI scope's headers in one pass, as Starlette's `Headers.get`
+    reads each: names compared as sent (ASGI servers send them lowercase), the first of a repeated
+    header taken, values decoded as latin-1. Two `Headers.get` calls were two passes (every call)."""
+    auth: bytes | None = None
+    api_key: bytes | None = None
+    for name, value in raw:
+        if name == b"authorization":
+            if auth is None:
+                auth = value
+        elif name == b"x-api-key" and api_key is None:
+            api_key = value
+    if auth and auth[:7].lower() == b"bearer ":
+        return auth[7:].decode("latin-1").strip() or None
+    return (api_key.decode("latin-1") or None) if api_key is not None else None
 
 
 class AuthFailureLimiter:

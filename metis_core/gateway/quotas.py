@@ -57,6 +57,8 @@ class QuotaGate:
         self.store = store
         self.bus = bus
         self._limits_read: dict[tuple[str, str], tuple[float, SubjectLimits | None]] = {}
+        self._key_subjects: dict[str, tuple[GatewayKeyRecord, Subject]] = {}
+        """key id -> (the key row, its Subject): made again when the key service hands out a new row."""
         self._reported: set[tuple[str, str, str, int]] = set()
         """(scope, subject, cap type, window start) already reported as exceeded by this process."""
 
@@ -73,7 +75,13 @@ class QuotaGate:
         return found
 
     def subjects(self, key: GatewayKeyRecord) -> list[Subject]:
-        found = [Subject("gateway_key", key.id, key.budget_usd, key.budget_period, key.rpm, key.tpm)]
+        kept = self._key_subjects.get(key.id)
+        if kept is None or kept[0] is not key:  # the key service hands out the same row for a second
+            if len(self._key_subjects) >= 10_000:
+                self._key_subjects.clear()
+            kept = self._key_subjects[key.id] = (
+                key, Subject("gateway_key", key.id, key.budget_usd, key.budget_period, key.rpm, key.tpm))
+        found = [kept[1]]
         for scope, subject_id in (("user", key.user_id), ("team", key.team_id)):
             if subject_id is None:
                 continue
@@ -87,10 +95,11 @@ class QuotaGate:
 
     def admit(self, key: GatewayKeyRecord, subjects: list[Subject], *, shape: str, model: str) -> None:
         """Raise GatewayQuotaError when any subject is over a budget or a per-minute limit."""
-        now = datetime.now(UTC)
+        now: datetime | None = None  # read once, and only for a subject with a limit (most keys have none)
         for subject in subjects:
             if subject.budget_usd is None or subject.budget_period is None:
                 continue
+            now = now or datetime.now(UTC)
             start, end = budget_window(subject.budget_period, now)
             spent = self.store.spent(subject.scope, subject.subject_id, int(start.timestamp()))
             if spent >= subject.budget_usd:
@@ -101,8 +110,12 @@ class QuotaGate:
                     "ask the gateway operator to raise it, or wait for the next window",
                     retry_after=_retry_after(end, now),
                 )
-        if not any(s.rpm is not None or s.tpm is not None for s in subjects):
+        for subject in subjects:
+            if subject.rpm is not None or subject.tpm is not None:
+                break
+        else:
             return
+        now = now or datetime.now(UTC)
         minute = int(time.time() // 60)
         start = datetime.fromtimestamp(minute * 60, UTC)
         end = datetime.fromtimestamp(minute * 60 + 60, UTC)
@@ -142,14 +155,16 @@ class QuotaGate:
     def charge(self, subjects: list[Subject], cost: Decimal | None, tokens: int) -> list[dict[str, Any]]:
         """Count the call's tokens and spend against every subject, now (the next request must see
         them); return the quota.alert payloads of thresholds this call crossed, for the record."""
-        now = datetime.now(UTC)
-        minute = int(time.time() // 60)
+        now: datetime | None = None  # read once, and only for a subject with a limit (most keys have none)
+        minute: int | None = None
         alerts: list[dict[str, Any]] = []
         for subject in subjects:
             if subject.tpm is not None and tokens:
+                minute = int(time.time() // 60) if minute is None else minute
                 self.store.add_tokens(subject.scope, subject.subject_id, minute, tokens)
             if subject.budget_period is None or subject.budget_usd is None or not cost:
                 continue
+            now = now or datetime.now(UTC)
             start, end = budget_window(subject.budget_period, now)
             window = int(start.timestamp())
             total = self.store.add_spend(subject.scope, subject.subject_id, window, cost)

@@ -322,6 +322,10 @@ class HttpTransport:
         timeout: TimeoutArg = None,
         provider: str = "unknown",
     ) -> WireResponse:
+        owned = self._owned_async
+        if owned is not None:  # the common case, read without the two lookups below (every async call)
+            return await owned.send(method, url, body, headers, timeout if timeout is not None else self._timeout,
+                                    provider)
         client = self._httpx_async()
         if client is None:
             return await self.owned_async.send(method, url, body, headers, self._chosen(timeout), provider)

@@ -143,8 +143,9 @@ class OwnedAsyncClient:
         failure: NetworkError | None = None
         target, proxy = self._target(url)
         try:
-            async with self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
-                                               timeout=self._timeout(timeout), allow_redirects=False) as response:
+            async with self._session().request(
+                    method, target, data=body or None, headers=headers, proxy=proxy, allow_redirects=False,
+                    timeout=self._default_timeout if timeout is None else self._timeout(timeout)) as response:
                 content = await response.read()
         except _FAILURES as exc:
             failure = _failure(exc, provider)

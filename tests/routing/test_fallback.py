@@ -134,3 +134,21 @@ def test_transport_double_rejects_unscripted_calls(script: ScriptedTransport) ->
     sync, _ = script.clients()
     assert sync.get("http://nowhere.test/x").status_code == 599
     assert isinstance(sync, httpx.Client)
+
+
+def test_member_options_is_a_copy_as_dataclasses_replace_makes_it() -> None:
+    import dataclasses
+
+    from metis_core.routing.fallback import member_options
+
+    base = AdapterOptions(model="anthropic:claude-haiku-4-5", max_tokens=9, temperature=0.3, top_p=0.5,
+                          stop=["x"], reasoning_effort="low", thinking_budget_tokens=1024, tool_choice="auto",
+                          parallel_tool_calls=False, response_format={"name": "n", "schema": {}}, stream=True,
+                          session_id="sess_1", hosted_tools={"web_search": {}}, provider_tools=[{"type": "t"}],
+                          extra={"k": 1})
+    copied = member_options(base, "openai:gpt-4o", None)
+    assert copied == dataclasses.replace(base, model="openai:gpt-4o")
+    assert copied is not base and base.model == "anthropic:claude-haiku-4-5"
+    for field in dataclasses.fields(AdapterOptions):  # shared values, as replace shares them
+        assert getattr(copied, field.name) is getattr(dataclasses.replace(base, model="openai:gpt-4o"), field.name) \
+            or field.name == "model"
