@@ -60,8 +60,37 @@ RESPONSES = OpenAIResponsesShape()
 ANTHROPIC = AnthropicMessagesShape()
 
 
+class JsonAnswer(Response):
+    """A JSON answer: the same status, headers and body bytes as Starlette's
+    `Response(body, status, headers, media_type="application/json")`, built and sent without its
+    general path (a named fast path: docs/gateway.md "What it costs"). Starlette's `__init__`
+    renders the content, looks the body up by name and decides the content type's charset, and its
+    `__call__` checks for a websocket and a background task: nothing a gateway answer has, on every call.
+    tests/gateway/test_gateway_json_answer.py compares the messages sent with Starlette's."""
+
+    def __init__(self, body: bytes, status: int = 200, headers: dict[str, str] | None = None) -> None:
+        self.status_code = status
+        self.background = None
+        self.body = body
+        raw: list[tuple[bytes, bytes]] = [] if headers is None else [
+            (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        names = [name for name, _ in raw]
+        if b"content-length" not in names and not (status < 200 or status in (204, 304)):
+            raw.append((b"content-length", str(len(body)).encode("latin-1")))
+        if b"content-type" not in names:
+            raw.append((b"content-type", b"application/json"))
+        self.raw_headers = raw
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":  # not on the gateway's routes: Starlette's path (its websocket denial)
+            await super().__call__(scope, receive, send)
+            return
+        await send({"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers})
+        await send({"type": "http.response.body", "body": self.body})
+
+
 def json_response(payload: Any, status: int = 200, headers: dict[str, str] | None = None) -> Response:
-    return Response(orjson.dumps(payload), status_code=status, headers=headers, media_type="application/json")
+    return JsonAnswer(orjson.dumps(payload), status, headers)
 
 
 def error_response(shape: InboundShape, status: int, kind: str, message: str,
