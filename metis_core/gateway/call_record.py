@@ -43,6 +43,7 @@ log = logging.getLogger("metis_core.gateway")
 FROM_CLIENT = "from_client"
 """Metadata flag on assistant messages that came in a request's history (`metis cost` skips them)."""
 _TURN_STOPS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "error"}
+_STAMPED = ("user_id", "team_id", "gateway_key_id", "inbound_shape")
 
 
 class CallRecord:
@@ -176,11 +177,24 @@ class CallRecord:
     # --- endings ------------------------------------------------------------------------------
 
     def _stamp(self, answer: Message) -> None:
-        """The gateway identity on an answer's metadata (`metis cost --by key|user|team` reads it)."""
+        """The gateway identity on an answer's metadata (`metis cost --by key|user|team` reads it).
+
+        Written into the model's own dicts, as pydantic's `__setattr__` writes them for a model without
+        `validate_assignment` (two declared fields into `__dict__`, two extra ones into
+        `__pydantic_extra__`, all four marked set), without its per-name handler lookup, which for an
+        extra field is not memoized and costs a class walk on every call (tests/gateway/
+        test_call_record_stamp.py compares the result with setattr's)."""
         meta = answer.metadata
-        meta.user_id, meta.team_id = self.key.user_id, self.key.team_id
-        setattr(meta, "gateway_key_id", self.key.id)  # noqa: B010 - an extra metadata field (§10.3)
-        setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+        key = self.key
+        fields, extra = meta.__dict__, meta.__pydantic_extra__
+        if extra is None or "gateway_key_id" in fields or "inbound_shape" in fields:  # not the usual model
+            meta.user_id, meta.team_id = key.user_id, key.team_id
+            setattr(meta, "gateway_key_id", key.id)  # noqa: B010 - an extra metadata field (§10.3)
+            setattr(meta, "inbound_shape", self.shape)  # noqa: B010
+            return
+        fields["user_id"], fields["team_id"] = key.user_id, key.team_id  # str | None: valid as they are
+        extra["gateway_key_id"], extra["inbound_shape"] = key.id, self.shape
+        meta.__pydantic_fields_set__.update(_STAMPED)
 
     def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
