@@ -16,10 +16,11 @@ from metis_core.events.envelope import Actor, Event
 from metis_core.events.payloads.fields import StopReason as EventStopReason
 from metis_core.events.redaction import redact
 from metis_core.ids import new_ulid
-from metis_core.messages import Message
+from metis_core.messages import Message, ToolUseBlock
 
 EVENT_STOP_REASONS = frozenset(typing.get_args(EventStopReason))
 """Stop reasons the llm.call_completed / turn.completed payloads carry; others are written end_turn."""
+_THINKING = ("thinking", "redacted_thinking")
 
 
 class CallObserver:
@@ -74,6 +75,12 @@ def completed_payload(message: Message) -> dict[str, Any]:
     usage = meta.usage
     assert usage is not None and meta.model is not None and meta.provider is not None
     stop = meta.stop_reason if meta.stop_reason in EVENT_STOP_REASONS else "end_turn"
+    tool_calls = thinking = 0
+    for block in message.content:  # one pass, no list built (this runs on every call's end)
+        if isinstance(block, ToolUseBlock):
+            tool_calls += 1
+        elif block.type in _THINKING:
+            thinking += 1
     return {
         "model": meta.model, "provider": meta.provider,
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
@@ -83,6 +90,5 @@ def completed_payload(message: Message) -> dict[str, Any]:
         # "unpriced" here, while the message itself keeps cost_usd None (never a silent zero).
         "cost_usd": float(usage.cost_usd or 0), "pricing_version": usage.pricing_version or "unpriced",
         "latency_ms": usage.latency_ms, "stop_reason": stop,
-        "produced_tool_calls": len(message.tool_uses()),
-        "produced_thinking_blocks": sum(1 for b in message.content if b.type in ("thinking", "redacted_thinking")),
+        "produced_tool_calls": tool_calls, "produced_thinking_blocks": thinking,
     }

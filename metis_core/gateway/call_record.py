@@ -208,7 +208,10 @@ class CallRecord:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
         meta = final.metadata
         if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
-            payload = {**completed_payload(final), **self.identity}
+            payload = completed_payload(final)  # then the identity, in `identity`'s order
+            key = self.key
+            payload["gateway_key_id"], payload["inbound_shape"] = key.id, self.shape
+            payload["user_id"], payload["team_id"] = key.user_id, key.team_id
 
             def emit() -> None:
                 event = self.recorder.emit_trusted("llm.call_completed", payload, self.started, actor=Actor.AGENT)
