@@ -165,6 +165,8 @@ class MetisConfig(BaseModel):
     _named: dict[str, Any] = PrivateAttr(default_factory=dict)
     """name -> its NamedProvider or None; provider_dsn loads only when a name is not built in."""
     _watched: dict[str, tuple[str, ...]] = PrivateAttr(default_factory=dict)
+    _watched_keys: dict[str, tuple[Any, ...]] = PrivateAttr(default_factory=dict)
+    """provider -> its watched names as os.environ's own dict keys them (`provider_environment_state`)."""
     _agent: "AgentSections | None" = PrivateAttr(default=None)
 
     @classmethod
@@ -339,6 +341,25 @@ class MetisConfig(BaseModel):
                 values = [data.get(_encoded_name(name)) for name in names]
                 return tuple([None if value is None else env.decodevalue(value) for value in values])
         return tuple([env.get(name) for name in names])
+
+    def provider_environment_state(self, provider: str) -> tuple[Any, ...]:
+        """`provider_environment` for comparison only: the values as os.environ's own dict holds them
+        (encoded, bytes on POSIX), not decoded. Decoding is one-to-one, so two states are equal exactly
+        when the two `provider_environment` tuples are; the names are encoded once per provider. The
+        model client compares this on every call (tests/test_config.py holds the two verdicts equal)."""
+        private = self.__pydantic_private__
+        assert private is not None
+        env: Mapping[str, str] = private["_environ"]
+        if type(env) is os._Environ:
+            data = getattr(env, "_data", None)
+            if isinstance(data, dict):
+                keys = private["_watched_keys"].get(provider)
+                if keys is None:
+                    self.provider_environment(provider)  # the names, as that method finds them
+                    keys = private["_watched_keys"][provider] = tuple(
+                        [_encoded_name(name) for name in private["_watched"][provider]])
+                return tuple([data.get(key) for key in keys])
+        return self.provider_environment(provider)
 
     def extra_headers(self, provider: str) -> dict[str, str]:
         """Headers to send as-is; revealed here only, for the transport to use."""

@@ -299,3 +299,41 @@ def test_provider_environment_reads_the_live_process_environment_as_get_would(
 def test_provider_environment_of_an_injected_mapping_reads_that_mapping(tmp_path: Path) -> None:
     config = load_config(tmp_path, environ={"ANTHROPIC_API_KEY": "sk-injected"})
     assert config.provider_environment("anthropic")[-1] == "sk-injected"
+
+
+def test_provider_environment_state_changes_exactly_when_the_environment_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The client compares the undecoded state on every call: equal states must mean equal environments.
+    for name in ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    config = load_config(tmp_path)
+    seen: list[tuple[tuple[object, ...], tuple[str | None, ...]]] = []
+
+    def look() -> None:
+        seen.append((config.provider_environment_state("anthropic"), config.provider_environment("anthropic")))
+
+    look()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-caf\u00e9-not-real")
+    look()
+    monkeypatch.setenv("METIS_ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    look()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-other")
+    look()
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-caf\u00e9-not-real")
+    look()
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    look()
+    look()
+    for state, values in seen:
+        for other_state, other_values in seen:
+            assert (state == other_state) == (values == other_values)
+    assert len({values for _, values in seen}) == 5
+
+
+def test_provider_environment_state_of_an_injected_mapping_is_its_values(tmp_path: Path) -> None:
+    environ = {"ANTHROPIC_API_KEY": "sk-injected"}
+    config = load_config(tmp_path, environ=environ)
+    assert config.provider_environment_state("anthropic") == config.provider_environment("anthropic")
+    environ["ANTHROPIC_API_KEY"] = "sk-changed"
+    assert config.provider_environment_state("anthropic")[-1] == "sk-changed"

@@ -207,7 +207,7 @@ class ModelClient:
         Reading the URL and key costs ~15 µs a call (environment lookups, key parsing); keeping them
         while the variables they come from are unchanged still picks up a key changed at run time.
         """
-        environment = self.config.provider_environment(provider)
+        environment = self.config.provider_environment_state(provider)  # compared, never read as values
         kept = self._sent.get(provider)
         if kept is None or kept[0] != environment:
             kept = self._sent[provider] = [environment, None, None]
