@@ -19,7 +19,8 @@ from urllib.parse import urlencode
 import orjson
 from pydantic import BaseModel, SecretStr
 
-from metis_core.adapters._common.token_estimate import surveyed_history
+from metis_core.adapters._common.repair import RepairedHistory
+from metis_core.adapters._common.token_estimate import survey_history, surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
@@ -28,7 +29,7 @@ from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
-from metis_core.models.fit import check_fits
+from metis_core.models.fit import HistoryShape, check_fits
 from metis_core.models.model_id import parse_model_id
 from metis_core.secret_scrub import remember_secret
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
@@ -92,6 +93,39 @@ def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) ->
             provider=provider,
         ) from None
 
+
+class SurveyedHistory(list[Message]):
+    """A history with its `survey_history` answer (token estimate, shape, repaired form), for a
+    caller that surveys it anyway before the call (the gateway, for turn.started's estimate): the
+    client's `_prepare` takes that answer instead of walking the history a second time, while the
+    list holds as many messages as were surveyed and the tools are the very objects surveyed.
+    Its messages must not be changed in place between the survey and the call (a new list, as a
+    continuation builds, is surveyed again). tests/adapters/test_surveyed_history.py compares the
+    prepared requests with a plain list's."""
+
+    __slots__ = ("survey", "surveyed_length", "surveyed_tools")
+
+    def __init__(self, messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> None:
+        super().__init__(messages)
+        self.surveyed_tools = tuple(tools)
+        self.surveyed_length = len(self)
+        self.survey: tuple[int, HistoryShape, bool] = survey_history(self, self.surveyed_tools)
+
+    @property
+    def estimated_tokens(self) -> int:
+        return self.survey[0]
+
+    def still_fits(self, tools: Sequence[ToolDefinition]) -> bool:
+        """True when `tools` are the tools surveyed (the same objects) and no message came or went."""
+        surveyed = self.surveyed_tools
+        return (len(self) == self.surveyed_length and len(tools) == len(surveyed)
+                and all(a is b for a, b in zip(tools, surveyed, strict=True)))
+
+    def surveyed(self) -> tuple[list[Message], int, HistoryShape]:
+        """What `surveyed_history` answers for this list, from the survey made at construction."""
+        tokens, shape, repaired = self.survey
+        history = list(self)
+        return (RepairedHistory(history) if repaired else history), tokens, shape
 
 class ModelClient:
     """Calls models through their adapters over one pooled HTTP client per direction.
@@ -259,7 +293,10 @@ class ModelClient:
         tool_list = list(tools or [])
         caps = capabilities or self.registry.capabilities(model_id)
         wanted = options or AdapterOptions(model=model_id)
-        history, tokens, shape = surveyed_history(messages, tool_list)  # one walk: estimate, shape, repair check
+        if type(messages) is SurveyedHistory and messages.still_fits(tool_list):
+            history, tokens, shape = messages.surveyed()  # the caller's walk, not a second one
+        else:
+            history, tokens, shape = surveyed_history(messages, tool_list)  # one walk: estimate, shape, repair check
         if type(adapter).estimate_input_tokens is not Adapter.estimate_input_tokens:
             tokens = adapter.estimate_input_tokens(history, tool_list)  # an adapter with its own rule
         check_fits(history, tool_list, caps, model_id, tokens,

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.token_estimate import estimate_tokens
+from metis_core.adapters.client import SurveyedHistory
 from metis_core.agent.redaction import redact
 from metis_core.errors import (
     AliasCycleError,
@@ -220,8 +220,11 @@ class GatewayService:
     def open_call(
         self, key: GatewayKeyRecord, shape: InboundShape, request: InboundRequest, session_id: str, asked: str,
     ) -> CallRecord:
+        # One survey of the history: turn.started's estimate here, and the client's check and
+        # translation take it too (SurveyedHistory) instead of walking the history again.
+        request.messages = history = SurveyedHistory(request.messages, request.tools)
         record = CallRecord(self.rt, self.writer, key, shape.name, session_id, request, asked)
-        record.begin(estimate_tokens(request.messages, request.tools))
+        record.begin(history.estimated_tokens)
         return record
 
     def chain(self, members: list[str]) -> FallbackChain:
