@@ -11,6 +11,7 @@ cassette (`record=` / `replay=`) every call goes through the cassette transport 
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
@@ -119,7 +120,7 @@ class SurveyedHistory(list[Message]):
         """True when `tools` are the tools surveyed (the same objects) and no message came or went."""
         surveyed = self.surveyed_tools
         return (len(self) == self.surveyed_length and len(tools) == len(surveyed)
-                and all(a is b for a, b in zip(tools, surveyed, strict=True)))
+                and all(map(operator.is_, tools, surveyed)))
 
     def surveyed(self) -> tuple[list[Message], int, HistoryShape]:
         """What `surveyed_history` answers for this list, from the survey made at construction."""
