@@ -140,7 +140,7 @@ def test_new_many_is_new_called_that_many_times_across_carries_and_milliseconds(
     for step, now in enumerate(times):
         batch_clock[0] = single_clock[0] = now
         count = (step * 389) % 1_200
-        made += batched.new_many(count) + [batched.new()]
+        made += [*batched.new_many(count), batched.new()]
         expected += [single.new() for _ in range(count + 1)]
     assert made == expected
     assert all(a < b for a, b in pairwise(made))
