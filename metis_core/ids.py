@@ -114,23 +114,6 @@ class UlidGenerator:
             self._step(now_ms)
             return self._prefix + _PAIRS[self._tail]
 
-    def new_many(self, count: int) -> list[str]:
-        """`count` ids, the same as `count` calls of `new()` in one millisecond would give: one lock and
-        one clock read for all of them (each further id is the prefix plus one lookup, or a carry)."""
-        pairs = _PAIRS
-        out: list[str] = []
-        with self._lock:
-            clock = self._clock_ms
-            now_ms = time.time_ns() // 1_000_000 if clock is None else clock()
-            for _ in range(count):
-                if now_ms <= self._last_ms and self._tail < _TAIL_MAX:
-                    self._tail += 1
-                    self._last_random += 1
-                else:
-                    self._step(now_ms)
-                out.append(self._prefix + pairs[self._tail])
-        return out
-
 
 class _RandomDraws:
     """79-bit draws from os.urandom, read 64 draws at a time: one system call where there were 64 (each
@@ -173,12 +156,6 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def new_ulid() -> str:
     """A 26-character ULID, strictly greater than every ULID this process made before."""
     return _default.new()
-
-
-def new_ulids(count: int) -> list[str]:
-    """`count` ULIDs, increasing, each greater than every ULID this process made before: `new_ulid()`
-    `count` times under one lock and one clock read (for an emitter that needs several at once)."""
-    return _default.new_many(count)
 
 
 def _parse(value: str) -> int:

@@ -13,7 +13,6 @@ from metis_core.ids import (
     new_session_id,
     new_tool_use_id,
     new_ulid,
-    new_ulids,
     ulid_timestamp_ms,
 )
 
@@ -122,35 +121,3 @@ def test_new_from_the_kept_prefix_matches_the_whole_encoding_across_carries_and_
     made = [fast.new() if i % 997 else encode_ulid(fast.new_int()) for i in range(5_000)]
     assert made == [encode_ulid(plain.new_int()) for _ in range(5_000)]
     assert all(a < b for a, b in pairwise(made))
-
-
-def test_new_many_is_new_called_that_many_times_across_carries_and_milliseconds() -> None:
-    # The batch path and the single-id path from the same state give the same ids: within one
-    # millisecond (crossing ~5 carries of the low 10 bits), at a new millisecond, and a clock that
-    # steps back; mixed with single ids in between.
-    ticks = iter([5, 5, 5, 6, 6, 4, 4, 9, 9, 9] * 2)
-    times = [1_700_000_000_000 + next(ticks) for _ in range(20)]
-
-    def source(clock: list[int]) -> UlidGenerator:
-        return UlidGenerator(clock_ms=lambda: clock[0], random_bits=lambda: (1 << 70) - 700)
-
-    batch_clock, single_clock = [times[0]], [times[0]]
-    batched, single = source(batch_clock), source(single_clock)
-    made, expected = [], []
-    for step, now in enumerate(times):
-        batch_clock[0] = single_clock[0] = now
-        count = (step * 389) % 1_200
-        made += [*batched.new_many(count), batched.new()]
-        expected += [single.new() for _ in range(count + 1)]
-    assert made == expected
-    assert all(a < b for a, b in pairwise(made))
-    assert all(is_ulid(value) and str(ULID.from_str(value)) == value for value in made[::97])
-
-
-def test_new_ulids_are_unique_increasing_and_after_every_earlier_id() -> None:
-    before = new_ulid()
-    ids = new_ulids(3_000)
-    after = new_ulid()
-    assert len(ids) == 3_000 and len(set(ids)) == 3_000
-    assert all(a < b for a, b in pairwise([before, *ids, after]))
-    assert new_ulids(0) == []

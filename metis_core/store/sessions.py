@@ -71,12 +71,6 @@ def _normalized_in(cwd: str, path: str) -> str:
     return normalize_workspace(path)
 
 
-def normalize_workspace_cached(path: str) -> str:
-    """`normalize_workspace` remembered per working directory (a batch of gateway calls shares a few
-    workspaces; resolving each costs a filesystem walk)."""
-    return _normalized_in(os.getcwd(), path)
-
-
 def _json_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
