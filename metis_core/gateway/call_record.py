@@ -81,11 +81,6 @@ class CallRecord:
         self._ending: list[Callable[[], object]] | None = None
         """While a call's ending is submitted: its pieces, to go to the writer as one job."""
 
-    @property
-    def identity(self) -> dict[str, Any]:
-        return {"gateway_key_id": self.key.id, "inbound_shape": self.shape, "user_id": self.key.user_id,
-                "team_id": self.key.team_id}
-
     def _later(self, work: Callable[[], object]) -> None:
         """Run on the writer thread, after everything submitted before (parents before children)."""
         if self._ending is not None:
@@ -209,7 +204,7 @@ class CallRecord:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
         meta = final.metadata
         if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
-            payload = completed_payload(final)  # then the identity, in `identity`'s order
+            payload = completed_payload(final)  # then the gateway identity, in the record's key order
             key = self.key
             payload["gateway_key_id"], payload["inbound_shape"] = key.id, self.shape
             payload["user_id"], payload["team_id"] = key.user_id, key.team_id
