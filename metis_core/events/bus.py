@@ -14,7 +14,7 @@ import inspect
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Literal
@@ -129,6 +129,7 @@ class EventBus:
         self._strict = self.mode is BusMode.STRICT
         self._closed = False
         self._routes: tuple[_Route, ...] = ()
+        self._route_cache: tuple[tuple[_Route, ...], dict[str, tuple[tuple[_Route, bool], ...]]] = ((), {})
         self._routes_lock = threading.Lock()
         self._dispatcher = DispatchWorker("metis-event-bus", self._dispatch, queue_capacity)
         self._holding = threading.local()
@@ -242,26 +243,69 @@ class EventBus:
 
     # --- dispatch (runs on the dispatcher thread) ------------------------------------------
 
-    async def _dispatch(self, event: Event) -> None:
-        for route in self._routes:
-            if not route.filter.matches(event):
+    def _dispatch(self, event: Event) -> Awaitable[None] | None:
+        """Hand `event` to every matching route, in subscription order. Runs synchronously; when a
+        fast-path handler returns an awaitable, returns a coroutine that awaits it and goes on with the
+        remaining routes (the dispatcher awaits it before the next event, so order holds)."""
+        routes = self._routes_by_type(event.type)
+        for index, (route, check) in enumerate(routes):
+            if check and not route.filter.matches(event):
                 continue
             if route.batch_worker is None:  # _call_isolated inlined: this runs for every event and handler
                 try:
                     result = route.handler(event)
                     if result is not None and inspect.isawaitable(result):
-                        await result
+                        return self._dispatch_rest(event, route, result, routes[index + 1:])
                 except (Exception, asyncio.CancelledError) as error:
                     _handler_failed(route.name, event, error)
-            elif (depth := route.batch_worker.put(event)) is not None:
-                self._backlog_overflow.rejected(
-                    "batch subscriber backlog full: subscription=%s dropped event_id=%s event_type=%s "
-                    "queue_depth=%d", route.name, event.id, event.type, depth,
-                    extra={"subscription": route.name, "event_id": event.id, "event_type": event.type,
-                           "queue_depth": depth},
-                )  # fmt: skip
-            elif self._backlog_overflow.active:
-                self._backlog_overflow.recovered("batch subscriber backlog accepts events again")
+            else:
+                self._to_batch_worker(route, event)
+        return None
+
+    async def _dispatch_rest(
+        self, event: Event, route: _Route, result: Awaitable[object], rest: tuple[tuple[_Route, bool], ...]
+    ) -> None:
+        """`_dispatch` from an async handler's awaitable on: await it, then the routes after it."""
+        try:
+            await result
+        except (Exception, asyncio.CancelledError) as error:
+            _handler_failed(route.name, event, error)
+        for route, check in rest:
+            if check and not route.filter.matches(event):
+                continue
+            if route.batch_worker is None:
+                await _call_isolated(route.name, route.handler, event)
+            else:
+                self._to_batch_worker(route, event)
+
+    def _to_batch_worker(self, route: _Route, event: Event) -> None:
+        assert route.batch_worker is not None
+        if (depth := route.batch_worker.put(event)) is not None:
+            self._backlog_overflow.rejected(
+                "batch subscriber backlog full: subscription=%s dropped event_id=%s event_type=%s "
+                "queue_depth=%d", route.name, event.id, event.type, depth,
+                extra={"subscription": route.name, "event_id": event.id, "event_type": event.type,
+                       "queue_depth": depth},
+            )  # fmt: skip
+        elif self._backlog_overflow.active:
+            self._backlog_overflow.recovered("batch subscriber backlog accepts events again")
+
+    def _routes_by_type(self, event_type: str) -> tuple[tuple[_Route, bool], ...]:
+        """The routes that may want an event of `event_type`, in subscription order, each with whether
+        its filter must still be asked (it names sessions or actors); a route whose types exclude this
+        one is left out. Remembered per type for the current routes (a new tuple on each change)."""
+        routes = self._routes
+        cache = self._route_cache
+        if cache[0] is not routes:  # subscribed or unsubscribed since: start over for these routes
+            cache = self._route_cache = (routes, {})
+        found = cache[1].get(event_type)
+        if found is None:
+            found = cache[1][event_type] = tuple(
+                (route, route.filter.session_ids is not None or route.filter.actors is not None)
+                for route in routes
+                if route.filter.event_types is None or event_type in route.filter.event_types
+            )
+        return found
 
     # --- subscriptions --------------------------------------------------------------------
 

@@ -1,8 +1,9 @@
 """`DispatchWorker`: one daemon thread running its own asyncio loop, draining a bounded queue of
-events into a `process` coroutine, in order.
+events into a `process` callable, in order (awaiting what it returns, when it returns an awaitable).
 
 The bus uses one for the fast path and one per batch subscriber. The worker knows nothing about
 filters or subscribers; `FlushBarrier` items let a caller wait until everything before them ran.
+The worker takes the lock only to go to sleep: producers append under it and it alone pops.
 """
 
 from __future__ import annotations
@@ -11,14 +12,15 @@ import asyncio
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from metis_core.events.envelope import Event
 
 logger = logging.getLogger(__name__)
 
-ProcessEvent = Callable[[Event], Coroutine[Any, Any, None]]
+ProcessEvent = Callable[[Event], Awaitable[Any] | None]
+"""Handles one event; returns None when done, or an awaitable to await before the next event."""
 
 
 class FlushBarrier:
@@ -55,7 +57,10 @@ class DispatchWorker:
         self._process = process
         self._lock = threading.Lock()
         self._queue: deque[Event | FlushBarrier | _Stop] = deque()
-        self._pending = 0  # events accepted and not yet processed, including the one running
+        # Events accepted and not yet processed (the one running included) = _accepted - _done: producers
+        # change _accepted under the lock, the worker thread alone counts _done (no lock per event).
+        self._accepted = 0
+        self._done = 0
         self._stopping = False
         self._sleeping = False
         self._wake: asyncio.Future[None] | None = None
@@ -65,7 +70,9 @@ class DispatchWorker:
 
     @property
     def pending(self) -> int:
-        return self._pending
+        """Events accepted and not yet processed, the one running included."""
+        done = self._done  # read first: a stale count only overstates what is pending
+        return self._accepted - done
 
     @property
     def thread_ident(self) -> int | None:
@@ -78,9 +85,10 @@ class DispatchWorker:
         with self._lock:
             if self._stopping:
                 return None
-            if self._pending >= self.capacity:
-                return self._pending
-            self._pending += 1
+            pending = self._accepted - self._done
+            if pending >= self.capacity:
+                return pending
+            self._accepted += 1
             self._queue.append(event)
             woken = self._take_wake() if wake else None
         if woken is not None:
@@ -115,14 +123,18 @@ class DispatchWorker:
             if drain:
                 self._queue.append(_Stop())
             else:
-                for item in self._queue:
+                queue = self._queue
+                while queue:  # popped one at a time: the worker may be popping too, outside the lock
+                    try:
+                        item = queue.popleft()
+                    except IndexError:
+                        break
                     if isinstance(item, FlushBarrier):
                         item.arrive()
                     elif isinstance(item, Event):
                         discarded += 1
-                self._queue.clear()
-                self._pending -= discarded
-                self._queue.append(_Stop())
+                self._accepted -= discarded
+                queue.append(_Stop())
             wake = self._take_wake()
         if wake is not None:
             self._loop.call_soon_threadsafe(_release, wake)
@@ -149,26 +161,28 @@ class DispatchWorker:
 
     async def _drain_forever(self) -> None:
         queue = self._queue
-        finished_event = False
+        process = self._process
         while True:
-            with self._lock:  # one lock round per item: account for the last one, take the next
-                if finished_event:
-                    self._pending -= 1
-                if queue:
-                    item: Event | FlushBarrier | _Stop | None = queue.popleft()
-                else:
+            # Only this thread pops (and `stop` without drain, under the lock): a non-empty queue has an
+            # item for us. The lock is taken only to go to sleep, so no wake-up is lost.
+            try:
+                item = queue.popleft()
+            except IndexError:
+                with self._lock:
+                    if queue:
+                        continue
                     self._sleeping = True
                     self._wake = wake = self._loop.create_future()
-                    item = None
-            finished_event = False
-            if item is None:
                 await wake
-            elif isinstance(item, Event):
+                continue
+            if type(item) is Event or isinstance(item, Event):
                 try:
-                    await self._process(item)
+                    pending = process(item)
+                    if pending is not None:
+                        await pending
                 except Exception:  # process() isolates handlers; this guards the loop itself
                     logger.exception("dispatch worker %s failed on event %s", self.name, item.id)
-                finished_event = True
+                self._done += 1
             elif isinstance(item, FlushBarrier):
                 item.arrive()
             else:

@@ -69,20 +69,25 @@ def conversation_rows(
         cost, unpriced, input_tokens, output_tokens = Decimal(0), 0, 0, 0
         last_id = ""
         for message in item.messages:
-            if message.session_id != item.session_id or message.id <= last_id:
+            # The fields read from the models' storage (`__dict__`): each attribute read otherwise goes
+            # through BaseModel's __getattr__ hook, and this runs for every message the gateway stores.
+            fields = message.__dict__
+            message_id = fields["id"]
+            if fields["session_id"] != item.session_id or message_id <= last_id:
                 return None
-            last_id = message.id
+            last_id = message_id
             row = message_row(message)
-            provider = message.metadata.provider
+            metadata = fields["metadata"].__dict__
+            provider = metadata["provider"]
             created = row[5]  # the message's created_at, as microseconds
-            for block in message.content:
+            for block in fields["content"]:
                 if isinstance(block, ToolUseBlock):
                     if block.id in calls:
                         return None
-                    cancelled = message.status in (MessageStatus.CANCELLED, MessageStatus.ERROR)
+                    cancelled = metadata["status"] in (MessageStatus.CANCELLED, MessageStatus.ERROR)
                     status = ToolCallStatus.CANCELLED if cancelled else ToolCallStatus.PENDING
                     provider_id = tool_map.get(block.id, {}).get(provider) if provider is not None else None
-                    calls[block.id] = [block.id, item.session_id, message.id, None, block.name, status.value,
+                    calls[block.id] = [block.id, item.session_id, message_id, None, block.name, status.value,
                                        provider_id, provider, created, None]
                 elif isinstance(block, ToolResultBlock):
                     call = calls.get(block.tool_use_id)
@@ -90,15 +95,18 @@ def conversation_rows(
                         return None  # answers nothing issued here, or an answered call: let insert_message say so
                     if call[5] != ToolCallStatus.CANCELLED.value:
                         call[5] = (ToolCallStatus.FAILED if block.is_error else ToolCallStatus.SUCCEEDED).value
-                    call[3], call[9] = message.id, created
-            usage = message.metadata.usage
-            if message.role is Role.ASSISTANT and usage is not None:
-                if usage.cost_usd is None:
+                    call[3], call[9] = message_id, created
+            usage = metadata["usage"]
+            if usage is not None and fields["role"] is Role.ASSISTANT:
+                counts = usage.__dict__
+                if counts["cost_usd"] is None:
                     unpriced += 1
                 else:
-                    cost += usage.cost_usd
-                input_tokens += usage.total_input_tokens
-                output_tokens += usage.output_tokens
+                    cost += counts["cost_usd"]
+                input_tokens += (  # Usage.total_input_tokens
+                    counts["input_tokens"] + counts["cached_input_tokens"] + counts["cache_creation_input_tokens"]
+                )
+                output_tokens += counts["output_tokens"]
             rows.messages.append(row)
         rows.sessions.append((
             item.session_id, workspace[item.workspace_path], item.active_model,
