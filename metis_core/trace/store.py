@@ -146,13 +146,19 @@ class TraceStore:
             self._batcher.add(event_row(event))
             return
         row = event_row(event)
-        with self._lock:
-            self._buffer(row)
+        with self._lock:  # `_buffer` inlined (this runs for every event), then the batch policy
+            if self._closed:
+                self._check_open()
+            now = time.monotonic()
+            if not self._pending:
+                self._pending_since = now
+            self._rows.append(row)
+            self._pending += 1
             bus = self._bus
             if (
                 self._pending >= self.commit_every
                 or (bus is not None and bus.queue_depth <= 1)  # this event is the last queued
-                or time.monotonic() - self._pending_since >= self.commit_interval
+                or now - self._pending_since >= self.commit_interval
             ):
                 self._commit_pending()
             elif self._flusher is None:
