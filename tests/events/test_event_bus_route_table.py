@@ -49,7 +49,8 @@ def test_each_subscription_gets_exactly_what_its_filter_matches_in_order(bus: Ev
     filters = _filters()
     received = [_Ids() for _ in filters]
     for index, event_filter in enumerate(filters):
-        bus.subscribe(Subscription(filter=event_filter, handler=received[index].append_id, name=f"f{index}"))
+        bus.subscribe(Subscription(filter=event_filter, handler=received[index].append_id, name=f"f{index}",
+                                   fast_path=index % 2 == 0))  # the dispatcher's own routes, and batch workers
     events = [_event(t, s, a) for t, s, a in itertools.product(TYPES, SESSIONS, ACTORS)] * 2
     for event in events:
         bus.emit(event)
@@ -64,11 +65,13 @@ def test_the_route_table_follows_subscribe_and_unsubscribe(bus: EventBus) -> Non
     first: list[str] = []
     second: list[str] = []
     only_started = EventFilter(event_types=["turn.started"])
-    bus.subscribe(Subscription(filter=only_started, handler=lambda e: first.append(e.type), name="first"))
+    bus.subscribe(Subscription(filter=only_started, handler=lambda e: first.append(e.type), name="first",
+                               fast_path=True))
     bus.emit(_event("turn.started", "s1", Actor.USER))
     bus.emit(_event("turn.completed", "s1", Actor.AGENT))
     bus.flush()
-    handle = bus.subscribe(Subscription(filter=EventFilter(), handler=lambda e: second.append(e.type), name="all"))
+    handle = bus.subscribe(Subscription(filter=EventFilter(), handler=lambda e: second.append(e.type), name="all",
+                                        fast_path=True))
     bus.emit(_event("turn.started", "s1", Actor.USER))
     bus.emit(_event("turn.completed", "s1", Actor.AGENT))
     bus.flush()
@@ -95,12 +98,13 @@ def test_an_async_handler_holds_the_routes_after_it_and_the_next_event(bus: Even
     def failing_sync(event: Event) -> None:
         raise RuntimeError("boom")
 
-    bus.subscribe(Subscription(filter=EventFilter(), handler=lambda e: order.append(("before", e.id)), name="a"))
-    bus.subscribe(Subscription(filter=EventFilter(), handler=slow_async, name="b"))
-    bus.subscribe(Subscription(filter=EventFilter(), handler=failing_async, name="c"))
-    bus.subscribe(Subscription(filter=EventFilter(), handler=failing_sync, name="d"))
+    bus.subscribe(Subscription(filter=EventFilter(), handler=lambda e: order.append(("before", e.id)), name="a",
+                               fast_path=True))
+    bus.subscribe(Subscription(filter=EventFilter(), handler=slow_async, name="b", fast_path=True))
+    bus.subscribe(Subscription(filter=EventFilter(), handler=failing_async, name="c", fast_path=True))
+    bus.subscribe(Subscription(filter=EventFilter(), handler=failing_sync, name="d", fast_path=True))
     bus.subscribe(Subscription(filter=EventFilter(event_types=["turn.completed"]),
-                               handler=lambda e: order.append(("after", e.id)), name="e"))  # fmt: skip
+                               handler=lambda e: order.append(("after", e.id)), name="e", fast_path=True))  # fmt: skip
     events = [_event("turn.completed", "s1", Actor.AGENT), _event("turn.started", "s1", Actor.USER),
               _event("turn.completed", "s2", Actor.AGENT)]  # fmt: skip
     for event in events:
