@@ -138,3 +138,51 @@ def test_step_7_links_replay_sessions_from_their_titles_on_either_backend(db_loc
         assert [store.get_session(s).replay_of for s in (source, renamed, itself)] == [None, None, None]
         later = store.create_session("/w", replay_of=source)
         assert [r.id for r in store.replays_of(source)] == [replay, later.id]
+
+
+def _indexes(location: Path | str) -> set[str]:
+    """The database's index names, read without opening it through metis (which would migrate it)."""
+    if isinstance(location, Path):
+        import sqlite3
+
+        conn = sqlite3.connect(location)
+        try:
+            return {name for (name,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+        finally:
+            conn.close()
+    import psycopg
+
+    with psycopg.connect(location) as pg:
+        rows = pg.execute("SELECT indexname FROM pg_indexes WHERE schemaname = current_schema()").fetchall()
+    return {str(name) for (name,) in rows}
+
+
+def test_step_9_drops_the_two_unqueried_indexes_and_keeps_every_row_on_either_backend(
+    db_location: Path | str, tmp_path: Path
+) -> None:
+    """A database left at version 8 holds both indexes; step 9 drops them and nothing else changes."""
+    if isinstance(db_location, Path):
+        from metis_core.store.sqlite.connection import connect
+        from metis_core.store.sqlite.migrations import migrate
+
+        conn = connect(db_location)
+        migrate(conn, db_location, up_to=8)
+        conn.close()
+    else:
+        import psycopg
+
+        from metis_core.store.postgres.migrations import migrate as migrate_postgres
+
+        with psycopg.connect(db_location, autocommit=True) as pg:
+            migrate_postgres(pg, "test", up_to=8)
+    dropped = {"idx_events_parent", "idx_messages_session_created"}
+    before = _indexes(db_location)
+    assert dropped <= before
+    session_id, message_count = _fill(db_location, tmp_path)  # fills at version 9 (opening migrates)
+    assert _indexes(db_location) == before - dropped
+    assert database_status(db_location).version == SCHEMA_VERSION
+    with SessionStore(db_location) as sessions:
+        assert len(sessions.load_messages(session_id)) == message_count
+    with TraceStore(db_location) as trace:
+        assert len(trace.replay(session_id)) == 25
+        assert trace.detect_gaps() == []
