@@ -34,6 +34,23 @@ def _content_serializer() -> SchemaSerializer:
 
 
 _METADATA_SERIALIZER = MessageMetadata.__pydantic_serializer__
+_DEFAULT_METADATA = MessageMetadata()
+_DEFAULT_METADATA_FIELDS = dict(_DEFAULT_METADATA.__dict__)
+_DEFAULT_METADATA_JSON = orjson.dumps(_METADATA_SERIALIZER.to_python(_DEFAULT_METADATA, mode="json")).decode()
+"""The metadata column of a message whose metadata is all defaults (most of a request's history: its
+system and user messages), dumped once."""
+
+
+def _metadata_json(metadata: MessageMetadata) -> str:
+    """The metadata column: the dump of an all-defaults metadata (its fields equal to the defaults, no
+    extra field, the class itself) is always the same text, made once; any other is dumped."""
+    if (
+        type(metadata) is MessageMetadata
+        and not metadata.__pydantic_extra__
+        and metadata.__dict__ == _DEFAULT_METADATA_FIELDS
+    ):
+        return _DEFAULT_METADATA_JSON
+    return orjson.dumps(_METADATA_SERIALIZER.to_python(metadata, mode="json")).decode()
 
 
 def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
@@ -42,14 +59,15 @@ def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
     The two JSON columns are each dumped by their own field type's serializer, then orjson: what
     `message.model_dump(mode="json", include={"content", "metadata"})` gives for them, without the
     message-level dump's include filter and Python wrapper (~20 % fewer instructions for a gateway
-    call's three messages; `message_row_general` is that path, and tests hold the two equal)."""
+    call's three messages; `message_row_general` is that path, and tests hold the two equal). An
+    all-defaults metadata column is a constant (`_metadata_json`)."""
     fields = message.__dict__  # the model's storage: one lookup, not five through BaseModel's __getattr__ hook
     return (
         fields["id"],
         fields["session_id"],
         _ROLE_TEXT[fields["role"]],
         orjson.dumps(_content_serializer().to_python(fields["content"], mode="json")).decode(),
-        orjson.dumps(_METADATA_SERIALIZER.to_python(fields["metadata"], mode="json")).decode(),
+        _metadata_json(fields["metadata"]),
         to_us(fields["created_at"]),
         fields["schema_version"],
     )
