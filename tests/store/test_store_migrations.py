@@ -129,12 +129,11 @@ def test_a_fresh_file_is_stamped_with_every_step(tmp_path: Path) -> None:
             "idx_events_session_id",
             "idx_events_type_timestamp",
             "idx_events_turn",
+            "idx_events_parent",
             "idx_events_timestamp_us",
             "idx_sessions_parent",
             "idx_sessions_replay_of",
-            "idx_messages_session_id",
         } <= indexes
-        assert not indexes & {"idx_events_parent", "idx_messages_session_created"}  # step 9 dropped them
 
 
 def test_reopening_applies_nothing_twice(tmp_path: Path) -> None:
@@ -231,26 +230,3 @@ def test_a_held_write_lock_becomes_database_locked_naming_the_file(
             other.close()
         store.append_message(user_message("fine now", session_id=session.id))
         assert store.message_count(session.id) == 1
-
-
-def test_the_queries_the_dropped_indexes_could_serve_still_read_an_index(tmp_path: Path) -> None:
-    """Step 9 dropped `messages(session_id, created_at)` and `events(parent_event_id)`: the reads on
-    those columns' tables go through the indexes that stay, never a scan of the table or a sort."""
-    from metis_core.store.sqlite.sql import STATEMENTS
-
-    with SessionStore(tmp_path / "metis.db") as store:
-        conn = store._db.conn
-
-        def plan(sql: str) -> str:
-            rows = conn.execute(f"EXPLAIN QUERY PLAN {sql}", ("s", "x")[: sql.count("?")])
-            return " | ".join(row[-1] for row in rows)
-
-        messages = plan(f"{STATEMENTS.message_select} WHERE session_id = ? ORDER BY id")
-        assert "idx_messages_session_id" in messages and "TEMP B-TREE" not in messages
-        assert "idx_messages_session_id" in plan("SELECT MAX(id) FROM messages WHERE session_id = ?")
-        assert "idx_messages_session_id" in plan("SELECT COUNT(*) FROM messages WHERE session_id = ?")
-        replay = plan("SELECT * FROM events WHERE session_id = ? AND id > ? ORDER BY id")
-        assert "idx_events_session_id" in replay and "TEMP B-TREE" not in replay
-        assert "idx_events_turn" in plan("SELECT * FROM events WHERE turn_id = ?")
-        cause = plan("SELECT * FROM events WHERE id = ?")  # a parent is looked up by its own id
-        assert "sqlite_autoindex_events_1" in cause

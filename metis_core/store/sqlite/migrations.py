@@ -311,19 +311,6 @@ def _v8_gateway_key_scope(conn: sqlite3.Connection) -> None:
     )
 
 
-UNQUERIED_INDEXES = ("idx_events_parent", "idx_messages_session_created")
-"""Indexes no query of metis reads (docs/persistence.md "Version 9"); step 9 drops them."""
-
-
-def _v9_unqueried_indexes(conn: sqlite3.Connection) -> None:
-    """Drop two indexes no query uses, which every insert paid for (docs/persistence.md "Version 9"):
-    `events(parent_event_id)` (causes are looked up by their own id; the gap scan walks the session
-    index) and `messages(session_id, created_at)` (messages are read in id order since step 2's
-    `messages(session_id, id)`)."""
-    for name in UNQUERIED_INDEXES:
-        conn.execute(f"DROP INDEX IF EXISTS {name}")
-
-
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -333,7 +320,6 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("gateway_keys", _v6_gateway_keys),
     ("replay_sessions", _v7_replay_sessions),
     ("gateway_key_scope", _v8_gateway_key_scope),
-    ("unqueried_indexes", _v9_unqueried_indexes),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
