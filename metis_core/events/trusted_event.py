@@ -145,7 +145,7 @@ def make_trusted_event(
     return Event.built(
         session_id=session_id,
         turn_id=turn_id,
-        parent_event_id=parent.id if isinstance(parent, Event) else parent,
+        parent_event_id=parent.__dict__["id"] if isinstance(parent, Event) else parent,
         type=event_type,
         actor=actor if actor is not None else spec.default_actor,
         payload=built,

@@ -118,11 +118,16 @@ class CallRecord:
             last_user: Message | None = None
             has_images = has_tool_calls = False
             for message in self.request.messages:  # one pass over the history's blocks
-                if message.role is Role.USER:
+                fields = message.__dict__  # the model's storage: no trip through BaseModel's __getattr__ hook
+                if fields["role"] is Role.USER:
                     last_user = message
-                for block in message.content:
-                    has_images = has_images or isinstance(block, ImageBlock)
-                    has_tool_calls = has_tool_calls or isinstance(block, ToolUseBlock)
+                if has_images and has_tool_calls:
+                    continue
+                for block in fields["content"]:
+                    if isinstance(block, ImageBlock):
+                        has_images = True
+                    elif isinstance(block, ToolUseBlock):
+                        has_tool_calls = True
             self.turn = self.recorder.emit_trusted("turn.started", {
                 "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
                 "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
@@ -282,7 +287,8 @@ class CallRecord:
     def _write(self, final: Message | None) -> None:
         """On the writer thread: stage the session row, the inbound history and the answer for the batch."""
         for message in self.request.messages:
-            if message.role is Role.ASSISTANT and message.metadata.usage is not None:
+            fields = message.__dict__
+            if fields["role"] is Role.ASSISTANT and fields["metadata"].__dict__["usage"] is not None:
                 # The client's own history: a record of what it sent, not a call metis made or charged.
                 setattr(message.metadata, FROM_CLIENT, True)
                 message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
