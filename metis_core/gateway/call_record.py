@@ -29,7 +29,7 @@ from metis_core.events.payloads.llm import RequestOptions
 from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock, Usage
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -288,10 +288,11 @@ class CallRecord:
         """On the writer thread: stage the session row, the inbound history and the answer for the batch."""
         for message in self.request.messages:
             fields = message.__dict__
-            if fields["role"] is Role.ASSISTANT and fields["metadata"].__dict__["usage"] is not None:
+            usage: Usage | None = fields["metadata"].__dict__["usage"]
+            if fields["role"] is Role.ASSISTANT and usage is not None:
                 # The client's own history: a record of what it sent, not a call metis made or charged.
                 setattr(message.metadata, FROM_CLIENT, True)
-                message.metadata.usage.cost_usd, message.metadata.usage.pricing_version = Decimal(0), "client_history"
+                usage.cost_usd, usage.pricing_version = Decimal(0), "client_history"
         messages = [*self.request.messages, *self.produced, *([final] if final is not None else [])]
         self.writer.stage(StoredConversation(
             f"gateway:{self.key.id}", self.session_id, messages, active_model=self.model or None,
