@@ -35,7 +35,7 @@ ALLOWED_BLOCKS: dict[str, frozenset[str]] = {
 
 def message_violations(message: Message) -> list[str]:
     """Every §5.1/§5.3 rule the message breaks (empty when it is valid)."""
-    role = message.role.value
+    role: str = message.role._value_  # the member's own value: `.value` is a descriptor call (~1 µs), per message
     found: list[str] = []
     if role != "system" and not message.content:
         found.append(f"{role} message has no content blocks")
