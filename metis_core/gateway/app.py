@@ -72,6 +72,10 @@ class JsonAnswer(Response):
         self.status_code = status
         self.background = None
         self.body = body
+        if headers is None and status >= 200 and status not in (204, 304):  # every answer's case, written out
+            self.raw_headers = [(b"content-length", str(len(body)).encode("latin-1")),
+                                (b"content-type", b"application/json")]
+            return
         raw: list[tuple[bytes, bytes]] = [] if headers is None else [
             (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
         names = [name for name, _ in raw]

@@ -28,10 +28,15 @@ TOOL_USE_EXTRAS = "tool_use_extras"
 """provider_raw key: fields of a client tool_use beyond id/name/input (`caller` of programmatic calls)."""
 
 
+_TOOL_USE_FIELDS = frozenset({"type", "id", "name", "input"})
+
+
 def tool_use_extras(block: dict[str, Any]) -> dict[str, Any]:
     """Fields of a client tool_use beyond id, name and input; a `direct` caller is the default and
     streams alone echo it, so it is left out (a stream and a body then give the same message)."""
-    extras = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
+    if block.keys() <= _TOOL_USE_FIELDS:
+        return {}  # the usual block: nothing beyond them (checked in C, without a comprehension)
+    extras = {k: v for k, v in block.items() if k not in _TOOL_USE_FIELDS}
     if extras.get("caller") == {"type": "direct"}:
         del extras["caller"]
     return extras
