@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
@@ -103,8 +103,18 @@ def error_response(shape: InboundShape, status: int, kind: str, message: str,
     return json_response(shape.error_body(status, kind, message), status, headers)
 
 
+def declared_length(raw: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """`request.headers.get("content-length")` read from the ASGI scope's headers directly, as
+    Starlette's `Headers.get` reads it (the first one, names compared as sent, the value decoded as
+    latin-1), without building a `Headers` object on every call."""
+    for name, value in raw:
+        if name == b"content-length":
+            return value.decode("latin-1")
+    return None
+
+
 async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
+    declared = declared_length(request.scope["headers"])
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
     # The ASGI messages read here directly, as `Request.stream()` reads them, without its async generator.
