@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Callable
 
 _RANDOM_BITS = 80
+_time_ns = time.time_ns
 _RANDOM_MAX = (1 << _RANDOM_BITS) - 1
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -137,14 +138,18 @@ class UlidGenerator:
         monotonic step adds one to the random part, which changes only the last two characters 1,023
         times in 1,024: then the id is the kept 24-character prefix plus one lookup. A new millisecond
         is the time's characters and drawn ones; a carry encodes the random part from its value."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()  # not `with`: its bound __enter__/__exit__ cost ~1,100 instructions, a fifth of an id
+        try:
             clock = self._clock_ms  # `_now_ms` inlined: this runs for every event
-            now_ms = time.time_ns() // 1_000_000 if clock is None else clock()
+            now_ms = _time_ns() // 1_000_000 if clock is None else clock()
             if now_ms <= self._last_ms and self._tail < _TAIL_MAX:
                 self._tail += 1
                 return self._prefix + _PAIRS[self._tail]
             self._advance(now_ms)
             return self._prefix + _PAIRS[self._tail]
+        finally:
+            lock.release()
 
 
 class _RandomDraws:
