@@ -117,7 +117,7 @@ class FallbackChain:
     # --- planning ---------------------------------------------------------------------------
 
     def candidates(self) -> list[str]:
-        if self.health is None:
+        if self.health is None or len(self.members) == 1:  # one member is tried whatever its health says
             return list(self.members)
         healthy = [m for m in self.members if self.health.is_available(m)]
         return healthy or list(self.members)  # all benched: try anyway rather than refuse
