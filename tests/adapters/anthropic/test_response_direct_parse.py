@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 import pytest
+from compiled_build_marks import pure_only
 from fixture_files import wire_files
 from prechecked_reference import model_state, validating_in
 
@@ -33,6 +34,8 @@ from metis_core.errors import MalformedResponseError
 from metis_core.messages import Message, MessageStatus, RoutingDecisionRecord, RoutingMode, ToolDefinition
 from metis_core.models.pricing import PriceTable
 from metis_core.transport.wire import WireResponse
+
+pytestmark = pure_only("numbers tool ids by monkeypatching tool_ids, which compiled code does not see")
 
 MODEL = "anthropic:claude-sonnet-4-5"
 OFFERED = [ToolDefinition(name="get_weather", description="weather", input_schema={
