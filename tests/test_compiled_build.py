@@ -51,14 +51,15 @@ def test_the_wheel_runs_every_listed_module_compiled() -> None:
 @pytest.mark.skipif(not EXPECT_COMPILED, reason="the compiled wheel only (make test-compiled)")
 def test_compiled_classes_refuse_interpreted_subclasses_unless_marked() -> None:
     """What a compiled build changes for callers: a native class is final to interpreted code."""
+    from metis_core.adapters._common.tool_ids import ToolIdMap
     from metis_core.events.dispatch_worker import FlushBarrier
-    from metis_core.gateway.record_writer import RecordWriter
 
     class Barrier(FlushBarrier):  # marked allow_interpreted_subclasses: the bus extends it
         pass
 
+    class IdMap(ToolIdMap):
+        pass
+
     assert isinstance(Barrier(), FlushBarrier)
     with pytest.raises(TypeError, match="interpreted classes cannot inherit from compiled"):
-
-        class Writer(RecordWriter):
-            pass
+        IdMap()  # refused when an instance is made
