@@ -293,7 +293,7 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
     for name, rate in rates.items():
         failed = result.get("failures", {}).get(name, 0)
         notes = [f"{failed} failed requests"] if failed else []
-        if name == METIS:
+        if name == METIS and "build" in result:
             notes.append(f"build: {result['build']}")
         if name in result.get("catch_up", {}):
             lag = result["catch_up"][name]
@@ -305,7 +305,7 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
         figures.append(Figure(CASE, f"server CPU per request, {CONCURRENCY} concurrent clients", name, seconds * 1e3,
                               "ms", 1, floor=result["server_cpu"][FLOOR_NAME] * 1e3, is_floor=name == FLOOR_NAME,
                               note=f"all threads of the server's {WORKERS} workers and supervisor, from /proc"
-                              + (f"; build: {result['build']}" if name == METIS else "")))
+                              + (f"; build: {result['build']}" if name == METIS and "build" in result else "")))
     if LITELLM in rates:
         figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
                               rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,
