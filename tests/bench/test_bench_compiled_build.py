@@ -5,8 +5,13 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
-from bench.compiled_build import loaded_build
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.compiled_build import loaded_build  # noqa: E402
 
 
 def test_a_process_without_the_compiled_library_mapped_runs_pure_python() -> None:
