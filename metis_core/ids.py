@@ -17,6 +17,7 @@ from collections.abc import Callable
 from mypy_extensions import mypyc_attr
 
 _RANDOM_BITS = 80
+_time_ns = time.time_ns
 _RANDOM_MAX = (1 << _RANDOM_BITS) - 1
 
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -45,6 +46,11 @@ class UlidGenerator:
     If the 80-bit random part would overflow inside one millisecond (after ~2^79 ids), the
     generator moves to the next millisecond instead of failing as the spec's reference does:
     ids stay unique and strictly increasing, and the clock catches up within a millisecond.
+
+    The last id is kept as text: its first 24 characters (`_prefix`) and its low 10 bits (`_tail`,
+    its last two characters). The default randomness is drawn as text too (`_RandomDraws.text`): a
+    new millisecond's id is then the time's 10 characters and 16 drawn ones, with no arithmetic on
+    the random part; its value is read back from the text only when a carry or `new_int` needs it.
     """
 
     def __init__(
@@ -54,11 +60,14 @@ class UlidGenerator:
     ) -> None:
         self._clock_ms = clock_ms
         """None: the wall clock, read inline (a call to a function of our own costs ~10 % of an id)."""
-        # Start below 2^79 so that many increments fit in one millisecond.
-        self._random_bits = random_bits or _RandomDraws().next
+        self._draws = _RandomDraws() if random_bits is None else None
+        """The default randomness, drawn as text (79 bits: the first character is below 16, so that
+        many increments fit in one millisecond); None when the caller gives `random_bits`."""
+        self._random_bits = random_bits
         self._lock = threading.Lock()
         self._last_ms = -1
-        self._last_random = 0
+        self._high: int | None = 0
+        """The last id's random part but its low 10 bits; None: not read back from `_prefix` yet."""
         self._prefix = ""
         """The last id's first 24 characters: its time and random part but the low 10 bits."""
         self._clock_head: tuple[int, str] = (-1, "")
@@ -70,31 +79,56 @@ class UlidGenerator:
         clock = self._clock_ms
         return time.time_ns() // 1_000_000 if clock is None else clock()
 
-    def _step(self, now_ms: int) -> int:
-        """The next id's value, its text's prefix and tail kept; called under the lock."""
+    def _random_value(self) -> int:
+        """The last id's 80-bit random part."""
+        high = self._high
+        if high is None:
+            high = self._high = int(self._prefix[10:].translate(_TO_BASE32_DIGITS), 32)
+        return (high << 10) | self._tail
+
+    def _advance(self, now_ms: int) -> None:
+        """Move to the next id: a later millisecond draws fresh randomness; the same one (or a clock
+        that stepped back) keeps the last time and steps the random part by one. Under the lock."""
         if now_ms > self._last_ms:
-            self._last_ms = now_ms
-            self._last_random = self._random_bits()
-        else:  # same millisecond, or the clock stepped back: keep the last time, step by one
-            self._last_random += 1
-            if self._last_random > _RANDOM_MAX:
+            ms = self._last_ms = now_ms
+            draws = self._draws
+            if draws is not None:
+                drawn = draws.text()
+                random_head = drawn[:14]
+                self._tail = _PAIR_VALUES[drawn[14:]]
+                self._high = None
+            else:
+                random_head = self._encoded_random(self._random_bits())  # type: ignore[misc]
+        elif self._tail < _TAIL_MAX:
+            self._tail += 1
+            return
+        else:  # a carry past the last two characters
+            value = self._random_value() + 1
+            if value > _RANDOM_MAX:
                 self._last_ms += 1
-                self._last_random = 0
-        ms, r = self._last_ms, self._last_random
-        pairs = _PAIRS
-        if ms >> 10 != self._clock_head[0]:  # the time's first 8 characters change once a second
-            self._clock_head = (ms >> 10, pairs[ms >> 40] + pairs[(ms >> 30) & 0x3FF] + pairs[(ms >> 20) & 0x3FF]
-                                + pairs[(ms >> 10) & 0x3FF])
-        # written out, not a loop: a comprehension is a function call of its own in Python 3.11
-        self._prefix = (self._clock_head[1] + pairs[ms & 0x3FF] + pairs[r >> 70] + pairs[(r >> 60) & 0x3FF]
-                        + pairs[(r >> 50) & 0x3FF] + pairs[(r >> 40) & 0x3FF] + pairs[(r >> 30) & 0x3FF]
-                        + pairs[(r >> 20) & 0x3FF] + pairs[(r >> 10) & 0x3FF])
-        self._tail = r & _TAIL_MAX
-        return (ms << _RANDOM_BITS) | r
+                value = 0
+            ms = self._last_ms
+            random_head = self._encoded_random(value)
+        head = self._clock_head
+        if ms >> 10 != head[0]:  # the time's first 8 characters change once a second
+            pairs = _PAIRS
+            head = self._clock_head = (ms >> 10, pairs[ms >> 40] + pairs[(ms >> 30) & 0x3FF]
+                                       + pairs[(ms >> 20) & 0x3FF] + pairs[(ms >> 10) & 0x3FF])
+        self._prefix = head[1] + _PAIRS[ms & 0x3FF] + random_head
+
+    def _encoded_random(self, value: int) -> str:
+        """Keep `value` as the random part: its low 10 bits as `_tail`, the 14 characters before them returned."""
+        self._tail = value & _TAIL_MAX
+        high = self._high = value >> 10
+        pairs = _PAIRS  # written out, not a loop: a comprehension is a function call of its own in Python 3.11
+        return (pairs[high >> 60] + pairs[(high >> 50) & 0x3FF] + pairs[(high >> 40) & 0x3FF]
+                + pairs[(high >> 30) & 0x3FF] + pairs[(high >> 20) & 0x3FF] + pairs[(high >> 10) & 0x3FF]
+                + pairs[high & 0x3FF])
 
     def new_int(self) -> int:
         with self._lock:
-            return self._step(self._now_ms())
+            self._advance(self._now_ms())
+            return (self._last_ms << _RANDOM_BITS) | self._random_value()
 
     def forget_last(self) -> None:
         """Start the next id from fresh randomness (in a forked child: its parent's last id is not its own)."""
@@ -102,36 +136,46 @@ class UlidGenerator:
         self._last_ms = -1
 
     def new(self) -> str:
-        """`encode_ulid(self.new_int())`, made from the last id's text where it can be. Within one
-        millisecond the monotonic step adds one to the random part, which changes only the last two
-        characters 1,023 times in 1,024: then the id is the kept 24-character prefix plus one lookup.
-        A new millisecond, or a carry past those two characters, encodes the whole id."""
-        with self._lock:
+        """`encode_ulid(self.new_int())`, made from the last id's text. Within one millisecond the
+        monotonic step adds one to the random part, which changes only the last two characters 1,023
+        times in 1,024: then the id is the kept 24-character prefix plus one lookup. A new millisecond
+        is the time's characters and drawn ones; a carry encodes the random part from its value."""
+        lock = self._lock
+        lock.acquire()  # not `with`: its bound __enter__/__exit__ cost ~1,100 instructions, a fifth of an id
+        try:
             clock = self._clock_ms  # `_now_ms` inlined: this runs for every event
-            now_ms = time.time_ns() // 1_000_000 if clock is None else clock()
+            now_ms = _time_ns() // 1_000_000 if clock is None else clock()
             if now_ms <= self._last_ms and self._tail < _TAIL_MAX:
                 self._tail += 1
-                self._last_random += 1
                 return self._prefix + _PAIRS[self._tail]
-            self._step(now_ms)
+            self._advance(now_ms)
             return self._prefix + _PAIRS[self._tail]
+        finally:
+            lock.release()
 
 
 @mypyc_attr(native_class=False)  # compiled (setup.py), a native class could not sit in _LIVE_DRAWS' WeakSet
 class _RandomDraws:
-    """79-bit draws from os.urandom, read 64 draws at a time: one system call where there were 64 (each
-    new millisecond draws once). Called under the generator's lock, so the buffer needs none of its own."""
+    """Random parts from os.urandom, read 64 draws at a time: one system call where there were 64 (each
+    new millisecond draws once). Called under the generator's lock, so the buffers need none of their own.
 
-    __slots__ = ("__weakref__", "buffer", "offset")
+    `text()` draws a random part as its 16 Crockford characters: each random byte's low 5 bits pick one
+    (256 is a multiple of 32, so every character is equally likely), and the first is kept below 16 (79
+    bits, as `next()` draws). `next()` draws one as an int (callers who want the value)."""
+
+    __slots__ = ("__weakref__", "buffer", "chars", "chars_offset", "offset")
 
     def __init__(self) -> None:
         self.buffer = b""
         self.offset = 0
+        self.chars = ""
+        self.chars_offset = 0
         _LIVE_DRAWS.add(self)
 
     def forget(self) -> None:
         """Drop the draws read so far (a forked child must not reuse its parent's)."""
         self.buffer, self.offset = b"", 0
+        self.chars, self.chars_offset = "", 0
 
     def next(self) -> int:
         if self.offset >= len(self.buffer):
@@ -139,6 +183,24 @@ class _RandomDraws:
         start = self.offset
         self.offset = start + 10
         return int.from_bytes(self.buffer[start:start + 10], "big") >> 1
+
+    def text(self) -> str:
+        start = self.chars_offset
+        if start >= len(self.chars):
+            self.chars, start = os.urandom(1024).translate(_BYTE_CHARS).decode("ascii"), 0
+        self.chars_offset = start + 16
+        chars = self.chars
+        return _BELOW_16[chars[start]] + chars[start + 1:start + 16]
+
+
+_BYTE_CHARS = bytes(ord(_CROCKFORD[byte & 31]) for byte in range(256))
+"""A byte's Crockford character, by its low 5 bits (`bytes.translate` table)."""
+_BELOW_16 = {char: _CROCKFORD[index & 15] for index, char in enumerate(_CROCKFORD)}
+"""A character's value's low 4 bits, as a character: the first of a 79-bit random part."""
+_PAIR_VALUES = {pair: value for value, pair in enumerate(_PAIRS)}
+"""Two characters' 10-bit value."""
+_TO_BASE32_DIGITS = str.maketrans(_CROCKFORD, "0123456789ABCDEFGHIJKLMNOPQRSTUV")
+"""Crockford characters to the digits `int(text, 32)` reads."""
 
 
 _LIVE_DRAWS: weakref.WeakSet[_RandomDraws] = weakref.WeakSet()
@@ -156,9 +218,10 @@ _default = UlidGenerator()
 os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
-def new_ulid() -> str:
-    """A 26-character ULID, strictly greater than every ULID this process made before."""
-    return _default.new()
+new_ulid: Callable[[], str] = _default.new
+"""A 26-character ULID, strictly greater than every ULID this process made before: the process's
+generator's own `new`, bound once (a wrapper function was one more frame for each of the ~7 ids a
+gateway call makes). `forget_last` keeps the generator object, so the binding survives a fork."""
 
 
 def _parse(value: str) -> int:
@@ -179,11 +242,11 @@ def ulid_to_int(ulid: str) -> int:
 
 
 def new_tool_use_id() -> str:
-    return TOOL_USE_PREFIX + new_ulid()
+    return TOOL_USE_PREFIX + _default.new()
 
 
 def new_session_id() -> str:
-    return SESSION_PREFIX + new_ulid()
+    return SESSION_PREFIX + _default.new()
 
 
 def is_ulid(value: str) -> bool:

@@ -121,3 +121,34 @@ def test_new_from_the_kept_prefix_matches_the_whole_encoding_across_carries_and_
     made = [fast.new() if i % 997 else encode_ulid(fast.new_int()) for i in range(5_000)]
     assert made == [encode_ulid(plain.new_int()) for _ in range(5_000)]
     assert all(a < b for a, b in pairwise(made))
+
+
+def test_text_draws_are_crockford_79_bit_and_fresh() -> None:
+    from metis_core.ids import _RandomDraws
+
+    draws = _RandomDraws()
+    texts = [draws.text() for _ in range(200)]  # a little over three buffers of 64
+    assert all(len(t) == 16 and set(t) <= set("0123456789ABCDEFGHJKMNPQRSTVWXYZ") for t in texts)
+    assert all(t[0] in "0123456789ABCDEF" for t in texts)  # 79 bits: room for increments
+    assert len(set(texts)) == len(texts)
+    assert len({t[1] for t in texts}) > 16  # later characters use the whole alphabet
+
+
+def test_default_randomness_steps_by_one_within_a_millisecond_across_carries() -> None:
+    # The default generator keeps a new millisecond's random part as drawn text; a carry (every
+    # 1,024 ids) and `new_int` read its value back. Every id in one millisecond is the last plus one.
+    gen = UlidGenerator(clock_ms=lambda: 1_700_000_000_000)
+    made = [gen.new() if i % 997 else encode_ulid(gen.new_int()) for i in range(5_000)]
+    values = [int(ULID.from_str(u)) for u in made]
+    assert all(b == a + 1 for a, b in pairwise(values))
+    assert all(ulid_timestamp_ms(u) == 1_700_000_000_000 for u in made)
+    assert values[0] & ((1 << 80) - 1) < 1 << 79
+
+
+def test_default_randomness_draws_afresh_each_millisecond() -> None:
+    ticks = iter(range(1_000, 1_200))
+    gen = UlidGenerator(clock_ms=lambda: next(ticks))
+    made = [gen.new() for _ in range(200)]
+    assert made == sorted(made) and len({u[10:] for u in made}) == 200
+    assert [ulid_timestamp_ms(u) for u in made] == list(range(1_000, 1_200))
+    assert all(encode_ulid(int(ULID.from_str(u))) == u for u in made)

@@ -15,7 +15,7 @@ import contextlib
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
@@ -41,6 +41,7 @@ from metis_core.errors import (
 )
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
+from metis_core.gateway.disconnect_watch import DisconnectWatcher
 from metis_core.gateway.key_check import presented_token
 from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
@@ -72,6 +73,10 @@ class JsonAnswer(Response):
         self.status_code = status
         self.background = None
         self.body = body
+        if headers is None and status >= 200 and status not in (204, 304):  # every answer's case, written out
+            self.raw_headers = [(b"content-length", str(len(body)).encode("latin-1")),
+                                (b"content-type", b"application/json")]
+            return
         raw: list[tuple[bytes, bytes]] = [] if headers is None else [
             (k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
         names = [name for name, _ in raw]
@@ -99,8 +104,18 @@ def error_response(shape: InboundShape, status: int, kind: str, message: str,
     return json_response(shape.error_body(status, kind, message), status, headers)
 
 
+def declared_length(raw: Iterable[tuple[bytes, bytes]]) -> str | None:
+    """`request.headers.get("content-length")` read from the ASGI scope's headers directly, as
+    Starlette's `Headers.get` reads it (the first one, names compared as sent, the value decoded as
+    latin-1), without building a `Headers` object on every call."""
+    for name, value in raw:
+        if name == b"content-length":
+            return value.decode("latin-1")
+    return None
+
+
 async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
-    declared = request.headers.get("content-length")
+    declared = declared_length(request.scope["headers"])
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
     # The ASGI messages read here directly, as `Request.stream()` reads them, without its async generator.
@@ -133,47 +148,6 @@ async def client_gone(receive: Receive) -> None:
     """Returns when the client disconnects (the request body has been read: nothing else can come)."""
     while (await receive())["type"] != "http.disconnect":
         continue
-
-
-class DisconnectWatcher:
-    """Cancels the task that made it when the client disconnects (the request body has been read:
-    nothing else can come); `stop()` ends the watch and says whether it fired. The cancel it sent is
-    taken back (`Task.uncancel`), so the task goes on to answer 499 as if nothing had cancelled it.
-
-    The watch is a task of `receive()` itself with a done callback, not a coroutine looping over it:
-    one frame fewer to start and to unwind when `stop()` cancels it (once per call)."""
-
-    __slots__ = ("fired", "receive", "task", "watch")
-
-    def __init__(self, receive: Receive) -> None:
-        loop = asyncio.get_running_loop()
-        self.task = asyncio.current_task(loop)
-        self.fired = False
-        self.receive = receive
-        self.watch: asyncio.Task[Any] = loop.create_task(receive())  # type: ignore[arg-type]
-        self.watch.add_done_callback(self._heard)
-
-    def _heard(self, watch: asyncio.Task[Any]) -> None:
-        if watch.cancelled() or watch.exception() is not None or watch is not self.watch:
-            return  # stopped; or the server failed to say (nothing to cancel for)
-        if watch.result()["type"] != "http.disconnect":  # as client_gone(): not the end, listen on
-            self.watch = asyncio.get_running_loop().create_task(self.receive())  # type: ignore[arg-type]
-            self.watch.add_done_callback(self._heard)
-            return
-        self.fired = True
-        if self.task is not None:
-            self.task.cancel()
-
-    def stop(self) -> bool:
-        """Stop watching; True when the client left (and this task was cancelled for it)."""
-        if not self.fired:
-            watch = self.watch
-            watch.remove_done_callback(self._heard)  # cheaper than a callback scheduled only to return
-            watch.cancel()
-            return False
-        if self.task is not None:
-            self.task.uncancel()
-        return True
 
 
 class DisconnectAwareStream(StreamingResponse):

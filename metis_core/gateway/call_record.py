@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from decimal import Decimal
 from operator import attrgetter
 from typing import TYPE_CHECKING, Any
@@ -94,18 +93,18 @@ class CallRecord:
         except Exception:  # the answer has left; a failed record is logged, never raised
             log.exception("gateway call %s: recording failed", self.session_id)
 
-    @contextmanager
-    def _one_job(self) -> Iterator[None]:
-        """What a call's ending submits inside (its last events, its conversation) goes to the writer as
-        one job, each piece still guarded on its own: one queue round per call's end, not three."""
+    def _job_begun(self) -> list[Callable[[], object]]:
+        """What a call's ending submits from here to `_job_ended` (its last events, its conversation) goes
+        to the writer as one job, each piece still guarded on its own: one queue round per call's end, not
+        three. (A try/finally in each ending, not a @contextmanager: no generator per call.)"""
         works: list[Callable[[], object]] = []
         self._ending = works
-        try:
-            yield
-        finally:
-            self._ending = None
-            if works:
-                self.writer.submit(lambda: self._guarded_each(works))
+        return works
+
+    def _job_ended(self, works: list[Callable[[], object]]) -> None:
+        self._ending = None
+        if works:
+            self.writer.submit(lambda: self._guarded_each(works))
 
     def _guarded_each(self, works: list[Callable[[], object]]) -> None:
         for work in works:
@@ -195,10 +194,13 @@ class CallRecord:
     def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
         self._stamp(final)
-        with self._one_job():
+        works = self._job_begun()
+        try:
             self.call_completed(final, alerts)
             self._turn_completed(final, None)
             self._persist(final)
+        finally:
+            self._job_ended(works)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
@@ -236,15 +238,21 @@ class CallRecord:
         usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
         cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
         self._stamp(answer)
-        with self._one_job():
+        works = self._job_begun()
+        try:
             self._turn_completed(answer, error)
             self._persist(None if self.produced else answer)
+        finally:
+            self._job_ended(works)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""
-        with self._one_job():
+        works = self._job_begun()
+        try:
             self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
             self._persist(None)
+        finally:
+            self._job_ended(works)
 
     def cancelled(self, partial: Message | None, why: str) -> None:
         """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is

@@ -35,7 +35,7 @@ ALLOWED_BLOCKS: dict[str, frozenset[str]] = {
 
 def message_violations(message: Message) -> list[str]:
     """Every §5.1/§5.3 rule the message breaks (empty when it is valid)."""
-    role = message.role.value
+    role: str = message.role._value_  # the member's own value: `.value` is a descriptor call (~1 µs), per message
     found: list[str] = []
     if role != "system" and not message.content:
         found.append(f"{role} message has no content blocks")
@@ -60,7 +60,8 @@ def message_violations(message: Message) -> list[str]:
                         f"tool_result answers {block.tool_use_id} but parent_tool_use_id is "
                         f"{meta.parent_tool_use_id}"
                     )
-    if role == "assistant":
+    if role == "assistant" and (meta.model is None or meta.provider is None or meta.routing is None
+                                or meta.usage is None):  # read directly: no loop of getattr per answer
         for field in ("model", "provider", "routing", "usage"):
             if getattr(meta, field) is None:
                 found.append(f"complete assistant message has no metadata.{field}")

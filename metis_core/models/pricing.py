@@ -12,8 +12,9 @@ from __future__ import annotations
 import bisect
 import fnmatch
 import logging
+import time
 from collections.abc import Callable, Mapping
-from datetime import date
+from datetime import date, datetime, timedelta
 from decimal import Context, Decimal
 from functools import lru_cache
 from pathlib import Path
@@ -50,20 +51,72 @@ USER_PRICING_SUFFIX = "+user"
 class TokenRates(PlainValue):
     """USD per single token, for each kind of token."""
 
-    __slots__ = RATE_KINDS
+    __slots__ = (*RATE_KINDS, "scaled")
     input: Decimal
     output: Decimal
     cache_read: Decimal
     cache_write: Decimal
     reasoning: Decimal
+    scaled: tuple[int, int, int, int, int, int] | None
+    """Derived from the five rates: (exponent, then each rate's integer at that common exponent, in
+    RATE_KINDS order), for `ModelPrice.cost_of`'s integer path; None when a rate is negative or not finite."""
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal, cache_write: Decimal,
                  reasoning: Decimal) -> None:
-        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning)
+        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning,
+                     scaled=_scaled((input, output, cache_read, cache_write, reasoning)))
 
     @classmethod
     def per_token(cls, rates: Rates) -> TokenRates:
         return cls(*(rates.rate(kind) / _PER_TOKEN for kind in RATE_KINDS))
+
+
+def _scaled(rates: tuple[Decimal, ...]) -> tuple[int, int, int, int, int, int] | None:
+    """(common exponent, each rate as an integer at it), or None for a negative or non-finite rate."""
+    parts = [rate.as_tuple() for rate in rates]
+    if any(part.sign or not isinstance(part.exponent, int) for part in parts):
+        return None
+    exponent = min(int(part.exponent) for part in parts)
+    ints = [int("".join(map(str, part.digits))) * 10 ** (int(part.exponent) - exponent) for part in parts]
+    return exponent, ints[0], ints[1], ints[2], ints[3], ints[4]
+
+
+class _LocalDay:
+    """`date.today()` read from the clock once per local day: the day, with the span of clock times it
+    covers (local midnight to the next, DST included) and the time zone it was read in, replaced as
+    one tuple. A clock outside the span (the next day, or a clock set back) or a zone changed by
+    `time.tzset()` reads the day again. `date.today()` converts to local time on every call
+    (~5,800 instructions, a fifth of costing a call); this is one clock read and two comparisons."""
+
+    __slots__ = ("kept",)
+
+    def __init__(self) -> None:
+        self.kept: tuple[float, float, object, date] = (0.0, 0.0, None, date.min)
+
+    def today(self) -> date:
+        now = time.time()
+        start, end, zone, day = self.kept
+        if start <= now < end and zone is time.tzname:
+            return day
+        zone = time.tzname
+        day = date.fromtimestamp(now)
+        start = datetime.combine(day, datetime.min.time()).timestamp()
+        end = datetime.combine(day + timedelta(days=1), datetime.min.time()).timestamp()
+        if not start <= now < end:  # a clock or zone moved in between: no span kept, read again next time
+            self.kept = (0.0, 0.0, None, date.min)
+            return day
+        self.kept = (start, end, zone, day)
+        return day
+
+
+local_today = _LocalDay().today
+"""Today's local date, as `date.today()` gives it (a named fast path, docs/gateway.md "What it costs")."""
+
+
+_EXACT_BELOW = 10**28
+"""A cost whose integer at the rates' common exponent is below this has at most 28 digits, the default
+context's precision: then every product and sum of the Decimal form is exact too (all terms are
+non-negative, so none exceeds the total), and both forms give the same value."""
 
 
 class ModelPrice(PlainValue):
@@ -107,6 +160,15 @@ class ModelPrice(PlainValue):
             rates = self.long_context_rates
         output = usage.output_tokens
         reasoning = min(usage.reasoning_tokens, output)
+        scaled = rates.scaled
+        if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
+            counts = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
+                      usage.cache_creation_input_tokens, reasoning)
+            if min(counts) >= 0:
+                total = (scaled[1] * counts[0] + scaled[2] * counts[1] + scaled[3] * counts[2]
+                         + scaled[4] * counts[3] + scaled[5] * counts[4])
+                if total < _EXACT_BELOW:  # exact in both forms: the same value, normalized the same
+                    return Decimal(total, _ARITHMETIC).scaleb(scaled[0], _ARITHMETIC).normalize(_ARITHMETIC)
         add, times = _ARITHMETIC.add, _ARITHMETIC.multiply  # (a * b + c * d ...) under the default settings
         cost = add(
             add(add(times(rates.input, usage.input_tokens), times(rates.cache_read, usage.cached_input_tokens)),
@@ -219,7 +281,7 @@ class PriceTable:
 
     def price_for(self, model_id: str, at: date | None = None) -> ModelPrice | None:
         """The price in force on `at` (default today), or None when the model has none."""
-        index = bisect.bisect_right(self._dates, at or date.today()) - 1
+        index = bisect.bisect_right(self._dates, at or local_today()) - 1
         if index < 0:
             return None
         key = (model_id, index)

@@ -83,7 +83,11 @@ every attempt (~3x the time of this copy, which is what it does: each field pass
 
 def member_options(base: AdapterOptions, model: str, settings: MemberSettings | None) -> AdapterOptions:
     """The base options for `model` (a copy: `dataclasses.replace(base, model=model)`), with that
-    member's own settings laid over them."""
+    member's own settings laid over them; `base` itself when it is already `model`'s and the member
+    has no settings (a named fast path, docs/gateway.md "What it costs": the copy would equal it, and
+    nothing along a call changes the options it is given; a gateway call's one member is this case)."""
+    if settings is None and base.model == model:
+        return base
     options = AdapterOptions(model, *_OTHER_OPTIONS(base))
     if settings is None:
         return options
@@ -113,7 +117,7 @@ class FallbackChain:
     # --- planning ---------------------------------------------------------------------------
 
     def candidates(self) -> list[str]:
-        if self.health is None:
+        if self.health is None or len(self.members) == 1:  # one member is tried whatever its health says
             return list(self.members)
         healthy = [m for m in self.members if self.health.is_available(m)]
         return healthy or list(self.members)  # all benched: try anyway rather than refuse

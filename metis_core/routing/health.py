@@ -78,11 +78,13 @@ class HealthTracker:
     # --- queries ----------------------------------------------------------------------------
 
     def is_available(self, model: str) -> bool:
-        now = self._clock()
         provider = self._providers.get(parse_model_id(model).provider)
+        state = self._models.get(model)
+        if (provider is None or provider.bench is None) and (state is None or state.bench is None):
+            return True  # nothing benched: no clock to read (every call asks)
+        now = self._clock()
         if provider and provider.bench and provider.bench.until > now:
             return False
-        state = self._models.get(model)
         return not (state and state.bench and state.bench.until > now)
 
     def benched_until(self, model: str) -> float | None:
@@ -104,15 +106,18 @@ class HealthTracker:
     # --- updates ----------------------------------------------------------------------------
 
     def record_success(self, model: str) -> None:
-        now = self._clock()
         provider_key = parse_model_id(model).provider
-        state = self._models.setdefault(model, _ModelState())
+        state = self._models.get(model)
+        if state is None:  # not setdefault: no state made and thrown away on every call after the first
+            state = self._models[model] = _ModelState()
+        provider = self._providers.get(provider_key)
+        # the clock only for a recovery to report (every call succeeds through here)
+        now = self._clock() if state.bench is not None or (provider is not None and provider.bench is not None) else 0.0
         if state.bench is not None:
             self._emit_recovered(provider_key, "model_specific", [model], now - state.bench.since)
         state.consecutive_failures = 0
         state.bench_count = 0
         state.bench = None
-        provider = self._providers.get(provider_key)
         if provider is not None:
             if provider.bench is not None:
                 self._emit_recovered(provider_key, "provider_wide", provider.bench.models, now - provider.bench.since)

@@ -33,6 +33,11 @@ CHUNK_BYTES = 16 * 1024
 (a stream already complete upstream, replayed at once) would then be translated whole before its
 first event goes on; httpx read 64 KiB at a time."""
 
+_NO_CONTENT_TYPE = ("Content-Type",)
+"""Like httpx, no content type the caller did not give: skipped per request, only where the headers
+lack one (given in the lower case metis's clients write it; any other spelling is skipped too, to no
+effect). A session-wide skip made aiohttp copy and extend the headers on every request."""
+
 _FAILURES = (aiohttp.ClientError, TimeoutError)
 """What a request can raise besides cancellation: aiohttp's errors and its timeouts."""
 
@@ -119,8 +124,7 @@ class OwnedAsyncClient:
                                              keepalive_timeout=DEFAULT_LIMITS.keepalive_expiry or 0)
             session = self._sessions[loop] = aiohttp.ClientSession(
                 connector=connector, timeout=self._default_timeout,
-                cookie_jar=aiohttp.CookieJar(unsafe=True),  # like httpx: cookies from IP hosts too (local servers)
-                skip_auto_headers=("Content-Type",))  # like httpx: no content type the caller did not give
+                cookie_jar=aiohttp.CookieJar(unsafe=True))  # like httpx: cookies from IP hosts too (local servers)
         return session
 
     def _shut_sessions_of_closed_loops(self) -> None:
@@ -142,11 +146,15 @@ class OwnedAsyncClient:
                    timeout: float | httpx.Timeout | None, provider: str) -> WireResponse:
         failure: NetworkError | None = None
         target, proxy = self._target(url)
-        try:
-            async with self._session().request(
-                    method, target, data=body or None, headers=headers, proxy=proxy, allow_redirects=False,
-                    timeout=self._default_timeout if timeout is None else self._timeout(timeout)) as response:
+        try:  # read and released as the floor's `session.post` is, not through `async with` (two coroutines less)
+            response = await self._session().request(
+                method, target, data=body or None, headers=headers, proxy=proxy, allow_redirects=False,
+                timeout=self._default_timeout if timeout is None else self._timeout(timeout),
+                skip_auto_headers=None if "content-type" in headers else _NO_CONTENT_TYPE)
+            try:
                 content = await response.read()
+            finally:
+                response.release()  # back to the pool when read to the end, closed otherwise
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
@@ -159,8 +167,9 @@ class OwnedAsyncClient:
         failure: NetworkError | None = None
         target, proxy = self._target(url)
         try:
-            response = await self._session().request(method, target, data=body or None, headers=headers, proxy=proxy,
-                                                     timeout=self._timeout(timeout), allow_redirects=False)
+            response = await self._session().request(
+                method, target, data=body or None, headers=headers, proxy=proxy, timeout=self._timeout(timeout),
+                allow_redirects=False, skip_auto_headers=None if "content-type" in headers else _NO_CONTENT_TYPE)
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:

@@ -1,4 +1,4 @@
-"""DisconnectWatcher: a task of `receive()` itself with a done callback, as the looping coroutine was.
+"""DisconnectWatcher: `receive()` stepped on its futures (or a Task of it), as the looping coroutine was.
 
 It listens on past anything but `http.disconnect`, fires only on a disconnect, and a `receive` that
 fails leaves the call alone (nothing to cancel for) and no task behind.
@@ -7,6 +7,7 @@ fails leaves the call alone (nothing to cancel for) and no task behind.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 from starlette.requests import Request
@@ -79,3 +80,116 @@ def test_a_stopped_watch_is_cancelled_and_fires_nothing_after() -> None:
         return stopped, watcher.fired, len(asyncio.all_tasks()) - 1
 
     assert asyncio.run(scenario()) == (False, False, 0)
+
+
+class EventReceive:
+    """A receive() as uvicorn's: after the body, it waits on an asyncio.Event until the client leaves."""
+
+    def __init__(self, *, needs_a_task: bool = False, bare_yield: bool = False) -> None:
+        self.left = asyncio.Event()
+        self.needs_a_task = needs_a_task
+        self.bare_yield = bare_yield
+        self.calls = 0
+
+    async def __call__(self) -> dict[str, Any]:
+        self.calls += 1
+        if self.bare_yield:
+            await asyncio.sleep(0)
+        await self.left.wait()
+        if self.needs_a_task and asyncio.current_task() is None:
+            raise RuntimeError("no current task")  # what a receive built on task-scoped primitives would do
+        return {"type": "http.disconnect"}
+
+
+def test_a_receive_waiting_on_futures_is_stepped_without_a_task_and_fires() -> None:
+    async def scenario() -> tuple[bool, bool, bool, int, bool]:
+        receive = EventReceive()
+
+        async def work() -> str:
+            await asyncio.sleep(10)
+            return "never"
+
+        task = asyncio.current_task()
+        watcher = DisconnectWatcher(receive)  # type: ignore[arg-type]
+        stepped = watcher.stepped is not None and watcher.watch is None and len(asyncio.all_tasks()) == 1
+        asyncio.get_running_loop().call_later(0.01, receive.left.set)
+        with contextlib.suppress(asyncio.CancelledError):
+            await work()
+        fired = watcher.stop()
+        return stepped, fired, watcher.fired, receive.calls, task is not None and task.cancelling() == 0
+
+    assert asyncio.run(scenario()) == (True, True, True, 1, True)
+
+
+def test_a_stopped_stepped_watch_closes_its_receive_and_leaves_no_waiter() -> None:
+    async def scenario() -> tuple[bool, int, bool, int]:
+        receive = EventReceive()
+        watcher = DisconnectWatcher(receive)  # type: ignore[arg-type]
+        waiting = len(receive.left._waiters)  # type: ignore[attr-defined]
+        stopped = watcher.stop()
+        receive.left.set()
+        await asyncio.sleep(0.01)
+        return stopped, waiting, watcher.fired, len(receive.left._waiters)  # type: ignore[attr-defined]
+
+    assert asyncio.run(scenario()) == (False, 1, False, 0)
+
+
+def test_what_cannot_be_stepped_here_is_watched_by_a_task_as_before() -> None:
+    # A bare yield hands the coroutine to a Task; a receive that fails when resumed outside a task gets
+    # a fresh receive() in a Task. Both still cancel the call when the client leaves.
+    async def scenario(receive: EventReceive) -> tuple[bool, bool, int]:
+        async def work() -> str:
+            await asyncio.sleep(10)
+            return "never"
+
+        watcher = DisconnectWatcher(receive)  # type: ignore[arg-type]
+        asyncio.get_running_loop().call_later(0.01, receive.left.set)
+        with contextlib.suppress(asyncio.CancelledError):
+            await work()
+        fired = watcher.stop()
+        await asyncio.sleep(0)
+        return fired, watcher.watch is not None, len(asyncio.all_tasks()) - 1
+
+    assert asyncio.run(scenario(EventReceive(bare_yield=True))) == (True, True, 0)
+    needs_a_task = EventReceive(needs_a_task=True)
+    assert asyncio.run(scenario(needs_a_task)) == (True, True, 0)
+    assert needs_a_task.calls == 2  # the stepped one failed on resuming; the Task's own receive() answered
+
+
+def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_upstream(
+    tmp_path: Any, monkeypatch: Any
+) -> None:
+    # uvicorn's receive() waits on an asyncio.Event: the fast path, never the Task (counted here), and
+    # the client leaving mid-call still closes the upstream request and records the turn as cancelled.
+    import json
+    import socket
+    import time
+
+    from cli.replay_server import ReplayServer
+
+    from .gateway_harness import GatewayHarness
+    from .stalling_upstream import StallingUpstream
+
+    tasks: list[object] = []
+    general = DisconnectWatcher._in_a_task
+    monkeypatch.setattr(DisconnectWatcher, "_in_a_task", lambda self, *a: (tasks.append(a), general(self, *a)))
+    stalling = StallingUpstream(None)  # reads the request, never answers
+    harness = GatewayHarness(tmp_path / "home", ReplayServer())
+    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
+    harness.start()
+    try:
+        _, token = harness.issue()
+        with socket.create_connection(("127.0.0.1", harness.port)) as client:
+            body = json.dumps({"model": "anthropic:claude-haiku-4-5", "max_tokens": 50,
+                               "messages": [{"role": "user", "content": "hi"}]}).encode()
+            client.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+                           + f"x-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
+            assert stalling.request_seen.wait(10), "the gateway never called the upstream"
+        assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+        deadline = time.monotonic() + 10
+        while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert [e.payload["reason"] for e in harness.of_type("turn.cancelled")] == ["client_disconnect"]
+        assert tasks == []
+    finally:
+        harness.stop()

@@ -197,3 +197,32 @@ def test_the_validating_stand_ins_cover_every_builder() -> None:
     builders = {name for name, value in vars(prechecked).items() if not name.startswith("_")
                 and callable(value) and getattr(value, "__module__", "") == prechecked.__name__}
     assert builders == set(vars(VALIDATING))
+
+
+@pytest.mark.parametrize("role", list(Role))
+@pytest.mark.parametrize("content", [
+    [], [TextBlock(text="hi")], [TextBlock(text="")], [TextBlock(text="a"), TextBlock(text="b")],
+    [ImageBlock(source=ImageSource(kind="url", data="u"), media_type="image/png")],
+    [ToolUseBlock(id="tu_1", name="f", input={})], [ToolUseBlock(id="", name="f", input={})],
+    [ToolResultBlock(tool_use_id="tu_1")], [ThinkingBlock(text="t")],
+])
+@pytest.mark.parametrize("fields", [{}, {"parent_tool_use_id": "tu_1"}, {"model": "anthropic:m", "provider":
+                                    "anthropic", "routing": ROUTING, "usage": Usage()}])
+def test_the_one_text_turn_fast_path_skips_only_checks_that_find_nothing(
+    role: Role, content: list[Any], fields: dict[str, Any]
+) -> None:
+    # `message` skips the §5 check for a user or system message of one text block: over every role
+    # and these contents, it refuses exactly what the general check (message_violations) faults.
+    from metis_core.messages.invariants import message_violations
+    from metis_core.messages.prechecked import _one_text_turn
+
+    reference = Message.model_construct(role=role, content=list(content), metadata=MessageMetadata(**fields))
+    faults = message_violations(reference)
+    if _one_text_turn(role, list(content)):
+        assert faults == []
+    try:
+        prechecked.message(role, "", list(content), prechecked.metadata(**fields), "msg_1")
+    except MessageInvariantError:
+        assert faults
+    else:
+        assert not faults

@@ -329,3 +329,74 @@ def test_costing_a_call_leaves_the_callers_decimal_context_alone() -> None:
     exact = price.cost_of(usage)
     with decimal.localcontext(decimal.Context(prec=3)):  # a caller's own precision does not round prices
         assert price.cost_of(usage) == exact
+
+
+def _rates_of(per_million: list[str]) -> Any:
+    from metis_core.models.pricing import TokenRates
+
+    return TokenRates(*(Decimal(v) / Decimal(1_000_000) for v in per_million))
+
+
+@pytest.mark.parametrize("per_million", [
+    ["3", "15", "0.3", "3.75", "15"], ["0.1", "0.4", "0.025", "0", "0.4"], ["1.25", "10", "0.125", "1.5625", "10"],
+    ["0.0001", "123456.789", "7", "0.333333", "2"], ["1e20", "1e20", "1e20", "1e20", "1e20"],  # past 28 digits
+    ["1", "1", "1", "1", "-1"],  # a negative rate: the Decimal form only
+])
+@pytest.mark.parametrize("counts", [(0, 0, 0, 0, 0), (1234, 567, 0, 0, 0), (12, 30, 5, 7, 3), (1_000_003, 77_777,
+                                    5_000_000, 123, 9_999), (2**53 - 1, 2**53 - 1, 2**53 - 1, 2**53 - 1, 2**52)])
+def test_the_integer_path_gives_the_decimal_forms_exact_value_and_text(per_million: list[str],
+                                                                       counts: tuple[int, ...]) -> None:
+    # ModelPrice.cost_of adds integers at the rates' common exponent and makes one Decimal when the
+    # total fits 28 digits; held here to the operator form under the default context (the general path).
+    from metis_core.models.pricing import ModelPrice
+
+    rates = _rates_of(per_million)
+    price = ModelPrice("m:x", "v", DAY, {}, rates)
+    usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
+                  cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
+    with decimal.localcontext(decimal.Context()):
+        expected = _implicit_cost(price, usage)
+    assert price.cost_of(usage) == expected and str(price.cost_of(usage)) == str(expected)
+    assert (rates.scaled is None) == per_million[-1].startswith("-")
+
+
+def test_the_integer_path_over_random_rates_and_counts() -> None:
+    import random
+
+    from metis_core.models.pricing import ModelPrice
+
+    chosen = random.Random(25)
+    for _ in range(2_000):
+        per_million = [f"{chosen.randrange(0, 10**chosen.randrange(1, 9))}E-{chosen.randrange(0, 8)}" for _ in range(5)]
+        price = ModelPrice("m:x", "v", DAY, {}, _rates_of(per_million))
+        tokens = [chosen.randrange(0, 10 ** chosen.randrange(0, 16)) for _ in range(5)]
+        usage = Usage(input_tokens=tokens[0], output_tokens=tokens[1], cached_input_tokens=tokens[2],
+                      cache_creation_input_tokens=tokens[3], reasoning_tokens=tokens[4])
+        with decimal.localcontext(decimal.Context()):
+            expected = _implicit_cost(price, usage)
+        assert str(price.cost_of(usage)) == str(expected)
+
+
+def test_local_today_is_date_today_across_midnight_and_zone_changes(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time as clock
+    from datetime import datetime, timedelta
+
+    from metis_core.models.pricing import _LocalDay
+
+    day = _LocalDay()
+    assert day.today() == date.today()
+    midnight = datetime.combine(date(2026, 3, 7), datetime.min.time()).timestamp()
+    for offset in (-7200.0, -0.001, 0.0, 0.001, 3600.0, -0.5, 86_399.999, 86_400.0, -86_400.0):
+        monkeypatch.setattr(clock, "time", lambda offset=offset: midnight + offset)
+        assert day.today() == date.fromtimestamp(midnight + offset)
+        assert day.today() - date(2026, 3, 7) == timedelta(days=(offset // 86_400))
+    monkeypatch.undo()
+    for zone in ("Pacific/Kiritimati", "Pacific/Pago_Pago", "UTC"):  # +14 h and -11 h: different dates
+        monkeypatch.setenv("TZ", zone)
+        clock.tzset()
+        try:
+            assert day.today() == date.today()
+        finally:
+            monkeypatch.undo()
+            clock.tzset()
+    assert day.today() == date.today()

@@ -28,11 +28,18 @@ TOOL_USE_EXTRAS = "tool_use_extras"
 """provider_raw key: fields of a client tool_use beyond id/name/input (`caller` of programmatic calls)."""
 
 
+_TOOL_USE_FIELDS = frozenset({"type", "id", "name", "input"})
+_TOOL_USE_FIELDS_AND_CALLER = _TOOL_USE_FIELDS | {"caller"}
+_DIRECT_CALLER = {"type": "direct"}
+
+
 def tool_use_extras(block: dict[str, Any]) -> dict[str, Any]:
     """Fields of a client tool_use beyond id, name and input; a `direct` caller is the default and
     streams alone echo it, so it is left out (a stream and a body then give the same message)."""
-    extras = {k: v for k, v in block.items() if k not in ("type", "id", "name", "input")}
-    if extras.get("caller") == {"type": "direct"}:
+    if block.keys() <= _TOOL_USE_FIELDS_AND_CALLER and block.get("caller", _DIRECT_CALLER) == _DIRECT_CALLER:
+        return {}  # the usual block: nothing beyond them but a direct caller (checked without a comprehension)
+    extras = {k: v for k, v in block.items() if k not in _TOOL_USE_FIELDS}
+    if extras.get("caller") == _DIRECT_CALLER:
         del extras["caller"]
     return extras
 

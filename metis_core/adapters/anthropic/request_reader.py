@@ -187,7 +187,7 @@ def _options(body: dict[str, Any], model: str, session_id: str) -> AdapterOption
         stop=list(body["stop_sequences"]) if body.get("stop_sequences") else None,
         stream=bool(body.get("stream")),
         session_id=session_id,
-        extra={k: v for k, v in body.items() if k not in _KNOWN_KEYS},
+        extra={} if body.keys() <= _KNOWN_KEYS else {k: v for k, v in body.items() if k not in _KNOWN_KEYS},
     )
     thinking = body.get("thinking") or {}
     if thinking.get("type") == "enabled":

@@ -53,11 +53,20 @@ def canonical_stop_reason(raw: str | None) -> str | None:
 
 def raw_details(data: dict[str, Any]) -> dict[str, Any]:
     """What we keep of the provider's own answer for round trips and diagnosis."""
+    get = data.get  # written out, not a loop over the six names: this runs for every answer
     raw: dict[str, Any] = {}
-    for key in ("id", "model", "stop_reason", "stop_sequence", "stop_details", "container"):
-        value = data.get(key)
-        if value is not None:
-            raw[key] = value
+    if (value := get("id")) is not None:
+        raw["id"] = value
+    if (value := get("model")) is not None:
+        raw["model"] = value
+    if (value := get("stop_reason")) is not None:
+        raw["stop_reason"] = value
+    if (value := get("stop_sequence")) is not None:
+        raw["stop_sequence"] = value
+    if (value := get("stop_details")) is not None:
+        raw["stop_details"] = value
+    if (value := get("container")) is not None:
+        raw["container"] = value
     return raw
 
 
