@@ -14,6 +14,8 @@ import time
 import weakref
 from collections.abc import Callable
 
+from mypy_extensions import mypyc_attr
+
 _RANDOM_BITS = 80
 _time_ns = time.time_ns
 _RANDOM_MAX = (1 << _RANDOM_BITS) - 1
@@ -152,6 +154,7 @@ class UlidGenerator:
             lock.release()
 
 
+@mypyc_attr(native_class=False)  # compiled (setup.py), a native class could not sit in _LIVE_DRAWS' WeakSet
 class _RandomDraws:
     """Random parts from os.urandom, read 64 draws at a time: one system call where there were 64 (each
     new millisecond draws once). Called under the generator's lock, so the buffers need none of their own.

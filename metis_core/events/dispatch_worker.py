@@ -15,6 +15,8 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 from metis_core.events.envelope import Event
 
 logger = logging.getLogger(__name__)
@@ -23,6 +25,7 @@ ProcessEvent = Callable[[Event], Awaitable[Any] | None]
 """Handles one event; returns None when done, or an awaitable to await before the next event."""
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); the bus's barrier extends it
 class FlushBarrier:
     """Released once every worker it was handed to has reached it in its queue."""
 
@@ -65,8 +68,9 @@ class DispatchWorker:
         self._sleeping = False
         self._wake: asyncio.Future[None] | None = None
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
+        # not `_thread`: compiled (setup.py), mypyc would name its C field `__thread`, a C keyword
+        self._worker = threading.Thread(target=self._run, name=name, daemon=True)
+        self._worker.start()
 
     @property
     def pending(self) -> int:
@@ -76,7 +80,7 @@ class DispatchWorker:
 
     @property
     def thread_ident(self) -> int | None:
-        return self._thread.ident
+        return self._worker.ident
 
     def put(self, event: Event, *, wake: bool = True) -> int | None:
         """Enqueue; None on success, else the queue depth that made it full (nothing enqueued).
@@ -141,9 +145,9 @@ class DispatchWorker:
         return discarded
 
     def join(self, timeout: float | None) -> bool:
-        if threading.get_ident() != self._thread.ident:
-            self._thread.join(timeout)
-        return not self._thread.is_alive()
+        if threading.get_ident() != self._worker.ident:
+            self._worker.join(timeout)
+        return not self._worker.is_alive()
 
     def _take_wake(self) -> asyncio.Future[None] | None:
         """Called with the lock held: the future to resolve if the worker is asleep."""

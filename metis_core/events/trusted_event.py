@@ -79,7 +79,7 @@ class _PayloadPlan:
             unknown = sorted(set(payload) - set(self.template))
             raise EventValidationError(f"{what} payload is invalid: {', '.join(unknown)}: not a field of the model")
         if not self.required <= payload.keys():
-            missing = sorted(self.required - payload.keys())
+            missing = sorted(self.required.difference(payload.keys()))  # a frozenset, as its type says
             raise EventValidationError(f"{what} payload is invalid: {', '.join(missing)}: Field required")
         for name, factory in self.made:
             if name not in payload:

@@ -75,12 +75,12 @@ def _json_text(value: Any) -> str:
     return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode()
 
 
-def _check_tool_id_map(value: Mapping[str, Mapping[str, str]]) -> ToolIdMap:
+def _check_tool_id_map(value: Mapping[Any, Any]) -> ToolIdMap:  # Any: it checks what the caller gave
     checked: ToolIdMap = {}
     for canonical, by_provider in value.items():
         if not isinstance(canonical, str) or not isinstance(by_provider, Mapping):
             raise StoreError("tool_id_map must map canonical ids to {provider: provider_id} dicts")
-        inner = dict(by_provider)
+        inner: dict[Any, Any] = dict(by_provider)
         if not all(isinstance(k, str) and isinstance(v, str) for k, v in inner.items()):
             raise StoreError(f"tool_id_map[{canonical!r}] must map provider names to id strings")
         checked[canonical] = inner

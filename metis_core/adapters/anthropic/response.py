@@ -188,7 +188,8 @@ class _Blocks:
         if not self.pending_hosted:
             return self.content
         content = list(self.content)
-        for position, payload, build in reversed(self.pending_hosted):  # from the back: earlier positions stay put
+        # from the back, so earlier positions stay put (a reversed copy: mypyc fails on reversed() of this list)
+        for position, payload, build in self.pending_hosted[::-1]:
             content.insert(position, build(payload, "", self.block_origin()))
         return content
 

@@ -136,7 +136,7 @@ class LlmPromptComposedPayload(PayloadModel):
     """`<template id>.<variable>` -> SHA-256 of the bound value."""
 
 
-SPECS = (
+SPECS: tuple[EventSpec, ...] = (  # typed: mypyc's import order cannot infer it through the cycle
     EventSpec(
         "llm.call_started",
         LlmCallStartedPayload,
