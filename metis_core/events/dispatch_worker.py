@@ -169,15 +169,19 @@ class DispatchWorker:
         while True:
             # Only this thread pops (and `stop` without drain, under the lock): a non-empty queue has an
             # item for us. The lock is taken only to go to sleep, so no wake-up is lost.
+            item: Event | FlushBarrier | _Stop | None
             try:
                 item = queue.popleft()
             except IndexError:
-                with self._lock:
-                    if queue:
-                        continue
-                    self._sleeping = True
-                    self._wake = wake = self._loop.create_future()
-                await wake
+                item = None
+            if item is None:
+                wake: asyncio.Future[None] | None = None
+                with self._lock:  # (no `continue` inside it: the compiled build does not implement one there)
+                    if not queue:
+                        self._sleeping = True
+                        self._wake = wake = self._loop.create_future()
+                if wake is not None:
+                    await wake
                 continue
             if type(item) is Event or isinstance(item, Event):
                 try:
