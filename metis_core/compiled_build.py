@@ -20,12 +20,15 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.adapters.anthropic.request_reader",
     "metis_core.adapters.anthropic.response",
     "metis_core.adapters.anthropic.usage",
+    "metis_core.adapters.client",
     "metis_core.adapters.continuation",
     "metis_core.agent.call_events",
     "metis_core.agent.recording",
     "metis_core.events.dispatch_worker",
     "metis_core.events.trusted_event",
+    "metis_core.gateway.app",
     "metis_core.gateway.call_record",
+    "metis_core.gateway.continued_call",
     "metis_core.gateway.hosted_tool_asks",
     "metis_core.gateway.key_check",
     "metis_core.gateway.keys",
@@ -42,6 +45,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.messages.prechecked",
     "metis_core.models.fit",
     "metis_core.models.pricing",
+    "metis_core.routing.fallback",
     "metis_core.routing.health",
     "metis_core.store.conversation_batch",
     "metis_core.store.message_rows",
@@ -49,9 +53,13 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.trace.store",
     "metis_core.transport.wire",
 )
-"""Modules that define pydantic models (a metaclass mypyc cannot compile) or async generators
-(which mypyc does not implement: gateway/app.py, adapters/client.py, routing/fallback.py,
-transport/http.py and owned_async.py, gateway/continued_call.py) stay interpreted."""
+"""Modules that define pydantic models (a metaclass mypyc cannot compile) stay interpreted, and so
+do the async generators (which mypyc does not implement), each moved into a small module of its own
+beside the module it serves: gateway/app_generators.py, gateway/continued_stream.py,
+adapters/client_streams.py, routing/fallback_stream.py, transport/stream_bodies.py. transport/http.py
+and owned_async.py stay interpreted all the same: compiled, a coroutine's NetworkError raised after
+its `except` block kept the transport exception as `__context__` (tests/transport/test_owned_async.py),
+and that exception holds the request with its auth headers (docs/gateway.md, "The compiled build")."""
 
 
 def is_compiled(module: str) -> bool:

@@ -18,16 +18,18 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, over
 from urllib.parse import urlencode
 
 import orjson
+from mypy_extensions import mypyc_attr
 from pydantic import BaseModel, SecretStr
 
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.adapters._common.token_estimate import survey_history, surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
+from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
+from metis_core.adapters.client_streams import feed_last, model_stream
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
 from metis_core.adapters.registry import named_adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
-from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
+from metis_core.errors import ProviderError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import HistoryShape, check_fits
@@ -36,7 +38,7 @@ from metis_core.secret_scrub import remember_secret
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import AsyncHttp, HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
-from metis_core.transport.wire import WireChunk, WireResponse
+from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
     import httpx
@@ -83,18 +85,7 @@ class _PreparedCall:
         """The provider's kept [environment, base URL, auth headers], read once for the URL and headers."""
 
 
-def _feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
-    """Feed an event the body ended without terminating: if it does not parse, the body was cut off."""
-    try:
-        return feed_checked(translator, chunk, provider)
-    except MalformedResponseError:
-        raise TruncatedStreamError(
-            "the stream ended in the middle of an event (body cut off); "
-            "the partial answer is kept, retry the turn for a full one",
-            provider=provider,
-        ) from None
-
-
+@mypyc_attr(native_class=False)  # compiled (setup.py): mypyc cannot make a native class extending list
 class SurveyedHistory(list[Message]):
     """A history with its `survey_history` answer (token estimate, shape, repaired form), for a
     caller that surveys it anyway before the call (the gateway, for turn.started's estimate): the
@@ -517,7 +508,7 @@ class ModelClient:
                     for chunk in decoder.feed(raw):
                         yield from gate.push(feed_checked(translator, chunk, provider))
                 for chunk in decoder.finish():
-                    yield from gate.push(_feed_last(translator, chunk, adapter.provider))
+                    yield from gate.push(feed_last(translator, chunk, adapter.provider))
             except ProviderError as error:
                 if not gate.open:
                     raise
@@ -544,7 +535,7 @@ class ModelClient:
                                 {"tool_ids": kwargs.get("tool_ids"), "routing": kwargs.get("routing")})
         return astream_structured(self, messages, kwargs.get("tools"), output, settings)
 
-    async def astream(
+    def astream(
         self,
         messages: Sequence[Message],
         model: str | None = None,
@@ -556,50 +547,9 @@ class ModelClient:
         routing: RoutingDecisionRecord | None = None,
         capabilities: AdapterCapabilities | None = None,
     ) -> AsyncIterator[StreamEvent]:
-        """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response."""
-        call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
-        headers = self._headers(call)
-        attempt = 0
-        while True:
-            gate = FirstContentGate(call.adapter.provider)
-            try:
-                async for event in self._astream_once(call, headers, gate):
-                    yield event
-                return
-            except ProviderError as error:
-                if gate.open:
-                    raise
-                await self.retry.abackoff(error, attempt)
-                attempt += 1
-
-    async def _astream_once(
-        self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
-    ) -> AsyncIterator[StreamEvent]:
-        adapter = call.adapter
-        provider = adapter.provider
-        async with self._wire(call).astream(
-            call.request.method, call.url, call.body, headers, provider=adapter.provider
-        ) as wire:
-            if not 200 <= wire.status < 300:
-                raise classify_checked(adapter, await wire.read())
-            decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
-            translator = adapter.stream_translator(call.context)
-            try:
-                async for raw in wire.aiter_raw():
-                    for chunk in decoder.feed(raw):
-                        for event in gate.push(feed_checked(translator, chunk, provider)):
-                            yield event
-                for chunk in decoder.finish():
-                    for event in gate.push(_feed_last(translator, chunk, adapter.provider)):
-                        yield event
-            except ProviderError as error:
-                if not gate.open:
-                    raise
-                for event in annotate_failure(finish_checked(translator, provider), error):
-                    yield event
-                return
-            for event in [*gate.push(finish_checked(translator, provider)), *gate.close()]:
-                yield event
+        """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response.
+        An async generator (adapters/client_streams.py, interpreted: mypyc does not compile one)."""
+        return model_stream(self, messages, model, tools, options, tool_ids, session_id, routing, capabilities)
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -623,11 +573,11 @@ class ModelClient:
 
 
 def _no_wait(seconds: float) -> None:
-    del seconds
+    """A wait that does not wait (no `del seconds`: a compiled function cannot delete an argument)."""
 
 
 async def _ano_wait(seconds: float) -> None:
-    del seconds
+    """The async wait that does not wait."""
 
 
 def _open_cassette(record: str | Path | None, replay: str | Path | None, cassette: Cassette | None,

@@ -10,12 +10,11 @@ runs included). A paused Claude answer is continued before the client's answer e
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import functools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, TypeVar
 
 import anyio
@@ -39,6 +38,7 @@ from metis_core.errors import (
     ProviderError,
     ToolSchemaError,
 )
+from metis_core.gateway.app_generators import closing_lifespan, stream_frames
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.disconnect_watch import DisconnectWatcher
@@ -50,7 +50,7 @@ from metis_core.gateway.shapes.base import InboundShape, is_output_refusal
 from metis_core.gateway.shapes.openai_chat import OpenAIChatShape
 from metis_core.gateway.shapes.openai_responses import OpenAIResponsesShape
 from metis_core.gateway.structured_call import StructuredAsk, answer_events, answer_structured, structured_ask
-from metis_core.messages import Message, StreamEvent
+from metis_core.messages import Message
 
 log = logging.getLogger("metis_core.gateway")
 Answer = TypeVar("Answer")
@@ -337,37 +337,8 @@ class GatewayApp:
         except Exception as error:
             return self.failed(shape, record, error)
 
-        async def frames() -> AsyncIterator[bytes]:
-            final: Message | None = None
-            event: StreamEvent = first
-            try:
-                while True:
-                    if event.type == "message_complete":
-                        final = event.message
-                    frame = writer.feed(event)
-                    if frame:
-                        yield frame
-                    event = await anext(events)
-            except StopAsyncIteration:
-                pass
-            except (asyncio.CancelledError, GeneratorExit):
-                tracker = run.tracker  # what the upstream call in flight streamed (earlier calls are stored)
-                record.cancelled(tracker.cancelled_message(record.session_id, record.model)
-                                 if tracker.has_content() else None, "the client disconnected mid-stream")
-                with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
-                    await events.aclose()
-                raise
-            except Exception as error:
-                if not isinstance(error, MetisError):
-                    log.exception("gateway stream %s failed", record.session_id, exc_info=error)
-                record.errored(error)
-                failure = upstream_failure(error)
-                yield writer.fail(failure.status, failure.kind, failure.message)
-                return
-            if final is not None:
-                self.finish(record, final, run)
-
-        return DisconnectAwareStream(frames(), media_type="text/event-stream",
+        frames = stream_frames(self, record, run, writer, first, events)  # app_generators.py: interpreted
+        return DisconnectAwareStream(frames, media_type="text/event-stream",
                                      headers={"cache-control": "no-cache", "x-accel-buffering": "no"})
 
     # --- the rest ---------------------------------------------------------------------------
@@ -434,12 +405,7 @@ def create_app(service: GatewayService) -> Starlette:
     ]
     routes = [Route(path, endpoint, methods=[method]) for path, method, endpoint in table]
 
-    @contextlib.asynccontextmanager
-    async def lifespan(_: Starlette) -> AsyncIterator[None]:
-        yield
-        await service.aclose()  # the record written, upstream connections and stores closed
-
     starlette = GatewayStarlette({(method, path): endpoint for path, method, endpoint in table},
-                                 routes=routes, lifespan=lifespan)
+                                 routes=routes, lifespan=closing_lifespan(service))
     starlette.state.service = service
     return starlette

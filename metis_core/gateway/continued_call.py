@@ -10,15 +10,15 @@ usage summed, the last call's stop), marked CONTINUATION_LIMIT when it was still
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.stream_tracker import StreamTracker
+from metis_core.gateway.continued_stream import continued_events
 from metis_core.gateway.shapes.base import CONTINUATION_LIMIT
 from metis_core.gateway.usage_total import add_usage
-from metis_core.messages import BLOCK_EVENTS, Message, MessageComplete, MessageStatus, StreamEvent
+from metis_core.messages import Message, MessageStatus, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 
 if TYPE_CHECKING:
@@ -67,40 +67,9 @@ class ContinuedCall:
         self.tracker = StreamTracker()
         """What the upstream call in flight has streamed (its own indexes): the partial kept on a cancel."""
 
-    async def events(self, *, stream: bool) -> AsyncGenerator[StreamEvent, None]:
-        record = self.record
-        answers: list[Message] = []
-        upstream = self.service.events(record, self.members, stream=stream)
-        offset = 0
-        while True:
-            self.tracker = StreamTracker()
-            ending: MessageComplete | None = None
-            try:
-                async for event in upstream:
-                    if isinstance(event, MessageComplete):
-                        ending = event
-                        continue
-                    self.tracker.observe(event)
-                    yield dataclasses.replace(event, index=event.index + offset) \
-                        if offset and isinstance(event, BLOCK_EVENTS) else event
-            finally:
-                close = getattr(upstream, "aclose", None)
-                if close is not None:  # a cancel mid-call closes that call's response at once
-                    await close()
-            if ending is None:
-                return
-            final: Message = ending.message
-            more = self._continues(final, answers)
-            if not answers and not more:
-                yield ending  # no pause: the caller charges and records this answer as for any call
-                return
-            self._keep_paused(final, answers)
-            if not more:
-                answer = joined(answers, at_limit=self.limit_error is not None)
-                yield MessageComplete(message=answer, stop_reason=answer.metadata.stop_reason)
-                return
-            offset += len(final.content)
-            upstream = self._resume(answers, stream=stream)
+    def events(self, *, stream: bool) -> AsyncGenerator[StreamEvent, None]:
+        """An async generator (gateway/continued_stream.py, interpreted: mypyc does not compile one)."""
+        return continued_events(self, stream=stream)
 
     async def answer(self) -> Message:
         """The non-streamed answer: what `events(stream=False)`'s last `MessageComplete` carries, with the
@@ -114,9 +83,13 @@ class ContinuedCall:
                 return final  # no pause: the caller charges and records this answer as for any call
             self._keep_paused(final, answers)
             if not more:
-                return joined(answers, at_limit=self.limit_error is not None)
+                return self.joined(answers)
             final = await self._resumed_chain().acomplete(
                 [*record.request.messages, *answers], **self._call_args())
+
+    def joined(self, answers: list[Message]) -> Message:
+        """The one answer of the continued calls `answers`, cut short when the cap was reached."""
+        return joined(answers, at_limit=self.limit_error is not None)
 
     def _continues(self, final: Message, answers: list[Message]) -> bool:
         """Whether `final` is paused and gets another call (`answers` held so far); at the cap, no, and why."""

@@ -29,13 +29,13 @@ from metis_core.errors import (
 )
 from metis_core.messages import (
     Message,
-    MessageComplete,
     RoutingDecisionRecord,
     RoutingMode,
     StreamError,
     StreamEvent,
     ToolDefinition,
 )
+from metis_core.routing.fallback_stream import chain_stream
 from metis_core.routing.health import HealthTracker
 from metis_core.routing.policy_file import MemberSettings
 
@@ -181,7 +181,7 @@ class FallbackChain:
             return message
         raise attempts.exhausted()
 
-    async def astream(
+    def astream(
         self,
         messages: Sequence[Message],
         *,
@@ -196,38 +196,14 @@ class FallbackChain:
     ) -> AsyncIterator[StreamEvent]:
         """Stream from the first member that starts answering; fall back only before the first token.
         `request_for(model)`, when given, builds each member's messages, tools and options in place of
-        `messages`, `tools` and `options` (a request that depends on the model)."""
-        base = options or AdapterOptions(model=self.members[0])
-        attempts = self._attempts(routing, observer)
-        while (model := attempts.next()) is not None:
-            try:
-                sent, offered = messages, tools
-                if request_for is not None:
-                    asked = request_for(model)
-                    sent, offered, base = asked.messages, asked.tools, asked.options
-                opts = member_options(base, model, self.settings.get(model))
-                if stream:
-                    failed_mid_stream = False
-                    async for event in self.client.astream(sent, model, tools=offered, options=opts,
-                                                           tool_ids=tool_ids, session_id=session_id,
-                                                           routing=attempts.routing(model)):
-                        if isinstance(event, StreamError):
-                            failed_mid_stream = True
-                            attempts.note_mid_stream_failure(model, event)
-                        yield event
-                    if failed_mid_stream:
-                        return  # the partial message was surfaced; a mid-stream failure never falls back
-                else:
-                    message = await self.client.acomplete(sent, model, tools=offered, options=opts,
-                                                          tool_ids=tool_ids, session_id=session_id,
-                                                          routing=attempts.routing(model))
-                    yield MessageComplete(message=message, stop_reason=message.metadata.stop_reason)
-            except (ProviderError, CapabilityMismatchError) as error:
-                attempts.failed(model, error)
-                continue
-            attempts.succeeded(model)
-            return
-        raise attempts.exhausted()
+        `messages`, `tools` and `options` (a request that depends on the model).
+        An async generator (routing/fallback_stream.py, interpreted: mypyc does not compile one)."""
+        return chain_stream(self, messages, tools, options, tool_ids, session_id, routing, observer, stream,
+                            request_for)
+
+    def options_for(self, base: AdapterOptions, model: str) -> AdapterOptions:
+        """`base` with `model` and its member settings (`member_options` with this chain's settings)."""
+        return member_options(base, model, self.settings.get(model))
 
 
 class _Attempts:

@@ -11,13 +11,14 @@ or retries; asyncio cancellation is not caught but propagates to the caller.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
-from contextlib import asynccontextmanager, contextmanager
-from typing import TYPE_CHECKING, Any, Literal
+from contextlib import AbstractAsyncContextManager, contextmanager
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import httpx
 
 from metis_core.errors import NetworkError, TruncatedStreamError
 from metis_core.transport.clients import MetisAsyncClient, MetisClient
+from metis_core.transport.stream_bodies import httpx_chunks, opened_stream, raw_chunks
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
@@ -109,7 +110,7 @@ class AsyncByteStream:
     """
 
     __slots__ = ("_provider", "headers", "status")
-    _failures: tuple[type[Exception], ...] = ()
+    _failures: ClassVar[tuple[type[Exception], ...]] = ()
 
     def __init__(self, status: int, headers: Mapping[str, str], provider: str) -> None:
         self.status = status
@@ -125,15 +126,13 @@ class AsyncByteStream:
     def _error(self, exc: Exception, *, mid_stream: bool) -> NetworkError:
         return network_error(exc, self._provider, mid_stream=mid_stream)
 
-    async def aiter_raw(self) -> AsyncIterator[bytes]:
-        failure: NetworkError | None = None
-        try:
-            async for chunk in self._chunks():
-                yield chunk
-        except self._failures as exc:
-            failure = self._error(exc, mid_stream=True)
-        if failure is not None:
-            raise failure
+    def aiter_raw(self) -> AsyncIterator[bytes]:
+        """The body's chunks as they arrive (transport/stream_bodies.py: an async generator, interpreted)."""
+        return raw_chunks(self)
+
+    async def release(self) -> None:
+        """Hand the response back when its `astream` block ends (read to the end or not)."""
+        raise NotImplementedError
 
     async def read(self) -> WireResponse:
         """The whole body, for error responses that arrive on a streaming request."""
@@ -151,21 +150,20 @@ class _HttpxAsyncByteStream(AsyncByteStream):
     """An httpx.AsyncClient's streaming response (a client the caller passed in)."""
 
     __slots__ = ("_response",)
-    _failures = (httpx.TransportError,)
+    _failures: ClassVar[tuple[type[Exception], ...]] = (httpx.TransportError,)
 
     def __init__(self, response: httpx.Response, provider: str) -> None:
         super().__init__(response.status_code, response.headers, provider)
         self._response = response
 
-    async def _chunks(self) -> AsyncIterator[bytes]:
-        if self._response.is_stream_consumed:  # a transport that handed over a body it already read
-            yield self._response.content
-            return
-        async for chunk in self._response.aiter_raw():
-            yield chunk
+    def _chunks(self) -> AsyncIterator[bytes]:
+        return httpx_chunks(self._response)
 
     async def _body(self) -> bytes:
         return await self._response.aread()
+
+    async def release(self) -> None:
+        await self._response.aclose()
 
 
 class HttpTransport:
@@ -339,8 +337,7 @@ class HttpTransport:
             raise failure
         return WireResponse(response.status_code, response.content, response.headers)
 
-    @asynccontextmanager
-    async def astream(
+    def astream(
         self,
         method: str,
         url: str,
@@ -349,12 +346,15 @@ class HttpTransport:
         *,
         timeout: TimeoutArg = None,
         provider: str = "unknown",
-    ) -> AsyncIterator[AsyncByteStream]:
+    ) -> AbstractAsyncContextManager[AsyncByteStream]:
+        """A streaming request: `async with` it for the response, released when the block ends."""
+        return opened_stream(self._open_stream(method, url, body, headers, timeout, provider))
+
+    async def _open_stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
+                           timeout: TimeoutArg, provider: str) -> AsyncByteStream:
         client = self._httpx_async()
         if client is None:
-            async with self.owned_async.stream(method, url, body, headers, self._chosen(timeout), provider) as owned:
-                yield owned
-            return
+            return await self.owned_async.open_stream(method, url, body, headers, self._chosen(timeout), provider)
         request = self._request(client, method, url, body, headers, timeout)
         failure: NetworkError | None = None
         try:
@@ -363,10 +363,7 @@ class HttpTransport:
             failure = network_error(exc, provider)
         if failure is not None:
             raise failure
-        try:
-            yield _HttpxAsyncByteStream(response, provider)
-        finally:
-            await response.aclose()
+        return _HttpxAsyncByteStream(response, provider)
 
     async def aclose(self) -> None:
         if self._owned_async is not None:

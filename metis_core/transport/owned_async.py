@@ -12,7 +12,8 @@ import asyncio
 import ssl
 import urllib.request
 from collections.abc import AsyncIterator, Hashable, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
+from typing import ClassVar
 
 import aiohttp
 import httpx
@@ -26,6 +27,7 @@ from metis_core.transport.http import (
     AsyncByteStream,
     network_error,
 )
+from metis_core.transport.stream_bodies import opened_stream
 from metis_core.transport.wire import WireResponse
 
 CHUNK_BYTES = 16 * 1024
@@ -68,7 +70,7 @@ class AiohttpByteStream(AsyncByteStream):
     """An aiohttp streaming response: chunks as they arrive; a drop mid-body is a TruncatedStreamError."""
 
     __slots__ = ("_response",)
-    _failures = _FAILURES
+    _failures: ClassVar[tuple[type[Exception], ...]] = _FAILURES
 
     def __init__(self, response: aiohttp.ClientResponse, provider: str) -> None:
         super().__init__(response.status, response.headers, provider)
@@ -82,6 +84,9 @@ class AiohttpByteStream(AsyncByteStream):
 
     def _error(self, exc: Exception, *, mid_stream: bool) -> NetworkError:
         return _failure(exc, self._provider, mid_stream=mid_stream)
+
+    async def release(self) -> None:
+        self._response.release()  # back to the pool when read to the end, closed otherwise
 
 
 class OwnedAsyncClient:
@@ -161,9 +166,14 @@ class OwnedAsyncClient:
             raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(response.status, content, response.headers)
 
-    @asynccontextmanager
-    async def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
-                     timeout: float | httpx.Timeout | None, provider: str) -> AsyncIterator[AiohttpByteStream]:
+    def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
+               timeout: float | httpx.Timeout | None, provider: str) -> AbstractAsyncContextManager[AiohttpByteStream]:
+        """A streaming request: `async with` it for the response, released when the block ends."""
+        return opened_stream(self.open_stream(method, url, body, headers, timeout, provider))
+
+    async def open_stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
+                          timeout: float | httpx.Timeout | None, provider: str) -> AiohttpByteStream:
+        """The response of a streaming request, its body unread: the caller releases it (`stream` does)."""
         failure: NetworkError | None = None
         target, proxy = self._target(url)
         try:
@@ -174,10 +184,7 @@ class OwnedAsyncClient:
             failure = _failure(exc, provider)
         if failure is not None:
             raise failure
-        try:
-            yield AiohttpByteStream(response, provider)
-        finally:
-            response.release()  # back to the pool when read to the end, closed otherwise
+        return AiohttpByteStream(response, provider)
 
     async def aclose(self) -> None:
         """Close the running loop's session and shut those of closed loops."""
