@@ -7,7 +7,10 @@ every model, with the random parts (message ids, clocks) blanked.
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
+import pickle
 from types import SimpleNamespace
 from typing import Any
 
@@ -64,7 +67,8 @@ VALIDATING = SimpleNamespace(
 
 
 def model_state(value: Any) -> Any:
-    """Every field, fields_set and extra of every model in `value`, message ids and clocks blanked."""
+    """Every field, fields_set, extra and private attribute of every model in `value`, and how it dumps,
+    copies, pickles, compares and hashes (`behaviour`), message ids and clocks blanked."""
     if isinstance(value, BaseModel):
         fields = {k: model_state(v) for k, v in value.__dict__.items()}
         if isinstance(value, Message):
@@ -72,7 +76,7 @@ def model_state(value: Any) -> Any:
         if isinstance(value, Usage):
             fields["latency_ms"] = 0
         return (type(value).__name__, fields, sorted(value.model_fields_set), model_state(value.__pydantic_extra__),
-                list(value.__dict__))
+                list(value.__dict__), value.__pydantic_private__, behaviour(value))
     if isinstance(value, list | tuple):
         return [model_state(v) for v in value]
     if isinstance(value, dict):
@@ -80,6 +84,36 @@ def model_state(value: Any) -> Any:
     if isinstance(value, MessageStatus | Role | RoutingMode):
         return (type(value).__name__, value.value)
     return value
+
+
+def _clockless(dumped: Any) -> Any:
+    """A dump with every message's id and time and every usage's latency blanked (they differ run to run)."""
+    if isinstance(dumped, list):
+        return [_clockless(v) for v in dumped]
+    if isinstance(dumped, dict):
+        blank = {"latency_ms", "created_at", "id"} if "created_at" in dumped else {"latency_ms"}
+        return {k: None if k in blank else _clockless(v) for k, v in dumped.items()}
+    return dumped
+
+
+def behaviour(model: BaseModel) -> tuple[Any, ...]:
+    """How `model` dumps (Python and JSON), and whether its copies (shallow, deep, `model_copy` with an
+    update, a pickle round trip) hold what it holds and compare equal, and what hashing it gives."""
+    dumped = (_clockless(model.model_dump()), _clockless(json.loads(model.model_dump_json())))
+    kept: list[tuple[Any, ...]] = []
+    for copied in (copy.copy(model), copy.deepcopy(model), pickle.loads(pickle.dumps(model)), model.model_copy()):
+        kept.append((copied == model, copied.__dict__ == model.__dict__,
+                     copied.model_fields_set == model.model_fields_set, type(copied.model_fields_set).__name__,
+                     copied.__pydantic_extra__ == model.__pydantic_extra__,
+                     copied.__pydantic_private__ == model.__pydantic_private__))
+    name = next(iter(type(model).model_fields))
+    updated = model.model_copy(update={name: model.__dict__[name]})
+    kept.append((updated == model, sorted(updated.model_fields_set)))
+    try:
+        hashed: Any = type(hash(model)).__name__
+    except TypeError as error:
+        hashed = str(error)
+    return dumped, kept, hashed, type(model.model_fields_set).__name__
 
 
 @functools.cache

@@ -3,17 +3,18 @@
 A request reader or response parser builds a few blocks and a Message per gateway call from values it
 has just type-checked; pydantic re-validating each field (and calling each default factory from Rust)
 costs more than the translation itself. Each builder here gives an object equal to its constructor
-call's (fields, defaults, fields_set; tests/messages/test_prechecked.py holds them to it), and
-`message` runs the §5 check a COMPLETE Message gets. Callers pass exact field types only (str,
-dict, canonical block and metadata instances, enum members), and the containers they hand over
-are kept, not copied; anything else goes through the constructors.
+call's (fields, defaults, fields_set, and how it dumps, copies and pickles; tests/messages/
+test_prechecked.py holds them to it), and `message` runs the §5 check a COMPLETE Message gets.
+Callers pass exact field types only (str, dict, canonical block and metadata instances, enum
+members), and the containers they hand over are kept, not copied; anything else goes through the
+constructors.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -42,8 +43,6 @@ from metis_core.messages.metadata import (
     Usage,
 )
 
-Model = TypeVar("Model", bound=BaseModel)
-
 _COMPLETE = MessageStatus.COMPLETE
 _new = object.__new__
 _set_dict, _set_given, _set_extra, _set_private = (
@@ -51,22 +50,20 @@ _set_dict, _set_given, _set_extra, _set_private = (
     for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
 )
 """The setters of the four slots every pydantic model instance has (bound once: ~0.1 µs less per slot
-than object.__setattr__ by name)."""
-
-
-def _made(cls: type[Model], values: dict[str, Any], given: set[str], extra: dict[str, Any] | None = None) -> Model:
-    """An instance holding `values` (every field, in declaration order), as pydantic's own validation leaves it."""
-    made: Model = _new(cls)
-    _set_dict(made, values)
-    _set_given(made, given)
-    _set_extra(made, extra)
-    _set_private(made, None)
-    return made
+than object.__setattr__ by name). Each builder below makes its instance as pydantic's own validation
+leaves it: `_new(cls)`, then `__dict__` (every field, in declaration order), fields_set, extra and
+private set through these; written out in each builder rather than in a shared helper, whose Python
+frame was ~600 of the ~6,600 instructions a block cost (docs/gateway.md, "Stop 34")."""
 
 
 def text_block(text: str) -> TextBlock:
     """`TextBlock(text=text)`."""
-    return _made(TextBlock, {"type": "text", "text": text, "citations": None}, {"text"})
+    made: TextBlock = _new(TextBlock)
+    _set_dict(made, {"type": "text", "text": text, "citations": None})
+    _set_given(made, {"text"})
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def wire_text_block(value: Any) -> TextBlock:
@@ -77,27 +74,45 @@ def wire_text_block(value: Any) -> TextBlock:
 
 def cited_text_block(text: str, citations: list[Citation] | None) -> TextBlock:
     """`TextBlock(text=text, citations=citations)`; the list is kept, not copied."""
-    return _made(TextBlock, {"type": "text", "text": text, "citations": citations}, {"text", "citations"})
+    made: TextBlock = _new(TextBlock)
+    _set_dict(made, {"type": "text", "text": text, "citations": citations})
+    _set_given(made, {"text", "citations"})
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def tool_use_block(tool_id: str, name: str, tool_input: dict[str, Any]) -> ToolUseBlock:
     """`ToolUseBlock(id=tool_id, name=name, input=tool_input)`; `tool_input` is kept, not copied."""
-    return _made(ToolUseBlock, {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input},
-                 {"id", "name", "input"})
+    made: ToolUseBlock = _new(ToolUseBlock)
+    _set_dict(made, {"type": "tool_use", "id": tool_id, "name": name, "input": tool_input})
+    _set_given(made, {"id", "name", "input"})
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def routing_record(mode: RoutingMode, chosen_model: str, reason: str) -> RoutingDecisionRecord:
     """`RoutingDecisionRecord(mode=mode, chosen_model=chosen_model, reason=reason)`."""
-    return _made(RoutingDecisionRecord, {
+    made: RoutingDecisionRecord = _new(RoutingDecisionRecord)
+    _set_dict(made, {
         "mode": mode, "chosen_model": chosen_model, "reason": reason, "rule_name": None, "confidence": None,
         "alternatives_considered": [],
-    }, {"mode", "chosen_model", "reason"})  # fmt: skip
+    })  # fmt: skip
+    _set_given(made, {"mode", "chosen_model", "reason"})
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def thinking_block(text: str, signature: str | None, origin: BlockOrigin | None) -> ThinkingBlock:
     """`ThinkingBlock(text=text, signature=signature, origin=origin)`."""
-    return _made(ThinkingBlock, {"type": "thinking", "text": text, "signature": signature, "origin": origin},
-                 {"text", "signature", "origin"})
+    made: ThinkingBlock = _new(ThinkingBlock)
+    _set_dict(made, {"type": "thinking", "text": text, "signature": signature, "origin": origin})
+    _set_given(made, {"text", "signature", "origin"})
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def token_count(value: object) -> bool:
@@ -114,11 +129,16 @@ def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache
         reasoning_tokens = 0
     else:
         given.add("reasoning_tokens")
-    return _made(Usage, {
+    made: Usage = _new(Usage)
+    _set_dict(made, {
         "input_tokens": input_tokens, "output_tokens": output_tokens, "cached_input_tokens": cached_input_tokens,
         "cache_creation_input_tokens": cache_creation_input_tokens, "reasoning_tokens": reasoning_tokens,
         "cost_usd": None, "pricing_version": None, "latency_ms": 0,
-    }, given)  # fmt: skip
+    })  # fmt: skip
+    _set_given(made, given)
+    _set_extra(made, None)
+    _set_private(made, None)
+    return made
 
 
 def price_usage(usage: Usage, latency_ms: int, cost: tuple[Decimal | None, str | None] | None) -> None:
@@ -137,16 +157,21 @@ _METADATA_DEFAULTS: dict[str, Any] = {
     "critical_blocks": None,
 }  # fmt: skip
 """MessageMetadata's fields in declaration order, with their defaults (a test holds it to the model)."""
+_METADATA_FIELD_COUNT = len(_METADATA_DEFAULTS)
 
 
 def metadata(**fields: Any) -> MessageMetadata:
     """`MessageMetadata(**fields)`, for declared fields only, each of its exact type (no coercion happens
     here); dicts and lists are kept, not copied."""
-    if not fields:
-        return _made(MessageMetadata, dict(_METADATA_DEFAULTS), set(), {})
-    if not fields.keys() <= _METADATA_DEFAULTS.keys():
+    values = {**_METADATA_DEFAULTS, **fields}
+    if len(values) != _METADATA_FIELD_COUNT:  # a name outside the defaults added a key
         raise TypeError(f"not MessageMetadata fields: {sorted(fields.keys() - _METADATA_DEFAULTS.keys())}")
-    return _made(MessageMetadata, {**_METADATA_DEFAULTS, **fields}, set(fields), {})
+    made: MessageMetadata = _new(MessageMetadata)
+    _set_dict(made, values)
+    _set_given(made, set(fields))
+    _set_extra(made, {})
+    _set_private(made, None)
+    return made
 
 
 _BLOCK_CLASSES = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
@@ -156,11 +181,12 @@ _BLOCK_CLASSES = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock
 def canonical_blocks(content: list[Any]) -> bool:
     """Whether every item is an instance of one of the nine block classes themselves (what `message` takes)."""
     classes = _BLOCK_CLASSES
-    return all(type(block) in classes for block in content)
+    for block in content:  # noqa: SIM110 - not all() over a generator: ~2,000 instructions more for two blocks
+        if type(block) not in classes:
+            return False
+    return True
 
 
-_MESSAGE_GIVEN = frozenset({"role", "session_id", "content", "metadata"})
-_MESSAGE_GIVEN_WITH_ID = _MESSAGE_GIVEN | {"id"}
 _now = datetime.now
 
 
@@ -171,13 +197,17 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     instances and is kept, not copied."""
     if message_id is None:
         message_id = new_ulid()
-        given = set(_MESSAGE_GIVEN)
+        given = {"role", "session_id", "content", "metadata"}
     else:
-        given = set(_MESSAGE_GIVEN_WITH_ID)
-    built = _made(Message, {
+        given = {"id", "role", "session_id", "content", "metadata"}
+    built: Message = _new(Message)
+    _set_dict(built, {
         "id": message_id, "session_id": session_id, "role": role, "content": content, "metadata": metadata,
         "created_at": _now(UTC), "schema_version": SCHEMA_VERSION,  # `utc_now()`, without its frame
-    }, given)  # fmt: skip
+    })  # fmt: skip
+    _set_given(built, given)
+    _set_extra(built, None)
+    _set_private(built, None)
     if metadata.status is _COMPLETE and not _one_text_turn(role, content):
         check_message(built)
     return built

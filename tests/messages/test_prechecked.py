@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from prechecked_reference import behaviour
 from pydantic import BaseModel
 
 from metis_core.errors import MessageInvariantError
@@ -53,6 +54,7 @@ def same(built: BaseModel, reference: BaseModel) -> None:
     assert built == reference
     assert state(built) == state(reference)
     assert built.model_dump_json() == reference.model_dump_json()
+    assert behaviour(built) == behaviour(reference)  # dumps, copies, pickles, equality, hashing
 
 
 @pytest.mark.parametrize("text", ["", "hello", "ünïcödé \n"])
