@@ -51,15 +51,17 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.store.message_rows",
     "metis_core.store.sessions",
     "metis_core.trace.store",
+    "metis_core.transport.http",
+    "metis_core.transport.owned_async",
     "metis_core.transport.wire",
 )
 """Modules that define pydantic models (a metaclass mypyc cannot compile) stay interpreted, and so
 do the async generators (which mypyc does not implement), each moved into a small module of its own
 beside the module it serves: gateway/app_generators.py, gateway/continued_stream.py,
 adapters/client_streams.py, routing/fallback_stream.py, transport/stream_bodies.py. transport/http.py
-and owned_async.py stay interpreted all the same: compiled, a coroutine's NetworkError raised after
-its `except` block kept the transport exception as `__context__` (tests/transport/test_owned_async.py),
-and that exception holds the request with its auth headers (docs/gateway.md, "The compiled build")."""
+and owned_async.py compile since stop 36: a transport failure is raised through `raise_detached`
+(http.py), which clears the `__context__` a compiled coroutine would otherwise chain (the transport
+exception, holding the request and its auth headers; tests/transport/test_owned_async.py)."""
 
 
 def is_compiled(module: str) -> bool:

@@ -61,6 +61,7 @@ VALIDATING = SimpleNamespace(
     usage=_usage,
     price_usage=_price_usage,
     metadata=lambda **fields: MessageMetadata(**fields),
+    default_metadata=lambda: MessageMetadata(),
     message=_message,
 )
 """Stands in for `metis_core.messages.prechecked` wherever a module imports it."""

@@ -14,7 +14,7 @@ import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from metis_core.adapters.client import SurveyedHistory
 from metis_core.agent.redaction import redact
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metis_core.gateway")
 DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+_USER: Final = Role.USER
 POLICY_RECHECK_SECONDS = 1.0
 
 
@@ -208,11 +209,11 @@ class GatewayService:
                 f"{redact(str(error), 200)}); check it against the API reference"
             ) from None
         carry_web_search(read, members, shape.extra_providers)
-        dropped = sorted(read.options.extra)
-        if dropped and not all(m.partition(":")[0] in shape.extra_providers for m in members):
-            log.info("not forwarding %s to %s: fields of the %s shape only", dropped, members, shape.name)
+        if read.options.extra and not all(m.partition(":")[0] in shape.extra_providers for m in members):
+            log.info("not forwarding %s to %s: fields of the %s shape only", sorted(read.options.extra), members,
+                     shape.name)
             read.options.extra = {}
-        if not any(m.role is Role.USER for m in read.messages):
+        if not any(m.role is _USER for m in read.messages):
             raise GatewayRequestError("the request holds no user message metis can read; a conversation starts "
                                       "with one")
         return read, session_id

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from pydantic import BaseModel
 
@@ -43,17 +43,19 @@ from metis_core.messages.metadata import (
     Usage,
 )
 
-_COMPLETE = MessageStatus.COMPLETE
-_new = object.__new__
-_set_dict, _set_given, _set_extra, _set_private = (
-    BaseModel.__dict__[name].__set__
-    for name in ("__dict__", "__pydantic_fields_set__", "__pydantic_extra__", "__pydantic_private__")
-)
+_COMPLETE: Final = MessageStatus.COMPLETE
+_new: Final = object.__new__
+_set_dict: Final = BaseModel.__dict__["__dict__"].__set__
+_set_given: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra: Final = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private: Final = BaseModel.__dict__["__pydantic_private__"].__set__
 """The setters of the four slots every pydantic model instance has (bound once: ~0.1 µs less per slot
 than object.__setattr__ by name). Each builder below makes its instance as pydantic's own validation
 leaves it: `_new(cls)`, then `__dict__` (every field, in declaration order), fields_set, extra and
 private set through these; written out in each builder rather than in a shared helper, whose Python
-frame was ~600 of the ~6,600 instructions a block cost (docs/gateway.md, "Stop 34")."""
+frame was ~600 of the ~6,600 instructions a block cost (docs/gateway.md, "Stop 34"). The module's
+names are `Final`: the compiled build reads them as C statics, where a plain module name is a lookup
+in the module's dict (~130 instructions, five or more per model built; "Stop 36")."""
 
 
 def text_block(text: str) -> TextBlock:
@@ -151,13 +153,13 @@ def price_usage(usage: Usage, latency_ms: int, cost: tuple[Decimal | None, str |
         given.update(("cost_usd", "pricing_version"))
 
 
-_METADATA_DEFAULTS: dict[str, Any] = {
+_METADATA_DEFAULTS: Final[dict[str, Any]] = {
     "model": None, "provider": None, "routing": None, "usage": None, "parent_tool_use_id": None, "status": _COMPLETE,
     "stop_reason": None, "provider_raw": None, "user_id": None, "team_id": None, "tool_input_violations": None,
     "critical_blocks": None,
 }  # fmt: skip
 """MessageMetadata's fields in declaration order, with their defaults (a test holds it to the model)."""
-_METADATA_FIELD_COUNT = len(_METADATA_DEFAULTS)
+_METADATA_FIELD_COUNT: Final = len(_METADATA_DEFAULTS)
 
 
 def metadata(**fields: Any) -> MessageMetadata:
@@ -174,7 +176,18 @@ def metadata(**fields: Any) -> MessageMetadata:
     return made
 
 
-_BLOCK_CLASSES = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
+def default_metadata() -> MessageMetadata:
+    """`MessageMetadata()`: every field its default, as `metadata()` with no field gives it, without
+    building the fields from keywords (a user or system message read from a request usually has this)."""
+    made: MessageMetadata = _new(MessageMetadata)
+    _set_dict(made, _METADATA_DEFAULTS.copy())
+    _set_given(made, set())
+    _set_extra(made, {})
+    _set_private(made, None)
+    return made
+
+
+_BLOCK_CLASSES: Final = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
                             ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock})
 
 
@@ -187,7 +200,9 @@ def canonical_blocks(content: list[Any]) -> bool:
     return True
 
 
-_now = datetime.now
+_now: Final = datetime.now
+_UTC: Final = UTC
+_SCHEMA_VERSION: Final = SCHEMA_VERSION
 
 
 def message(role: Role, session_id: str, content: list[Any], metadata: MessageMetadata,
@@ -203,7 +218,7 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     built: Message = _new(Message)
     _set_dict(built, {
         "id": message_id, "session_id": session_id, "role": role, "content": content, "metadata": metadata,
-        "created_at": _now(UTC), "schema_version": SCHEMA_VERSION,  # `utc_now()`, without its frame
+        "created_at": _now(_UTC), "schema_version": _SCHEMA_VERSION,  # `utc_now()`, without its frame
     })  # fmt: skip
     _set_given(built, given)
     _set_extra(built, None)
@@ -213,7 +228,8 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     return built
 
 
-_USER, _SYSTEM = Role.USER, Role.SYSTEM
+_USER: Final = Role.USER
+_SYSTEM: Final = Role.SYSTEM
 
 
 def _one_text_turn(role: Role, content: list[Any]) -> bool:

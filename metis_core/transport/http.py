@@ -1,8 +1,8 @@
 """The HTTP transport: sync calls on one pooled httpx Client, async calls on aiohttp (or a caller's httpx AsyncClient).
 
 Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps transport failures
-to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block so nothing
-reachable from the error holds the request and its auth headers. Async calls go through
+to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block through
+`raise_detached`, so nothing reachable from the error holds the request and its auth headers. Async calls go through
 aiohttp sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request)
 unless the caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages
 or retries; asyncio cancellation is not caught but propagates to the caller.
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
 
 import httpx
 
@@ -67,6 +67,19 @@ def network_error(exc: Exception, provider: str, *, mid_stream: bool = False, wh
     )
 
 
+def raise_detached(failure: NetworkError) -> NoReturn:
+    """Raise `failure` with no `__context__`: the transport exception it maps holds the request and
+    its auth headers. Raising outside the `except` block suffices in interpreted code; compiled
+    (mypyc) code restores the exception being handled when that block ends, so a plain `raise`
+    there would chain it. A re-raise (bare `raise`) never sets a context, so the one the first
+    raise set is cleared before it."""
+    try:
+        raise failure
+    except NetworkError:
+        failure.__context__ = None
+        raise
+
+
 class ByteStream:
     """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
 
@@ -88,7 +101,7 @@ class ByteStream:
         except httpx.TransportError as exc:
             failure = network_error(exc, self._provider, mid_stream=True)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
 
     def read(self) -> WireResponse:
         """The whole body, for error responses that arrive on a streaming request."""
@@ -98,7 +111,7 @@ class ByteStream:
         except httpx.TransportError as exc:
             failure = network_error(exc, self._provider)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         return WireResponse(self.status, body, self.headers)
 
 
@@ -142,7 +155,7 @@ class AsyncByteStream:
         except self._failures as exc:
             failure = self._error(exc, mid_stream=False)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         return WireResponse(self.status, body, self.headers)
 
 
@@ -273,7 +286,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise failure  # raised outside the handler: no __context__ pointing at the request
+            raise_detached(failure)
         return WireResponse(response.status_code, response.content, response.headers)
 
     @contextmanager
@@ -295,7 +308,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         try:
             yield ByteStream(response.status_code, response.headers, response, provider)
         finally:
@@ -334,7 +347,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         return WireResponse(response.status_code, response.content, response.headers)
 
     def astream(
@@ -362,7 +375,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         return _HttpxAsyncByteStream(response, provider)
 
     async def aclose(self) -> None:

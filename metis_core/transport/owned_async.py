@@ -26,6 +26,7 @@ from metis_core.transport.http import (
     URL_CACHE_SIZE,
     AsyncByteStream,
     network_error,
+    raise_detached,
 )
 from metis_core.transport.stream_bodies import opened_stream
 from metis_core.transport.wire import WireResponse
@@ -163,7 +164,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise failure  # outside the handler: no __context__ pointing at the request
+            raise_detached(failure)
         return WireResponse(response.status, content, response.headers)
 
     def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
@@ -183,7 +184,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise failure
+            raise_detached(failure)
         return AiohttpByteStream(response, provider)
 
     async def aclose(self) -> None:

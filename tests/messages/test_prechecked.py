@@ -144,6 +144,15 @@ def test_metadata_is_the_constructors(fields: dict[str, Any]) -> None:
     same(prechecked.metadata(**fields), MessageMetadata(**fields))
 
 
+def test_default_metadata_is_the_constructors() -> None:
+    built = prechecked.default_metadata()
+    same(built, MessageMetadata())
+    same(built, prechecked.metadata())
+    assert built.__dict__ is not prechecked._METADATA_DEFAULTS  # its own dict: setting a field changes only it
+    built.stop_reason = "end_turn"
+    assert prechecked.default_metadata().stop_reason is None
+
+
 def test_metadata_refuses_undeclared_fields() -> None:
     with pytest.raises(TypeError, match="shoe_size"):
         prechecked.metadata(shoe_size=3)

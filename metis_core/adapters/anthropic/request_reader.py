@@ -79,7 +79,8 @@ class _Reader:
 
     def message(self, role: Role, content: list[Any], metadata: MessageMetadata | None = None) -> Message:
         """A read message (content: canonical blocks this reader built), checked as the constructor checks it."""
-        return prechecked.message(role, self.session_id, content, metadata or prechecked.metadata())
+        return prechecked.message(role, self.session_id, content,
+                                  prechecked.default_metadata() if metadata is None else metadata)
 
     def assistant(self, content: list[Any], provider_raw: dict[str, Any] | None) -> Message:
         routing = prechecked.routing_record(RoutingMode.DEFAULT, self.model, "read from an Anthropic request")
@@ -178,34 +179,44 @@ class _Reader:
         ]
 
 
-def _options(body: dict[str, Any], model: str, session_id: str) -> AdapterOptions:
-    options = AdapterOptions(
-        model=model,
-        max_tokens=body.get("max_tokens"),
-        temperature=body.get("temperature"),
-        top_p=body.get("top_p"),
-        stop=list(body["stop_sequences"]) if body.get("stop_sequences") else None,
-        stream=bool(body.get("stream")),
-        session_id=session_id,
-        extra={} if body.keys() <= _KNOWN_KEYS else {k: v for k, v in body.items() if k not in _KNOWN_KEYS},
+def _options(body: dict[str, Any], model: str, session_id: str,
+             provider_tools: list[dict[str, Any]]) -> AdapterOptions:
+    """The body's options, read in the order the fields' checks run (so a body with several malformed
+    fields fails on the same one whichever way it is read); `thinking`, `tool_choice` and `output_config`
+    are looked into only when present (most requests hold none of them)."""
+    max_tokens, temperature, top_p = body.get("max_tokens"), body.get("temperature"), body.get("top_p")
+    stop = list(body["stop_sequences"]) if body.get("stop_sequences") else None
+    stream = bool(body.get("stream"))
+    extra = {} if body.keys() <= _KNOWN_KEYS else {k: v for k, v in body.items() if k not in _KNOWN_KEYS}
+    thinking_budget = None
+    thinking = body.get("thinking")
+    if thinking and thinking.get("type") == "enabled":
+        thinking_budget = thinking.get("budget_tokens")
+    tool_choice: str | dict[str, Any] | None = None
+    parallel_tool_calls: bool | None = None
+    choice = body.get("tool_choice")
+    if choice:
+        kind = choice.get("type")
+        if kind == "tool":
+            tool_choice = {"name": choice["name"]}
+        elif kind == "any":
+            tool_choice = "required"
+        elif kind in ("auto", "none"):
+            tool_choice = kind
+        if choice.get("disable_parallel_tool_use"):
+            parallel_tool_calls = False
+    response_format = None
+    output_config = body.get("output_config")
+    if output_config:
+        output_format = output_config.get("format")
+        if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
+            response_format = {"name": "output", "schema": output_format["schema"]}
+    return AdapterOptions(
+        model=model, max_tokens=max_tokens, temperature=temperature, top_p=top_p, stop=stop,
+        thinking_budget_tokens=thinking_budget, tool_choice=tool_choice, parallel_tool_calls=parallel_tool_calls,
+        response_format=response_format, stream=stream, session_id=session_id, provider_tools=provider_tools,
+        extra=extra,
     )
-    thinking = body.get("thinking") or {}
-    if thinking.get("type") == "enabled":
-        options.thinking_budget_tokens = thinking.get("budget_tokens")
-    choice = body.get("tool_choice") or {}
-    kind = choice.get("type")
-    if kind == "tool":
-        options.tool_choice = {"name": choice["name"]}
-    elif kind == "any":
-        options.tool_choice = "required"
-    elif kind in ("auto", "none"):
-        options.tool_choice = kind
-    if choice.get("disable_parallel_tool_use"):
-        options.parallel_tool_calls = False
-    output_format = (body.get("output_config") or {}).get("format")
-    if isinstance(output_format, dict) and output_format.get("type") == "json_schema":
-        options.response_format = {"name": "output", "schema": output_format["schema"]}
-    return options
 
 
 def read_request(body: dict[str, Any], *, tool_ids: ToolIdMap | None = None, session_id: str = "") -> ReadRequest:
@@ -236,6 +247,4 @@ def read_request(body: dict[str, Any], *, tool_ids: ToolIdMap | None = None, ses
             provider_tools.append(tool)  # a server tool (web_search_20250305, code_execution_...): carried as-is
         else:
             raise _bad(f"tools[{position}] ({tool['name']}) has neither `input_schema` nor a server tool `type`")
-    options = _options(body, reader.model, session_id)
-    options.provider_tools = provider_tools
-    return ReadRequest(messages, tools, options, reader.skipped)
+    return ReadRequest(messages, tools, _options(body, reader.model, session_id, provider_tools), reader.skipped)
