@@ -15,7 +15,7 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import anyio
 import orjson
@@ -42,7 +42,7 @@ from metis_core.gateway.app_generators import closing_lifespan, stream_frames
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.disconnect_watch import DisconnectWatcher
-from metis_core.gateway.key_check import presented_token
+from metis_core.gateway.key_check import presented_token, token_in_headers
 from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
@@ -114,7 +114,7 @@ def declared_length(raw: Iterable[tuple[bytes, bytes]]) -> str | None:
     return None
 
 
-async def read_json_body(request: Request, limit: int) -> dict[str, Any]:
+async def read_json_body(request: Incoming, limit: int) -> dict[str, Any]:
     declared = declared_length(request.scope["headers"])
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise GatewayBodyTooLargeError(f"the request body is over this gateway's limit of {limit} bytes")
@@ -175,6 +175,27 @@ class DisconnectAwareStream(StreamingResponse):
                 await close()
 
 
+class Incoming(Protocol):
+    """What the call routes read of a request: its ASGI scope and `receive` (a starlette Request has both)."""
+
+    @property
+    def scope(self) -> Scope: ...
+
+    @property
+    def receive(self) -> Receive: ...
+
+
+class CallRequest:
+    """A call route's request as `GatewayApp.call` reads it: the ASGI scope and `receive`, without
+    starlette's `Request` (whose `__init__`, Python code, ran on every call to be read for two attributes)."""
+
+    __slots__ = ("receive", "scope")
+
+    def __init__(self, scope: Scope, receive: Receive) -> None:
+        self.scope = scope
+        self.receive = receive
+
+
 class Endpoint:
     """A route's ASGI app: the request handed to `handler`, its response sent. Starlette's own
     wrapper (`request_response`) adds a per-request exception-handler scope the gateway has no use
@@ -191,9 +212,34 @@ class Endpoint:
         try:
             response = await self.handler(Request(scope, receive, send))
         except Exception as error:
-            log.exception("gateway request %s %s failed", scope["method"], scope["path"], exc_info=error)
-            failure = upstream_failure(error)
-            response = error_response(self.shape, failure.status, failure.kind, failure.message)
+            response = self.escaped(scope, error)
+        await response(scope, receive, send)
+
+    def escaped(self, scope: Scope, error: Exception) -> Response:
+        """The answer to an error no handler answered: logged, and a 500 in the route's shape."""
+        log.exception("gateway request %s %s failed", scope["method"], scope["path"], exc_info=error)
+        failure = upstream_failure(error)
+        return error_response(self.shape, failure.status, failure.kind, failure.message)
+
+
+class CallEndpoint(Endpoint):
+    """A call route's Endpoint (a named fast path: docs/gateway.md "What it costs"): `GatewayApp.call`
+    with the route's shape, called directly with a `CallRequest`, where `Endpoint` would build a
+    starlette `Request` and call `handler`, a `functools.partial` of the same method (kept as `handler`:
+    what the route means). Errors that escape are answered as `Endpoint` answers them.
+    tests/gateway/test_gateway_call_endpoint.py compares the two on every call route."""
+
+    __slots__ = ("app",)
+
+    def __init__(self, app: GatewayApp, shape: InboundShape) -> None:
+        super().__init__(functools.partial(app.call, shape=shape), shape)
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            response = await self.app.call(CallRequest(scope, receive), self.shape)
+        except Exception as error:
+            response = self.escaped(scope, error)
         await response(scope, receive, send)
 
 
@@ -242,10 +288,10 @@ class GatewayApp:
     async def messages(self, request: Request) -> Response:
         return await self.call(request, ANTHROPIC)
 
-    async def call(self, request: Request, shape: InboundShape) -> Response:
+    async def call(self, request: Incoming, shape: InboundShape) -> Response:
         service = self.service
         try:
-            key = service.authenticate(presented_token(request), shape)
+            key = service.authenticate(token_in_headers(request.scope["headers"]), shape)
             body = await read_json_body(request, service.settings.max_body_bytes)
             asked = body.get("model")
             members = service.allowed_members(key, str(asked), service.resolve(asked, shape))
@@ -271,7 +317,7 @@ class GatewayApp:
         self.finish(record, final, run)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
 
-    async def answer_unless_gone(self, request: Request, record: CallRecord,
+    async def answer_unless_gone(self, request: Incoming, record: CallRecord,
                                  work: Coroutine[Any, Any, Answer]) -> Answer | None:
         """What `work` (the upstream calls of a non-streamed answer) returns, or None when the client
         disconnected first: then `work` is cancelled (the upstream request in flight is closed) and the
@@ -292,7 +338,7 @@ class GatewayApp:
         record.cancelled(None, "the client disconnected before the answer")
         return None
 
-    async def structured(self, request: Request, shape: InboundShape, record: CallRecord, members: list[str],
+    async def structured(self, request: Incoming, shape: InboundShape, record: CallRecord, members: list[str],
                          subjects: list[Subject], ask: StructuredAsk) -> Response:
         """A structured-output ask: the whole run (every retry) happens before the first byte, so a
         stream carries only the final, validated value, and an exhausted run is an error response.
@@ -395,9 +441,9 @@ def create_app(service: GatewayService) -> Starlette:
     table = [
         # the call routes hand the request to `call` itself (what `chat_completions`, `responses` and
         # `messages` do, without their coroutine in between: one frame fewer on every resume of a call)
-        ("/v1/chat/completions", "POST", Endpoint(functools.partial(app.call, shape=OPENAI), OPENAI)),
-        ("/v1/responses", "POST", Endpoint(functools.partial(app.call, shape=RESPONSES), RESPONSES)),
-        ("/v1/messages", "POST", Endpoint(functools.partial(app.call, shape=ANTHROPIC), ANTHROPIC)),
+        ("/v1/chat/completions", "POST", CallEndpoint(app, OPENAI)),
+        ("/v1/responses", "POST", CallEndpoint(app, RESPONSES)),
+        ("/v1/messages", "POST", CallEndpoint(app, ANTHROPIC)),
         ("/v1/messages/count_tokens", "POST", Endpoint(app.count_tokens, ANTHROPIC)),
         ("/v1/models", "GET", Endpoint(app.models, OPENAI)),
         ("/healthz", "GET", Endpoint(app.healthz, OPENAI)),
