@@ -187,8 +187,9 @@ def default_metadata() -> MessageMetadata:
     return made
 
 
-_BLOCK_CLASSES: Final = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
-                            ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock})
+_BLOCK_CLASSES: Final = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock,
+                                   RedactedThinkingBlock, ProviderToolCallBlock, ProviderToolResultBlock,
+                                   CompactionBlock})
 
 
 def canonical_blocks(content: list[Any]) -> bool:
