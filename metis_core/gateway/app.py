@@ -15,7 +15,7 @@ import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 import anyio
 import orjson
@@ -54,11 +54,11 @@ from metis_core.messages import Message
 
 log = logging.getLogger("metis_core.gateway")
 Answer = TypeVar("Answer")
-CALL_FAILURES = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
+CALL_FAILURES: Final = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
                  OutputSchemaError, ToolSchemaError)
-OPENAI = OpenAIChatShape()
-RESPONSES = OpenAIResponsesShape()
-ANTHROPIC = AnthropicMessagesShape()
+OPENAI: Final = OpenAIChatShape()
+RESPONSES: Final = OpenAIResponsesShape()
+ANTHROPIC: Final = AnthropicMessagesShape()
 
 
 class JsonAnswer(Response):

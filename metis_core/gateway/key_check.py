@@ -11,7 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterable
-from typing import Literal
+from typing import Final, Literal
 
 from starlette.requests import HTTPConnection
 
@@ -23,7 +23,7 @@ from metis_core.store.gateway_keys import GatewayKeyRecord, KeyScope
 Door = Literal["openai", "anthropic", "serve"]
 """Where a key was presented: an inbound shape of the gateway, or `metis serve`."""
 
-MODEL_SCOPES: tuple[KeyScope, ...] = ("model", "admin")
+MODEL_SCOPES: Final[tuple[KeyScope, ...]] = ("model", "admin")
 """Scopes that may call models through the gateway's `/v1` routes (the first is the one to issue)."""
 
 

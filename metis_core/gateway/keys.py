@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from metis_core.errors import GatewayAuthError, GatewayKeyError
 from metis_core.events.bus import EventBus
@@ -24,17 +24,22 @@ from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.ids import is_ulid, new_ulid
 from metis_core.store.gateway_keys import KEY_SCOPES, BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, KeyScope
 
-TOKEN_PREFIX = "mk_"
-_TOKEN = re.compile(r"^mk_([A-Za-z0-9]{8})_[A-Za-z0-9_-]{20,}$")
-_ALPHANUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
+TOKEN_PREFIX: Final = "mk_"
+_TOKEN: Final = re.compile(r"^mk_([A-Za-z0-9]{8})_[A-Za-z0-9_-]{20,}$")
+_ALPHANUM: Final = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
-KEY_CACHE_SECONDS = 1.0
+KEY_CACHE_SECONDS: Final = 1.0
 """How long a checked key's row is reused: a revocation by another process takes effect within this."""
+_sha256: Final = hashlib.sha256
+_compare_digest: Final = hmac.compare_digest
+_monotonic: Final = time.monotonic
+"""Bound once: the compiled build reads a `Final` name as a C static, where `hmac.compare_digest` is a
+lookup in the module's dict and one on the module (~300 instructions; four per authenticated call)."""
 
 
 def hash_token(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    return _sha256(token.encode()).hexdigest()
 
 
 def token_hash_prefix(token: str) -> str:
@@ -183,18 +188,18 @@ class KeyService:
             raise _refused("missing_token", "no API key: send it as `Authorization: Bearer <key>` or `x-api-key`")
         presented = hash_token(token)
         cached = self._recent.get(presented)
-        clock = time.monotonic()
+        clock = _monotonic()
         if cached is not None and clock - cached[0] < KEY_CACHE_SECONDS:
             record: GatewayKeyRecord | None = cached[1]
         else:
             match = _TOKEN.match(token)
             record = self.store.key_by_prefix(f"{TOKEN_PREFIX}{match.group(1)}") if match else None
-            if record is not None and hmac.compare_digest(presented, record.secret_hash):
+            if record is not None and _compare_digest(presented, record.secret_hash):
                 if len(self._recent) >= 10_000:
                     self._recent.clear()
                 self._recent[presented] = (clock, record)
         expected = record.secret_hash if record is not None else presented[::-1]
-        if not hmac.compare_digest(presented, expected) or record is None:
+        if not _compare_digest(presented, expected) or record is None:
             raise _refused("invalid_token", "invalid API key; ask the gateway operator for a valid one")
         if record.revoked_at is not None:
             raise _refused("key_revoked", "this API key was revoked; use its replacement", record.id)

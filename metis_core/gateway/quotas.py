@@ -14,18 +14,18 @@ import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from metis_core.errors import GatewayQuotaError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope, SubjectLimits
 
-ALERT_THRESHOLDS = (50, 80, 100)
-LIMITS_CACHE_SECONDS = 1.0
+ALERT_THRESHOLDS: Final = (50, 80, 100)
+LIMITS_CACHE_SECONDS: Final = 1.0
 """A change made by `metis gateway limits set` reaches running gateways within this."""
-_CAP_TYPES = {"day": "daily", "month": "monthly", "total": "total"}
-_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
+_CAP_TYPES: Final = {"day": "daily", "month": "monthly", "total": "total"}
+_FOREVER: Final = datetime(9999, 12, 31, tzinfo=UTC)
 
 
 @dataclass(frozen=True, slots=True)

@@ -51,9 +51,10 @@ if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
 
 log = logging.getLogger("metis_core.gateway")
-DEFAULT_MAX_BODY_BYTES = 20 * 1024 * 1024
+DEFAULT_MAX_BODY_BYTES: Final = 20 * 1024 * 1024
 _USER: Final = Role.USER
-POLICY_RECHECK_SECONDS = 1.0
+_monotonic: Final = time.monotonic  # a C static in the compiled build, not two lookups
+POLICY_RECHECK_SECONDS: Final = 1.0
 
 
 @dataclass(slots=True)
@@ -126,7 +127,7 @@ class GatewayService:
         """Model ids for the `model` field: an id, alias or chain, or a bare name of a known model."""
         if not isinstance(asked, str) or not asked.strip():
             raise GatewayRequestError("`model` must be a non-empty string naming a model, alias or chain")
-        clock = time.monotonic()
+        clock = _monotonic()
         if clock - self._policy_read_at > POLICY_RECHECK_SECONDS:  # routing.yaml is re-read at most this often
             self._policy_version, self._policy_read_at = self.engine.policy.version, clock
         cache_key = (asked, shape.natural_provider, self._policy_version)

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import fields
 from operator import attrgetter
-from typing import Protocol
+from typing import Final, Protocol
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -76,7 +76,7 @@ class _NoObserver:
 
 _OPTION_FIELDS = [f for f in fields(AdapterOptions) if f.init]
 assert _OPTION_FIELDS[0].name == "model" and not any(f.kw_only for f in _OPTION_FIELDS)
-_OTHER_OPTIONS = attrgetter(*(f.name for f in _OPTION_FIELDS[1:]))
+_OTHER_OPTIONS: Final = attrgetter(*(f.name for f in _OPTION_FIELDS[1:]))
 """Every option but `model`, read in one C call: `dataclasses.replace` walks the fields in Python on
 every attempt (~3x the time of this copy, which is what it does: each field passed to __init__)."""
 

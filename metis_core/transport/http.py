@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn
 
 import httpx
 
@@ -24,16 +24,16 @@ from metis_core.transport.wire import WireResponse
 if TYPE_CHECKING:
     from metis_core.transport.owned_async import OwnedAsyncClient
 
-DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
+DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
 """Connecting is quick or broken; a long generation may legitimately stay silent for minutes."""
 
-DEFAULT_LIMITS = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=60.0)
+DEFAULT_LIMITS: Final = httpx.Limits(max_connections=100, max_keepalive_connections=20, keepalive_expiry=60.0)
 
 TimeoutArg = float | httpx.Timeout | None
 AsyncHttp = Literal["aiohttp", "httpx"]
 """The library of the async client metis makes itself: aiohttp, a quarter of httpx's CPU per request
 (for servers and long runs), or httpx, ~60 ms cheaper to start (for one-shot processes: the CLI)."""
-URL_CACHE_SIZE = 256
+URL_CACHE_SIZE: Final = 256
 
 
 def _describe(exc: Exception) -> str:

@@ -9,6 +9,7 @@ same walk tells whether the history is already in repaired form, so the client w
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 import orjson
 
@@ -28,12 +29,14 @@ from metis_core.messages import (
 )
 from metis_core.models.fit import HistoryShape
 
-_SYSTEM, _TOOL, _COMPLETE = Role.SYSTEM, Role.TOOL, MessageStatus.COMPLETE
-CHARS_PER_TOKEN = 4
-IMAGE_TOKENS = 1_600
+_SYSTEM: Final = Role.SYSTEM
+_TOOL: Final = Role.TOOL
+_COMPLETE: Final = MessageStatus.COMPLETE
+CHARS_PER_TOKEN: Final = 4
+IMAGE_TOKENS: Final = 1_600
 """A typical image at the providers' default resolution (Anthropic: ~1.15 MP -> ~1,600 tokens)."""
-BLOCK_OVERHEAD_CHARS = 20
-MESSAGE_OVERHEAD_CHARS = 8
+BLOCK_OVERHEAD_CHARS: Final = 20
+MESSAGE_OVERHEAD_CHARS: Final = 8
 
 
 def estimate_tokens(messages: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
@@ -130,4 +133,4 @@ def _size(tool: ToolDefinition) -> int:
     return len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
 
 
-_tool_chars = PerToolCache(_size)
+_tool_chars: Final = PerToolCache(_size)

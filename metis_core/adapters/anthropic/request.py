@@ -9,7 +9,7 @@ the lossy log. Plain dicts are built straight from the model attributes: this is
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from metis_core.adapters._common.hosted import (
     HOSTED_CLASSES,
@@ -41,22 +41,23 @@ if TYPE_CHECKING:
     from metis_core.adapters.base import Adapter
     from metis_core.models.capabilities import AdapterCapabilities
 
-PROVIDER = "anthropic"
-API = "messages"
-PATH = "/v1/messages"
-API_VERSION = "2023-06-01"
-ADAPTER_NAME = "anthropic/messages"
+PROVIDER: Final = "anthropic"
+API: Final = "messages"
+PATH: Final = "/v1/messages"
+API_VERSION: Final = "2023-06-01"
+ADAPTER_NAME: Final = "anthropic/messages"
 
-DEFAULT_MAX_TOKENS_UNKNOWN_MODEL = 8_192
-DEFAULT_MAX_TOKENS_CAP = 16_384
+DEFAULT_MAX_TOKENS_UNKNOWN_MODEL: Final = 8_192
+DEFAULT_MAX_TOKENS_CAP: Final = 16_384
 """Default when the caller sets none: the model's limit, capped so a non-streaming call stays short."""
 
-EFFORT_BUDGETS: dict[str, int] = {"minimal": 1_024, "low": 2_048, "medium": 8_192, "high": 16_384}
+EFFORT_BUDGETS: Final[dict[str, int]] = {"minimal": 1_024, "low": 2_048, "medium": 8_192, "high": 16_384}
 """reasoning_effort -> thinking budget_tokens, for callers that speak in efforts."""
 
-CACHE_CONTROL_KEY = "cache_control"
+CACHE_CONTROL_KEY: Final = "cache_control"
 
-_ASSISTANT, _SYSTEM = Role.ASSISTANT, Role.SYSTEM  # bound once: enum class lookups add up per message
+_ASSISTANT: Final = Role.ASSISTANT  # bound once: enum class lookups add up per message
+_SYSTEM: Final = Role.SYSTEM
 
 
 def cache_control_of(message: Message) -> dict[str, Any] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic import hosted
@@ -38,7 +38,7 @@ from metis_core.messages import (
     prechecked,
 )
 
-_KNOWN_KEYS = frozenset({
+_KNOWN_KEYS: Final = frozenset({
     "model", "max_tokens", "messages", "system", "tools", "tool_choice", "stop_sequences", "temperature",
     "top_p", "thinking", "output_config", "stream",
 })
