@@ -20,6 +20,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.adapters.anthropic.request_reader",
     "metis_core.adapters.anthropic.response",
     "metis_core.adapters.anthropic.usage",
+    "metis_core.adapters.base",
     "metis_core.adapters.client",
     "metis_core.adapters.continuation",
     "metis_core.agent.call_events",
@@ -57,7 +58,7 @@ COMPILED_MODULES: tuple[str, ...] = (
 )
 """Modules that define pydantic models (a metaclass mypyc cannot compile) stay interpreted, and so
 do the async generators (which mypyc does not implement), each moved into a small module of its own
-beside the module it serves: gateway/app_generators.py, gateway/continued_stream.py,
+beside the module it serves: adapters/stream_response.py, gateway/app_generators.py, gateway/continued_stream.py,
 adapters/client_streams.py, routing/fallback_stream.py, transport/stream_bodies.py. transport/http.py
 and owned_async.py compile since stop 36: a transport failure is raised through `raise_detached`
 (http.py), which clears the `__context__` a compiled coroutine would otherwise chain (the transport

@@ -361,6 +361,23 @@ class MetisConfig(BaseModel):
                 return tuple([data.get(key) for key in keys])
         return self.provider_environment(provider)
 
+    def provider_environment_watch(self, provider: str) -> tuple[dict[Any, Any], tuple[Any, ...]] | None:
+        """(os.environ's own dict, `provider`'s watched names as that dict keys them), when this
+        configuration reads os.environ: `tuple([data.get(key) for key in keys])` is then exactly
+        `provider_environment_state(provider)`, a read the model client makes in its own (compiled)
+        code on every call (a named fast path, docs/gateway.md "Stop 36"). None for an injected mapping:
+        the caller asks `provider_environment_state` then."""
+        private = self.__pydantic_private__
+        assert private is not None
+        env: Mapping[str, str] = private["_environ"]
+        if type(env) is os._Environ:
+            data = getattr(env, "_data", None)
+            if isinstance(data, dict):
+                self.provider_environment_state(provider)  # the names, encoded once, as that method keeps them
+                keys: tuple[Any, ...] = private["_watched_keys"][provider]
+                return data, keys
+        return None
+
     def extra_headers(self, provider: str) -> dict[str, str]:
         """Headers to send as-is; revealed here only, for the transport to use."""
         configured = self.providers.get(provider)

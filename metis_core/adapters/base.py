@@ -14,9 +14,12 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
+from mypy_extensions import mypyc_attr
+
 from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.stream_response import translated_stream
 from metis_core.errors import ProviderError
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -131,6 +134,7 @@ class RequestContext:
         return usage
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class StreamTranslator(ABC):
     """Turns one provider stream into canonical events. Fed chunk by chunk; `finish()` at the end.
 
@@ -145,6 +149,7 @@ class StreamTranslator(ABC):
     def finish(self) -> list[StreamEvent]: ...
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Adapter(ABC):
     provider: ClassVar[str]
     """Provider key, e.g. "anthropic"; the part of a model id before the first colon."""
@@ -198,15 +203,11 @@ class Adapter(ABC):
 
     # --- provided ---------------------------------------------------------------------------
 
-    async def stream_response(
+    def stream_response(
         self, chunks: AsyncIterator[WireChunk], context: RequestContext
     ) -> AsyncIterator[StreamEvent]:
-        translator = self.stream_translator(context)
-        async for chunk in chunks:
-            for event in translator.feed(chunk):
-                yield event
-        for event in translator.finish():
-            yield event
+        """An async generator (adapters/stream_response.py, interpreted: mypyc does not compile one)."""
+        return translated_stream(self.stream_translator(context), chunks)
 
     def stream_response_sync(
         self, chunks: Iterable[WireChunk], context: RequestContext

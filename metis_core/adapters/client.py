@@ -166,6 +166,8 @@ class ModelClient:
         self._registry = registry
         self._config = config
         self._adapters: dict[str, Adapter] = {}
+        self._watches: dict[str, tuple[MetisConfig, tuple[dict[Any, Any], tuple[Any, ...]] | None]] = {}
+        """provider -> (the config, its `provider_environment_watch`): what `_environment_state` reads."""
         self._sent: dict[str, list[Any]] = {}
         """provider -> [its environment when read, base URL, auth headers]: re-read only when that changes."""
 
@@ -233,11 +235,26 @@ class ModelClient:
         Reading the URL and key costs ~15 µs a call (environment lookups, key parsing); keeping them
         while the variables they come from are unchanged still picks up a key changed at run time.
         """
-        environment = self.config.provider_environment_state(provider)  # compared, never read as values
+        environment = self._environment_state(provider)  # compared, never read as values
         kept = self._sent.get(provider)
         if kept is None or kept[0] != environment:
             kept = self._sent[provider] = [environment, None, None]
         return kept
+
+    def _environment_state(self, provider: str) -> tuple[Any, ...]:
+        """`config.provider_environment_state(provider)`, read here from the dict and keys the config's
+        `provider_environment_watch` names (kept per provider while the config is the same object): the
+        same tuple, without the config's Python code on every call (a named fast path, docs/gateway.md
+        "Stop 36"; tests/adapters/test_client_environment.py holds the two equal)."""
+        config = self.config
+        watch = self._watches.get(provider)
+        if watch is None or watch[0] is not config:
+            watch = self._watches[provider] = (config, config.provider_environment_watch(provider))
+        found = watch[1]
+        if found is None:  # an injected mapping, not os.environ: the config reads it
+            return config.provider_environment_state(provider)
+        data, keys = found
+        return tuple([data.get(key) for key in keys])
 
     def _auth_headers(self, provider: str, adapter: Adapter, kept: list[Any] | None = None) -> dict[str, str]:
         """Key and configured extra headers, revealed here only, right before sending."""
