@@ -30,6 +30,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.gateway.app",
     "metis_core.gateway.call_record",
     "metis_core.gateway.continued_call",
+    "metis_core.gateway.disconnect_watch",
     "metis_core.gateway.hosted_tool_asks",
     "metis_core.gateway.key_check",
     "metis_core.gateway.keys",
