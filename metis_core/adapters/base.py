@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from metis_core.adapters._common.lossy import DroppedBlock
+from metis_core.adapters._common.response_message import finish_usage
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.errors import ProviderError
@@ -121,14 +122,7 @@ class RequestContext:
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
-        cost = self.prices.cost(usage, self.model) if self.prices is not None else None
-        if type(usage) is Usage:
-            prechecked.price_usage(usage, self.latency_ms(), cost)  # what assigning the fields does, faster
-            return usage
-        usage.latency_ms = self.latency_ms()
-        if cost is not None:
-            usage.cost_usd, usage.pricing_version = cost
-        return usage
+        return finish_usage(self, usage)  # one implementation, compiled beside the answer's build
 
 
 class StreamTranslator(ABC):

@@ -174,6 +174,28 @@ def metadata(**fields: Any) -> MessageMetadata:
     return made
 
 
+_ANSWER_GIVEN = ("model", "provider", "routing", "usage", "status", "stop_reason", "provider_raw",
+                 "tool_input_violations")
+
+
+def answer_metadata(model: str, provider: str, routing: RoutingDecisionRecord, usage: Usage, status: MessageStatus,
+                    stop_reason: str | None, provider_raw: dict[str, Any] | None,
+                    tool_input_violations: dict[str, list[str]] | None) -> MessageMetadata:
+    """`metadata(model=..., provider=..., routing=..., usage=..., status=..., stop_reason=..., provider_raw=...,
+    tool_input_violations=...)`, what every parsed answer's metadata is, with its eight fields passed by
+    position: a call with `**fields` (a dict made, then unpacked) cost ~6,000 instructions more compiled."""
+    made: MessageMetadata = _new(MessageMetadata)
+    _set_dict(made, {
+        "model": model, "provider": provider, "routing": routing, "usage": usage, "parent_tool_use_id": None,
+        "status": status, "stop_reason": stop_reason, "provider_raw": provider_raw, "user_id": None, "team_id": None,
+        "tool_input_violations": tool_input_violations, "critical_blocks": None,
+    })  # fmt: skip
+    _set_given(made, set(_ANSWER_GIVEN))
+    _set_extra(made, {})
+    _set_private(made, None)
+    return made
+
+
 _BLOCK_CLASSES = frozenset({TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock,
                             ProviderToolCallBlock, ProviderToolResultBlock, CompactionBlock})
 

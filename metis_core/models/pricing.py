@@ -81,6 +81,13 @@ def _scaled(rates: tuple[Decimal, ...]) -> tuple[int, int, int, int, int, int] |
     return exponent, ints[0], ints[1], ints[2], ints[3], ints[4]
 
 
+def _zone_names() -> object:
+    """`time.tzname` itself, the tuple `time.tzset()` replaces. Read through getattr on purpose: compiled
+    (mypyc), `time.tzname` is typed `tuple[str, str]` and read as a fresh tuple each time, so `_LocalDay`'s
+    identity check never held there and every call read the day again (~16,000 instructions)."""
+    return getattr(time, "tzname")  # noqa: B009 - an untyped read keeps the object itself (see above)
+
+
 class _LocalDay:
     """`date.today()` read from the clock once per local day: the day, with the span of clock times it
     covers (local midnight to the next, DST included) and the time zone it was read in, replaced as
@@ -96,9 +103,9 @@ class _LocalDay:
     def today(self) -> date:
         now = time.time()
         start, end, zone, day = self.kept
-        if start <= now < end and zone is time.tzname:
+        if start <= now < end and zone is _zone_names():
             return day
-        zone = time.tzname
+        zone = _zone_names()
         day = date.fromtimestamp(now)
         start = datetime.combine(day, datetime.min.time()).timestamp()
         end = datetime.combine(day + timedelta(days=1), datetime.min.time()).timestamp()
