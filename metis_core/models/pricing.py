@@ -183,11 +183,11 @@ class ModelPrice(PlainValue):
         reasoning = min(usage.reasoning_tokens, output)
         scaled = rates.scaled
         if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
-            counts = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
-                      usage.cache_creation_input_tokens, reasoning)
-            if min(counts) >= 0:
-                total = (scaled[1] * counts[0] + scaled[2] * counts[1] + scaled[3] * counts[2]
-                         + scaled[4] * counts[3] + scaled[5] * counts[4])
+            fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
+                                              usage.cache_creation_input_tokens)
+            if fresh >= 0 and answered >= 0 and read >= 0 and written >= 0 and reasoning >= 0:  # not min(): a call
+                total = (scaled[1] * fresh + scaled[2] * answered + scaled[3] * read + scaled[4] * written
+                         + scaled[5] * reasoning)
                 if total < _EXACT_BELOW:  # exact in both forms: the same value, normalized the same
                     return _normalized(total, scaled[0])
         add, times = _ARITHMETIC.add, _ARITHMETIC.multiply  # (a * b + c * d ...) under the default settings
