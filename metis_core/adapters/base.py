@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from mypy_extensions import mypyc_attr
 
 from metis_core.adapters._common.lossy import DroppedBlock
+from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.stream_response import translated_stream
@@ -29,7 +30,6 @@ from metis_core.messages import (
     StreamEvent,
     ToolDefinition,
     Usage,
-    prechecked,
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
@@ -140,7 +140,6 @@ class WireRequest:
         self.dropped = [] if dropped is None else dropped
 
 
-DIRECT_ROUTING_REASON = "direct adapter call (no routing engine)"
 DIRECT_ROUTING = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="", reason=DIRECT_ROUTING_REASON)
 
 
@@ -179,20 +178,11 @@ class RequestContext:
         return int((time.perf_counter() - self.started_at) * 1000)
 
     def routing_record(self) -> RoutingDecisionRecord:
-        if self.routing is not None:
-            return self.routing
-        return prechecked.routing_record(RoutingMode.DEFAULT, self.model, DIRECT_ROUTING_REASON)
+        return routing_record(self)  # one implementation, compiled beside the answer's build
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
-        cost = self.prices.cost(usage, self.model) if self.prices is not None else None
-        if type(usage) is Usage:
-            prechecked.price_usage(usage, self.latency_ms(), cost)  # what assigning the fields does, faster
-            return usage
-        usage.latency_ms = self.latency_ms()
-        if cost is not None:
-            usage.cost_usd, usage.pricing_version = cost
-        return usage
+        return finish_usage(self, usage)  # one implementation, compiled beside the answer's build
 
 
 @mypyc_attr(allow_interpreted_subclasses=True)
