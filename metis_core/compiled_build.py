@@ -50,6 +50,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.store.conversation_batch",
     "metis_core.store.message_rows",
     "metis_core.store.sessions",
+    "metis_core.trace.event_rows",
     "metis_core.trace.store",
     "metis_core.transport.wire",
 )

@@ -212,12 +212,21 @@ class EventBus:
         """Events this thread emits inside the block are queued at once (order, capacity and overflow
         as ever), but the dispatcher is woken once, at the end: a burst is handled together, and a
         trace store commits it as one transaction instead of one per event."""
-        self._holding.active = True
+        self.hold_dispatch()
         try:
             yield
         finally:
-            self._holding.active = False
-            self._dispatcher.wake()
+            self.release_dispatch()
+
+    def hold_dispatch(self) -> None:
+        """`dispatch_held`'s start, for a caller that runs it once per batch without a generator (the
+        gateway's record writer); pair it with `release_dispatch` in a `finally`."""
+        self._holding.active = True
+
+    def release_dispatch(self) -> None:
+        """`dispatch_held`'s end: stop holding this thread's events and wake the dispatcher."""
+        self._holding.active = False
+        self._dispatcher.wake()
 
     def _enqueue(self, event: Event) -> None:
         depth = self._dispatcher.put(event, wake=not getattr(self._holding, "active", False))

@@ -26,7 +26,13 @@ from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundErr
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
 from metis_core.store.backend import Location, SharedDatabase, open_backend
-from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, INSERT_TOOL_CALL, conversation_rows
+from metis_core.store.conversation_batch import (
+    INSERT_MESSAGE,
+    INSERT_SESSION,
+    INSERT_TOOL_CALL,
+    TOOL_CALL_NULLABLE,
+    conversation_rows,
+)
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
@@ -213,9 +219,10 @@ class SessionStore:
             return False
         try:
             with self._db.transaction():  # many rows per statement: one step each, not one per row
-                for insert, table_rows in ((INSERT_SESSION, rows.sessions), (INSERT_MESSAGE, rows.messages),
-                                           (INSERT_TOOL_CALL, rows.tool_calls)):
-                    for statement, params in multi_row_inserts(insert, table_rows):
+                for insert, table_rows, nullable in ((INSERT_SESSION, rows.sessions, ()),
+                                                     (INSERT_MESSAGE, rows.messages, ()),
+                                                     (INSERT_TOOL_CALL, rows.tool_calls, TOOL_CALL_NULLABLE)):
+                    for statement, params in multi_row_inserts(insert, table_rows, nullable=nullable):
                         self._db.execute(statement, params)
         except self._db.duplicate_error:
             return False  # a taken session or message id: the savepoint path isolates and names it

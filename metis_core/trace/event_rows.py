@@ -42,7 +42,8 @@ _SENSITIVITY_TEXT = {level: level.value for level in Sensitivity}
 
 def event_row(event: Event) -> EventRow:
     # The fields read from the model's own storage: one attribute lookup instead of nine, each of which
-    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event).
+    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event). Compiled in
+    # the compiled build (the bus thread runs it for every event; docs/gateway.md "Stop 36").
     fields = event.__dict__
     return (
         fields["id"],
