@@ -28,7 +28,7 @@ from metis_core.events.payloads.llm import RequestOptions
 from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock, Usage
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -114,23 +114,11 @@ class CallRecord:
         self.estimated_tokens = estimated_tokens
 
         def emit() -> None:
-            last_user: Message | None = None
-            has_images = has_tool_calls = False
-            for message in self.request.messages:  # one pass over the history's blocks
-                fields = message.__dict__  # the model's storage: no trip through BaseModel's __getattr__ hook
-                if fields["role"] is Role.USER:
-                    last_user = message
-                if has_images and has_tool_calls:
-                    continue
-                for block in fields["content"]:
-                    if isinstance(block, ImageBlock):
-                        has_images = True
-                    elif isinstance(block, ToolUseBlock):
-                        has_tool_calls = True
+            last_user_text, has_images, has_tool_calls = history_survey(self.request.messages)
             self.turn = self.recorder.emit_trusted("turn.started", {
-                "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
-                "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
-                "has_images": has_images, "has_tool_calls_in_history": has_tool_calls,
+                "user_message_hash": sha256_hex(last_user_text), "user_message_text_redacted": None,
+                "estimated_input_tokens": estimated_tokens, "has_images": has_images,
+                "has_tool_calls_in_history": has_tool_calls,
             }, None, actor=Actor.USER)  # fmt: skip
 
         self._later(emit)
@@ -307,6 +295,30 @@ class CallRecord:
             title=f"gateway {self.shape} {self.asked_model}", tool_id_map=self.request.tool_ids.to_dict() or None,
             stamp_us=now_us(),
         ))  # fmt: skip
+
+
+def history_survey(messages: list[Message]) -> tuple[str, bool, bool]:
+    """turn.started's facts about a request's history, in one pass over its blocks: the last user
+    message's `text()`, whether any block is an image, whether any is a tool use. The text is joined
+    here rather than by `Message.text()` (the same join, without an interpreted method and generator
+    per call: docs/gateway.md "Stop 36"; tests/gateway/test_call_record_jobs.py holds it to `text()`)."""
+    last_user: Message | None = None
+    has_images = has_tool_calls = False
+    for message in messages:  # one pass over the history's blocks
+        fields = message.__dict__  # the model's storage: no trip through BaseModel's __getattr__ hook
+        if fields["role"] is Role.USER:
+            last_user = message
+        if has_images and has_tool_calls:
+            continue
+        for block in fields["content"]:
+            if isinstance(block, ImageBlock):
+                has_images = True
+            elif isinstance(block, ToolUseBlock):
+                has_tool_calls = True
+    if last_user is None:
+        return "", has_images, has_tool_calls
+    text = "".join([block.__dict__["text"] for block in last_user.__dict__["content"] if isinstance(block, TextBlock)])
+    return text, has_images, has_tool_calls
 
 
 _ASKED_DUMPS: dict[tuple[Any, ...], dict[str, Any]] = {}
