@@ -256,7 +256,10 @@ class EventBus:
         """Hand `event` to every matching route, in subscription order. Runs synchronously; when a
         fast-path handler returns an awaitable, returns a coroutine that awaits it and goes on with the
         remaining routes (the dispatcher awaits it before the next event, so order holds)."""
-        routes = self._routes_by_type(event.type)
+        cache = self._route_cache  # `_routes_by_type`'s table read here first: no call per event when it hits
+        routes = cache[1].get(event.type) if cache[0] is self._routes else None
+        if routes is None:
+            routes = self._routes_by_type(event.type)
         for index, (route, check) in enumerate(routes):
             if check and not route.filter.matches(event):
                 continue
