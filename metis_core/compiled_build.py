@@ -49,6 +49,7 @@ COMPILED_MODULES: tuple[str, ...] = (
     "metis_core.routing.health",
     "metis_core.store.conversation_batch",
     "metis_core.store.message_rows",
+    "metis_core.store.multi_row_insert",
     "metis_core.store.sessions",
     "metis_core.trace.event_rows",
     "metis_core.trace.store",

@@ -80,9 +80,10 @@ class _PayloadPlan:
         if len(built) != len(self.template):
             unknown = sorted(set(payload) - set(self.template))
             raise EventValidationError(f"{what} payload is invalid: {', '.join(unknown)}: not a field of the model")
-        if not self.required <= payload.keys():
-            missing = sorted(self.required.difference(payload.keys()))  # a frozenset, as its type says
-            raise EventValidationError(f"{what} payload is invalid: {', '.join(missing)}: Field required")
+        for name in self.required:  # a loop, not `required <= payload.keys()`: a set against a keys view
+            if name not in payload:  # goes through the view's reflected comparison on every event
+                missing = sorted(self.required.difference(payload.keys()))  # a frozenset, as its type says
+                raise EventValidationError(f"{what} payload is invalid: {', '.join(missing)}: Field required")
         for name, factory in self.made:
             if name not in payload:
                 built[name] = factory()

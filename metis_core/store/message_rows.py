@@ -10,6 +10,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from functools import cache
 from math import isfinite
@@ -27,6 +28,10 @@ from metis_core.store.records import to_us
 
 _JSON_COLUMNS = {"content", "metadata"}
 _ROLE_TEXT = {role: role.value for role in Role}
+_STATUS_TEXT = {status: status.value for status in MessageStatus}
+_MODE_TEXT = {mode: mode.value for mode in RoutingMode}
+"""Enum member -> its text: a dict lookup, where `.value` goes through the enum's Python descriptor."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @cache
@@ -74,13 +79,14 @@ def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
     content = plain_content_dump(fields["content"])
     if content is None:
         content = _content_serializer().to_python(fields["content"], mode="json")
+    created = fields["created_at"] - _EPOCH  # `to_us`, inlined: a call into an interpreted module per message
     return (
         fields["id"],
         fields["session_id"],
         _ROLE_TEXT[fields["role"]],
         orjson.dumps(content).decode(),
         _metadata_json(fields["metadata"]),
-        to_us(fields["created_at"]),
+        (created.days * 86_400 + created.seconds) * 1_000_000 + created.microseconds,
         fields["schema_version"],
     )
 
@@ -188,7 +194,7 @@ def plain_metadata_dump(metadata: MessageMetadata) -> dict[str, Any] | None:
         return None
     dump: dict[str, Any] = {
         "model": fields["model"], "provider": fields["provider"], "routing": routing, "usage": usage,
-        "parent_tool_use_id": fields["parent_tool_use_id"], "status": status.value,
+        "parent_tool_use_id": fields["parent_tool_use_id"], "status": _STATUS_TEXT[status],
         "stop_reason": fields["stop_reason"], "provider_raw": provider_raw, "user_id": fields["user_id"],
         "team_id": fields["team_id"], "tool_input_violations": violations, "critical_blocks": critical,
     }  # fmt: skip
@@ -213,7 +219,7 @@ def _routing_dump(routing: RoutingDecisionRecord | None) -> dict[str, Any] | boo
             or not _text_or_none(fields["rule_name"]) or not (confidence is None or _plain_float(confidence))
             or type(alternatives) is not list or not _plain(alternatives)):
         return False
-    return {"mode": mode.value, "chosen_model": fields["chosen_model"], "reason": fields["reason"],
+    return {"mode": _MODE_TEXT[mode], "chosen_model": fields["chosen_model"], "reason": fields["reason"],
             "rule_name": fields["rule_name"], "confidence": confidence, "alternatives_considered": alternatives}
 
 
