@@ -202,6 +202,13 @@ class EventBus:
             raise EventBusClosedError(f"cannot emit {event_type}: the event bus has been shut down")
         event = make_trusted_event(event_type, payload, session_id=session_id, turn_id=turn_id, parent=parent,
                                    actor=actor)
+        return self.enqueue_trusted(event, payload)
+
+    def enqueue_trusted(self, event: Event, payload: Mapping[str, Any]) -> Event:
+        """`emit_trusted`'s second half, for a caller that built `event` with `make_trusted_event` from
+        `payload` itself (`TurnRecorder.emit_trusted`, compiled: one interpreted frame an event less)."""
+        if self._closed:
+            raise EventBusClosedError(f"cannot emit {event.type}: the event bus has been shut down")
         if self._strict:
             check_trusted(event, payload)
         self._enqueue(event)

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
+import types
+import typing
 from collections.abc import Callable
 from decimal import Decimal
 from operator import attrgetter
@@ -147,8 +149,7 @@ class CallRecord:
         field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
             self._asked = asked_options_dump(self.request.options, [t.name for t in self.request.tools])
-        # a dict of its own for each attempt's event, its lists too: the dump is shared with alike calls
-        return {name: list(value) if type(value) is list else value for name, value in self._asked.items()}
+        return own_copy(self._asked)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
@@ -326,6 +327,36 @@ _ASKED_DUMPS: dict[tuple[Any, ...], dict[str, Any]] = {}
 _ASKED_DUMPS_MAX = 256
 _SCALARS = frozenset({type(None), bool, int, float, str})
 _PLAIN_VALUES = attrgetter(*PLAIN_FIELDS)
+
+
+def _may_hold_list(annotation: Any) -> bool:
+    """Whether a field of this annotation can hold a list at its top level (through unions, Annotated, Any)."""
+    if annotation is Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return True
+    if origin is typing.Annotated:
+        return _may_hold_list(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_hold_list(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+_LIST_OPTIONS = tuple(name for name, info in RequestOptions.model_fields.items() if _may_hold_list(info.annotation))
+"""The `request_options` fields whose dumped value may be a list (stop, tools, omitted)."""
+
+
+def own_copy(asked: dict[str, Any]) -> dict[str, Any]:
+    """A dict of its own for each attempt's event, its lists too (the dump is shared with alike calls):
+    `{name: list(value) if type(value) is list else value for name, value in asked.items()}`, copied in C
+    with only the fields that can hold a list looked at (tests/gateway/test_asked_options_dump.py)."""
+    copied = dict(asked)
+    for name in _LIST_OPTIONS:
+        value = copied.get(name)
+        if type(value) is list:
+            copied[name] = list(value)
+    return copied
 
 
 def asked_options_dump(options: AdapterOptions | None, tools: list[str]) -> dict[str, Any]:
