@@ -272,18 +272,26 @@ def test_an_explicit_home_and_environment_are_honoured(tmp_path: Path) -> None:
     assert config.api_key("anthropic") is None
 
 
+ANTHROPIC_ENVIRONMENT = ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+
+
+@pytest.fixture
+def unset_anthropic_config(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> MetisConfig:
+    """A config on the live process environment, with none of Anthropic's variables set."""
+    for name in ANTHROPIC_ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+    return load_config(tmp_path)
+
+
 def test_provider_environment_reads_the_live_process_environment_as_get_would(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    unset_anthropic_config: MetisConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The client keeps a provider's URL and headers while this tuple is unchanged; it reads
     # os.environ's own dict for speed, so it must see every set, change and unset as `get` does.
-    for name in ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    config = load_config(tmp_path)
-    names = ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY")
+    config = unset_anthropic_config
 
     def expected() -> tuple[str | None, ...]:
-        return tuple(os.environ.get(name) for name in names)
+        return tuple(os.environ.get(name) for name in ANTHROPIC_ENVIRONMENT)
 
     assert config.provider_environment("anthropic") == expected() == (None, None, None)
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-caf\u00e9-not-real")
@@ -302,12 +310,10 @@ def test_provider_environment_of_an_injected_mapping_reads_that_mapping(tmp_path
 
 
 def test_provider_environment_state_changes_exactly_when_the_environment_does(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    unset_anthropic_config: MetisConfig, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The client compares the undecoded state on every call: equal states must mean equal environments.
-    for name in ("METIS_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
-    config = load_config(tmp_path)
+    config = unset_anthropic_config
     seen: list[tuple[tuple[object, ...], tuple[str | None, ...]]] = []
 
     def look() -> None:

@@ -14,6 +14,13 @@ from typing import Any
 
 from starlette.types import Receive
 
+MAX_MESSAGES_PAST = 8
+"""Messages other than `http.disconnect` a watch listens past before it stops listening. After the body
+a conforming server has nothing more to say until the client leaves; one that keeps answering at once
+(empty `http.request`s forever) would otherwise be asked again without end: a stack of steps or a
+Task per answer, spinning until the upstream answers. The call goes on, unwatched, as with a server
+that cannot say."""
+
 
 class DisconnectWatcher:
     """Cancels the task that made it when the client disconnects (the request body has been read:
@@ -26,11 +33,13 @@ class DisconnectWatcher:
     resumes it), and a step that raises (a fresh `receive()` in a Task, which has the task context this
     path lacks; a server that cannot say fails there too, and nothing is cancelled for it)."""
 
-    __slots__ = ("fired", "receive", "stepped", "task", "watch")
+    __slots__ = ("fired", "heard_past", "receive", "stepped", "task", "watch")
 
     def __init__(self, receive: Receive) -> None:
         self.task = asyncio.current_task()
         self.fired = False
+        self.heard_past = 0
+        """Messages other than a disconnect listened past so far (at most MAX_MESSAGES_PAST)."""
         self.receive = receive
         self.stepped: tuple[Coroutine[Any, Any, Any], asyncio.Future[Any]] | None = None
         """(the receive() coroutine, the future it waits on) while this watch steps it."""
@@ -69,7 +78,7 @@ class DisconnectWatcher:
 
     def _message(self, message: Any) -> None:
         if not isinstance(message, dict) or message.get("type") != "http.disconnect":
-            if isinstance(message, dict):  # as client_gone(): not the end, listen on
+            if isinstance(message, dict) and self._listen_past():  # as client_gone(): not the end, listen on
                 self._step(self.receive())  # type: ignore[arg-type]
             return  # not a message at all: the server failed to say (nothing to cancel for)
         self.fired = True
@@ -86,11 +95,17 @@ class DisconnectWatcher:
         if watch.cancelled() or watch.exception() is not None or watch is not self.watch:
             return  # stopped; or the server failed to say (nothing to cancel for)
         if watch.result()["type"] != "http.disconnect":  # as client_gone(): not the end, listen on
-            self._in_a_task()
+            if self._listen_past():
+                self._in_a_task()
             return
         self.fired = True
         if self.task is not None:
             self.task.cancel()
+
+    def _listen_past(self) -> bool:
+        """Count one more message listened past; False once the bound is reached (stop listening)."""
+        self.heard_past += 1
+        return self.heard_past <= MAX_MESSAGES_PAST
 
     def stop(self) -> bool:
         """Stop watching; True when the client left (and this task was cancelled for it)."""

@@ -14,6 +14,7 @@ from compiled_build_marks import pure_only
 from starlette.requests import Request
 
 from metis_core.gateway.app import DisconnectWatcher, GatewayApp
+from metis_core.gateway.disconnect_watch import MAX_MESSAGES_PAST
 
 
 class Record:
@@ -196,3 +197,28 @@ def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_u
         assert tasks == []
     finally:
         harness.stop()
+
+
+def test_a_server_that_answers_at_once_forever_is_listened_past_only_so_often() -> None:
+    # A non-conforming receive() that answers an empty http.request at once, without end: the watch
+    # listens past MAX_MESSAGES_PAST of them, then stops listening; no recursion without end, no Task
+    # spinning, and the call still gets its answer. Both paths: stepped here, and a Task (a bare yield).
+    async def scenario(bare_yield: bool) -> tuple[str, int, bool, bool, int]:
+        asked = 0
+
+        async def receive() -> dict[str, Any]:
+            nonlocal asked
+            asked += 1
+            if bare_yield:
+                await asyncio.sleep(0)
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        watcher = DisconnectWatcher(receive)
+        answer = await asyncio.sleep(0.02, result="answer")
+        stopped = watcher.stop()
+        await asyncio.sleep(0)
+        return answer, asked, stopped, watcher.fired, len(asyncio.all_tasks()) - 1
+
+    assert MAX_MESSAGES_PAST == 8
+    assert asyncio.run(scenario(bare_yield=False)) == ("answer", MAX_MESSAGES_PAST + 1, False, False, 0)
+    assert asyncio.run(scenario(bare_yield=True)) == ("answer", MAX_MESSAGES_PAST + 1, False, False, 0)
