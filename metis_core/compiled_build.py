@@ -12,6 +12,7 @@ import importlib
 from importlib.machinery import EXTENSION_SUFFIXES
 
 COMPILED_MODULES: tuple[str, ...] = (
+    "metis_core.adapters._common.json_hashable",
     "metis_core.adapters._common.response_message",
     "metis_core.adapters._common.token_estimate",
     "metis_core.adapters._common.tool_ids",

@@ -61,6 +61,9 @@ VALIDATING = SimpleNamespace(
     usage=_usage,
     price_usage=_price_usage,
     metadata=lambda **fields: MessageMetadata(**fields),
+    answer_metadata=lambda model, provider, routing, usage, status, stop_reason, provider_raw, violations: (
+        MessageMetadata(model=model, provider=provider, routing=routing, usage=usage, status=status,
+                        stop_reason=stop_reason, provider_raw=provider_raw, tool_input_violations=violations)),
     message=_message,
 )
 """Stands in for `metis_core.messages.prechecked` wherever a module imports it."""

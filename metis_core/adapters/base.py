@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from metis_core.adapters._common.lossy import DroppedBlock
+from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.errors import ProviderError
@@ -26,7 +27,6 @@ from metis_core.messages import (
     StreamEvent,
     ToolDefinition,
     Usage,
-    prechecked,
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
@@ -87,7 +87,6 @@ class WireRequest:
     """Lossy projections made while building this request (each already logged at WARN)."""
 
 
-DIRECT_ROUTING_REASON = "direct adapter call (no routing engine)"
 DIRECT_ROUTING = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="", reason=DIRECT_ROUTING_REASON)
 
 
@@ -115,20 +114,11 @@ class RequestContext:
         return int((time.perf_counter() - self.started_at) * 1000)
 
     def routing_record(self) -> RoutingDecisionRecord:
-        if self.routing is not None:
-            return self.routing
-        return prechecked.routing_record(RoutingMode.DEFAULT, self.model, DIRECT_ROUTING_REASON)
+        return routing_record(self)  # one implementation, compiled beside the answer's build
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
-        cost = self.prices.cost(usage, self.model) if self.prices is not None else None
-        if type(usage) is Usage:
-            prechecked.price_usage(usage, self.latency_ms(), cost)  # what assigning the fields does, faster
-            return usage
-        usage.latency_ms = self.latency_ms()
-        if cost is not None:
-            usage.cost_usd, usage.pricing_version = cost
-        return usage
+        return finish_usage(self, usage)  # one implementation, compiled beside the answer's build
 
 
 class StreamTranslator(ABC):

@@ -18,7 +18,7 @@ from datetime import date, datetime, timedelta
 from decimal import Context, Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from metis_core.errors import MetisError, PriceTableError
 from metis_core.messages.metadata import Usage
@@ -41,7 +41,8 @@ if TYPE_CHECKING:
 log = logging.getLogger("metis_core.models.pricing")
 
 _PER_TOKEN = Decimal(1_000_000)
-_ARITHMETIC = Context()
+_ARITHMETIC: Final = Context()
+_ZERO: Final = Decimal(0)
 """The default decimal context's settings, held here: costing a call does not touch the caller's
 context. A gateway request runs in a new asyncio task whose context holds no decimal context yet, and
 the first implicit Decimal operation there makes one (~3 µs per call); prices never depended on it."""
@@ -81,6 +82,13 @@ def _scaled(rates: tuple[Decimal, ...]) -> tuple[int, int, int, int, int, int] |
     return exponent, ints[0], ints[1], ints[2], ints[3], ints[4]
 
 
+def _zone_names() -> object:
+    """`time.tzname` itself, the tuple `time.tzset()` replaces. Read through getattr on purpose: compiled
+    (mypyc), `time.tzname` is typed `tuple[str, str]` and read as a fresh tuple each time, so `_LocalDay`'s
+    identity check never held there and every call read the day again (~16,000 instructions)."""
+    return getattr(time, "tzname")  # noqa: B009 - an untyped read keeps the object itself (see above)
+
+
 class _LocalDay:
     """`date.today()` read from the clock once per local day: the day, with the span of clock times it
     covers (local midnight to the next, DST included) and the time zone it was read in, replaced as
@@ -96,9 +104,9 @@ class _LocalDay:
     def today(self) -> date:
         now = time.time()
         start, end, zone, day = self.kept
-        if start <= now < end and zone is time.tzname:
+        if start <= now < end and zone is _zone_names():
             return day
-        zone = time.tzname
+        zone = _zone_names()
         day = date.fromtimestamp(now)
         start = datetime.combine(day, datetime.min.time()).timestamp()
         end = datetime.combine(day + timedelta(days=1), datetime.min.time()).timestamp()
@@ -113,10 +121,23 @@ local_today = _LocalDay().today
 """Today's local date, as `date.today()` gives it (a named fast path, docs/gateway.md "What it costs")."""
 
 
-_EXACT_BELOW = 10**28
+_EXACT_BELOW: Final = 10**28
 """A cost whose integer at the rates' common exponent is below this has at most 28 digits, the default
 context's precision: then every product and sum of the Decimal form is exact too (all terms are
 non-negative, so none exceeds the total), and both forms give the same value."""
+
+
+def _normalized(total: int, exponent: int) -> Decimal:
+    """`Decimal(total).scaleb(exponent).normalize()` under the default settings, for 0 <= total < 10**28 (so no
+    digit is rounded away): the trailing zeros stripped in integers, then one Decimal read from text, what
+    `normalize` gives (the same coefficient and exponent; zero is `0`). Three Decimal operations cost ~2.5x
+    this (tests/models/test_pricing.py holds the two to each other; docs/gateway.md "Stop 36")."""
+    if total == 0:
+        return _ZERO
+    while total % 10 == 0:
+        total //= 10
+        exponent += 1
+    return Decimal(f"{total}E{exponent}", _ARITHMETIC)  # the context given: none is made for the caller
 
 
 class ModelPrice(PlainValue):
@@ -162,13 +183,13 @@ class ModelPrice(PlainValue):
         reasoning = min(usage.reasoning_tokens, output)
         scaled = rates.scaled
         if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
-            counts = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
-                      usage.cache_creation_input_tokens, reasoning)
-            if min(counts) >= 0:
-                total = (scaled[1] * counts[0] + scaled[2] * counts[1] + scaled[3] * counts[2]
-                         + scaled[4] * counts[3] + scaled[5] * counts[4])
+            fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
+                                              usage.cache_creation_input_tokens)
+            if fresh >= 0 and answered >= 0 and read >= 0 and written >= 0 and reasoning >= 0:  # not min(): a call
+                total = (scaled[1] * fresh + scaled[2] * answered + scaled[3] * read + scaled[4] * written
+                         + scaled[5] * reasoning)
                 if total < _EXACT_BELOW:  # exact in both forms: the same value, normalized the same
-                    return Decimal(total, _ARITHMETIC).scaleb(scaled[0], _ARITHMETIC).normalize(_ARITHMETIC)
+                    return _normalized(total, scaled[0])
         add, times = _ARITHMETIC.add, _ARITHMETIC.multiply  # (a * b + c * d ...) under the default settings
         cost = add(
             add(add(times(rates.input, usage.input_tokens), times(rates.cache_read, usage.cached_input_tokens)),

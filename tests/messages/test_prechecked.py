@@ -144,6 +144,21 @@ def test_metadata_is_the_constructors(fields: dict[str, Any]) -> None:
     same(prechecked.metadata(**fields), MessageMetadata(**fields))
 
 
+@pytest.mark.parametrize("usage", [Usage(), Usage(input_tokens=3, output_tokens=4, cost_usd=Decimal("0.1"))])
+@pytest.mark.parametrize("status", list(MessageStatus))
+@pytest.mark.parametrize(("stop_reason", "provider_raw", "violations"), [
+    (None, None, None), ("tool_use", {"id": "msg_1", "skipped_block_types": ["x"]}, {"tu_1": ["bad"]}),
+])
+def test_answer_metadata_is_the_constructors(usage: Usage, status: MessageStatus, stop_reason: str | None,
+                                             provider_raw: dict[str, Any] | None,
+                                             violations: dict[str, list[str]] | None) -> None:
+    built = prechecked.answer_metadata("anthropic:m", "anthropic", ROUTING, usage, status, stop_reason, provider_raw,
+                                       violations)
+    same(built, MessageMetadata(model="anthropic:m", provider="anthropic", routing=ROUTING, usage=usage, status=status,
+                                stop_reason=stop_reason, provider_raw=provider_raw, tool_input_violations=violations))
+    assert built.routing is ROUTING and built.usage is usage and built.provider_raw is provider_raw  # kept, not copied
+
+
 def test_metadata_refuses_undeclared_fields() -> None:
     with pytest.raises(TypeError, match="shoe_size"):
         prechecked.metadata(shoe_size=3)

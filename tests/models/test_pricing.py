@@ -400,3 +400,36 @@ def test_local_today_is_date_today_across_midnight_and_zone_changes(monkeypatch:
             monkeypatch.undo()
             clock.tzset()
     assert day.today() == date.today()
+
+
+def test_local_today_keeps_the_zone_tuple_itself_so_its_fast_path_holds() -> None:
+    """The kept zone must be `time.tzname` itself: compiled, a typed read made a new tuple each time,
+    the identity check never held, and every call read the day again (docs/gateway.md, "Stop 36")."""
+    import time as clock
+
+    from metis_core.models.pricing import _LocalDay
+
+    day = _LocalDay()
+    first = day.today()
+    assert day.kept[2] is clock.tzname
+    start, end, _, kept_day = day.kept
+    assert start <= clock.time() < end and kept_day == first == day.today()
+
+
+def test_normalized_is_the_three_decimal_operations_it_stands_for() -> None:
+    """`_normalized` (trailing zeros stripped in integers, one Decimal read) against what it replaced,
+    `Decimal(total).scaleb(exponent).normalize()` under the default settings, compared as text and tuple."""
+    import random
+
+    from metis_core.models.pricing import _normalized
+
+    context = decimal.Context()
+    draw = random.Random(36)
+    totals = [0, 1, 10, 100, 12207, 1220700, 10**27, 10**28 - 1, 5 * 10**20]
+    totals += [draw.randrange(10 ** draw.randrange(1, 29)) for _ in range(2_000)]
+    totals += [draw.randrange(1, 1000) * 10 ** draw.randrange(0, 20) for _ in range(500)]
+    for total in totals:
+        for exponent in (-12, -8, -6, -1, 0, 3):
+            expected = Decimal(total, context).scaleb(exponent, context).normalize(context)
+            built = _normalized(total, exponent)
+            assert (str(built), built.as_tuple()) == (str(expected), expected.as_tuple()), (total, exponent)

@@ -60,8 +60,15 @@ class ToolIdMap:
                 self._record(namespace, canonical_id, provider_id)
 
     def _record(self, namespace: str, canonical_id: str, provider_id: str) -> None:
-        self._to_provider.setdefault(namespace, {})[canonical_id] = provider_id
-        self._to_canonical.setdefault(namespace, {})[provider_id] = canonical_id
+        # read, not setdefault(namespace, {}): that made two throw-away dicts on every call of a known namespace
+        to_provider = self._to_provider.get(namespace)
+        if to_provider is None:
+            to_provider = self._to_provider[namespace] = {}
+        to_provider[canonical_id] = provider_id
+        to_canonical = self._to_canonical.get(namespace)
+        if to_canonical is None:
+            to_canonical = self._to_canonical[namespace] = {}
+        to_canonical[provider_id] = canonical_id
 
     def canonical_for(self, namespace: str, provider_id: str | None) -> str:
         """Canonical id for an id a provider just issued (a new `tu_` id the first time)."""

@@ -8,7 +8,7 @@ ever a client `tool_use`, so no agent tries to run a server tool.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -28,9 +28,10 @@ TOOL_USE_EXTRAS = "tool_use_extras"
 """provider_raw key: fields of a client tool_use beyond id/name/input (`caller` of programmatic calls)."""
 
 
-_TOOL_USE_FIELDS = frozenset({"type", "id", "name", "input"})
-_TOOL_USE_FIELDS_AND_CALLER = _TOOL_USE_FIELDS | {"caller"}
-_DIRECT_CALLER = {"type": "direct"}
+_TOOL_USE_FIELDS: Final = frozenset({"type", "id", "name", "input"})
+_TOOL_USE_FIELDS_AND_CALLER: Final = _TOOL_USE_FIELDS | {"caller"}
+_DIRECT_CALLER: Final = {"type": "direct"}
+"""Final: compiled (mypyc), a C static rather than a lookup in the module's dict on every answer's tool call."""
 
 
 def tool_use_extras(block: dict[str, Any]) -> dict[str, Any]:

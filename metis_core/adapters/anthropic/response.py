@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.assembler import HostedBuilder, MessageAssembler, hashable_json
+from metis_core.adapters._common.assembler import HostedBuilder, MessageAssembler
+from metis_core.adapters._common.json_hashable import hashable_json
 from metis_core.adapters._common.response_message import assistant_message
 from metis_core.adapters.anthropic import hosted
 from metis_core.adapters.anthropic.usage import usage_from_wire

@@ -11,18 +11,22 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
+from metis_core.messages.prechecked import token_count  # by name: compiled, a direct call (a check, not a builder)
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     if not raw:
         return Usage()
-    counts = (raw.get("input_tokens") or 0, raw.get("output_tokens") or 0, raw.get("cache_read_input_tokens") or 0,
-              raw.get("cache_creation_input_tokens") or 0)
-    count = prechecked.token_count
-    if count(counts[0]) and count(counts[1]) and count(counts[2]) and count(counts[3]):
-        return prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
-    return Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
-                 cache_creation_input_tokens=counts[3])
+    fresh = raw.get("input_tokens") or 0
+    output = raw.get("output_tokens") or 0
+    read = raw.get("cache_read_input_tokens") or 0
+    written = raw.get("cache_creation_input_tokens") or 0
+    if token_count(fresh) and token_count(output) and token_count(read) and token_count(written):
+        # plain ints, as a real answer holds: nothing to validate (passed by position: a `*counts` call
+        # went through the generic call protocol, ~7,000 instructions compiled)
+        return prechecked.usage(fresh, output, read, written)
+    return Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
+                 cache_creation_input_tokens=written)
 
 
 def merge_usage(current: dict[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:

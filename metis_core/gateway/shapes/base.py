@@ -35,7 +35,8 @@ def is_output_refusal(message: Message) -> bool:
 
 
 def hit_continuation_limit(message: Message) -> bool:
-    return bool((message.metadata.model_extra or {}).get(CONTINUATION_LIMIT, False))
+    extra = message.metadata.__pydantic_extra__  # what `model_extra` returns, without its property's frame
+    return bool(extra.get(CONTINUATION_LIMIT, False)) if extra else False
 
 
 def cut_short(message: Message) -> bool:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metis_core.adapters._common.assembler import MAX_TOOL_INPUT_DEPTH, hashable_json
+from metis_core.adapters._common.json_hashable import MAX_TOOL_INPUT_DEPTH, hashable_json
 from metis_core.hashing import canonical_json
 
 

@@ -21,7 +21,6 @@ from compiled_build_marks import COMPILED, pure_only
 from fixture_files import wire_files
 from prechecked_reference import model_state, validating_in
 
-from metis_core.adapters import base
 from metis_core.adapters._common import response_message
 from metis_core.adapters._common import tool_ids as tool_ids_module
 from metis_core.adapters._common.assembler import MessageAssembler
@@ -188,7 +187,7 @@ def same_as_general_path(body: bytes, monkeypatch: pytest.MonkeyPatch, tools: li
                          routing: RoutingDecisionRecord | None = None) -> Any:
     fast = _parse_state(body, tools, routing, monkeypatch)
     with monkeypatch.context() as patched:
-        validating_in(patched, response, usage, response_message, base)
+        validating_in(patched, response, usage, response_message)  # the direct routing record: response_message
         general = _parse_state(body, tools, routing, patched)
     assert fast == general
     return fast
