@@ -38,21 +38,41 @@ WARMUP = 300
 
 
 def _capture(home: Path) -> list[tuple[Any, ...]]:
-    """(key, shape, request, asked model, model, final answer, estimated tokens) of real gateway calls."""
+    """(key, shape, request, asked model, model, final answer, estimated tokens) of real gateway calls.
+
+    Works on either build: the compiled call record's methods cannot be wrapped (compiled callers bind
+    them at build time), so the capture wraps the interpreted bus's `emit_trusted` instead and, at each
+    llm.call_completed, finds that call's record among the collector's objects (its request not yet
+    touched by the writer); the answer is read back from the store once the calls are written."""
+    import gc
+
     import uvloop
 
-    from metis_core.gateway import call_record
+    from metis_core.events.bus import EventBus
     from metis_core.gateway.serve import build_app
+    from metis_core.store.sessions import SessionStore
 
     captured: list[tuple[Any, ...]] = []
-    completed = call_record.CallRecord.completed
+    # The bus's last interpreted step of a trusted emission: `enqueue_trusted` (stop 36 on), or
+    # `emit_trusted` in trees before it (so the bench still measures them).
+    hook = "enqueue_trusted" if hasattr(EventBus, "enqueue_trusted") else "emit_trusted"
+    original = getattr(EventBus, hook)
 
-    def capturing(self: Any, final: Any, alerts: Any = None) -> None:
-        captured.append((self.key, self.shape, copy.deepcopy(self.request), self.asked_model, self.model,
-                         final.model_copy(deep=True), self.estimated_tokens))
-        completed(self, final, alerts)
+    def keep(event_type: str, session_id: str) -> None:
+        if event_type == "llm.call_completed":
+            record = next(o for o in gc.get_objects() if type(o).__name__ == "CallRecord"
+                          and getattr(o, "session_id", None) == session_id)
+            captured.append((record.key, record.shape, copy.deepcopy(record.request), record.asked_model,
+                             record.model, record.session_id, record.estimated_tokens))
 
-    call_record.CallRecord.completed = capturing  # type: ignore[method-assign]
+    def capturing(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if hook == "enqueue_trusted":
+            keep(args[0].type, args[0].session_id)
+        else:
+            keep(args[0], kwargs["session_id"])
+        return original(self, *args, **kwargs)
+
+    setattr(EventBus, hook, capturing)
 
     async def drive(app: Any, token: str) -> None:
         for _ in range(CAPTURED_CALLS):
@@ -65,8 +85,9 @@ def _capture(home: Path) -> list[tuple[Any, ...]]:
         os.environ.update({"METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                            "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)})
         uvloop.run(drive(build_app(), token))
-    call_record.CallRecord.completed = completed  # type: ignore[method-assign]
-    return captured
+    setattr(EventBus, hook, original)
+    with SessionStore(home / "metis.db") as store:  # each call's answer: its session's last message
+        return [(*call[:5], store.load_messages(call[5])[-1], call[6]) for call in captured]
 
 
 def _replay(calls: int, batch: int, callgrind: bool) -> None:

@@ -202,6 +202,13 @@ class EventBus:
             raise EventBusClosedError(f"cannot emit {event_type}: the event bus has been shut down")
         event = make_trusted_event(event_type, payload, session_id=session_id, turn_id=turn_id, parent=parent,
                                    actor=actor)
+        return self.enqueue_trusted(event, payload)
+
+    def enqueue_trusted(self, event: Event, payload: Mapping[str, Any]) -> Event:
+        """`emit_trusted`'s second half, for a caller that built `event` with `make_trusted_event` from
+        `payload` itself (`TurnRecorder.emit_trusted`, compiled: one interpreted frame an event less)."""
+        if self._closed:
+            raise EventBusClosedError(f"cannot emit {event.type}: the event bus has been shut down")
         if self._strict:
             check_trusted(event, payload)
         self._enqueue(event)
@@ -212,12 +219,21 @@ class EventBus:
         """Events this thread emits inside the block are queued at once (order, capacity and overflow
         as ever), but the dispatcher is woken once, at the end: a burst is handled together, and a
         trace store commits it as one transaction instead of one per event."""
-        self._holding.active = True
+        self.hold_dispatch()
         try:
             yield
         finally:
-            self._holding.active = False
-            self._dispatcher.wake()
+            self.release_dispatch()
+
+    def hold_dispatch(self) -> None:
+        """`dispatch_held`'s start, for a caller that runs it once per batch without a generator (the
+        gateway's record writer); pair it with `release_dispatch` in a `finally`."""
+        self._holding.active = True
+
+    def release_dispatch(self) -> None:
+        """`dispatch_held`'s end: stop holding this thread's events and wake the dispatcher."""
+        self._holding.active = False
+        self._dispatcher.wake()
 
     def _enqueue(self, event: Event) -> None:
         depth = self._dispatcher.put(event, wake=not getattr(self._holding, "active", False))
@@ -247,7 +263,10 @@ class EventBus:
         """Hand `event` to every matching route, in subscription order. Runs synchronously; when a
         fast-path handler returns an awaitable, returns a coroutine that awaits it and goes on with the
         remaining routes (the dispatcher awaits it before the next event, so order holds)."""
-        routes = self._routes_by_type(event.type)
+        cache = self._route_cache  # `_routes_by_type`'s table read here first: no call per event when it hits
+        routes = cache[1].get(event.type) if cache[0] is self._routes else None
+        if routes is None:
+            routes = self._routes_by_type(event.type)
         for index, (route, check) in enumerate(routes):
             if check and not route.filter.matches(event):
                 continue

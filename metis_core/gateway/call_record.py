@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import logging
 import time
+import types
+import typing
 from collections.abc import Callable
 from decimal import Decimal
 from operator import attrgetter
@@ -28,7 +30,7 @@ from metis_core.events.payloads.llm import RequestOptions
 from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role, ToolUseBlock, Usage
+from metis_core.messages import ImageBlock, Message, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -114,23 +116,11 @@ class CallRecord:
         self.estimated_tokens = estimated_tokens
 
         def emit() -> None:
-            last_user: Message | None = None
-            has_images = has_tool_calls = False
-            for message in self.request.messages:  # one pass over the history's blocks
-                fields = message.__dict__  # the model's storage: no trip through BaseModel's __getattr__ hook
-                if fields["role"] is Role.USER:
-                    last_user = message
-                if has_images and has_tool_calls:
-                    continue
-                for block in fields["content"]:
-                    if isinstance(block, ImageBlock):
-                        has_images = True
-                    elif isinstance(block, ToolUseBlock):
-                        has_tool_calls = True
+            last_user_text, has_images, has_tool_calls = history_survey(self.request.messages)
             self.turn = self.recorder.emit_trusted("turn.started", {
-                "user_message_hash": sha256_hex(last_user.text() if last_user is not None else ""),
-                "user_message_text_redacted": None, "estimated_input_tokens": estimated_tokens,
-                "has_images": has_images, "has_tool_calls_in_history": has_tool_calls,
+                "user_message_hash": sha256_hex(last_user_text), "user_message_text_redacted": None,
+                "estimated_input_tokens": estimated_tokens, "has_images": has_images,
+                "has_tool_calls_in_history": has_tool_calls,
             }, None, actor=Actor.USER)  # fmt: skip
 
         self._later(emit)
@@ -159,8 +149,7 @@ class CallRecord:
         field, defaults included), since llm.call_started is built without validation (emit_trusted)."""
         if self._asked is None:
             self._asked = asked_options_dump(self.request.options, [t.name for t in self.request.tools])
-        # a dict of its own for each attempt's event, its lists too: the dump is shared with alike calls
-        return {name: list(value) if type(value) is list else value for name, value in self._asked.items()}
+        return own_copy(self._asked)
 
     def attempt_failed(self, model: str, error: BaseException) -> str | None:
         self.failed(model, str(getattr(error, "error_class", "other")), str(error), getattr(error, "retry_count", 0))
@@ -309,11 +298,65 @@ class CallRecord:
         ))  # fmt: skip
 
 
+def history_survey(messages: list[Message]) -> tuple[str, bool, bool]:
+    """turn.started's facts about a request's history, in one pass over its blocks: the last user
+    message's `text()`, whether any block is an image, whether any is a tool use. The text is joined
+    here rather than by `Message.text()` (the same join, without an interpreted method and generator
+    per call: docs/gateway.md "Stop 36"; tests/gateway/test_call_record_jobs.py holds it to `text()`)."""
+    last_user: Message | None = None
+    has_images = has_tool_calls = False
+    for message in messages:  # one pass over the history's blocks
+        fields = message.__dict__  # the model's storage: no trip through BaseModel's __getattr__ hook
+        if fields["role"] is Role.USER:
+            last_user = message
+        if has_images and has_tool_calls:
+            continue
+        for block in fields["content"]:
+            if isinstance(block, ImageBlock):
+                has_images = True
+            elif isinstance(block, ToolUseBlock):
+                has_tool_calls = True
+    if last_user is None:
+        return "", has_images, has_tool_calls
+    text = "".join([block.__dict__["text"] for block in last_user.__dict__["content"] if isinstance(block, TextBlock)])
+    return text, has_images, has_tool_calls
+
+
 _ASKED_DUMPS: dict[tuple[Any, ...], dict[str, Any]] = {}
 """`asked_options_dump`'s answers by what they were made from (a gateway's calls ask a few alike)."""
 _ASKED_DUMPS_MAX = 256
 _SCALARS = frozenset({type(None), bool, int, float, str})
 _PLAIN_VALUES = attrgetter(*PLAIN_FIELDS)
+
+
+def _may_hold_list(annotation: Any) -> bool:
+    """Whether a field of this annotation can hold a list at its top level (through unions, Annotated, Any)."""
+    if annotation is Any:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin is list:
+        return True
+    if origin is typing.Annotated:
+        return _may_hold_list(typing.get_args(annotation)[0])
+    if origin is typing.Union or origin is types.UnionType:
+        return any(_may_hold_list(arg) for arg in typing.get_args(annotation))
+    return False
+
+
+_LIST_OPTIONS = tuple(name for name, info in RequestOptions.model_fields.items() if _may_hold_list(info.annotation))
+"""The `request_options` fields whose dumped value may be a list (stop, tools, omitted)."""
+
+
+def own_copy(asked: dict[str, Any]) -> dict[str, Any]:
+    """A dict of its own for each attempt's event, its lists too (the dump is shared with alike calls):
+    `{name: list(value) if type(value) is list else value for name, value in asked.items()}`, copied in C
+    with only the fields that can hold a list looked at (tests/gateway/test_asked_options_dump.py)."""
+    copied = dict(asked)
+    for name in _LIST_OPTIONS:
+        value = copied.get(name)
+        if type(value) is list:
+            copied[name] = list(value)
+    return copied
 
 
 def asked_options_dump(options: AdapterOptions | None, tools: list[str]) -> dict[str, Any]:

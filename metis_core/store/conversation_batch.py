@@ -38,6 +38,9 @@ INSERT_TOOL_CALL = (
     "INSERT INTO tool_calls (id, session_id, message_id, result_message_id, name, status, provider_id, provider, "
     "created_at, completed_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+TOOL_CALL_NULLABLE = (3, 6, 9)
+"""result_message_id, provider_id, completed_at: None in a call not yet answered (most of a gateway
+answer's tool calls), written as NULL literals (`multi_row_inserts`' `nullable`)."""
 
 
 @dataclass(slots=True)

@@ -26,7 +26,13 @@ from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundErr
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
 from metis_core.store.backend import Location, SharedDatabase, open_backend
-from metis_core.store.conversation_batch import INSERT_MESSAGE, INSERT_SESSION, INSERT_TOOL_CALL, conversation_rows
+from metis_core.store.conversation_batch import (
+    INSERT_MESSAGE,
+    INSERT_SESSION,
+    INSERT_TOOL_CALL,
+    TOOL_CALL_NULLABLE,
+    conversation_rows,
+)
 from metis_core.store.message_append import insert_message
 from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
@@ -87,9 +93,13 @@ def _check_tool_id_map(value: Mapping[Any, Any]) -> ToolIdMap:  # Any: it checks
     return checked
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class StoredConversation:
-    """One new session and its messages, as `SessionStore.store_conversations` writes it."""
+    """One new session and its messages, as `SessionStore.store_conversations` writes it.
+
+    Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__` (~11,400
+    instructions for these seven in the compiled build, ~3,700 unfrozen; once per gateway call,
+    docs/gateway.md "Stop 36"). Nothing changes one after it is made."""
 
     workspace_path: str
     session_id: str
@@ -213,9 +223,10 @@ class SessionStore:
             return False
         try:
             with self._db.transaction():  # many rows per statement: one step each, not one per row
-                for insert, table_rows in ((INSERT_SESSION, rows.sessions), (INSERT_MESSAGE, rows.messages),
-                                           (INSERT_TOOL_CALL, rows.tool_calls)):
-                    for statement, params in multi_row_inserts(insert, table_rows):
+                for insert, table_rows, nullable in ((INSERT_SESSION, rows.sessions, ()),
+                                                     (INSERT_MESSAGE, rows.messages, ()),
+                                                     (INSERT_TOOL_CALL, rows.tool_calls, TOOL_CALL_NULLABLE)):
+                    for statement, params in multi_row_inserts(insert, table_rows, nullable=nullable):
                         self._db.execute(statement, params)
         except self._db.duplicate_error:
             return False  # a taken session or message id: the savepoint path isolates and names it

@@ -8,14 +8,13 @@ No SQL beyond the column list lives here; the trace store runs the statements.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 import orjson
 
 from metis_core.events.envelope import Actor, Event, Sensitivity, datetime_from_us
-from metis_core.store.records import to_us
 
 EVENT_COLUMNS = "id, timestamp_us, session_id, turn_id, parent_event_id, type, actor, sensitivity, payload_json"
 INSERT_EVENT = f"INSERT OR IGNORE INTO events ({EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
@@ -35,6 +34,7 @@ def payload_json(payload: dict[str, Any]) -> str:
     return orjson.dumps(payload, default=_json_default).decode()
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _ACTOR_TEXT = {actor: actor.value for actor in Actor}
 _SENSITIVITY_TEXT = {level: level.value for level in Sensitivity}
 """Enum member -> its text: a dict lookup, where `.value` goes through the enum's Python descriptor."""
@@ -42,11 +42,13 @@ _SENSITIVITY_TEXT = {level: level.value for level in Sensitivity}
 
 def event_row(event: Event) -> EventRow:
     # The fields read from the model's own storage: one attribute lookup instead of nine, each of which
-    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event).
+    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event). Compiled in
+    # the compiled build (the bus thread runs it for every event; docs/gateway.md "Stop 36").
     fields = event.__dict__
+    delta = fields["timestamp"] - _EPOCH  # `to_us`, inlined: a call into an interpreted module per event
     return (
         fields["id"],
-        to_us(fields["timestamp"]),
+        (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds,
         fields["session_id"],
         fields["turn_id"],
         fields["parent_event_id"],

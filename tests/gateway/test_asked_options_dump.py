@@ -64,3 +64,22 @@ def test_the_memo_is_bounded() -> None:
     for tokens in range(call_record._ASKED_DUMPS_MAX * 2 + 5):
         asked_options_dump(AdapterOptions(model=M, max_tokens=tokens), [])
     assert 0 < len(call_record._ASKED_DUMPS) <= call_record._ASKED_DUMPS_MAX
+
+
+@pytest.mark.parametrize("case", range(len(CASES)))
+def test_each_events_copy_is_the_dump_with_lists_of_its_own(case: int) -> None:
+    options, tools = CASES[case]
+    dump = asked_options_dump(options, list(tools))
+    general = {name: list(value) if type(value) is list else value for name, value in dump.items()}
+    copied = call_record.own_copy(dump)
+    assert str(copied) == str(general) and list(copied) == list(general)
+    assert copied is not dump
+    for name, value in copied.items():
+        if type(value) is list:
+            assert value is not dump[name] and value == dump[name]
+        else:
+            assert value is dump[name]
+
+
+def test_the_fields_that_may_hold_a_list_are_the_list_typed_ones() -> None:
+    assert set(call_record._LIST_OPTIONS) == {"stop", "tools", "omitted"}

@@ -4,6 +4,7 @@ per event, reads that see what is buffered, and buffered rows kept for another t
 from __future__ import annotations
 
 import sqlite3
+from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from trace_samples import event
 
 from metis_core.errors import StoreError
 from metis_core.store.multi_row_insert import MAX_ROWS, multi_row_inserts
+from metis_core.store.records import to_us
 from metis_core.trace import TraceStore
 from metis_core.trace.event_rows import EVENT_COLUMNS, INSERT_EVENT, event_row
 
@@ -84,3 +86,13 @@ def test_a_row_read_from_the_models_storage_holds_what_its_attributes_say() -> N
                     item.actor.value, item.sensitivity.value, payload_json(item.payload))
         assert event_row(item) == expected
         assert event_from_row(event_row(item)) == item
+
+
+@pytest.mark.parametrize("moment", [
+    datetime(1970, 1, 1, tzinfo=UTC), datetime(1969, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+    datetime(2026, 11, 26, 8, 0, 0, 1, tzinfo=UTC), datetime(9999, 12, 31, 23, 59, 59, 999_999, tzinfo=UTC),
+    datetime(2026, 6, 1, 12, 0, tzinfo=timezone(timedelta(hours=-7))),
+])
+def test_an_event_rows_timestamp_is_to_us_of_its_time(moment: datetime) -> None:
+    made = event().model_copy(update={"timestamp": moment})
+    assert event_row(made)[1] == to_us(moment) == made.timestamp_us
