@@ -347,25 +347,17 @@ class MetisConfig(BaseModel):
         (encoded, bytes on POSIX), not decoded. Decoding is one-to-one, so two states are equal exactly
         when the two `provider_environment` tuples are; the names are encoded once per provider. The
         model client compares this on every call (tests/test_config.py holds the two verdicts equal)."""
-        private = self.__pydantic_private__
-        assert private is not None
-        env: Mapping[str, str] = private["_environ"]
-        if type(env) is os._Environ:
-            data = getattr(env, "_data", None)
-            if isinstance(data, dict):
-                keys = private["_watched_keys"].get(provider)
-                if keys is None:
-                    self.provider_environment(provider)  # the names, as that method finds them
-                    keys = private["_watched_keys"][provider] = tuple(
-                        [_encoded_name(name) for name in private["_watched"][provider]])
-                return tuple([data.get(key) for key in keys])
-        return self.provider_environment(provider)
+        watch = self.provider_environment_watch(provider)
+        if watch is None:
+            return self.provider_environment(provider)
+        data, keys = watch
+        return tuple([data.get(key) for key in keys])
 
     def provider_environment_watch(self, provider: str) -> tuple[dict[Any, Any], tuple[Any, ...]] | None:
         """(os.environ's own dict, `provider`'s watched names as that dict keys them), when this
         configuration reads os.environ: `tuple([data.get(key) for key in keys])` is then exactly
         `provider_environment_state(provider)`, a read the model client makes in its own (compiled)
-        code on every call (a named fast path, docs/gateway.md "Stop 36"). None for an injected mapping:
+        code on every call (a named fast path, docs/gateway.md "Stop 35"). None for an injected mapping:
         the caller asks `provider_environment_state` then."""
         private = self.__pydantic_private__
         assert private is not None
@@ -373,8 +365,11 @@ class MetisConfig(BaseModel):
         if type(env) is os._Environ:
             data = getattr(env, "_data", None)
             if isinstance(data, dict):
-                self.provider_environment_state(provider)  # the names, encoded once, as that method keeps them
-                keys: tuple[Any, ...] = private["_watched_keys"][provider]
+                keys: tuple[Any, ...] | None = private["_watched_keys"].get(provider)
+                if keys is None:
+                    self.provider_environment(provider)  # the names, as that method finds them
+                    keys = private["_watched_keys"][provider] = tuple(
+                        [_encoded_name(name) for name in private["_watched"][provider]])
                 return data, keys
         return None
 

@@ -10,13 +10,11 @@ import asyncio
 import contextlib
 import functools
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import orjson
 import pytest
-from cli.replay_server import ReplayServer
 from compiled_build_marks import pure_only
 from starlette.requests import Request
 
@@ -32,7 +30,7 @@ from metis_core.gateway.app import (
 )
 
 from .gateway_harness import GatewayHarness
-from .test_gateway_direct_answer import CASES, Outcome, outcome
+from .test_gateway_direct_answer import CASES, assert_same, run_both
 from .test_gateway_direct_dispatch import CHOSEN, HAIKU, _posted, asgi
 
 
@@ -54,25 +52,7 @@ def through_handler() -> Iterator[list[str]]:
 @pure_only("monkeypatches CallEndpoint.__call__, which compiled gateway/app.py calls directly")
 @pytest.mark.parametrize("case", CHOSEN)
 def test_a_call_route_answers_records_and_charges_as_through_its_handler(tmp_path: Path, case: str) -> None:
-    script, call = CASES[case]
-    found: list[Outcome] = []
-    for name in ("direct", "handler"):
-        upstream = ReplayServer().start()
-        script(upstream)
-        harness = GatewayHarness(tmp_path / name, upstream).start()
-        try:
-            with through_handler() if name == "handler" else contextlib.nullcontext() as seen:
-                key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day", tpm=1_000_000)
-                found.append(outcome(harness, key_id, *call(harness, token)))
-                if seen is not None:
-                    assert seen, "the comparison run did not go through the handler"
-        finally:
-            harness.stop()
-            upstream.stop()
-    direct, general = found
-    assert (direct.status, direct.body) == (general.status, general.body)
-    assert direct.events == general.events and direct.stored == general.stored and direct.spent == general.spent
-    assert direct.events, "the run left no events: the comparison would prove nothing"
+    assert_same(*run_both(tmp_path, *CASES[case], general=through_handler))
 
 
 def test_the_call_routes_are_call_endpoints_whose_handler_is_the_same_call(gateway: GatewayHarness) -> None:

@@ -11,14 +11,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Iterator
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import httpx
 import orjson
 import pytest
-from cli.replay_server import ReplayServer
 from compiled_build_marks import pure_only
 from starlette.applications import Starlette
 
@@ -26,7 +24,7 @@ from metis_core.gateway.app import ANTHROPIC, OPENAI, RESPONSES, GatewayStarlett
 from metis_core.gateway.service import GatewayService
 
 from .gateway_harness import GatewayHarness
-from .test_gateway_direct_answer import CASES, Outcome, outcome
+from .test_gateway_direct_answer import CASES, assert_same, run_both
 
 HAIKU = "anthropic:claude-haiku-4-5"
 FAILED = "the gateway failed to answer; the operator's log has the details"
@@ -55,25 +53,7 @@ CHOSEN = ["anthropic text", "openai client, thinking anthropic model", "response
 @pytest.mark.parametrize("case", CHOSEN)
 def test_a_route_of_the_table_answers_records_and_charges_as_through_starlettes_stack(
         tmp_path: Path, case: str) -> None:
-    script, call = CASES[case]
-    found: list[Outcome] = []
-    for name in ("direct", "starlette"):
-        upstream = ReplayServer().start()
-        script(upstream)
-        harness = GatewayHarness(tmp_path / name, upstream).start()
-        try:
-            with starlette_stack() if name == "starlette" else contextlib.nullcontext() as seen:
-                key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day", tpm=1_000_000)
-                found.append(outcome(harness, key_id, *call(harness, token)))
-                if seen is not None:
-                    assert seen, "the comparison run did not go through Starlette's stack"
-        finally:
-            harness.stop()
-            upstream.stop()
-    direct, general = found
-    assert (direct.status, direct.body) == (general.status, general.body)
-    assert direct.events == general.events and direct.stored == general.stored and direct.spent == general.spent
-    assert direct.events, "the run left no events: the comparison would prove nothing"
+    assert_same(*run_both(tmp_path, *CASES[case], general=starlette_stack))
 
 
 # --- driving the ASGI app in-process ------------------------------------------------------------
