@@ -64,7 +64,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   runtime annotations in the model modules (no string evaluation), plain slotted classes for
   internal records and error patterns compiled on first error. Nothing is deferred past import
   that a call needs, so the first-answer row moves with the import row.
-- **First call, in CPU time** (issue 26: at most 10 ms over the floor's): the startup case's row
+- **First call, in CPU time** (target: at most 10 ms over the floor's): the startup case's row
   "first call after the imports, CPU" (target `<= floor + 10 ms`), and in more detail
   `python -m bench.first_call_cpu`, which runs the floor and metis-core's `ModelClient.complete` in
   turns, each in a fresh interpreter against one local server, and reports median process CPU time
@@ -100,7 +100,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   otherwise copies every response's headers into an email message to look for one). Together
   ~100 µs a call on this machine (`metis_core/transport/clients.py`, `transport/http.py`);
   translation and parsing are measured on their own in the translate case.
-- Only metis-core's figures are judged against the targets of issue 9; peers are shown for scale.
+- Only metis-core's figures are judged against the targets in bench/figures.py; peers are shown for scale.
 """
 
 MEANINGS = {
@@ -110,7 +110,7 @@ MEANINGS = {
                "*RSS*: resident memory after those imports, client setup and one checked call (so lazily "
                "loaded parts count).",
     "cli": "The command line's cold start: wall time of `metis --help` and `llm --help` in fresh processes, "
-           "against the interpreter starting and doing nothing; target (issue 26): `metis --help` <= 150 ms.",
+           "against the interpreter starting and doing nothing; target: `metis --help` <= 150 ms.",
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
             "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
             "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async. "
