@@ -83,8 +83,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   nothing; config's agent sections (MCP, delegation, memory, skills) load only when the file has
   them. tests/test_cold_start.py checks that a first call imports none of the modules it does not
   use (YAML, difflib, the agent, stores, the price and registry schemas ...) and builds none of
-  those schemas. On 2026-11-25 (load average ~2.4, 21 processes each, same hour):
-  main before these cuts 10.0 ms over the floor (57.1 vs 67.1 ms), after them 7.7 ms (56.6 vs 64.2 ms).
+  those schemas.
 - **Calls, read with their reference line**: "floor + per-call mapping (reference)" posts with the
   floor's client but builds the body on every call from the canonical messages with the hand-written
   mapping, the least any library that keeps a canonical conversation must do per turn. Work done
