@@ -6,6 +6,7 @@ Measurement history belongs in bench/results/ and the git log; these rules keep 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -32,16 +33,15 @@ def scanned_files() -> list[Path]:
     tests and CI, without virtualenvs, build output, caches, recorded data or benchmark result data."""
     files = [ROOT / name for name in TOP_LEVEL_FILES if (ROOT / name).is_file()]
     for root in SCANNED_ROOTS:
-        for path in sorted((ROOT / root).rglob("*")):
-            relative = path.relative_to(ROOT).parts
-            if any(part.startswith(".") and part != ".ci" for part in relative):
-                continue  # .venv, bench/.venv-lean, caches
-            if any(part in ("__pycache__", "node_modules") or part.endswith(".egg-info") for part in relative):
-                continue
-            if any(path.is_relative_to(skipped) for skipped in SKIPPED):
-                continue
-            if path.is_file() and (path.suffix in SCANNED_SUFFIXES or path.name in SCANNED_NAMES):
-                files.append(path)
+        for folder, subfolders, names in os.walk(ROOT / root):
+            here = Path(folder)
+            subfolders[:] = sorted(  # pruned in place: .venv, bench/.venv-lean, caches are never entered
+                name for name in subfolders
+                if not (name.startswith(".") or name in ("__pycache__", "node_modules") or name.endswith(".egg-info")
+                        or here / name in SKIPPED)
+            )
+            files.extend(here / name for name in sorted(names)
+                         if Path(name).suffix in SCANNED_SUFFIXES or name in SCANNED_NAMES)
     return files
 
 
