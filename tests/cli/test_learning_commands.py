@@ -71,3 +71,15 @@ def test_patterns_list_show_and_clear(cli: Cli) -> None:
     cleared = cli("patterns", "clear", "--yes")
     assert cleared.exit_code == 0 and "cleared 1 outcome(s)" in cleared.stdout
     assert "0 fingerprint(s), 0 outcome(s)" in cli("patterns", "list").stdout
+
+
+def test_feedback_after_the_session_ended_rescores_its_pattern_outcome(cli: Cli) -> None:
+    before = scalar_on(cli.database, "SELECT score FROM pattern_outcomes")
+    assert cli("feedback", cli.session_id, "1", "down").exit_code == 0
+    assert scalar_on(cli.database, "SELECT score FROM pattern_outcomes") == 0.05 != before
+    assert "0.05 · 1" in cli("patterns", "list").stdout
+    assert cli("feedback", cli.session_id, "1", "up").exit_code == 0
+    assert scalar_on(cli.database, "SELECT score FROM pattern_outcomes") == 0.95
+    events = stored_events(cli.home, cli.session_id, learning=True, database=cli.database)
+    rescored = [e.payload["success_score"] for e in events if e.type == "pattern.recorded"]
+    assert rescored[-2:] == [0.05, 0.95]

@@ -4,7 +4,9 @@ A batch bus subscriber on session.ended rebuilds each turn's fingerprint from th
 user message from the store, sizes and images from turn.started, the workspace from
 session.created, the tools of earlier turns), takes its score from the evaluator's latest
 verdict (re-evaluating when feedback came after that verdict), sums its cost and latency from
-llm.call_completed, and writes it. Cap and age evictions follow as pattern.evicted.
+llm.call_completed, and writes it. Cap and age evictions follow as pattern.evicted. A later
+verdict on a recorded turn (feedback after the session ended, `metis eval run --again`) replaces
+its outcome's score, recorded again as pattern.recorded; both run on this one subscriber, in order.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.learning.evaluator.evaluator import Evaluator
 from metis_core.learning.patterns.fingerprint import Embedder, Fingerprint, fingerprint
-from metis_core.learning.patterns.store import Eviction, PatternStore
+from metis_core.learning.patterns.store import Eviction, PatternStore, Rescored
 from metis_core.messages import Role
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
@@ -38,14 +40,35 @@ class PatternRecorder:
         self.embed = embed
 
     def subscription(self) -> Subscription:
-        return Subscription(filter=EventFilter(event_types={"session.ended"}), handler=self.handle,
-                            name=SUBSCRIPTION_NAME)
+        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed"}),
+                            handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
         try:
-            self.record_session(event)
+            if event.type == "session.ended":
+                self.record_session(event)
+            elif event.payload.get("subject_kind") == "turn":
+                self.rescore_turn(str(event.payload["subject_id"]))
         except MetisError as error:
             log.warning("patterns of session %s not recorded: %s", event.session_id, error)
+
+    def rescore_turn(self, turn_id: str) -> list[Event]:
+        """Give a recorded turn's outcomes its latest verdict's score; the pattern.recorded events."""
+        verdict = self.evaluator.verdicts.latest("turn", turn_id)
+        if verdict is None:
+            return []
+        emitted = [self._rescored(turn_id, r, verdict.score) for r in self.patterns.rescore(turn_id, verdict.score)]
+        return [e for e in emitted if e is not None]
+
+    def _rescored(self, turn_id: str, rescored: Rescored, score: float) -> Event | None:
+        ended = self.trace.events(session_id=rescored.session_id, types=("session.ended",))
+        return self.bus.emit_new("pattern.recorded", {
+            "fingerprint_id": rescored.fingerprint_id, "fingerprint_kind": rescored.fingerprint_kind,
+            "primary_model": rescored.model, "sample_size_before": rescored.sample_size,
+            "sample_size_after": rescored.sample_size, "was_new_fingerprint": False, "success_score": score,
+            "cost_usd_at_record": str(rescored.cost_usd), "pricing_version": rescored.pricing_version,
+            "over_soft_cap": False,
+        }, session_id=rescored.session_id, turn_id=turn_id, parent=ended[-1] if ended else None, actor=Actor.SYSTEM)
 
     def record_session(self, ended: Event) -> list[Event]:
         """Record every finished turn of the session that `ended` closes; the pattern.recorded events."""
