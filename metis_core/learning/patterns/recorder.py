@@ -1,12 +1,9 @@
 """When a session ends, each finished turn becomes a pattern outcome (pattern.recorded).
 
-A batch bus subscriber on session.ended rebuilds each turn's fingerprint from the record (the
-user message from the store, sizes and images from turn.started, the workspace from
-session.created, the tools of earlier turns), takes its score from the evaluator's latest
-verdict (re-evaluating when feedback came after that verdict), sums its cost and latency from
-llm.call_completed, and writes it. Cap and age evictions follow as pattern.evicted. A later
-verdict on a recorded turn (feedback after the session ended, `metis eval run --again`) replaces
-its outcome's score, recorded again as pattern.recorded; both run on this one subscriber, in order.
+One batch subscriber rebuilds each turn's fingerprint from the record, takes its score from the
+evaluator's latest verdict, its cost and latency from llm.call_completed, and writes it (then cap
+and age evictions, pattern.evicted). A later verdict on a recorded turn (feedback or an implicit
+signal after the end, `metis eval run --again`) rescores its outcome, recorded again.
 """
 
 from __future__ import annotations
@@ -40,17 +37,26 @@ class PatternRecorder:
         self.embed = embed
 
     def subscription(self) -> Subscription:
-        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed"}),
+        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit"}),
                             handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
         try:
             if event.type == "session.ended":
                 self.record_session(event)
-            elif event.payload.get("subject_kind") == "turn":
+            elif event.type == "eval.completed" and event.payload.get("subject_kind") == "turn":
                 self.rescore_turn(str(event.payload["subject_id"]))
+            elif event.type == "feedback.implicit" and event.payload.get("subject_turn_id"):
+                self.implicit_arrived(event)
         except MetisError as error:
             log.warning("patterns of session %s not recorded: %s", event.session_id, error)
+
+    def implicit_arrived(self, signal: Event) -> None:
+        """An implicit signal on a turn already recorded (`abandon` comes after session.ended):
+        re-evaluate it; its eval.completed rescores the outcome. Earlier signals are read at the end."""
+        turn_id = str(signal.payload["subject_turn_id"])
+        if self.patterns.is_recorded(turn_id):
+            self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=signal)
 
     def rescore_turn(self, turn_id: str) -> list[Event]:
         """Give a recorded turn's outcomes its latest verdict's score; the pattern.recorded events."""

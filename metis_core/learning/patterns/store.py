@@ -125,6 +125,9 @@ class PatternStore:
             (total,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes").fetchone()
         return Recorded(fingerprint_id, was_new, int(before), int(after), int(total) > self.settings.soft_cap_rows)
 
+    def is_recorded(self, turn_id: str) -> bool:
+        return bool(self.db.rows("SELECT 1 FROM pattern_outcomes WHERE turn_id = ? LIMIT 1", (turn_id,)))
+
     def rescore(self, turn_id: str, score: float | None) -> list[Rescored]:
         """Give the outcomes recorded for `turn_id` a new score; those it changed (none when unrecorded)."""
         with self.db.writing() as conn:
