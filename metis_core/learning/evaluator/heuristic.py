@@ -2,8 +2,9 @@
 
 Evidence: how the turn ended (error, cancellation), failed and invalid tool calls, refusals
 (stop reason or a refusal-shaped answer), explicit feedback (which dominates) and implicit
-feedback weighted by its confidence. A session is the mean of its turns, unless the user rated
-the whole session. The weights are in docs/learning.md; signals name each piece of evidence.
+feedback weighted by its confidence. A session is the mean of its turns (a turn's current
+verdict, the LLM judge's part included, when it has one), unless the user rated the whole
+session. The weights are in docs/learning.md; signals name each piece of evidence.
 """
 
 from __future__ import annotations
@@ -73,9 +74,13 @@ def judge_turn(events: list[Event], feedback: list[Event], answer: str | None = 
     return HeuristicVerdict(_clamp(score), _clamp(confidence), signals)
 
 
-def judge_session(turns: dict[str, list[Event]], feedback: list[Event]) -> HeuristicVerdict:
+def judge_session(turns: dict[str, list[Event]], feedback: list[Event],
+                  turn_verdicts: dict[str, tuple[float, float]] | None = None) -> HeuristicVerdict:
+    """`turn_verdicts`: (score, confidence) of turns already judged (LLM judge included), used as is."""
     session_rated = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") == "session"]
-    per_turn = [judge_turn(events, [f for f in feedback if f.payload.get("subject_turn_id") == turn_id])
+    judged = turn_verdicts or {}
+    per_turn = [HeuristicVerdict(*judged[turn_id]) if turn_id in judged else
+                judge_turn(events, [f for f in feedback if f.payload.get("subject_turn_id") == turn_id])
                 for turn_id, events in turns.items()]
     if session_rated:
         rating = str(session_rated[-1].payload["rating"])
