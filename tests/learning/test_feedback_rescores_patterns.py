@@ -4,6 +4,8 @@ session and after its end; and late feedback alone is enough to steer pattern ro
 
 from __future__ import annotations
 
+from metis_core.cli.trace_view import describe
+
 from .conftest import CHEAP, STRONG, LearningHarness
 from .test_pattern_routing import PROOF, SUMMARY, session
 
@@ -77,4 +79,13 @@ async def test_late_feedback_alone_moves_proofs_off_the_model_rated_down(learnin
     proof = await finished_session(h, "Prove that there are infinitely many primes")
     assert h.of_type("route.decided", summary)[0].payload["chosen_model"] == CHEAP
     assert h.of_type("route.decided", proof)[0].payload["chosen_model"] == STRONG
-    assert h.of_type("pattern.matched", proof)[0].payload["chosen_model"] == STRONG
+    (matched,) = h.of_type("pattern.matched", proof)
+    assert matched.payload["chosen_model"] == STRONG
+    decided = h.of_type("route.decided", proof)[0]
+    reason = decided.payload["chain"][decided.payload["winner_index"]]["reason"]
+    assert "scored best per dollar on 5 similar turns" in reason  # `metis trace show` says why
+    assert describe(decided) == f"→ {STRONG} · {reason}"
+    p = matched.payload
+    assert describe(matched) == (f"{STRONG} · confidence {p['confidence']:.2f} · {p['sample_size']} samples · "
+                                 f"{p['alternatives_count']} models scored on {p['k_cluster_size']} similar "
+                                 f"fingerprint(s) · {p['fingerprint_kind']} {p['fingerprint_id']}")
