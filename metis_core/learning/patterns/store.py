@@ -130,14 +130,14 @@ class PatternStore:
 
     def rescore(self, turn_id: str, score: float | None) -> list[Rescored]:
         """Give the outcomes recorded for `turn_id` a new score; those it changed (none when unrecorded)."""
+        rows = self.db.rows(  # read first: most verdicts (every turn's first) change nothing here
+            "SELECT o.fingerprint_id, f.kind, o.session_id, o.model, o.cost_usd, o.pricing_version, o.score "
+            "FROM pattern_outcomes o JOIN pattern_fingerprints f ON f.id = o.fingerprint_id "
+            "WHERE o.turn_id = ? ORDER BY o.id", (turn_id,))
+        changed = [r for r in rows if r[6] != score]
+        if not changed:
+            return []
         with self.db.writing() as conn:
-            rows = conn.execute(
-                "SELECT o.fingerprint_id, f.kind, o.session_id, o.model, o.cost_usd, o.pricing_version, o.score "
-                "FROM pattern_outcomes o JOIN pattern_fingerprints f ON f.id = o.fingerprint_id "
-                "WHERE o.turn_id = ? ORDER BY o.id", (turn_id,)).fetchall()
-            changed = [r for r in rows if r[6] != score]
-            if not changed:
-                return []
             conn.execute("UPDATE pattern_outcomes SET score = ? WHERE turn_id = ?", (score, turn_id))
             rescored = []
             for r in changed:
