@@ -41,6 +41,23 @@ async def test_feedback_after_the_end_rescores_the_outcome_and_records_it_again(
     assert outcome_scores(h) == [0.05] and len(h.of_type("pattern.recorded", sid)) == 2
 
 
+async def test_rating_the_whole_session_rescores_its_turns_not_rated_themselves(learning: LearningHarness) -> None:
+    h = learning
+    h.answers(2)
+    s = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(s, PROOF)
+    await h.runtime.turns.run(s, "Summarize the proof in one line")
+    h.runtime.sessions.end(s)
+    h.loop.feedback.rate(s.id, "up", turn=2)
+    h.loop.feedback.rate(s.id, "down", scope="session")  # `metis feedback SID down`, after the end
+    h.loop.settle()
+    scores = dict(h.loop.db.rows("SELECT turn_id, score FROM pattern_outcomes"))
+    first, second = (e.turn_id for e in h.of_type("turn.started", s.id))
+    assert scores == {first: 0.05, second: 0.95}
+    (turn_verdict,) = [v for v in h.loop.verdicts.of_subject("turn", str(first)) if v.score == 0.05]
+    assert turn_verdict.signals["heuristic"]["explicit_session"] == "thumbs_down"
+
+
 async def test_an_implicit_retry_in_the_session_lowers_the_recorded_score(learning: LearningHarness) -> None:
     h = learning
     h.answers(2)

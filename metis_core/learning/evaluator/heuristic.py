@@ -19,6 +19,8 @@ NEUTRAL_SUCCESS = 0.75
 """A turn that ended normally with no other evidence: probably fine, not certainly."""
 IMPLICIT_WEIGHT = {"retry": -0.5, "edit_followup": -0.45, "manual_swap": -0.4, "abandon": -0.5, "accept": 0.15}
 EXPLICIT_SCORE = {"thumbs_up": 0.95, "thumbs_down": 0.05}
+SESSION_RATING_CONFIDENCE = 0.8
+"""A rating of the whole session, applied to a turn not rated itself: strong, but less direct."""
 REFUSAL = re.compile(r"^\s*(?:i'?m sorry,?\s+but\s+)?i\s+(?:can(?:'|no)t|cannot|won'?t|am unable to|'m unable to)"
                      r"\s+(?:help|assist|do|provide|comply)", re.IGNORECASE)
 
@@ -66,11 +68,16 @@ def judge_turn(events: list[Event], feedback: list[Event], answer: str | None = 
             signals.setdefault("implicit", []).append(kind)
             score += IMPLICIT_WEIGHT.get(kind, 0.0) * weight
             confidence = max(confidence, min(0.8, weight))
-    explicit = [e for e in feedback if e.type == "feedback.explicit"]
+    explicit = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") != "session"]
+    whole = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") == "session"]
     if explicit:
         rating = str(explicit[-1].payload["rating"])
         signals["explicit"] = rating
         score, confidence = EXPLICIT_SCORE[rating], 0.95
+    elif whole:  # the user rated the whole session: it covers this turn unless the turn was rated itself
+        rating = str(whole[-1].payload["rating"])
+        signals["explicit_session"] = rating
+        score, confidence = EXPLICIT_SCORE[rating], SESSION_RATING_CONFIDENCE
     return HeuristicVerdict(_clamp(score), _clamp(confidence), signals)
 
 

@@ -16,6 +16,7 @@ from metis_core.events.bus import EventBus, EventFilter, Subscription
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.learning.evaluator.evaluator import Evaluator
+from metis_core.learning.evaluator.subjects import concerns_turn
 from metis_core.learning.patterns.fingerprint import Embedder, Fingerprint, fingerprint
 from metis_core.learning.patterns.store import Eviction, PatternStore, Rescored
 from metis_core.messages import Role
@@ -37,7 +38,8 @@ class PatternRecorder:
         self.embed = embed
 
     def subscription(self) -> Subscription:
-        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit"}),
+        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit",
+                                                         "feedback.explicit"}),
                             handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
@@ -48,6 +50,8 @@ class PatternRecorder:
                 self.rescore_turn(str(event.payload["subject_id"]))
             elif event.type == "feedback.implicit" and event.payload.get("subject_turn_id"):
                 self.implicit_arrived(event)
+            elif event.type == "feedback.explicit" and event.payload.get("scope") == "session":
+                self.session_rated(event)
         except MetisError as error:
             log.warning("patterns of session %s not recorded: %s", event.session_id, error)
 
@@ -57,6 +61,12 @@ class PatternRecorder:
         turn_id = str(signal.payload["subject_turn_id"])
         if self.patterns.is_recorded(turn_id):
             self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=signal)
+
+    def session_rated(self, rating: Event) -> None:
+        """A rating of a whole session already recorded covers its turns: re-evaluate each of them
+        (a turn rating goes through the evaluator's own trigger)."""
+        for turn_id in self.patterns.turns_of_session(rating.session_id):
+            self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=rating)
 
     def rescore_turn(self, turn_id: str) -> list[Event]:
         """Give a recorded turn's outcomes its latest verdict's score; the pattern.recorded events."""
@@ -105,7 +115,7 @@ class PatternRecorder:
 
     def _score(self, ended: Event, turn_id: str, turn: list[Event]) -> float | None:
         feedback = self.trace.events(session_id=ended.session_id, types=("feedback.explicit", "feedback.implicit"))
-        latest_feedback = max((e.id for e in feedback if e.payload.get("subject_turn_id") == turn_id), default="")
+        latest_feedback = max((e.id for e in feedback if concerns_turn(e, turn_id)), default="")
         verdict = self.evaluator.verdicts.latest("turn", turn_id)
         if verdict is None or verdict.eval_id < latest_feedback:
             verdict = self.evaluator.evaluate("turn", turn_id, trigger="bus", parent=ended)

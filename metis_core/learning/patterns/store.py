@@ -128,6 +128,11 @@ class PatternStore:
     def is_recorded(self, turn_id: str) -> bool:
         return bool(self.db.rows("SELECT 1 FROM pattern_outcomes WHERE turn_id = ? LIMIT 1", (turn_id,)))
 
+    def turns_of_session(self, session_id: str) -> list[str]:
+        rows = self.db.rows("SELECT DISTINCT turn_id FROM pattern_outcomes WHERE session_id = ? ORDER BY turn_id",
+                            (session_id,))
+        return [str(r[0]) for r in rows]
+
     def rescore(self, turn_id: str, score: float | None) -> list[Rescored]:
         """Give the outcomes recorded for `turn_id` a new score; those it changed (none when unrecorded)."""
         rows = self.db.rows(  # read first: most verdicts (every turn's first) change nothing here
