@@ -31,12 +31,12 @@ def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
     runtime = app.state.service.rt
     server = LiveServer(None, tmp_path, app=app)
     try:
-        with httpx.Client(base_url=server.url, timeout=5) as http:
+        with server.client() as http:
             assert http.get("/healthz").status_code == 200
             assert http.get("/v1/models").status_code == 401  # the gateway's keys, not the web view's rules
             assert http.get("/api/sessions").json() == {"sessions": []}
             assert "<main" in http.get("/").text
-        with connect(server.ws_url) as ws:
+        with connect(server.ws_url, additional_headers=server.cookie_header) as ws:
             ws.send(json.dumps({"session_ids": ["sess_gw"]}))
             assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
             assert json.loads(ws.recv(timeout=5))["kind"] == "replay_done"
@@ -96,7 +96,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     store.close()
     server = LiveServer(None, tmp_path, app=app)
     try:
-        response = httpx.get(server.url + "/api/gateway/keys", timeout=5)
+        response = httpx.get(server.url + "/api/gateway/keys", headers=server.cookie_header, timeout=5)
     finally:
         server.stop()
         app.state.service.close()

@@ -65,6 +65,13 @@ def browser(tmp_path: Path) -> Iterator[object]:
     driver.quit()
 
 
+def sign_in(driver: WebDriver, served: Served) -> None:
+    """Open the one-time launch link `metis serve` prints: the page lands on `/` holding the cookie."""
+    driver.get(served.server.launch_url())
+    assert driver.current_url == served.server.url + "/"
+    assert "token=" not in driver.current_url
+
+
 def _wait(driver: object, css: str, timeout: float = 5.0) -> object:
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support import expected_conditions
@@ -85,6 +92,7 @@ def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chrom
     script_weather_turn(served)
     session_id, _ = chat_turn(served, "allow_once")
 
+    sign_in(driver, served)
     driver.get(served.server.url + "/#/")
     link = _wait(driver, "#sessions a.session-link")
     assert link.text == "weather"  # type: ignore[attr-defined]
@@ -151,6 +159,7 @@ def test_the_session_search_form_filters_the_list(served: Served, browser: objec
     assert isinstance(browser, WebDriver)
     script_weather_turn(served)
     chat_turn(served, "deny")
+    sign_in(browser, served)
     browser.get(served.server.url + "/#/")
     _wait(browser, "#sessions")
     box = browser.find_element(By.CSS_SELECTOR, "label[for='session-search'] + input")
@@ -173,6 +182,7 @@ def _chat_page(browser: object, served: Served, script: list[Reply] | None = Non
     else:
         served.script.script("anthropic", script)
 
+    sign_in(driver, served)
     driver.get(served.server.url + "/#/chat")
     model = _wait(driver, "#chat-model")
     options = [o.get_attribute("value") for o in Select(model).options]
