@@ -291,3 +291,41 @@ def test_the_answer_is_shown_as_it_streams_before_the_upstream_has_finished(serv
     _wait(driver, "#chat-input:not([disabled])")
     assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")
     assert driver.find_elements(By.CSS_SELECTOR, "#chat-log article.assistant")[-1].text.endswith("Hello there!")
+
+
+PAYLOADS = ['<img src=x onerror="window.__pwned=1">', '</script><script>window.__pwned=2</script>',
+            '"><svg onload="window.__pwned=3">', "<iframe src=javascript:window.__pwned=4>"]
+
+
+def test_stored_markup_in_titles_models_messages_tool_input_and_results_never_runs(
+    served: Served, browser: object,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    from metis_core.messages import Message, MessageMetadata, Role, TextBlock, ToolResultBlock, ToolUseBlock
+    from metis_core.messages.metadata import MessageStatus
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    hostile = " ".join(PAYLOADS)
+    store = served.runtime.store
+    record = store.create_session(served.workspace, active_model=PAYLOADS[0], title=hostile)
+    store.append_messages([
+        Message(session_id=record.id, role=Role.USER, content=[TextBlock(text=hostile)]),
+        Message(session_id=record.id, role=Role.ASSISTANT, metadata=MessageMetadata(
+            model=PAYLOADS[1], provider="anthropic", status=MessageStatus.PARTIAL),
+                content=[TextBlock(text=hostile), ToolUseBlock(id="tu_01", name="get_weather",
+                                                               input={"location": hostile})]),
+        Message(session_id=record.id, role=Role.TOOL, metadata=MessageMetadata(parent_tool_use_id="tu_01"), content=[
+            ToolResultBlock(tool_use_id="tu_01", content=[TextBlock(text=hostile)])]),
+    ])
+    sign_in(driver, served)
+    for page, ready in (("/#/", "#sessions a.session-link"), (f"/#/session/{record.id}", "article.msg.tool"),
+                        (f"/#/chat/{record.id}", "#chat-log article.msg.tool")):
+        driver.get(served.server.url + page)
+        _wait(driver, ready)
+        assert driver.execute_script("return window.__pwned === undefined")  # no payload ran
+        assert not driver.find_elements(By.CSS_SELECTOR, "main img[src='x'], main svg[onload], main iframe, "
+                                                         "main script")  # every payload stayed text
+        assert PAYLOADS[0] in driver.find_element(By.TAG_NAME, "main").text, page
