@@ -18,8 +18,8 @@ from starlette.routing import Mount
 
 from metis_core.gateway.web_guard import WebPolicy
 from metis_core.server.access import ServerAccess, is_loopback
-from metis_core.server.launch_secret import announce_links
 from metis_core.server.app import build_app
+from metis_core.server.launch_secret import announce_links
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette

@@ -107,3 +107,27 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
                                           "budget_period": "month", "rpm": None, "tpm": None}]
     assert issued.token not in response.text and issued.record.secret_hash not in response.text
+
+
+def test_gateway_serve_web_answers_the_operators_host_names_on_both_doors_and_refuses_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from metis_core.gateway.web_guard import ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV
+
+    _gateway_env(monkeypatch, tmp_path)
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "metis.lan")  # as `gateway serve --allowed-host metis.lan` hands it on
+    monkeypatch.setenv(ALLOWED_ORIGINS_ENV, "https://metis.example")
+    app = build_gateway_with_web()
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        with server.client() as http:
+            for path in ("/healthz", "/api/sessions"):
+                assert http.get(path, headers={"host": f"metis.lan:{server.port}"}).status_code == 200, path
+                assert http.get(path, headers={"host": f"evil.example:{server.port}"}).status_code == 421, path
+            allowed = http.post("/api/chat/sessions", json={}, headers={"origin": "https://metis.example"})
+            assert allowed.status_code == 201
+            refused = http.post("/api/chat/sessions", json={}, headers={"origin": "http://evil.example"})
+            assert refused.status_code == 403
+    finally:
+        server.stop()
+        app.state.service.close()

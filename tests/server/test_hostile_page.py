@@ -127,8 +127,8 @@ def test_a_rebinding_host_is_refused_before_any_route(served: Served) -> None:
         for host in (f"localhost:{port}", f"127.0.0.1:{port}"):
             assert http.get("/api/sessions", headers={"host": host}).status_code == 200
     with pytest.raises(InvalidStatus) as refused:
-        connect(served.server.ws_url, additional_headers={**served.server.cookie_header, "host": f"evil.example:{port}"},
-                open_timeout=5)
+        connect(served.server.ws_url, open_timeout=5,
+                additional_headers={**served.server.cookie_header, "host": f"evil.example:{port}"})
     assert refused.value.response.status_code == 421
 
 
