@@ -262,11 +262,11 @@ class GatewayStarlette(Starlette):
         super().__init__(**kwargs)
         self.direct = direct
         """(method, path) -> the Endpoint its Route holds."""
-        self.guard = WebGuard(self.dispatch, policy)
+        self.guard = WebGuard(None, policy)
         """Host allow-list, Origin and content-type checks and security headers, before either path."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await self.guard(scope, receive, send)
+        await self.guard.guarded(self.dispatch, scope, receive, send)
 
     async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path") and not self.user_middleware:

@@ -44,12 +44,14 @@ class WebPolicy:
     """What the guard lets through besides the server's own address and loopback names.
 
     `allowed_hosts` entries are `name` (any port) or `name:port`; `allowed_origins` are full origins
-    (`https://metis.example`); `json_prefixes` are the paths whose writes must be `application/json`;
+    (`https://metis.example`); `json_prefixes` are the paths whose writes must be `application/json`
+    (`metis serve`'s API: the gateway's `/v1` routes need a key in a header, which no page of another
+    site can send, and check it before reading a body);
     `cacheable_prefixes` the paths whose answers may be cached (static files)."""
 
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    json_prefixes: tuple[str, ...] = ("/api/", "/v1/")
+    json_prefixes: tuple[str, ...] = ("/api/",)
     cacheable_prefixes: tuple[str, ...] = ("/static/",)
 
     @classmethod
@@ -64,7 +66,7 @@ class WebPolicy:
                                                                        for o in origins)])),
                          self.json_prefixes, self.cacheable_prefixes)
 
-    def host_allowed(self, host: str, server: tuple[str, int] | None) -> bool:
+    def host_allowed(self, host: str, server: tuple[str, int | None] | None) -> bool:
         """Whether a Host header names this server: a loopback name or the listening address, on the
         listening port; or a configured name."""
         name, port = _split_host(host)
@@ -73,11 +75,11 @@ class WebPolicy:
         if server is None:
             return name in LOOPBACK_NAMES
         local_address, local_port = server
-        if port is None:
-            port = 80
-        if port != local_port:
+        if local_port is not None and (port or 80) != local_port:
             return False
-        return name in LOOPBACK_NAMES or _same_address(name, local_address)
+        # the listening address itself: an IP literal, which no rebinding name can be (an ASGI server
+        # handed a name here, as in-process test transports are, answers to that name)
+        return name in LOOPBACK_NAMES or name == local_address or _same_address(name, local_address)
 
     def origin_allowed(self, origin: str, scheme: str, host: str) -> bool:
         own = ("https" if scheme in ("https", "wss") else "http") + "://" + host
@@ -102,20 +104,25 @@ class WebGuard:
     """ASGI wrapper: refuses a foreign Host, a foreign Origin on a write or WebSocket, a non-JSON
     API write; adds the security headers (and `no-store` outside the cacheable paths) to every answer."""
 
-    def __init__(self, app: ASGIApp, policy: WebPolicy | None = None) -> None:
+    def __init__(self, app: ASGIApp | None, policy: WebPolicy | None = None) -> None:
         self.app, self.policy = app, policy or WebPolicy()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        assert self.app is not None, "a WebGuard without an app runs one through `guarded`"
+        await self.guarded(self.app, scope, receive, send)
+
+    async def guarded(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run `app` behind the checks (the gateway passes its dispatch here on each call)."""
         kind = scope["type"]
         if kind != "http" and kind != "websocket":
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         refusal = self.refusal(scope)
         if refusal is not None:
             await refuse(scope, receive, send, refusal)
             return
         if kind == "websocket":
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         cacheable = scope["path"].startswith(self.policy.cacheable_prefixes)
 
@@ -124,7 +131,7 @@ class WebGuard:
                 message["headers"] = with_security_headers(message.get("headers", []), cacheable)
             await send(message)
 
-        await self.app(scope, receive, send_with_headers)
+        await app(scope, receive, send_with_headers)
 
     def refusal(self, scope: Scope) -> ServeError | None:
         host = origin = content_type = None
@@ -140,11 +147,11 @@ class WebGuard:
                 f"this server does not answer to Host {host or '(none)'!r}: use the address it listens on or "
                 "localhost, or let the operator allow the name (`--allowed-host NAME`, config `serve.allowed_hosts`)")
         method = scope.get("method", "GET")
-        if origin is not None and (scope["type"] == "websocket" or method not in SAFE_METHODS):
-            if not self.policy.origin_allowed(origin, scope.get("scheme", "http"), host):
-                return ServeOriginError(
-                    f"requests from the page at {origin!r} are refused: only this server's own pages may change "
-                    "state or open the event stream (an operator may allow an origin with `--allowed-origin`)")
+        writes = scope["type"] == "websocket" or method not in SAFE_METHODS
+        if origin is not None and writes and not self.policy.origin_allowed(origin, scope.get("scheme", "http"), host):
+            return ServeOriginError(
+                f"requests from the page at {origin!r} are refused: only this server's own pages may change "
+                "state or open the event stream (an operator may allow an origin with `--allowed-origin`)")
         if method in JSON_WRITES and scope["path"].startswith(self.policy.json_prefixes):
             media = (content_type or "").split(";", 1)[0].strip().lower()
             if media != "application/json":

@@ -40,6 +40,6 @@ def build_gateway_with_web() -> Starlette:
     web = build_app(service.rt, access=access, workspace=service.settings.workspace, policy=WebPolicy.from_env())
     if is_loopback(host) and BIND_PORT_ENV in os.environ:
         base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{os.environ[BIND_PORT_ENV]}"
-        announce_links(access, base, sys.stderr.write)
+        announce_links(access.launch, base, sys.stderr.write)
     gateway.router.routes.append(Mount("/", app=web))
     return gateway

@@ -28,7 +28,7 @@ class LaunchSecret:
     cookie_name: str = field(default_factory=lambda: "metis_local_" + secrets.token_hex(4))
     _cookie_value: str = field(default_factory=lambda: secrets.token_urlsafe(32))
     _pending: list[str] = field(default_factory=list)
-    on_redeemed: Callable[[str], None] | None = None
+    on_redeemed: Callable[[str], object] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __repr__(self) -> str:

@@ -14,6 +14,7 @@ import httpx
 import pytest
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
+from websockets.typing import Origin
 
 from metis_core.gateway.web_guard import WebPolicy
 from metis_core.server.app import build_app
@@ -53,12 +54,12 @@ def test_cross_site_simple_posts_to_every_state_changing_route_are_refused(serve
             for origin, status in origins.items():
                 body = dict(SIMPLE_BODIES[simple_type])
                 headers = {**body.pop("headers", {}), "origin": origin}  # type: ignore[dict-item]
-                answer = http.post(path, headers=headers, **body)  # type: ignore[arg-type]
+                answer = http.post(path, headers=headers, **body)
                 assert answer.status_code == status, (path, origin, answer.text)
                 assert answer.json()["error"] == "ServeOriginError"
             # without an Origin (no browser sends a cross-site POST without one) the body type alone is refused
             body = dict(SIMPLE_BODIES[simple_type])
-            answer = http.post(path, headers=body.pop("headers", {}), **body)  # type: ignore[arg-type]
+            answer = http.post(path, headers=body.pop("headers", {}), **body)
             assert answer.status_code == 415, (path, answer.text)
             assert answer.json()["error"] == "ServeContentTypeError"
     assert served.runtime.store.list_sessions(10) == []  # nothing was created, no turn ran
@@ -105,10 +106,10 @@ def test_a_foreign_origin_websocket_is_refused_even_with_the_cookie_and_the_own_
     headers = served.server.cookie_header
     for origin in (EVIL, "null", f"http://localhost:{served.server.port + 1}"):
         with pytest.raises(InvalidStatus) as refused:
-            connect(served.server.ws_url, origin=origin, additional_headers=headers, open_timeout=5)  # type: ignore[arg-type]
+            connect(served.server.ws_url, origin=Origin(origin), additional_headers=headers, open_timeout=5)
         assert refused.value.response.status_code == 403
         assert json.loads(refused.value.response.body or b"{}")["error"] == "ServeOriginError"
-    with connect(served.server.ws_url, origin=served.server.url, additional_headers=headers,  # type: ignore[arg-type]
+    with connect(served.server.ws_url, origin=Origin(served.server.url), additional_headers=headers,
                  open_timeout=5) as ws:
         ws.send(json.dumps({}))
         assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
