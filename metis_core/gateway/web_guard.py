@@ -106,6 +106,19 @@ class WebGuard:
 
     def __init__(self, app: ASGIApp | None, policy: WebPolicy | None = None) -> None:
         self.app, self.policy = app, policy or WebPolicy()
+        self._hosts_seen: dict[tuple[bytes | None, object], bool] = {}
+        """(Host header, listening address) -> allowed: a server sees few distinct pairs."""
+
+    def _host_allowed(self, raw_host: bytes | None, server: tuple[str, int | None] | None) -> bool:
+        key = (raw_host, server)
+        found = self._hosts_seen.get(key)
+        if found is None:
+            found = raw_host is not None and self.policy.host_allowed(raw_host.decode("latin-1").strip().lower(),
+                                                                     server)
+            if len(self._hosts_seen) >= 1024:  # a client cycling names cannot grow it without bound
+                self._hosts_seen.clear()
+            self._hosts_seen[key] = found
+        return found
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         assert self.app is not None, "a WebGuard without an app runs one through `guarded`"
@@ -134,15 +147,16 @@ class WebGuard:
         await app(scope, receive, send_with_headers)
 
     def refusal(self, scope: Scope) -> ServeError | None:
-        host = origin = content_type = None
+        raw_host = origin = content_type = None
         for name, value in scope["headers"]:
             if name == b"host":
-                host = value.decode("latin-1").strip().lower()
+                raw_host = value
             elif name == b"origin":
                 origin = value.decode("latin-1").strip().lower()
             elif name == b"content-type":
                 content_type = value.decode("latin-1")
-        if host is None or not self.policy.host_allowed(host, scope.get("server")):
+        host = raw_host.decode("latin-1").strip().lower() if raw_host is not None else None
+        if host is None or not self._host_allowed(raw_host, scope.get("server")):
             return ServeHostError(
                 f"this server does not answer to Host {host or '(none)'!r}: use the address it listens on or "
                 "localhost, or let the operator allow the name (`--allowed-host NAME`, config `serve.allowed_hosts`)")
@@ -161,10 +175,18 @@ class WebGuard:
 
 
 def with_security_headers(headers: Iterable[tuple[bytes, bytes]], cacheable: bool) -> list[tuple[bytes, bytes]]:
+    """The answer's headers plus the security headers it does not set itself (names are lower case,
+    as ASGI servers and Starlette's responses give them)."""
     out = list(headers)
-    present = {name.lower() for name, _ in out}
-    out.extend(header for header in SECURITY_HEADERS if header[0] not in present)
-    if not cacheable and b"cache-control" not in present:
+    has_policy = has_cache = False
+    for name, _ in out:
+        if name == b"content-security-policy":
+            has_policy = True
+        elif name == b"cache-control":
+            has_cache = True
+    if not has_policy:
+        out.extend(SECURITY_HEADERS)
+    if not cacheable and not has_cache:
         out.append(NO_STORE)
     return out
 
