@@ -58,6 +58,7 @@ def browser(tmp_path: Path) -> Iterator[object]:
     options.binary_location = CHROMIUM
     for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console: CSP violations show there
     driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
     driver.implicitly_wait(0)
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
@@ -329,3 +330,5 @@ def test_stored_markup_in_titles_models_messages_tool_input_and_results_never_ru
         assert not driver.find_elements(By.CSS_SELECTOR, "main img[src='x'], main svg[onload], main iframe, "
                                                          "main script")  # every payload stayed text
         assert PAYLOADS[0] in driver.find_element(By.TAG_NAME, "main").text, page
+    console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[no-untyped-call]
+    assert not [m for m in console if "Content Security Policy" in m], console  # the page's own code complies
