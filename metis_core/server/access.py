@@ -127,7 +127,6 @@ class AccessMiddleware:
             return
         await self.app(scope, receive, send)
 
-
     async def _launch(self, scope: Scope, send: Send) -> None:
         """`GET /launch?token=`: a pending one-time token becomes the cookie, then `/`, a clean URL."""
         launch = self.access.launch
