@@ -35,6 +35,12 @@ def serve(
         help="Events buffered per WebSocket client before a slow client is dropped.")] = DEFAULT_CLIENT_QUEUE,
     workspace: Annotated[Path | None, typer.Option(
         help="Workspace of chat sessions started from the browser (default: the current directory).")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A Host name to answer to besides loopback and the bound address (repeatable; "
+                               "`name` or `name:port`; also config `serve.allowed_hosts`).")] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(
+        "--allowed-origin", help="An origin whose pages may write and open the event stream (repeatable; "
+                                 "config `serve.allowed_origins`).")] = None,
 ) -> None:
     """Serve the web view, JSON API, HTTP chat and live event stream."""
     from metis_core.gateway.key_check import KeyCheck
@@ -57,11 +63,18 @@ def serve(
 
         import uvicorn
 
+        from metis_core.gateway.web_guard import WebPolicy
         from metis_core.server.app import build_app
+        from metis_core.server.launch_secret import announce_links
 
-        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue)
-        typer.echo(f"metis serve: http://{host}:{port}/ (Ctrl-C stops)")
-        uvicorn.run(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+        policy = WebPolicy().with_names([*config.serve.allowed_hosts, *(allowed_host or [])],
+                                        [*config.serve.allowed_origins, *(allowed_origin or [])])
+        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy)
+        base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+        typer.echo(f"metis serve: {base}/ (Ctrl-C stops)")
+        if access.loopback_bind and not access.require_key:
+            announce_links(access.launch, base, lambda text: typer.echo(text, nl=False))
+        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio")
     finally:
         store.close()
         runtime.close()
