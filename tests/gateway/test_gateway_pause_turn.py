@@ -253,7 +253,10 @@ def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
     [failed] = harness.of_type("llm.call_failed")  # the continuation in flight
     assert failed.payload["error_class"] == "cancelled" and completed.payload["gateway_key_id"] == key_id
     assert harness.of_type("turn.completed") == []
-    assert harness.spent_today(key_id) == pytest.approx(Decimal(str(completed.payload["cost_usd"])))
+    paid = Decimal(str(completed.payload["cost_usd"]))
+    # the continuation in flight was sent: its input is charged at the estimate (docs/gateway.md "Budgets and
+    # reservations"), never more than its reservation
+    assert paid < harness.spent_today(key_id) < paid * 2
     return cancelled
 
 
