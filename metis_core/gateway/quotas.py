@@ -26,6 +26,7 @@ from metis_core.store.gateway_keys import (
     GatewayKeyStore,
     Scope,
     SubjectLimits,
+    budget_window,
 )
 from metis_core.store.records import to_us
 
@@ -33,7 +34,6 @@ ALERT_THRESHOLDS: Final = (50, 80, 100)
 LIMITS_CACHE_SECONDS: Final = 1.0
 """A change made by `metis gateway limits set` reaches running gateways within this."""
 _CAP_TYPES: Final = {"day": "daily", "month": "monthly", "total": "total"}
-_FOREVER: Final = datetime(9999, 12, 31, tzinfo=UTC)
 HELD_RETRY_AFTER: Final = 2.0
 """Retry-After of a refusal that only the reservations of calls in flight cause: they settle soon."""
 
@@ -48,18 +48,6 @@ class Subject:
     budget_period: BudgetPeriod | None
     rpm: int | None
     tpm: int | None
-
-
-def budget_window(period: BudgetPeriod, now: datetime) -> tuple[datetime, datetime]:
-    """[start, end) of the UTC window `now` falls in."""
-    if period == "total":
-        return datetime(1970, 1, 1, tzinfo=UTC), _FOREVER
-    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if period == "day":
-        return day, datetime.fromtimestamp(day.timestamp() + 86_400, UTC)
-    start = day.replace(day=1)
-    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
-    return start, end
 
 
 class QuotaGate:

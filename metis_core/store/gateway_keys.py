@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -79,6 +79,45 @@ class SubjectLimits:
     budget_period: BudgetPeriod | None = None
     rpm: int | None = None
     tpm: int | None = None
+
+
+_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def budget_window(period: BudgetPeriod, now: datetime) -> tuple[datetime, datetime]:
+    """[start, end) of the UTC window `now` falls in."""
+    if period == "total":
+        return datetime(1970, 1, 1, tzinfo=UTC), _FOREVER
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day, datetime.fromtimestamp(day.timestamp() + 86_400, UTC)
+    start = day.replace(day=1)
+    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return start, end
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetUsage:
+    """A budget's current window: spent, held by calls in flight, and what is left for new calls."""
+
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    remaining_usd: Decimal
+
+    def as_json(self) -> dict[str, str]:
+        return {"spent_usd": format(self.spent_usd, "f"), "reserved_usd": format(self.reserved_usd, "f"),
+                "remaining_usd": format(self.remaining_usd, "f")}
+
+
+def budget_usage(store: GatewayKeyStore, scope: Scope, subject_id: str, budget_usd: Decimal | None,
+                 period: BudgetPeriod | None, now: datetime) -> BudgetUsage | None:
+    """Spent, reserved and remaining in the window `now` falls in; None without a budget."""
+    if budget_usd is None or period is None:
+        return None
+    window = int(budget_window(period, now)[0].timestamp())
+    spent = store.spent(scope, subject_id, window)
+    reserved = store.reserved(scope, subject_id, window, to_us(now))
+    return BudgetUsage(spent, reserved, max(budget_usd - spent - reserved, Decimal(0)))
 
 
 @dataclass(frozen=True, slots=True)
