@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters._common.token_estimate import CHARS_PER_TOKEN
 from metis_core.errors import GatewayRequestError, GatewayUnpricedModelError
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, TextBlock, ThinkingBlock, ToolUseBlock
+from metis_core.messages import Message, MessageStatus, TextBlock, ThinkingBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from metis_core.gateway.quotas import QuotaGate, Subject
@@ -129,16 +129,18 @@ class CallBudget:
         self.reserve(shape=shape, model=model)
 
     def cost_of(self, answer: Message) -> Decimal | None:
-        """What an upstream answer is charged: its price; a cut answer without usage what it streamed;
-        an unpriced model's answer, on a budgeted key, what was reserved for it."""
+        """What an upstream answer is charged: its price; a cut answer (the stream broke) at least what it
+        streamed, since a provider's usage so far may lag its text; an unpriced model's answer, on a
+        budgeted key, what was reserved for it."""
         usage = answer.metadata.usage
-        if usage is not None and usage.cost_usd is not None:
-            return usage.cost_usd
+        priced = usage.cost_usd if usage is not None else None
         if not self.open or self.case is None:
-            return None
-        if self.case.unpriced:
+            return priced
+        if priced is None and self.case.unpriced:
             return self.case.amount
-        return self.used(answer)
+        if answer.status is not MessageStatus.COMPLETE:
+            return max(priced or Decimal(0), self.used(answer))
+        return priced if priced is not None else self.used(answer)
 
     def used(self, partial: Message | None) -> Decimal:
         """The input estimate and what `partial` streamed, at the worst-case rates, at most the reservation."""
