@@ -111,7 +111,7 @@ class CallBudget:
         self.subjects = subjects
         self.case = case
         self.lease_seconds = lease_seconds
-        self.reservation_id = "rsv_" + new_ulid()
+        self.reservation_id = "rsv_" + new_ulid() if case is not None else ""
         self.holds: list[BudgetHold] = []
         self.open = False
 

@@ -84,7 +84,7 @@ class ContinuedCall:
             if not answers and not more:
                 return final  # no pause: the caller charges and records this answer as for any call
             self._keep_paused(final, answers)
-            if not more:
+            if not more or not self._reserve_next():
                 return self.joined(answers)
             final = await self._resumed_chain().acomplete(
                 [*record.request.messages, *answers], **self._call_args())
@@ -101,6 +101,11 @@ class ContinuedCall:
             self.limit_error = (f"the model paused its hosted tools {len(answers) + 1} times in a row; the "
                                 "gateway stopped continuing it (the answer so far was sent, cut short)")
             return False
+        return True
+
+    def _reserve_next(self) -> bool:
+        """Hold the next continuation's worst case (after the paused answer was charged); when it does not
+        fit the budget, no continuation, and the answer is cut short saying why."""
         try:
             self.budget.top_up(shape=self.record.shape, model=self.record.asked_model)
         except GatewayBudgetError as refused:

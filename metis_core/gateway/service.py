@@ -13,7 +13,6 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -55,10 +54,6 @@ if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
 
 log = logging.getLogger("metis_core.gateway")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
 
 
 DEFAULT_MAX_BODY_BYTES: Final = 20 * 1024 * 1024
@@ -213,8 +208,8 @@ class GatewayService:
         """The call's budget: its worst case held in every budget window it counts against, before any
         upstream traffic (GatewayBudgetError when it does not fit); nothing held for a key without one."""
         max_tokens = checked_max_tokens(request.options.max_tokens)
-        if not QuotaGate.holds(subjects, _utc_now()):
-            return CallBudget(self.quotas, key, subjects)
+        if all(s.budget_usd is None or s.budget_period is None for s in subjects):
+            return CallBudget(self.quotas, key, subjects)  # nothing to hold: tokens are counted, no more
         if not isinstance(request.messages, SurveyedHistory):
             request.messages = SurveyedHistory(request.messages, request.tools)  # open_call takes this survey
         settings = self.settings

@@ -212,3 +212,34 @@ def test_an_unpriced_model_is_refused_for_a_budgeted_key_unless_a_reservation_is
         assert gateway.spent_today(key_id) == Decimal("0.8")  # an unpriced call is charged what it reserved
     finally:
         gateway.stop()
+
+
+def test_a_continuation_that_does_not_fit_the_budget_ends_the_answer_cut_short(
+        tmp_path: Path, upstream: ReplayServer) -> None:
+    from .test_gateway_pause_turn import CONTINUED, MODEL, PAUSED, PROMPT, as_json
+
+    sonnet_input, sonnet_output = Decimal("0.00000375"), Decimal("0.000015")  # cache write, output: per token
+    gateway = GatewayHarness(tmp_path / "home", upstream).start()
+    body = {"model": MODEL, "max_tokens": 1000, "messages": [{"role": "user", "content": PROMPT}]}
+    try:
+        _, probe = gateway.issue()  # no budget: learn the paused call's price and the request's estimate
+        upstream.script(ANTHROPIC, as_json(PAUSED), as_json(CONTINUED))
+        assert httpx.post(gateway.base_url + "/v1/messages", json=body, headers={"x-api-key": probe},
+                          timeout=30).status_code == 200
+        paused_cost = Decimal(str(gateway.of_type("llm.call_completed")[0].payload["cost_usd"]))
+        estimate = gateway.of_type("turn.started")[0].payload["estimated_input_tokens"]
+        first = estimate * sonnet_input + 1000 * sonnet_output
+        # the first call fits; once it is charged, the continuation's own worst case (a longer input) does not
+        key_id, token = gateway.issue(budget_usd=first + paused_cost / 2, budget_period="day")
+        upstream.script(ANTHROPIC, as_json(PAUSED), as_json(CONTINUED))
+        answer = httpx.post(gateway.base_url + "/v1/messages", json=body, headers={"x-api-key": token}, timeout=30)
+        assert answer.status_code == 200 and answer.json()["stop_reason"] == "pause_turn"
+        assert len(upstream.requests) == 3  # the probe's two calls, then only the paused one
+        turn = gateway.of_type("turn.completed")[-1]
+        assert "cut short" in turn.payload["signals_extra"]["error"] and "budget" in turn.payload["signals_extra"][
+            "error"]
+        assert gateway.spent_today(key_id) == paused_cost
+        day = int(datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).timestamp())
+        assert gateway.service.key_store.reserved("gateway_key", key_id, day, to_us(datetime.now(UTC))) == 0
+    finally:
+        gateway.stop()
