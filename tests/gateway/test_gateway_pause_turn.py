@@ -265,7 +265,7 @@ def test_a_client_leaving_mid_continuation_cancels_it_and_keeps_the_paused_call_
     harness = gateway_before(tmp_path, stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day")
-        client = openai_client(harness, token, timeout=httpx.Timeout(30, read=1.0))  # it stops waiting, and leaves
+        client = openai_client(harness, token, timeout=httpx.Timeout(30, read=3.0))  # it stops waiting, and leaves
         with pytest.raises(openai.APITimeoutError):
             client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": PROMPT}])
         assert stalling.request_seen.is_set(), "the continuation was never sent"
