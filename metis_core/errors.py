@@ -569,6 +569,19 @@ class GatewayQuotaError(GatewayError):
     kind = "rate_limit"
 
 
+class GatewayBudgetError(GatewayQuotaError):
+    """A call's worst-case cost does not fit what is left of a budget once spend and the reservations
+    of calls in flight are counted; refused before any upstream traffic (docs/gateway.md "Budgets and
+    reservations")."""
+
+
+class GatewayUnpricedModelError(GatewayError):
+    """A budgeted key asked for a model with no price, and no reservation for unpriced models is configured."""
+
+    status = 403
+    kind = "permission"
+
+
 class GatewayKeyError(MetisError):
     """A key-management command named a key that does not exist or cannot take the change."""
 

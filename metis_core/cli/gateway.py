@@ -25,7 +25,7 @@ from metis_core.errors import GatewayKeyError, ServeError
 
 if TYPE_CHECKING:
     from metis_core.gateway.keys import KeyService
-    from metis_core.store.gateway_keys import GatewayKeyRecord
+    from metis_core.store.gateway_keys import BudgetUsage, GatewayKeyRecord
 
 app = typer.Typer(help="Serve OpenAI- and Anthropic-compatible endpoints; manage their keys.", no_args_is_help=True)
 keys_app = typer.Typer(help="Issue, list, revoke and rotate gateway keys.", no_args_is_help=True)
@@ -81,7 +81,7 @@ def key_service() -> Iterator[KeyService]:
         store.close()
 
 
-def _row(record: GatewayKeyRecord, now: datetime) -> dict[str, object]:
+def _row(record: GatewayKeyRecord, now: datetime, usage: BudgetUsage | None = None) -> dict[str, object]:
     if record.revoked_at is not None:
         status = f"revoked ({record.revoke_reason})"
     elif record.grace_until is not None:
@@ -96,6 +96,8 @@ def _row(record: GatewayKeyRecord, now: datetime) -> dict[str, object]:
         "team_id": record.team_id, "models": list(record.allowed_models) if record.allowed_models else None,
         "budget_usd": format(record.budget_usd, "f") if record.budget_usd is not None else None,
         "budget_period": record.budget_period, "rpm": record.rpm, "tpm": record.tpm, "status": status,
+        # the budget's current window (docs/gateway.md "Budgets and reservations"); None without a budget
+        **(usage.as_json() if usage is not None else {"spent_usd": None, "reserved_usd": None, "remaining_usd": None}),
     }  # fmt: skip
 
 
@@ -210,8 +212,11 @@ def list_keys(as_json: Annotated[bool, typer.Option("--json", help="One JSON doc
 
     terminal = Terminal.open()
     now = datetime.now(UTC)
+    from metis_core.store.gateway_keys import budget_usage
+
     with key_service() as keys:
-        rows = [_row(record, now) for record in keys.list()]
+        rows = [_row(record, now, budget_usage(keys.store, "gateway_key", record.id, record.budget_usd,
+                                               record.budget_period, now)) for record in keys.list()]
     if as_json:
         terminal.raw(json.dumps(rows, indent=2) + "\n")
         return
@@ -220,7 +225,8 @@ def list_keys(as_json: Annotated[bool, typer.Option("--json", help="One JSON doc
         return
     table = Table("id", "name", "scope", "prefix", "user", "team", "models", "budget", "rpm", "tpm", "status")
     for row in rows:
-        budget = f"${row['budget_usd']}/{row['budget_period']}" if row["budget_usd"] is not None else "-"
+        budget = (f"${row['budget_usd']}/{row['budget_period']}: ${row['spent_usd']} spent, ${row['reserved_usd']} "
+                  f"held, ${row['remaining_usd']} left") if row["budget_usd"] is not None else "-"
         models = ", ".join(row["models"]) if isinstance(row["models"], list) else "all"
         table.add_row(*(str(v) if v is not None else "-" for v in (
             row["id"], row["name"], row["scope"], row["prefix"], row["user_id"], row["team_id"], models, budget,

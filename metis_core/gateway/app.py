@@ -39,11 +39,11 @@ from metis_core.errors import (
     ToolSchemaError,
 )
 from metis_core.gateway.app_generators import closing_lifespan, stream_frames
+from metis_core.gateway.call_budget import CallBudget
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.disconnect_watch import DisconnectWatcher
 from metis_core.gateway.key_check import presented_token, token_in_headers
-from metis_core.gateway.quotas import Subject
 from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
 from metis_core.gateway.shapes.base import InboundShape, is_output_refusal
@@ -56,7 +56,7 @@ from metis_core.messages import Message
 log = logging.getLogger("metis_core.gateway")
 Answer = TypeVar("Answer")
 CALL_FAILURES: Final = (ProviderError, CapabilityMismatchError, AllModelsFailedError, OutputValidationError,
-                 OutputSchemaError, ToolSchemaError)
+                 OutputSchemaError, ToolSchemaError, GatewayError)
 OPENAI: Final = OpenAIChatShape()
 RESPONSES: Final = OpenAIResponsesShape()
 ANTHROPIC: Final = AnthropicMessagesShape()
@@ -305,21 +305,23 @@ class GatewayApp:
             subjects = await service.admit(key, shape, str(asked))
             inbound, session_id = service.read(shape, body, members)
             ask = structured_ask(inbound, forced_tool=shape.forced_tool_is_schema)
+            budget = service.reserve(key, subjects, shape, inbound, members, str(asked))  # before any upstream call
         except GatewayError as error:
             return error_response(shape, error.status, error.kind, str(error), error.retry_after)
         except ClientDisconnect:
             return Response(status_code=499)
         record = service.open_call(key, shape, inbound, session_id, str(asked))
         if ask is not None:
-            return await self.structured(request, shape, record, members, subjects, ask)
-        run = ContinuedCall(service, record, members, subjects)
+            return await self.structured(request, shape, record, members, budget, ask)
+        run = ContinuedCall(service, record, members, budget)
         if inbound.stream:
             return await self.stream(shape, record, run)
         try:
             final = await self.answer_unless_gone(request, record, run.answer())
         except Exception as error:  # every failure is answered in the shape's format
-            return self.failed(shape, record, error)
+            return self.failed(shape, record, error, budget)
         if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
+            budget.cut(None)  # its input was sent: charged at the estimate
             return Response(status_code=499)
         self.finish(record, final, run)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
@@ -346,17 +348,19 @@ class GatewayApp:
         return None
 
     async def structured(self, request: Incoming, shape: InboundShape, record: CallRecord, members: list[str],
-                         subjects: list[Subject], ask: StructuredAsk) -> Response:
+                         budget: CallBudget, ask: StructuredAsk) -> Response:
         """A structured-output ask: the whole run (every retry) happens before the first byte, so a
         stream carries only the final, validated value, and an exhausted run is an error response.
         A client that leaves during the run cancels it, as for any non-streamed answer."""
         try:
             answer = await self.answer_unless_gone(
-                request, record, answer_structured(self.service, record, members, ask, subjects))
+                request, record, answer_structured(self.service, record, members, ask, budget))
         except Exception as error:  # every failure is answered in the shape's format
-            return self.failed(shape, record, error)
+            return self.failed(shape, record, error, budget)
         if answer is None:  # the client went away; the attempt in flight was cancelled and the turn recorded
+            budget.cut(None)
             return Response(status_code=499)
+        budget.close()  # every attempt was charged as it ended: release what is left
         record.answered(answer)
         inbound = record.request
         if not inbound.stream:
@@ -367,7 +371,8 @@ class GatewayApp:
         frames += b"".join(writer.feed(event) for event in answer_events(answer, text=not frames))
         return Response(frames, media_type="text/event-stream", headers={"cache-control": "no-cache"})
 
-    def failed(self, shape: InboundShape, record: CallRecord, error: BaseException) -> Response:
+    def failed(self, shape: InboundShape, record: CallRecord, error: BaseException, budget: CallBudget) -> Response:
+        budget.close()  # no answer: the reservation goes back whole
         if not isinstance(error, CALL_FAILURES):
             log.exception("gateway call %s failed", record.session_id, exc_info=error)
         record.errored(error)
@@ -376,9 +381,10 @@ class GatewayApp:
 
     def finish(self, record: CallRecord, final: Message, run: ContinuedCall) -> None:
         if run.continued:  # each upstream call was charged and recorded as it ended
+            run.budget.close()
             record.answered(final, run.limit_error)
             return
-        record.completed(final, self.service.charge(run.subjects, final))
+        record.completed(final, self.service.charge(run.budget, final))
 
     async def stream(self, shape: InboundShape, record: CallRecord, run: ContinuedCall) -> Response:
         inbound = record.request
@@ -388,7 +394,7 @@ class GatewayApp:
         try:  # the first event decides the status: a call that fails before answering is an error response
             first = await anext(events)
         except Exception as error:
-            return self.failed(shape, record, error)
+            return self.failed(shape, record, error, run.budget)
 
         frames = stream_frames(self, record, run, writer, first, events)  # app_generators.py: interpreted
         return DisconnectAwareStream(frames, media_type="text/event-stream",

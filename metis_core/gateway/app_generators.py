@@ -34,7 +34,8 @@ async def stream_frames(app: GatewayApp, record: CallRecord, run: ContinuedCall,
                         first: StreamEvent, events: AsyncGenerator[StreamEvent, None]) -> AsyncIterator[bytes]:
     """A streamed answer's frames, from its `first` event on: a failure after the first ends the
     stream with the shape's error frame; a client gone mid-stream records the partial answer as
-    cancelled and closes the upstream response; the full answer is charged and recorded."""
+    cancelled and closes the upstream response; the full answer is charged and recorded. A stream cut
+    by the client or the upstream is charged for what it used (call_budget.py)."""
     final: Message | None = None
     event: StreamEvent = first
     try:
@@ -49,20 +50,26 @@ async def stream_frames(app: GatewayApp, record: CallRecord, run: ContinuedCall,
         pass
     except (asyncio.CancelledError, GeneratorExit):
         tracker = run.tracker  # what the upstream call in flight streamed (earlier calls are stored)
-        record.cancelled(tracker.cancelled_message(record.session_id, record.model)
-                         if tracker.has_content() else None, "the client disconnected mid-stream")
+        partial = tracker.cancelled_message(record.session_id, record.model) if tracker.has_content() else None
+        run.budget.cut(partial)
+        record.cancelled(partial, "the client disconnected mid-stream")
         with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
             await events.aclose()
         raise
     except Exception as error:
         if not isinstance(error, MetisError):
             log.exception("gateway stream %s failed", record.session_id, exc_info=error)
+        tracker = run.tracker
+        run.budget.cut(tracker.cancelled_message(record.session_id, record.model) if tracker.has_content() else None)
         record.errored(error)
         failure = upstream_failure(error)
         yield writer.fail(failure.status, failure.kind, failure.message)
         return
     if final is not None:
         app.finish(record, final, run)
+    else:  # the upstream ended without a final message: nothing priced, what it streamed is charged
+        tracker = run.tracker
+        run.budget.cut(tracker.cancelled_message(record.session_id, record.model) if tracker.has_content() else None)
 
 
 def closing_lifespan(service: GatewayService) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:

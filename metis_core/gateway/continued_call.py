@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.stream_tracker import StreamTracker
+from metis_core.errors import GatewayBudgetError
 from metis_core.gateway.continued_stream import continued_events
 from metis_core.gateway.shapes.base import CONTINUATION_LIMIT
 from metis_core.gateway.usage_total import add_usage
@@ -22,8 +23,8 @@ from metis_core.messages import Message, MessageStatus, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 
 if TYPE_CHECKING:
+    from metis_core.gateway.call_budget import CallBudget
     from metis_core.gateway.call_record import CallRecord
-    from metis_core.gateway.quotas import Subject
     from metis_core.gateway.service import GatewayService
 
 def continuable(answer: Message) -> bool:
@@ -54,11 +55,12 @@ class ContinuedCall:
     through unchanged (its caller charges and records it as before)."""
 
     def __init__(self, service: GatewayService, record: CallRecord, members: list[str],
-                 subjects: list[Subject]) -> None:
+                 budget: CallBudget) -> None:
         self.service = service
         self.record = record
         self.members = members
-        self.subjects = subjects
+        self.budget = budget
+        """The call's reservation: each continuation holds its worst case again before it is sent."""
         self.continued = False
         """True once a pause was continued: then every upstream call was charged and recorded here,
         and the caller closes the turn with `record.answered(answer, limit_error)`."""
@@ -82,7 +84,7 @@ class ContinuedCall:
             if not answers and not more:
                 return final  # no pause: the caller charges and records this answer as for any call
             self._keep_paused(final, answers)
-            if not more:
+            if not more or not self._reserve_next():
                 return self.joined(answers)
             final = await self._resumed_chain().acomplete(
                 [*record.request.messages, *answers], **self._call_args())
@@ -101,11 +103,21 @@ class ContinuedCall:
             return False
         return True
 
+    def _reserve_next(self) -> bool:
+        """Hold the next continuation's worst case (after the paused answer was charged); when it does not
+        fit the budget, no continuation, and the answer is cut short saying why."""
+        try:
+            self.budget.top_up(shape=self.record.shape, model=self.record.asked_model)
+        except GatewayBudgetError as refused:
+            self.limit_error = f"the answer was cut short: {refused}"
+            return False
+        return True
+
     def _keep_paused(self, final: Message, answers: list[Message]) -> None:
         """One answer of a continued call: kept for the record, charged and recorded as its own call."""
         self.continued = True
         self.record.keep(final)
-        self.record.call_completed(final, self.service.charge(self.subjects, final))
+        self.record.call_completed(final, self.service.charge(self.budget, final, more=True))
         answers.append(final)
 
     def _resumed_chain(self) -> FallbackChain:

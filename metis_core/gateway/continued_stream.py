@@ -47,7 +47,7 @@ async def continued_events(run: ContinuedCall, *, stream: bool) -> AsyncGenerato
             yield ending  # no pause: the caller charges and records this answer as for any call
             return
         run._keep_paused(final, answers)
-        if not more:
+        if not more or not run._reserve_next():
             answer = run.joined(answers)
             yield MessageComplete(message=answer, stop_reason=answer.metadata.stop_reason)
             return

@@ -2,10 +2,10 @@
 
 `admit` runs before any upstream call: a spent budget or a full minute refuses the request with
 GatewayQuotaError (Retry-After = seconds to the window's end) and one gateway.quota_exceeded per
-subject and window per process. `charge` runs after the call: the call is finished and paid for
-even if it crosses the budget, and quota.alert fires once per window at 50, 80 and 100 % (the
-caller records it under the call's llm.call_completed).
-Counters move by single atomic statements in the key store, so several workers share them.
+subject and window per process. `reserve` then holds the call's worst-case cost in every budget
+window (call_budget.py prices it), refusing with GatewayBudgetError when it does not fit. `charge`
+runs after each upstream call: it settles the reservation, and quota.alert fires once per window
+at 50, 80 and 100 %. Counters and reservations move atomically in the key store, across workers.
 """
 
 from __future__ import annotations
@@ -16,16 +16,26 @@ from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from metis_core.errors import GatewayQuotaError
+from metis_core.errors import GatewayBudgetError, GatewayQuotaError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
-from metis_core.store.gateway_keys import BudgetPeriod, GatewayKeyRecord, GatewayKeyStore, Scope, SubjectLimits
+from metis_core.store.gateway_keys import (
+    BudgetHold,
+    BudgetPeriod,
+    GatewayKeyRecord,
+    GatewayKeyStore,
+    Scope,
+    SubjectLimits,
+    budget_window,
+)
+from metis_core.store.records import to_us
 
 ALERT_THRESHOLDS: Final = (50, 80, 100)
 LIMITS_CACHE_SECONDS: Final = 1.0
 """A change made by `metis gateway limits set` reaches running gateways within this."""
 _CAP_TYPES: Final = {"day": "daily", "month": "monthly", "total": "total"}
-_FOREVER: Final = datetime(9999, 12, 31, tzinfo=UTC)
+HELD_RETRY_AFTER: Final = 2.0
+"""Retry-After of a refusal that only the reservations of calls in flight cause: they settle soon."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,18 +48,6 @@ class Subject:
     budget_period: BudgetPeriod | None
     rpm: int | None
     tpm: int | None
-
-
-def budget_window(period: BudgetPeriod, now: datetime) -> tuple[datetime, datetime]:
-    """[start, end) of the UTC window `now` falls in."""
-    if period == "total":
-        return datetime(1970, 1, 1, tzinfo=UTC), _FOREVER
-    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
-    if period == "day":
-        return day, datetime.fromtimestamp(day.timestamp() + 86_400, UTC)
-    start = day.replace(day=1)
-    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
-    return start, end
 
 
 class QuotaGate:
@@ -150,24 +148,94 @@ class QuotaGate:
             "user_id": key.user_id, "team_id": key.team_id, **figures,
         }, session_id=SYSTEM_SESSION_ID, actor=Actor.SYSTEM)  # fmt: skip
 
+    # --- the reservation --------------------------------------------------------------------
+
+    @staticmethod
+    def holds(subjects: list[Subject], now: datetime) -> list[BudgetHold]:
+        """The budget windows `now` falls in, one per subject with a budget (none: nothing to reserve)."""
+        found = []
+        for subject in subjects:
+            if subject.budget_usd is not None and subject.budget_period is not None:
+                start, _ = budget_window(subject.budget_period, now)
+                found.append(BudgetHold(subject.scope, subject.subject_id, int(start.timestamp()), subject.budget_usd))
+        return found
+
+    def reserve(self, key: GatewayKeyRecord, subjects: list[Subject], reservation_id: str, amount: Decimal, *,
+                lease_seconds: float, shape: str, model: str, why: str) -> list[BudgetHold]:
+        """Hold `amount` in every budget window of `subjects` (all or none) for `lease_seconds`; the
+        windows held. GatewayBudgetError, saying what is left and `why` the call costs `amount`, when
+        it does not fit one of them."""
+        now = datetime.now(UTC)
+        holds = self.holds(subjects, now)
+        if not holds:
+            return holds
+        stamp = to_us(now)
+        refused = self.store.reserve(reservation_id, holds, amount, stamp, stamp + int(lease_seconds * 1_000_000))
+        if refused is None:
+            return holds
+        hold = refused.hold
+        subject = next(s for s in subjects if (s.scope, s.subject_id) == (hold.scope, hold.subject_id))
+        assert subject.budget_period is not None
+        start, end = budget_window(subject.budget_period, now)
+        self._exceeded(key, subject, _CAP_TYPES[subject.budget_period], start, end, shape, model,
+                       {"cap_usd": hold.budget_usd, "spent_usd": refused.spent_usd})
+        left = hold.budget_usd - refused.spent_usd - refused.reserved_usd
+        in_flight = refused.reserved_usd > 0 and refused.spent_usd + amount <= hold.budget_usd
+        raise GatewayBudgetError(
+            f"this call may cost up to ${_usd(amount)} ({why}), more than the ${_usd(max(left, Decimal(0)))} left of "
+            f"the {subject.budget_period} budget of {_who(subject)} (${_usd(hold.budget_usd)}: "
+            f"${_usd(refused.spent_usd)} spent, ${_usd(refused.reserved_usd)} held by calls in flight); "
+            + ("retry when they finish, or ask for fewer tokens (max_tokens)" if in_flight else
+               "ask for fewer tokens (max_tokens), ask the gateway operator to raise the budget, or wait for the "
+               "next window"),
+            retry_after=HELD_RETRY_AFTER if in_flight else _retry_after(end, now),
+        )
+
+    def release(self, reservation_id: str) -> None:
+        self.store.release(reservation_id)
+
     # --- after the call -----------------------------------------------------------------------
 
-    def charge(self, subjects: list[Subject], cost: Decimal | None, tokens: int) -> list[dict[str, Any]]:
+    def charge(self, subjects: list[Subject], cost: Decimal | None, tokens: int, *,
+               reservation_id: str | None = None, holds: list[BudgetHold] | None = None,
+               more: bool = False) -> list[dict[str, Any]]:
         """Count the call's tokens and spend against every subject, now (the next request must see
-        them); return the quota.alert payloads of thresholds this call crossed, for the record."""
+        them); return the quota.alert payloads of thresholds this call crossed, for the record.
+
+        With `holds` (the call's reservation), the spend settles it in the same transaction: the
+        reservation ends, or holds `cost` less when `more` upstream calls of this request follow."""
         now: datetime | None = None  # read once, and only for a subject with a limit (most keys have none)
         minute: int | None = None
-        alerts: list[dict[str, Any]] = []
         for subject in subjects:
             if subject.tpm is not None and tokens:
                 minute = int(time.time() // 60) if minute is None else minute
                 self.store.add_tokens(subject.scope, subject.subject_id, minute, tokens)
-            if subject.budget_period is None or subject.budget_usd is None or not cost:
+        totals: dict[tuple[str, str], Decimal] = {}
+        if holds and reservation_id is not None:
+            totals = self.store.settle(reservation_id, holds, cost or Decimal(0), keep=more)
+        elif cost:
+            for subject in subjects:
+                if subject.budget_period is not None and subject.budget_usd is not None:
+                    now = now or datetime.now(UTC)
+                    start, _ = budget_window(subject.budget_period, now)
+                    totals[(subject.scope, subject.subject_id)] = self.store.add_spend(
+                        subject.scope, subject.subject_id, int(start.timestamp()), cost)
+        if not totals:
+            return []
+        return self._alerts(subjects, totals, holds, now or datetime.now(UTC))
+
+    def _alerts(self, subjects: list[Subject], totals: dict[tuple[str, str], Decimal],
+                holds: list[BudgetHold] | None, now: datetime) -> list[dict[str, Any]]:
+        alerts: list[dict[str, Any]] = []
+        windows = {(h.scope, h.subject_id): h.window_start for h in holds or ()}
+        for subject in subjects:
+            total = totals.get((subject.scope, subject.subject_id))
+            if total is None or subject.budget_period is None or subject.budget_usd is None:
                 continue
-            now = now or datetime.now(UTC)
             start, end = budget_window(subject.budget_period, now)
-            window = int(start.timestamp())
-            total = self.store.add_spend(subject.scope, subject.subject_id, window, cost)
+            window = windows.get((subject.scope, subject.subject_id), int(start.timestamp()))
+            if window != int(start.timestamp()):  # charged to the window the call started in
+                start, end = budget_window(subject.budget_period, datetime.fromtimestamp(window, UTC))
             if subject.budget_usd <= 0:
                 continue
             percent = total * 100 / subject.budget_usd
@@ -184,6 +252,10 @@ class QuotaGate:
 
 def _who(subject: Subject) -> str:
     return {"gateway_key": "this key", "user": "this key's user", "team": "this key's team"}[subject.scope]
+
+
+def _usd(amount: Decimal) -> str:
+    return format(amount.normalize(), "f")
 
 
 def _retry_after(end: datetime, now: datetime) -> float:

@@ -4,7 +4,8 @@
 sharing one metis.db: counters there are atomic). uvloop and httptools are used when installed
 (the `gateway` extra brings them), else asyncio and h11. Settings come from the environment:
 METIS_GATEWAY_MAX_BODY_BYTES, METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE, METIS_GATEWAY_WORKSPACE,
-METIS_GATEWAY_RECORD_BACKLOG.
+METIS_GATEWAY_RECORD_BACKLOG, and for budget reservations METIS_GATEWAY_RESERVATION_LEASE_SECONDS,
+METIS_GATEWAY_RESERVE_OUTPUT_TOKENS, METIS_GATEWAY_UNPRICED_RESERVE_USD (docs/gateway.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import gc
 import importlib.util
 import os
 import sys
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +44,19 @@ def _int_env(name: str, default: int) -> int:
     return value
 
 
+def _usd_env(name: str) -> Decimal | None:
+    raw = os.environ.get(name)
+    if raw is None or not raw.strip():
+        return None
+    try:
+        value = Decimal(raw)
+    except InvalidOperation:
+        raise ConfigError(f"{name}={raw!r} is not an amount in USD like 0.05; unset it or give one") from None
+    if not value.is_finite() or value < 0:
+        raise ConfigError(f"{name} must be a finite amount of zero or more")
+    return value
+
+
 def settings_from_env() -> GatewaySettings:
     from metis_core.gateway.record_writer import MAX_BACKLOG
     from metis_core.gateway.service import DEFAULT_MAX_BODY_BYTES, GatewaySettings
@@ -50,10 +65,16 @@ def settings_from_env() -> GatewaySettings:
     record_backlog = _int_env("METIS_GATEWAY_RECORD_BACKLOG", MAX_BACKLOG)
     if record_backlog < 1:
         raise ConfigError("METIS_GATEWAY_RECORD_BACKLOG must be at least 1 (record jobs a busy gateway may queue)")
+    lease = _int_env("METIS_GATEWAY_RESERVATION_LEASE_SECONDS", 900)
+    if lease < 1:
+        raise ConfigError("METIS_GATEWAY_RESERVATION_LEASE_SECONDS must be at least 1 (how long a call's budget "
+                          "reservation holds)")
+    output_cap = _int_env("METIS_GATEWAY_RESERVE_OUTPUT_TOKENS", 0) or None
     return GatewaySettings(
         max_body_bytes=_int_env("METIS_GATEWAY_MAX_BODY_BYTES", DEFAULT_MAX_BODY_BYTES),
         auth_failure_events_per_minute=_int_env("METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE", 10),
-        workspace=workspace, record_backlog=record_backlog,
+        workspace=workspace, record_backlog=record_backlog, reservation_lease_seconds=float(lease),
+        reserve_output_tokens=output_cap, unpriced_reserve_usd=_usd_env("METIS_GATEWAY_UNPRICED_RESERVE_USD"),
     )
 
 

@@ -13,6 +13,7 @@ import logging
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,6 +25,7 @@ from metis_core.errors import (
     AuthenticationError,
     CapabilityMismatchError,
     ErrorClass,
+    GatewayError,
     GatewayModelNotAllowedError,
     GatewayRequestError,
     GatewayUnknownModelError,
@@ -35,6 +37,7 @@ from metis_core.errors import (
     ToolSchemaError,
     UnknownModelError,
 )
+from metis_core.gateway.call_budget import CallBudget, checked_max_tokens, worst_case
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.hosted_tool_asks import carry_web_search
 from metis_core.gateway.key_check import MODEL_SCOPES, KeyCheck
@@ -51,6 +54,8 @@ if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
 
 log = logging.getLogger("metis_core.gateway")
+
+
 DEFAULT_MAX_BODY_BYTES: Final = 20 * 1024 * 1024
 _USER: Final = Role.USER
 _monotonic: Final = time.monotonic  # a C static in the compiled build, not two lookups
@@ -67,6 +72,12 @@ class GatewaySettings:
     """Where routing.yaml (aliases, chains) is read from."""
     record_backlog: int = MAX_BACKLOG
     """Record jobs not yet written past which new calls wait before they are admitted (record_writer.py)."""
+    reservation_lease_seconds: float = 900.0
+    """How long a call's budget reservation holds before it expires (a crashed process's is swept then)."""
+    reserve_output_tokens: int | None = None
+    """Output tokens reserved for a budgeted call that sets no max_tokens (default: the model's max output)."""
+    unpriced_reserve_usd: Decimal | None = None
+    """What a budgeted call to a model without a price reserves and is charged; None refuses such calls."""
 
 
 @dataclass(slots=True)
@@ -80,6 +91,8 @@ class UpstreamFailure:
 
 
 def upstream_failure(error: BaseException) -> UpstreamFailure:
+    if isinstance(error, GatewayError):  # a refusal between two upstream calls (a budget top-up)
+        return UpstreamFailure(error.status, error.kind, str(error), error.retry_after)
     if isinstance(error, AllModelsFailedError):
         last = error.errors[-1] if error.errors else None
         failure = upstream_failure(last) if last is not None else UpstreamFailure(502, "upstream", "")
@@ -190,6 +203,23 @@ class GatewayService:
         self.quotas.admit(key, subjects, shape=shape.name, model=asked)
         return subjects
 
+    def reserve(self, key: GatewayKeyRecord, subjects: list[Subject], shape: InboundShape, request: InboundRequest,
+                members: list[str], asked: str) -> CallBudget:
+        """The call's budget: its worst case held in every budget window it counts against, before any
+        upstream traffic (GatewayBudgetError when it does not fit); nothing held for a key without one."""
+        max_tokens = checked_max_tokens(request.options.max_tokens)
+        if all(s.budget_usd is None or s.budget_period is None for s in subjects):
+            return CallBudget(self.quotas, key, subjects)  # nothing to hold: tokens are counted, no more
+        if not isinstance(request.messages, SurveyedHistory):
+            request.messages = SurveyedHistory(request.messages, request.tools)  # open_call takes this survey
+        settings = self.settings
+        case = worst_case(members, request.messages.estimated_tokens, max_tokens, prices=self.rt.client.prices,
+                          registry=self.rt.registry, output_cap=settings.reserve_output_tokens,
+                          unpriced_reserve=settings.unpriced_reserve_usd)
+        budget = CallBudget(self.quotas, key, subjects, case, lease_seconds=settings.reservation_lease_seconds)
+        budget.reserve(shape=shape.name, model=asked)
+        return budget
+
     # --- the call -----------------------------------------------------------------------------
 
     def read(self, shape: InboundShape, body: dict[str, object], members: list[str]) -> tuple[InboundRequest, str]:
@@ -224,7 +254,9 @@ class GatewayService:
     ) -> CallRecord:
         # One survey of the history: turn.started's estimate here, and the client's check and
         # translation take it too (SurveyedHistory) instead of walking the history again.
-        request.messages = history = SurveyedHistory(request.messages, request.tools)
+        history = request.messages
+        if not isinstance(history, SurveyedHistory) or not history.still_fits(request.tools):
+            request.messages = history = SurveyedHistory(request.messages, request.tools)
         record = CallRecord(self.rt, self.writer, key, shape.name, session_id, request, asked)
         record.begin(history.estimated_tokens)
         return record
@@ -254,12 +286,10 @@ class GatewayService:
             session_id=record.session_id, observer=record,
         )  # fmt: skip
 
-    def charge(self, subjects: list[Subject], answer: Message) -> list[dict[str, Any]]:
-        """Charge one upstream answer's price and tokens to the call's subjects; the quota alerts it fired."""
-        usage = answer.metadata.usage
-        if usage is None:
-            return []
-        return self.quotas.charge(subjects, usage.cost_usd, usage.total_input_tokens + usage.output_tokens)
+    @staticmethod
+    def charge(budget: CallBudget, answer: Message, *, more: bool = False) -> list[dict[str, Any]]:
+        """Charge one upstream answer's price and tokens to the call's budget; the quota alerts it fired."""
+        return budget.charge(answer, more=more)
 
     def drain(self) -> None:
         """Wait for every pending store write and event (tests, shutdown)."""

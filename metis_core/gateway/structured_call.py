@@ -58,8 +58,8 @@ from metis_core.structured.result import StructuredResult
 from metis_core.structured.spec import OutputSpec, output_spec
 
 if TYPE_CHECKING:
+    from metis_core.gateway.call_budget import CallBudget
     from metis_core.gateway.call_record import CallRecord
-    from metis_core.gateway.quotas import Subject
     from metis_core.gateway.service import GatewayService
     from metis_core.gateway.shapes.base import InboundRequest
 
@@ -117,7 +117,7 @@ def _capable(service: GatewayService, members: list[str], spec: OutputSpec) -> l
 
 
 async def answer_structured(service: GatewayService, record: CallRecord, members: list[str], ask: StructuredAsk,
-                            subjects: list[Subject]) -> Message:
+                            budget: CallBudget) -> Message:
     """Drive the structured run to its answer, charging and recording every attempt. Returns the answer
     to write back (a refusal too, flagged OUTPUT_REFUSAL); raises OutputValidationError on exhaustion
     and what the upstream call raised otherwise. The answer's usage is the sum of every attempt's.
@@ -125,7 +125,8 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     The call falls back along the capable members as a plain call does, each member starting its own
     run (its own plan: Claude's output_config, OpenAI's response_format ...); a corrective retry goes
     to the member that answered first (agent/structured_turn.py's MemberRuns). A paused answer is
-    continued on the model that paused, from the request it was sent."""
+    continued on the model that paused, from the request it was sent. Every attempt after the first
+    holds its worst case in the budget again before it is sent (GatewayBudgetError when it does not fit)."""
     request, client = record.request, service.rt.client
     capable = _capable(service, members, ask.spec)
     runs = MemberRuns(client, ask.spec, list(request.messages), ask.options, None, record.output_step,
@@ -133,7 +134,11 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     total: Usage | None = None
     paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
     answered_by = ""
+    attempts = 0
     while True:
+        if attempts:
+            budget.top_up(shape=record.shape, model=record.asked_model)
+        attempts += 1
         if paused_answers:
             step = runs.sent[answered_by]
             events = FallbackChain(client, [answered_by], health=service.rt.health).astream(
@@ -153,7 +158,7 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         answered_by = record.model
         usage = final.metadata.usage
         total = add_usage(total, usage)
-        record.call_completed(final, service.charge(subjects, final))
+        record.call_completed(final, service.charge(budget, final, more=True))
         if continuable(final) and len(paused_answers) < MAX_CONTINUATIONS:
             paused_answers.append(final)
             continue

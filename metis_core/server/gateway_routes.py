@@ -1,12 +1,14 @@
 """`GET /api/gateway/keys`: the gateway's keys and the limits of their users and teams, read-only.
 
-Never a token or its hash: a key shows its id, name, scope, public prefix, subjects, models, budget,
-rates, expiry and revocation. Admin clearance only. An empty list when the gateway never ran.
+Never a token or its hash: a key shows its id, name, scope, public prefix, subjects, models, budget
+(with the current window's spent, reserved and remaining), rates, expiry and revocation. Admin
+clearance only. An empty list when the gateway never ran.
 """
 
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 from typing import Any
 
 from starlette.requests import Request
@@ -16,7 +18,13 @@ from starlette.routing import Route
 from metis_core.errors import ServeAccessError
 from metis_core.events.envelope import Sensitivity
 from metis_core.server.api_routes import clearance_of, context_of
-from metis_core.store.gateway_keys import GatewayKeyRecord, GatewayKeyStore, SubjectLimits, open_gateway_key_store
+from metis_core.store.gateway_keys import (
+    GatewayKeyRecord,
+    GatewayKeyStore,
+    SubjectLimits,
+    budget_usage,
+    open_gateway_key_store,
+)
 
 
 def _iso(value: Any) -> str | None:
@@ -39,13 +47,26 @@ def limits_json(limits: SubjectLimits) -> dict[str, Any]:
             "budget_period": limits.budget_period, "rpm": limits.rpm, "tpm": limits.tpm}
 
 
+def _with_usage(store: GatewayKeyStore, row: dict[str, Any], scope: Any, subject_id: str, budget: Any, period: Any,
+                now: datetime) -> dict[str, Any]:
+    """`row` with its budget's current window: spent_usd, reserved_usd, remaining_usd (None without a budget)."""
+    usage = budget_usage(store, scope, subject_id, budget, period, now)
+    row.update(usage.as_json() if usage is not None else {"spent_usd": None, "reserved_usd": None,
+                                                           "remaining_usd": None})
+    return row
+
+
 def _read(store: GatewayKeyStore) -> dict[str, Any]:
     keys = store.list_keys()
     subjects = sorted({("user", k.user_id) for k in keys if k.user_id} | {("team", k.team_id) for k in keys
                                                                           if k.team_id})
     limits = [found for scope, subject in subjects
               if (found := store.limits(scope, subject)) is not None]  # type: ignore[arg-type]
-    return {"keys": [key_json(k) for k in keys], "limits": [limits_json(x) for x in limits]}
+    now = datetime.now(UTC)
+    return {"keys": [_with_usage(store, key_json(k), "gateway_key", k.id, k.budget_usd, k.budget_period, now)
+                     for k in keys],
+            "limits": [_with_usage(store, limits_json(x), x.scope, x.subject_id, x.budget_usd, x.budget_period, now)
+                       for x in limits]}
 
 
 def _read_runtime_store(database: Any) -> dict[str, Any]:

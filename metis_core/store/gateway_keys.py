@@ -1,6 +1,6 @@
 """Gateway keys, limits and quota counters: the records, the store protocol, and its SQLite backend.
 
-Every query over the `gateway_*` tables (migration 6) lives here, behind `GatewayKeyStore`, so a
+Every query over the `gateway_*` tables (migrations 6, 8, 9) lives here, behind `GatewayKeyStore`, so a
 PostgreSQL backend is one more class with the same methods. Counters change by single atomic
 statements (`x = x + ?`, `INSERT .. ON CONFLICT DO UPDATE .. RETURNING`), never read-modify-write,
 so several gateway workers can share one file. Money is integer picodollars (1e-12 USD) on disk and
@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -81,6 +81,79 @@ class SubjectLimits:
     tpm: int | None = None
 
 
+_FOREVER = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+def budget_window(period: BudgetPeriod, now: datetime) -> tuple[datetime, datetime]:
+    """[start, end) of the UTC window `now` falls in."""
+    if period == "total":
+        return datetime(1970, 1, 1, tzinfo=UTC), _FOREVER
+    day = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    if period == "day":
+        return day, datetime.fromtimestamp(day.timestamp() + 86_400, UTC)
+    start = day.replace(day=1)
+    end = start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    return start, end
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetUsage:
+    """A budget's current window: spent, held by calls in flight, and what is left for new calls."""
+
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    remaining_usd: Decimal
+
+    def as_json(self) -> dict[str, str]:
+        return {"spent_usd": format(self.spent_usd, "f"), "reserved_usd": format(self.reserved_usd, "f"),
+                "remaining_usd": format(self.remaining_usd, "f")}
+
+
+def budget_usage(store: GatewayKeyStore, scope: Scope, subject_id: str, budget_usd: Decimal | None,
+                 period: BudgetPeriod | None, now: datetime) -> BudgetUsage | None:
+    """Spent, reserved and remaining in the window `now` falls in; None without a budget."""
+    if budget_usd is None or period is None:
+        return None
+    window = int(budget_window(period, now)[0].timestamp())
+    spent = store.spent(scope, subject_id, window)
+    reserved = store.reserved(scope, subject_id, window, to_us(now))
+    return BudgetUsage(spent, reserved, max(budget_usd - spent - reserved, Decimal(0)))
+
+
+@dataclass(frozen=True, slots=True)
+class BudgetHold:
+    """One budget window a call's reservation is held against: the subject, the window and its cap."""
+
+    scope: Scope
+    subject_id: str
+    window_start: int
+    """The window's start, epoch seconds (gateway_spend's key)."""
+    budget_usd: Decimal
+
+
+@dataclass(frozen=True, slots=True)
+class HoldRefused:
+    """Why a reservation did not fit: the first window it did not fit in, with what was spent and held there."""
+
+    hold: BudgetHold
+    spent_usd: Decimal
+    reserved_usd: Decimal
+    """Other calls' live reservations in that window."""
+
+
+class ReservationRefused(Exception):
+    """Raised inside a backend's reserve transaction to roll it back; never leaves the store."""
+
+    def __init__(self, refused: HoldRefused) -> None:
+        super().__init__(refused.hold.scope)
+        self.refused = refused
+
+
+def hold_order(hold: BudgetHold) -> tuple[str, str]:
+    """The order every backend takes a call's windows in, so two calls never wait on each other's rows."""
+    return hold.scope, hold.subject_id
+
+
 class GatewayKeyStore(Protocol):
     """What the gateway needs from a backend; each method is one short transaction."""
 
@@ -97,6 +170,25 @@ class GatewayKeyStore(Protocol):
     def add_spend(self, scope: Scope, subject_id: str, window_start: int, amount: Decimal) -> Decimal: ...
     def spent(self, scope: Scope, subject_id: str, window_start: int) -> Decimal: ...
     def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool: ...
+    def reserve(self, reservation_id: str, holds: list[BudgetHold], amount: Decimal, now_us: int,
+                expires_us: int) -> HoldRefused | None:
+        """All or nothing: `reservation_id` now holds `amount` in every window of `holds` when, in each,
+        spent + other live reservations + `amount` <= the cap; else nothing changes and the first
+        window it did not fit is returned. Expired reservations of those subjects are swept first."""
+        ...
+    def settle(self, reservation_id: str, holds: list[BudgetHold], cost: Decimal, *,
+               keep: bool) -> dict[tuple[str, str], Decimal]:
+        """Charge `cost` to every window of `holds` and, in the same transaction, end the reservation
+        (`keep=False`) or lower what it holds by `cost` (`keep=True`, more calls follow); the windows'
+        new totals by (scope, subject id). A reservation already expired is charged all the same."""
+        ...
+    def release(self, reservation_id: str) -> None: ...
+    def sweep_reservations(self, now_us: int) -> int:
+        """Delete every reservation whose lease ran out; how many rows went."""
+        ...
+    def reserved(self, scope: Scope, subject_id: str, window_start: int, now_us: int) -> Decimal:
+        """What live reservations hold in a window now."""
+        ...
     def ping(self) -> None: ...
     def close(self) -> None: ...
 
@@ -274,6 +366,75 @@ class SqliteGatewayKeyStore:
             (percent, scope, subject_id, window_start, percent),
         )
         return cursor.rowcount == 1
+
+    # --- reservations: each a BEGIN IMMEDIATE transaction (one writer at a time on the file) --
+
+    def reserve(self, reservation_id: str, holds: list[BudgetHold], amount: Decimal, now_us: int,
+                expires_us: int) -> HoldRefused | None:
+        wanted = to_pusd(amount)
+        try:
+            with self._lock, write_transaction(self._conn, self.path):
+                for hold in sorted(holds, key=hold_order):
+                    self._reserve_one(reservation_id, hold, wanted, now_us, expires_us)
+        except ReservationRefused as refusal:
+            return refusal.refused
+        return None
+
+    def _reserve_one(self, reservation_id: str, hold: BudgetHold, wanted: int, now_us: int, expires_us: int) -> None:
+        conn = self._conn
+        who = (hold.scope, hold.subject_id)
+        conn.execute("DELETE FROM gateway_reservations WHERE scope = ? AND subject_id = ? AND expires_at <= ?",
+                     (*who, now_us))
+        spent, held = conn.execute(
+            "SELECT COALESCE((SELECT spent_pusd FROM gateway_spend WHERE scope = ? AND subject_id = ? "
+            "AND window_start = ?), 0), COALESCE((SELECT SUM(amount_pusd) FROM gateway_reservations "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND id <> ?), 0)",
+            (*who, hold.window_start, *who, hold.window_start, reservation_id),
+        ).fetchone()
+        if int(spent) + int(held) + wanted > to_pusd(hold.budget_usd):
+            raise ReservationRefused(HoldRefused(hold, from_pusd(int(spent)), from_pusd(int(held))))
+        conn.execute(
+            "INSERT INTO gateway_reservations (id, scope, subject_id, window_start, amount_pusd, created_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, scope, subject_id) DO UPDATE SET "
+            "window_start = excluded.window_start, amount_pusd = excluded.amount_pusd, "
+            "expires_at = excluded.expires_at",
+            (reservation_id, *who, hold.window_start, wanted, now_us, expires_us),
+        )
+
+    def settle(self, reservation_id: str, holds: list[BudgetHold], cost: Decimal, *,
+               keep: bool) -> dict[tuple[str, str], Decimal]:
+        charged = to_pusd(cost)
+        totals: dict[tuple[str, str], Decimal] = {}
+        with self._lock, write_transaction(self._conn, self.path):
+            for hold in sorted(holds, key=hold_order) if charged else ():
+                row = self._conn.execute(
+                    "INSERT INTO gateway_spend (scope, subject_id, window_start, spent_pusd) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (scope, subject_id, window_start) DO UPDATE SET "
+                    "spent_pusd = spent_pusd + excluded.spent_pusd RETURNING spent_pusd",
+                    (hold.scope, hold.subject_id, hold.window_start, charged),
+                ).fetchone()
+                totals[(hold.scope, hold.subject_id)] = from_pusd(int(row[0]))
+            if keep:
+                self._conn.execute("UPDATE gateway_reservations SET amount_pusd = MAX(amount_pusd - ?, 0) WHERE id = ?",
+                                   (charged, reservation_id))
+            else:
+                self._conn.execute("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
+        return totals
+
+    def release(self, reservation_id: str) -> None:
+        self._write("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
+
+    def sweep_reservations(self, now_us: int) -> int:
+        return self._write("DELETE FROM gateway_reservations WHERE expires_at <= ?", (now_us,)).rowcount
+
+    def reserved(self, scope: Scope, subject_id: str, window_start: int, now_us: int) -> Decimal:
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT COALESCE(SUM(amount_pusd), 0) FROM gateway_reservations "
+                "WHERE scope = ? AND subject_id = ? AND window_start = ? AND expires_at > ?",
+                (scope, subject_id, window_start, now_us),
+            ).fetchone()
+        return from_pusd(int(row[0]))
 
 
 def open_gateway_key_store(location: Path | str | SharedDatabase | None = None) -> GatewayKeyStore:

@@ -96,3 +96,26 @@ def test_serving_the_web_view_beyond_loopback_without_an_admin_or_viewer_key_fai
         code, out = metis(*command)
         assert code != 0 and "Traceback" not in out, out
         assert "scope admin or viewer" in out and "metis gateway keys issue --name web --scope admin" in out
+
+
+def test_keys_list_shows_spent_reserved_and_remaining_of_the_budget_window() -> None:
+    from datetime import UTC, datetime
+    from decimal import Decimal
+
+    from metis_core.store.gateway_keys import BudgetHold, SqliteGatewayKeyStore, budget_window
+    from metis_core.store.records import to_us
+
+    code, out = metis("gateway", "keys", "issue", "--name", "ci", "--budget-usd", "2", "--budget-period", "day",
+                      "--json")
+    assert code == 0, out
+    key_id = json.loads(out)["id"]
+    now = datetime.now(UTC)
+    day = int(budget_window("day", now)[0].timestamp())
+    store = SqliteGatewayKeyStore(Path(os.environ["METIS_HOME"]) / "metis.db")
+    store.add_spend("gateway_key", key_id, day, Decimal("0.75"))
+    store.reserve("rsv_1", [BudgetHold("gateway_key", key_id, day, Decimal("2"))], Decimal("0.5"), to_us(now),
+                  to_us(now) + 60_000_000)
+    store.close()
+    [row] = json.loads(metis("gateway", "keys", "list", "--json")[1])
+    assert (row["spent_usd"], row["reserved_usd"], row["remaining_usd"]) == ("0.75", "0.5", "0.75")
+    assert metis("gateway", "keys", "list")[0] == 0

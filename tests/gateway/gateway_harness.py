@@ -25,7 +25,7 @@ from metis_core.gateway.app import create_app
 from metis_core.gateway.keys import KeyTerms
 from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewayService, GatewaySettings
-from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+from metis_core.store.gateway_keys import GatewayKeyStore, SqliteGatewayKeyStore
 from metis_core.transport.retry import RetryPolicy
 
 UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002",
@@ -40,7 +40,7 @@ def free_port() -> int:
 
 class GatewayHarness:
     def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None,
-                 *, lifespan: str = "off") -> None:
+                 *, lifespan: str = "off", key_store: GatewayKeyStore | None = None) -> None:
         client = ModelClient(
             base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
                        "openai_responses": upstream.base_url + "/v1"},
@@ -49,7 +49,7 @@ class GatewayHarness:
         self.runtime = Runtime(home=home, client=client, configured_providers=set(UPSTREAM_KEYS))
         self.events = EventRecorder()
         self.runtime.bus.subscribe(self.events.subscription())
-        self.service = GatewayService(self.runtime, SqliteGatewayKeyStore(self.runtime.db_path),
+        self.service = GatewayService(self.runtime, key_store or SqliteGatewayKeyStore(self.runtime.db_path),
                                       settings or GatewaySettings(workspace=home))
         self.upstream = upstream
         self.port = free_port()

@@ -156,7 +156,8 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
         harness.stop()
 
 
-def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_uncharged(tmp_path: Path) -> None:
+def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_and_charges_its_input(
+        tmp_path: Path) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
     harness = GatewayHarness(tmp_path / "home", ReplayServer())
     harness.runtime.client._base_urls["anthropic"] = stalling.base_url
@@ -186,6 +187,10 @@ def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_
         session = harness.runtime.store.get_session(cancelled.session_id)
         assert session.total_cost_usd == 0 and session.total_output_tokens == 0
         day, _ = budget_window("day", datetime.now(UTC))
-        assert harness.service.key_store.spent("gateway_key", key_id, int(day.timestamp())) == 0  # uncharged
+        # the request was sent: its input is charged to the budget at the estimate ("hi": 7 tokens) and the
+        # dearest input rate (cache writes, $1.25/M); the 50 output tokens reserved for it are released
+        window = int(day.timestamp())
+        assert harness.service.key_store.spent("gateway_key", key_id, window) == Decimal("0.00000875")
+        assert harness.service.key_store.reserved("gateway_key", key_id, window, 2**62) == 0
     finally:
         harness.stop()

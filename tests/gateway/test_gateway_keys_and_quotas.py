@@ -216,9 +216,10 @@ def test_team_budget_is_shared_by_its_keys(gateway: GatewayHarness) -> None:
     _, second = gateway.issue(team_id=team)
     script_text(gateway, 2)
     ask(gateway, first)
-    ask(gateway, second)  # starts at 83 %: finished
-    with pytest.raises(anthropic.RateLimitError):
-        ask(gateway, first)
+    with pytest.raises(anthropic.RateLimitError) as caught:  # 83 % spent: the next call's worst case does not fit
+        ask(gateway, second)
+    assert "team" in caught.value.message and "may cost up to" in caught.value.message
+    assert len(gateway.upstream.requests) == 1
     [exceeded] = gateway.of_type("gateway.quota_exceeded")
     assert exceeded.payload["scope"] == "team" and exceeded.payload["team_id"] == team
 

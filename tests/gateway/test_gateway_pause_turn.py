@@ -253,7 +253,10 @@ def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
     [failed] = harness.of_type("llm.call_failed")  # the continuation in flight
     assert failed.payload["error_class"] == "cancelled" and completed.payload["gateway_key_id"] == key_id
     assert harness.of_type("turn.completed") == []
-    assert harness.spent_today(key_id) == pytest.approx(Decimal(str(completed.payload["cost_usd"])))
+    paid = Decimal(str(completed.payload["cost_usd"]))
+    # the continuation in flight was sent: its input is charged at the estimate (docs/gateway.md "Budgets and
+    # reservations"), never more than its reservation
+    assert paid < harness.spent_today(key_id) < paid * 2
     return cancelled
 
 
@@ -262,7 +265,7 @@ def test_a_client_leaving_mid_continuation_cancels_it_and_keeps_the_paused_call_
     harness = gateway_before(tmp_path, stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day")
-        client = openai_client(harness, token, timeout=httpx.Timeout(30, read=1.0))  # it stops waiting, and leaves
+        client = openai_client(harness, token, timeout=httpx.Timeout(30, read=3.0))  # it stops waiting, and leaves
         with pytest.raises(openai.APITimeoutError):
             client.chat.completions.create(model=MODEL, messages=[{"role": "user", "content": PROMPT}])
         assert stalling.request_seen.is_set(), "the continuation was never sent"

@@ -46,9 +46,9 @@ def anthropic_client(gateway: GatewayHarness, token: str) -> anthropic.Anthropic
     return anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
 
 
-def parse_chat(gateway: GatewayHarness, token: str, model: str = CLAUDE.model) -> Any:
+def parse_chat(gateway: GatewayHarness, token: str, model: str = CLAUDE.model, **more: Any) -> Any:
     return openai_client(gateway, token).chat.completions.parse(
-        model=model, messages=[{"role": "user", "content": "Ollama is 22 and busy."}], response_format=Person)
+        model=model, messages=[{"role": "user", "content": "Ollama is 22 and busy."}], response_format=Person, **more)
 
 
 def test_an_openai_response_format_is_answered_by_claude_output_config(gateway: GatewayHarness) -> None:
@@ -119,9 +119,10 @@ def test_a_fenced_answer_is_recovered_and_recorded(gateway: GatewayHarness) -> N
 
 def test_a_violation_is_retried_with_a_correction_and_every_attempt_is_charged(gateway: GatewayHarness) -> None:
     one_call = Decimal("0.002490")  # 705 input tokens at $3/M and 25 output at $15/M (sonnet 4.5)
-    key_id, token = gateway.issue(budget_usd=one_call * Decimal("1.5"), budget_period="day")
+    # each attempt first holds its worst case (~12 input and 100 output tokens: $0.001536) in the budget
+    key_id, token = gateway.issue(budget_usd=one_call * Decimal("2.5"), budget_period="day")
     gateway.upstream.script(ANTHROPIC, reply(CLAUDE, '{"age": "twenty-two", "available": false}'), reply(CLAUDE, GOOD))
-    answer = parse_chat(gateway, token)
+    answer = parse_chat(gateway, token, max_tokens=100)
     assert answer.choices[0].message.parsed == Person(age=22, available=False)
     assert answer.usage.prompt_tokens == 2 * 705 and answer.usage.completion_tokens == 2 * 25
     first, second = gateway.upstream.bodies(ANTHROPIC)
@@ -135,8 +136,8 @@ def test_a_violation_is_retried_with_a_correction_and_every_attempt_is_charged(g
     assert turn.payload["llm_call_count"] == 2 and turn.payload["total_input_tokens"] == 2 * 705
     window = int(datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).timestamp())
     assert gateway.service.key_store.spent("gateway_key", key_id, window) == one_call * 2
-    with pytest.raises(openai.RateLimitError):  # both attempts counted: the budget is spent
-        parse_chat(gateway, token)
+    with pytest.raises(openai.RateLimitError):  # both attempts counted: the next one's worst case does not fit
+        parse_chat(gateway, token, max_tokens=100)
 
 
 def test_a_refusal_comes_back_in_openai_refusal_field_and_is_not_retried(gateway: GatewayHarness) -> None:

@@ -1,7 +1,9 @@
 """Two gateway processes on one PostgreSQL database, driven at once by the official Anthropic SDK.
 
-They share one key's budget: together they may overspend it by no more than the calls in flight
-when it ran out; every answered call is recorded exactly once (one session, one llm.call_completed,
+They share one key's budget: each call reserves its worst case first, but the recording reports 705
+input tokens for a message estimated at a few, so they may overspend it by that shortfall for each call
+in flight when it ran out (test_gateway_budget_reservations.py holds the tight bound); every answered
+call is recorded exactly once (one session, one llm.call_completed,
 one charge); every session's events are complete, in order, with their causal parents stored.
 """
 

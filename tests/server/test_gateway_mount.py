@@ -80,10 +80,12 @@ def test_the_web_routes_on_an_open_bind_need_an_admin_or_viewer_key_and_accept_o
 def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
 ) -> None:
+    from datetime import UTC, datetime
     from decimal import Decimal
 
     from metis_core.gateway.keys import KeyService, KeyTerms, new_subject_id
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore, SubjectLimits
+    from metis_core.store.gateway_keys import BudgetHold, SqliteGatewayKeyStore, SubjectLimits, budget_window
+    from metis_core.store.records import to_us
 
     _gateway_env(monkeypatch, tmp_path)
     app = build_gateway_with_web()
@@ -93,6 +95,10 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     issued = KeyService(store, runtime.bus).issue(KeyTerms(name="ci", team_id=team, budget_usd=Decimal("5"),
                                                            budget_period="month", rpm=60))
     store.set_limits(SubjectLimits("team", team, budget_usd=Decimal("100"), budget_period="month"))
+    month = int(budget_window("month", datetime.now(UTC))[0].timestamp())
+    store.add_spend("gateway_key", issued.record.id, month, Decimal("1.25"))  # a call in flight holds 0.5 more
+    store.reserve("rsv_1", [BudgetHold("gateway_key", issued.record.id, month, Decimal("5"))], Decimal("0.5"),
+                  to_us(datetime.now(UTC)), to_us(datetime.now(UTC)) + 60_000_000)
     store.close()
     server = LiveServer(None, tmp_path, app=app)
     try:
@@ -104,8 +110,10 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     [key] = response.json()["keys"]
     assert key["id"] == issued.record.id and key["prefix"] == issued.record.prefix and key["budget_usd"] == "5"
     assert key["scope"] == "model"
+    assert (key["spent_usd"], key["reserved_usd"], key["remaining_usd"]) == ("1.25", "0.5", "3.25")
     assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
-                                          "budget_period": "month", "rpm": None, "tpm": None}]
+                                          "budget_period": "month", "rpm": None, "tpm": None, "spent_usd": "0",
+                                          "reserved_usd": "0", "remaining_usd": "100"}]
     assert issued.token not in response.text and issued.record.secret_hash not in response.text
 
 

@@ -276,6 +276,7 @@ async function showKeys() {
     el("td", {}, k.name), el("td", {}, k.scope), el("td", { class: "mono" }, k.prefix),
     el("td", {}, k.user_id || k.team_id || ""),
     el("td", { class: "num" }, k.budget_usd ? usd(k.budget_usd) + " / " + k.budget_period : "none"),
+    el("td", { class: "num" }, k.spent_usd === null ? "" : usd(k.spent_usd) + " spent, " + usd(k.reserved_usd) + " held, " + usd(k.remaining_usd) + " left"),
     el("td", { class: "num" }, k.rpm === null ? "" : k.rpm),
     el("td", {}, k.revoked_at ? "revoked " + when(k.revoked_at) : k.expires_at ? "expires " + when(k.expires_at) : "active")));
   const limits = data.limits.map((l) => el("tr", {}, el("td", {}, l.scope), el("td", { class: "mono" }, l.subject_id),
@@ -283,7 +284,7 @@ async function showKeys() {
     el("td", { class: "num" }, l.rpm === null ? "" : l.rpm)));
   show(el("h1", {}, "Gateway keys"),
     rows.length ? el("table", { id: "keys" }, el("thead", {}, el("tr", {}, ["Name", "Scope", "Prefix", "Owner", "Budget",
-      "Requests/min", "State"].map((h, i) => el("th", { scope: "col", class: i === 4 || i === 5 ? "num" : null }, h)))), el("tbody", {}, rows))
+      "This window", "Requests/min", "State"].map((h, i) => el("th", { scope: "col", class: i >= 4 && i <= 6 ? "num" : null }, h)))), el("tbody", {}, rows))
       : el("p", {}, "No gateway keys."),
     limits.length ? el("table", { id: "limits" }, el("caption", {}, "User and team limits"),
       el("thead", {}, el("tr", {}, ["Scope", "Subject", "Budget", "Requests/min"].map((h) => el("th", { scope: "col" }, h)))),

@@ -3,8 +3,9 @@
 Same methods as the SQLite backend (`store/gateway_keys.py`, the `GatewayKeyStore` protocol),
 for several gateway processes on several machines sharing one database. Every counter changes by
 one atomic `INSERT .. ON CONFLICT DO UPDATE SET x = x + excluded.x RETURNING`, never read-modify-
-write; alerts are claimed by one conditional UPDATE. Money is `numeric` USD, rounded to the same
-12 decimals (picodollars) the SQLite backend keeps, so both report identical amounts.
+write; alerts are claimed by one conditional UPDATE. A reservation locks each window's spend row
+(`SELECT .. FOR UPDATE`, windows in one order) for its check-and-insert transaction. Money is
+`numeric` USD, rounded to the same 12 decimals (picodollars) the SQLite backend keeps.
 """
 
 from __future__ import annotations
@@ -18,10 +19,14 @@ import orjson
 from metis_core.errors import GatewayKeyError
 from metis_core.store.backend import Database, SharedDatabase
 from metis_core.store.gateway_keys import (
+    BudgetHold,
     GatewayKeyRecord,
+    HoldRefused,
+    ReservationRefused,
     Scope,
     SubjectLimits,
     from_pusd,
+    hold_order,
     to_pusd,
 )
 from metis_core.store.postgres.database import PostgresDatabase
@@ -189,3 +194,77 @@ class PostgresGatewayKeyStore:
             (percent, scope, subject_id, window_start, percent),
         )
         return count == 1
+
+    # --- reservations: each window's spend row locked for the check and the insert ------------
+
+    def reserve(self, reservation_id: str, holds: list[BudgetHold], amount: Decimal, now_us: int,
+                expires_us: int) -> HoldRefused | None:
+        wanted = _usd(amount)
+        try:
+            with self._db.transaction():
+                for hold in sorted(holds, key=hold_order):
+                    self._reserve_one(reservation_id, hold, wanted, now_us, expires_us)
+        except ReservationRefused as refusal:
+            return refusal.refused
+        return None
+
+    def _reserve_one(self, reservation_id: str, hold: BudgetHold, wanted: Decimal, now_us: int,
+                     expires_us: int) -> None:
+        db = self._db
+        window = (hold.scope, hold.subject_id, hold.window_start)
+        db.execute("INSERT INTO gateway_spend (scope, subject_id, window_start) VALUES (?, ?, ?) "
+                   "ON CONFLICT DO NOTHING", window)
+        # The row lock: a second reserver of this window waits here until this transaction ends, then
+        # reads (READ COMMITTED: a fresh snapshot per statement) every reservation committed before it.
+        spent = _money(db.execute("SELECT spent_usd FROM gateway_spend WHERE scope = ? AND subject_id = ? "
+                                  "AND window_start = ? FOR UPDATE", window).fetchone()[0])
+        db.execute("DELETE FROM gateway_reservations WHERE scope = ? AND subject_id = ? AND expires_at <= ?",
+                   (hold.scope, hold.subject_id, now_us))
+        held = _money(db.execute(
+            "SELECT COALESCE(SUM(amount_usd), 0) FROM gateway_reservations "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND id <> ?", (*window, reservation_id),
+        ).fetchone()[0])
+        if spent + held + wanted > _usd(hold.budget_usd):
+            raise ReservationRefused(HoldRefused(hold, spent, held))
+        db.execute(
+            "INSERT INTO gateway_reservations (id, scope, subject_id, window_start, amount_usd, created_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id, scope, subject_id) DO UPDATE SET "
+            "window_start = excluded.window_start, amount_usd = excluded.amount_usd, "
+            "expires_at = excluded.expires_at",
+            (reservation_id, *window, wanted, now_us, expires_us),
+        )
+
+    def settle(self, reservation_id: str, holds: list[BudgetHold], cost: Decimal, *,
+               keep: bool) -> dict[tuple[str, str], Decimal]:
+        charged = _usd(cost)
+        totals: dict[tuple[str, str], Decimal] = {}
+        with self._db.transaction():
+            for hold in sorted(holds, key=hold_order) if charged else ():
+                row = self._db.execute(
+                    "INSERT INTO gateway_spend AS s (scope, subject_id, window_start, spent_usd) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (scope, subject_id, window_start) DO UPDATE SET "
+                    "spent_usd = s.spent_usd + excluded.spent_usd RETURNING spent_usd",
+                    (hold.scope, hold.subject_id, hold.window_start, charged),
+                ).fetchone()
+                totals[(hold.scope, hold.subject_id)] = _money(row[0])
+            if keep:
+                self._db.execute("UPDATE gateway_reservations SET amount_usd = GREATEST(amount_usd - ?, 0) "
+                                 "WHERE id = ?", (charged, reservation_id))
+            else:
+                self._db.execute("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
+        return totals
+
+    def release(self, reservation_id: str) -> None:
+        self._write("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
+
+    def sweep_reservations(self, now_us: int) -> int:
+        count, _ = self._write("DELETE FROM gateway_reservations WHERE expires_at <= ?", (now_us,))
+        return count
+
+    def reserved(self, scope: Scope, subject_id: str, window_start: int, now_us: int) -> Decimal:
+        rows = self._read(
+            "SELECT COALESCE(SUM(amount_usd), 0) FROM gateway_reservations "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND expires_at > ?",
+            (scope, subject_id, window_start, now_us),
+        )
+        return _money(rows[0][0])

@@ -311,6 +311,27 @@ def _v8_gateway_key_scope(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v9_gateway_reservations(conn: sqlite3.Connection) -> None:
+    """Budget reservations: a call's worst-case cost held against each budget window before it goes
+    upstream, until it is settled, released or its lease expires (docs/gateway.md "Budgets and
+    reservations"). A row per reservation and subject; money in picodollars like gateway_spend."""
+    conn.execute(
+        """CREATE TABLE gateway_reservations (
+            id TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            subject_id TEXT NOT NULL,
+            window_start INTEGER NOT NULL,
+            amount_pusd INTEGER NOT NULL CHECK (amount_pusd >= 0),
+            created_at INTEGER NOT NULL,
+            expires_at INTEGER NOT NULL,
+            PRIMARY KEY (id, scope, subject_id)
+        )"""
+    )
+    conn.execute("CREATE INDEX idx_gateway_reservations_window ON gateway_reservations(scope, subject_id, "
+                 "window_start)")
+    conn.execute("CREATE INDEX idx_gateway_reservations_expiry ON gateway_reservations(expires_at)")
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -320,6 +341,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("gateway_keys", _v6_gateway_keys),
     ("replay_sessions", _v7_replay_sessions),
     ("gateway_key_scope", _v8_gateway_key_scope),
+    ("gateway_reservations", _v9_gateway_reservations),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
