@@ -20,6 +20,7 @@ from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime
+from metis_core.cli.session_ids import resolve_session_id
 
 eval_app = typer.Typer(help="Score turns and sessions with the evaluator.", no_args_is_help=True)
 patterns_app = typer.Typer(help="What the pattern store has learned, and forgetting it.", no_args_is_help=True)
@@ -55,7 +56,7 @@ def parse_since(value: str | None) -> datetime | None:
 
 @guarded
 def feedback(
-    session: Annotated[str, typer.Argument(help="The session id.")],
+    session: Annotated[str, typer.Argument(help="The session: an id, a unique prefix of one, or `latest`.")],
     target: Annotated[str, typer.Argument(help="TURN (id or 1-based number) then up|down; or just up|down to "
                                                "rate the whole session.")],
     rating: Annotated[str | None, typer.Argument(help="up or down, when a TURN is given.")] = None,
@@ -64,7 +65,8 @@ def feedback(
     """Rate a turn or a whole session (feedback.explicit); the evaluator re-scores it."""
     terminal = Terminal.open()
     turn, value = (None, target) if rating is None else (target, rating)
-    with learning_runtime() as (_, learning):
+    with learning_runtime() as (runtime, learning):
+        session = resolve_session_id(runtime.store, session)
         event = learning.feedback.rate(session, value, turn=turn, scope="session" if turn is None else "turn",
                                        comment=comment)
     what = f"turn {event.payload['subject_turn_id']}" if turn is not None else f"session {session}"

@@ -21,9 +21,8 @@ from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import cost_text, format_usd, preview
+from metis_core.cli.rows import cost_text, format_usd, preview, print_rows, sessions_rows
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.cli.tables import print_rows, sessions_rows
 from metis_core.messages import (
     ImageBlock,
     Message,
