@@ -135,7 +135,10 @@ def serve(
     """Serve /v1/chat/completions, /v1/messages, /v1/models, /healthz and /readyz."""
     import os
 
-    from metis_core.gateway.serve import serve as run_server
+    from metis_core.cli.listening import require_extra, run_until_stopped
+
+    require_extra("gateway", "metis gateway serve")
+    from metis_core.gateway.serve import server_stack
 
     factory = "metis_core.gateway.serve:build_app"
     if web:
@@ -150,9 +153,13 @@ def serve(
             ServerAccess.for_bind(host, KeyCheck(keys))
         os.environ[BIND_HOST_ENV] = host
         factory = FACTORY
-    Terminal.open().err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
-                              f"{', web view at /' if web else ''}); Ctrl-C stops it", markup=False)
-    run_server(host, port, workers, factory)
+    terminal = Terminal.open()
+    loop, http = server_stack()
+    run_until_stopped(factory, host=host, port=port, factory=True, workers=workers, loop=loop, http=http,
+                      log_level="warning", lifespan="on", access_log=False,
+                      announce=lambda: terminal.err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
+                                                          f"{', web view at /' if web else ''}); Ctrl-C stops it",
+                                                          markup=False))
 
 
 # --- keys ------------------------------------------------------------------------------------

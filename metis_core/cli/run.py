@@ -138,7 +138,25 @@ def _settings(request: RunRequest, config: MetisConfig) -> tuple[str | None, str
     return model, system, model_options(options)
 
 
+def _list_tools(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCode:
+    """`metis run --tools list`: the tools `--tools NAME` can offer (a table, or plain rows when piped)."""
+    from metis_core.cli.rows import Rows, print_rows
+
+    runtime = open_runtime(config, tool_modules=request.tool_modules)
+    try:
+        rows = Rows(("tool", "side effects", "asks first", "description"))
+        for tool in runtime.tools.definitions():
+            rows.rows.append((tool.name, tool.side_effects.value, "yes" if tool.needs_confirmation else "no",
+                              tool.description))
+    finally:
+        runtime.close()
+    print_rows(terminal, rows)
+    return ExitCode.OK
+
+
 def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCode:
+    if request.tools == ["list"]:
+        return _list_tools(terminal, config, request)
     if request.no_log and (request.session or request.continue_latest):
         raise UsageProblem("--no-log starts a conversation that is not kept; it cannot continue a stored session")
     if request.session and request.continue_latest:

@@ -37,6 +37,9 @@ def serve(
         help="Workspace of chat sessions started from the browser (default: the current directory).")] = None,
 ) -> None:
     """Serve the web view, JSON API, HTTP chat and live event stream."""
+    from metis_core.cli.listening import require_extra, run_until_stopped
+
+    require_extra("serve", "metis serve")
     from metis_core.gateway.key_check import KeyCheck
     from metis_core.gateway.keys import KeyService
     from metis_core.gateway.serve import settings_from_env
@@ -55,13 +58,11 @@ def serve(
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
         access = ServerAccess.for_bind(host, keys, require_key=require_key)
 
-        import uvicorn
-
         from metis_core.server.app import build_app
 
         app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue)
-        typer.echo(f"metis serve: http://{host}:{port}/ (Ctrl-C stops)")
-        uvicorn.run(app, host=host, port=port, log_level="warning", ws="websockets-sansio")
+        run_until_stopped(app, host=host, port=port, log_level="warning", ws="websockets-sansio",
+                          announce=lambda: typer.echo(f"metis serve: http://{host}:{port}/ (Ctrl-C stops)"))
     finally:
         store.close()
         runtime.close()
