@@ -149,6 +149,8 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
             run_demo(terminal)
             return
         model = choice.model
+    if model is None and session_id is None and first_run.only_a_local_server(config) and not replaying():
+        model = first_run.local_server_model(terminal, config, ask=terminal.interactive)
     interactive = terminal.interactive
     if interactive:
         enable_line_editing()

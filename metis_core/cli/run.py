@@ -28,7 +28,7 @@ from metis_core.agent.turn import TurnResult
 from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
-from metis_core.cli.first_run import has_any_provider
+from metis_core.cli.first_run import has_any_provider, local_server_model, only_a_local_server
 from metis_core.cli.model_options import model_options, parse_pairs
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, turn_summary
@@ -166,6 +166,8 @@ def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCo
     prompt = full_prompt(request.prompt, piped_input())
     if model is None and session_arg is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
+    if model is None and session_arg is None and only_a_local_server(config) and not replaying():
+        model = local_server_model(terminal, config, ask=False)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not request.as_json
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \

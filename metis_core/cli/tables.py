@@ -1,9 +1,7 @@
-"""Lists as rows: a rich table on a terminal, or plain tab-separated lines for other programs.
+"""Tables of what needs the registries or the agent: models, spend, tools (rows.py prints them).
 
-When stdout is not a terminal (or with `--plain`) every list prints one line per row, fields
-separated by tabs, no header, nothing wrapped or cut: `metis models | grep openrouter:` and
-`metis sessions list | cut -f1` see whole ids. Pure rendering of records the stores and
-registries return; no queries, no decisions.
+Pure rendering of records the stores and registries return; no queries, no decisions. Lists that
+need none of that (sessions, keys) live in rows.py, so listing them stays quick.
 """
 
 from __future__ import annotations
@@ -16,6 +14,7 @@ from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.cli.rows import Rows, cost_text
 from metis_core.cli.rows import print_rows as print_rows  # callers of tables.py print with it
+from metis_core.cli.rows import sessions_table as sessions_table
 from metis_core.cli.spend import SpendRow
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelInfo
