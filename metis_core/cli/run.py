@@ -36,7 +36,13 @@ from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_
 from metis_core.cli.session_ids import LATEST, resolve_session_id
 from metis_core.cli.template_files import load_template
 from metis_core.cli.tool_choice import chosen_tools
-from metis_core.cli.turn_execution import add_system_prompt, execute_turn, image_attachment, split_override
+from metis_core.cli.turn_execution import (
+    add_system_prompt,
+    check_images_allowed,
+    execute_turn,
+    image_attachment,
+    split_override,
+)
 from metis_core.config import MetisConfig
 from metis_core.errors import ConfigError, MetisError
 from metis_core.messages import ContentBlock
@@ -205,6 +211,8 @@ def _turn(terminal: Terminal, runtime: Runtime, session: Session, request: RunRe
         if system is not None:
             add_system_prompt(runtime, session, system)
         attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in request.attach]
+        if attachments:
+            check_images_allowed(runtime, session, split_override(prompt)[0] or model)
         printer = None if request.as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
         started = time.perf_counter()
         disposition = "error"

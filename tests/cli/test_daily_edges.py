@@ -99,6 +99,7 @@ def test_a_server_without_its_extra_names_the_extra_to_install(
     assert done.returncode == 3
     assert f"pip install 'metis-core[{extra}]'" in done.stderr
     assert "unexpected" not in done.stderr and "Traceback" not in done.stderr
+    assert "metis gateway on" not in done.stderr  # no "running" banner for a server that never ran
 
 
 @pytest.mark.parametrize("args", [["serve"], ["gateway", "serve"], ["gateway", "serve", "--workers", "2"]])
