@@ -8,6 +8,7 @@ and the trace tree live in tables.py and trace_view.py; nothing here decides any
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 from rich.console import Console
@@ -93,6 +94,18 @@ class ShownTool:
         size = len(outcome.content.encode())
         self.printer.line(f"{mark} {self.definition.name}: {size} bytes · {preview(outcome.content)}", style)
         return outcome
+
+
+class NoteHandler(logging.Handler):
+    """The library's warnings (e.g. "no price for ...") while a chat streams: each on its own line,
+    never glued to the end of an answer still being printed."""
+
+    def __init__(self, printer: StreamPrinter) -> None:
+        super().__init__(logging.WARNING)
+        self.printer = printer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.printer.line(record.getMessage(), "yellow")
 
 
 def shown_tools(registry: ToolRegistry, printer: StreamPrinter) -> ToolRegistry:

@@ -20,7 +20,7 @@ from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.rows import Rows
 from metis_core.errors import FeedbackTargetError, GatewayKeyError, ServeAccessKeyMissingError
 
-from .cli_harness import COMMAND, cli_env, metis
+from .cli_harness import ANSI, COMMAND, PtySession, cli_env, metis
 from .replay_server import ANTHROPIC, OPENAI, ReplayServer, Reply
 
 MODELS = "/v1/models"
@@ -210,3 +210,23 @@ def test_gateway_serve_banner_appears_once_it_answers(home: Path, workspace: Pat
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_the_chat_note_on_an_unpriced_model_is_on_its_own_line(
+    home: Path, server: ReplayServer, workspace: Path,
+) -> None:
+    server.script(OPENAI, Reply.recording("openai_chat", "stream__text_with_usage_chunk.sse"))
+    env = cli_env(home, None, METIS_OPENAI_COMPATIBLE_BASE_URL=f"{server.base_url}/v1")
+    term = PtySession(["chat", "--model", "openai_compatible:my-llama"], env, workspace)
+    try:
+        term.expect(r"you> ")
+        term.type("hi")
+        term.expect(r"cost unknown")
+        term.expect(r"you> ")
+        term.press(b"\x04")
+        term.wait()
+        shown = ANSI.sub("", term.text)
+    finally:
+        term.close()
+    note = next(line for line in shown.splitlines() if "no price for openai_compatible:my-llama" in line)
+    assert note.lstrip().startswith("no price for"), shown
