@@ -84,13 +84,25 @@ def eval_run(
     terminal = Terminal.open()
     moment = parse_since(since)
     with learning_runtime() as (runtime, learning):
+        started = datetime.now(UTC)
         results = learning.triggers.run_batch(moment, again=again)
         runtime.bus.flush()
+        failures = runtime.trace.events(types=("eval.failed",), since=started) if None in results else []
     scored = [r for r in results if r is not None]
     failed = len(results) - len(scored)
     mean = sum(r.score for r in scored) / len(scored) if scored else None
     terminal.out.print(f"evaluated {len(results)} subject(s): {len(scored)} verdict(s), {failed} failed"
                        + (f" · mean score {mean:.2f}" if mean is not None else ""), markup=False)
+    _say_why(terminal, failures)
+
+
+def _say_why(terminal: Terminal, failures: list[Any]) -> None:
+    """One line per failure mode: how many, and the first one's message (eval.failed's)."""
+    modes: dict[str, list[str]] = {}
+    for event in failures:
+        modes.setdefault(str(event.payload["failure_mode"]), []).append(str(event.payload["error_message"]))
+    for mode, messages in modes.items():
+        terminal.warn(f"{len(messages)} failed with {mode}: {messages[0]}")
 
 
 @patterns_app.command("list")

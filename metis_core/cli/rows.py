@@ -8,7 +8,7 @@ wrapped or cut. Also money as lists show it. Imports nothing of the agent, so li
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -52,19 +52,22 @@ def print_rows(terminal: Terminal, rows: Rows, *, plain: bool = False) -> None:
         terminal.out.print(rows.table(), soft_wrap=False)
 
 
-def sessions_rows(records: Iterable[SessionRecord]) -> Rows:
+def sessions_rows(records: Iterable[SessionRecord], answered: Mapping[str, str] | None = None) -> Rows:
+    """`answered`: the model of each session's last answer (SessionStore.answering_models), shown
+    before the model the session asks for, which may have been routed elsewhere."""
     rows = Rows(("session", "title", "model", "updated", "cost", "tokens in/out", "ended"))
     for r in records:
         rows.rows.append((
-            r.id, r.title or "", r.active_model or "(default)", r.updated_at.strftime("%Y-%m-%d %H:%M"),
+            r.id, r.title or "", (answered or {}).get(r.id) or r.active_model or "(default)",
+            r.updated_at.strftime("%Y-%m-%d %H:%M"),
             cost_text(r.total_cost_usd, r.unpriced_message_count),
             f"{r.total_input_tokens}/{r.total_output_tokens}", r.disposition or "",
         ))
     return rows
 
 
-def sessions_table(records: Iterable[SessionRecord]) -> Table:
-    return sessions_rows(records).table()
+def sessions_table(records: Iterable[SessionRecord], answered: Mapping[str, str] | None = None) -> Table:
+    return sessions_rows(records, answered).table()
 
 
 def format_usd(amount: Decimal | float | None) -> str:

@@ -230,3 +230,49 @@ def test_the_chat_note_on_an_unpriced_model_is_on_its_own_line(
         term.close()
     note = next(line for line in shown.splitlines() if "no price for openai_compatible:my-llama" in line)
     assert note.lstrip().startswith("no price for"), shown
+
+
+def test_session_lists_show_the_model_that_answered(home: Path, server: ReplayServer, workspace: Path) -> None:
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    env = cli_env(home, server.base_url)
+    answered = json.loads(metis(["run", "--json", "hi"], env, workspace).stdout)["model"]
+    listed = metis(["sessions", "list"], env, workspace)
+    assert listed.stdout.split("\t")[2] == answered
+
+
+def test_eval_run_says_why_evaluations_failed(home: Path, server: ReplayServer, workspace: Path) -> None:
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    env = cli_env(home, server.base_url)
+    assert metis(["run", "hi"], env, workspace).returncode == 0
+    (home / "rubrics").mkdir()
+    (home / "rubrics" / "turn-default.yaml").write_text("id: [\n")
+    done = metis(["eval", "run", "--again"], env, workspace)
+    assert done.returncode == 0 and " failed" in done.stdout
+    assert "rubric_invalid" in done.stderr and "turn-default.yaml is not valid YAML" in done.stderr
+
+
+def test_backup_error_names_the_destination(home: Path, server: ReplayServer, workspace: Path) -> None:
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    env = cli_env(home, server.base_url)
+    assert metis(["run", "hi"], env, workspace).returncode == 0
+    # a directory that exists but takes no new file (even for root): the snapshot's temporary file fails
+    done = metis(["backup", "/proc/metis-backup.db"], env, workspace)
+    assert done.returncode == 6 and "cannot write the backup to /proc/metis-backup.db" in done.stderr
+
+
+def test_attach_refused_for_a_model_names_the_setting_that_allows_it(
+    home: Path, workspace: Path, tmp_path: Path,
+) -> None:
+    image = workspace / "dot.png"
+    image.write_bytes(bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                                    "1f15c4890000000d49444154789c63f8cfc0f01f0005000201e2212bc70000000049454e44ae426082"))
+    env = cli_env(home, None, METIS_OLLAMA_BASE_URL="http://127.0.0.1:9")
+    done = metis(["run", "--attach", str(image), "-m", "ollama:llama3.2", "describe"], env, workspace)
+    assert done.returncode == 5
+    assert "supports_images: true" in done.stderr and "config.yaml" in done.stderr
+
+
+def test_schema_errors_use_the_flag_names(home: Path, workspace: Path) -> None:
+    (workspace / "bad.json").write_text('{"type": "nonsense"}')
+    done = metis(["run", "--schema", "bad.json", "hi"], cli_env(home, None), workspace)
+    assert done.returncode == 2 and "--schema" in done.stderr and "output schema" not in done.stderr
