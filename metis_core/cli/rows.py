@@ -11,11 +11,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from metis_core.cli.output import Terminal
-from metis_core.store.records import SessionRecord
+
+if TYPE_CHECKING:
+    from metis_core.store.records import SessionRecord
 
 PREVIEW_CHARS = 160
 

@@ -7,17 +7,20 @@ need none of that (sessions, keys) live in rows.py, so listing them stays quick.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from metis_core.agent.confirmation import ConfirmationPolicy
-from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.cli.rows import Rows, cost_text
 from metis_core.cli.rows import print_rows as print_rows  # callers of tables.py print with it
 from metis_core.cli.rows import sessions_table as sessions_table
-from metis_core.cli.spend import SpendRow
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelInfo
+
+if TYPE_CHECKING:  # only `/tools` in the chat passes these; the listing commands never load the agent
+    from metis_core.agent.confirmation import ConfirmationPolicy
+    from metis_core.agent.tools.registry import ToolRegistry
+    from metis_core.cli.spend import SpendRow
 
 CAPABILITY_FLAGS = (
     ("tools", "supports_tools"), ("images", "supports_images"), ("thinking", "supports_thinking"),
