@@ -255,8 +255,9 @@ def rotate(
     as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, key} as JSON.")] = False,
 ) -> None:
     """Replace a key with a new one on the same terms; the old one works until the grace ends."""
+    how_long = parse_duration(grace, "--grace")  # a bad option is named before the key is looked up
     with key_service() as keys:
-        issued = keys.rotate(_key_id(keys, key_id), grace=parse_duration(grace, "--grace"))
+        issued = keys.rotate(_key_id(keys, key_id), grace=how_long)
     _print_issued(Terminal.open(), issued.record, issued.token, as_json)
 
 
