@@ -442,7 +442,7 @@ class SessionStore:
                 "ORDER BY id", tuple(session_ids)).fetchall()
         found: dict[str, str] = {}
         for session_id, metadata in rows:
-            model = (orjson.loads(metadata) if isinstance(metadata, str | bytes) else metadata or {}).get("model")
+            model = (orjson.loads(metadata) if isinstance(metadata, (str, bytes)) else metadata or {}).get("model")
             if model:
                 found[session_id] = str(model)
         return found
