@@ -1,4 +1,4 @@
-"""Event bus throughput and per-event costs (issue 5): prints and returns a dict of figures.
+"""Event bus throughput and per-event costs: prints and returns a dict of figures.
 
 Run as `.venv/bin/python bench/bench_bus.py`. Figures: events/s through the bus with one no-op
 fast-path subscriber (median of several runs), emit() cost per event with and without catalog

@@ -1,4 +1,4 @@
-"""One measured figure, and the targets metis-core is held to (from issue 9).
+"""One measured figure, and the targets metis-core is held to.
 
 A `Figure` is one implementation's value on one row, with the floor measured in the same run and
 the ratio between them; only metis-core's figures are judged against a target (peers are there

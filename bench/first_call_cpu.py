@@ -5,7 +5,7 @@ prebuilt body) and `metis` (ModelClient.complete) in turns, each in a fresh inte
 local server, and prints the median CPU time (user + system) of each and their difference: of the
 whole process (getrusage of the finished child), and split by the child into the imports a call
 needs and the first call after them (setup and one call). CPU time, unlike wall time, barely moves
-when other processes share the cores, so it measures the issue-26 target (first call <= 10 ms over
+when other processes share the cores, so it measures the first-call target (first call <= 10 ms over
 the floor) where the suite's wall-clock row cannot.
 
 It measures with bench/.venv's interpreter, as the suite does (built on first use): a virtualenv

@@ -53,8 +53,8 @@ def _capture(home: Path) -> list[tuple[Any, ...]]:
     from metis_core.store.sessions import SessionStore
 
     captured: list[tuple[Any, ...]] = []
-    # The bus's last interpreted step of a trusted emission: `enqueue_trusted` (stop 35 on), or
-    # `emit_trusted` in trees before it (so the bench still measures them).
+    # The bus's last interpreted step of a trusted emission: `enqueue_trusted` (since 2026-11-26), or
+    # `emit_trusted` in older trees (so the bench still measures them).
     hook = "enqueue_trusted" if hasattr(EventBus, "enqueue_trusted") else "emit_trusted"
     original = getattr(EventBus, hook)
 

@@ -64,7 +64,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   runtime annotations in the model modules (no string evaluation), plain slotted classes for
   internal records and error patterns compiled on first error. Nothing is deferred past import
   that a call needs, so the first-answer row moves with the import row.
-- **First call, in CPU time** (issue 26: at most 10 ms over the floor's): the startup case's row
+- **First call, in CPU time** (target: at most 10 ms over the floor's): the startup case's row
   "first call after the imports, CPU" (target `<= floor + 10 ms`), and in more detail
   `python -m bench.first_call_cpu`, which runs the floor and metis-core's `ModelClient.complete` in
   turns, each in a fresh interpreter against one local server, and reports median process CPU time
@@ -83,8 +83,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   nothing; config's agent sections (MCP, delegation, memory, skills) load only when the file has
   them. tests/test_cold_start.py checks that a first call imports none of the modules it does not
   use (YAML, difflib, the agent, stores, the price and registry schemas ...) and builds none of
-  those schemas. On 2026-11-25 (load average ~2.4, 21 processes each, same hour):
-  main before these cuts 10.0 ms over the floor (57.1 vs 67.1 ms), after them 7.7 ms (56.6 vs 64.2 ms).
+  those schemas.
 - **Calls, read with their reference line**: "floor + per-call mapping (reference)" posts with the
   floor's client but builds the body on every call from the canonical messages with the hand-written
   mapping, the least any library that keeps a canonical conversation must do per turn. Work done
@@ -100,7 +99,7 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   otherwise copies every response's headers into an email message to look for one). Together
   ~100 µs a call on this machine (`metis_core/transport/clients.py`, `transport/http.py`);
   translation and parsing are measured on their own in the translate case.
-- Only metis-core's figures are judged against the targets of issue 9; peers are shown for scale.
+- Only metis-core's figures are judged against the targets in bench/figures.py; peers are shown for scale.
 """
 
 MEANINGS = {
@@ -110,7 +109,7 @@ MEANINGS = {
                "*RSS*: resident memory after those imports, client setup and one checked call (so lazily "
                "loaded parts count).",
     "cli": "The command line's cold start: wall time of `metis --help` and `llm --help` in fresh processes, "
-           "against the interpreter starting and doing nothing; target (issue 26): `metis --help` <= 150 ms.",
+           "against the interpreter starting and doing nothing; target: `metis --help` <= 150 ms.",
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
             "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
             "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async. "

@@ -1,6 +1,6 @@
 """Where metis-core's time goes on a benchmark row, sampled with pyinstrument.
 
-Issue 9 asks that a missed target come with a profile; this is the command that makes one, on
+A missed target should come with a profile; this is the command that makes one, on
 exactly the work the suite times and against the same local server:
 
     python -m bench.profile call --provider openai [--async]   # the 40-message non-streaming call

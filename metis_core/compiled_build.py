@@ -66,7 +66,7 @@ COMPILED_MODULES: tuple[str, ...] = (
 do the async generators (which mypyc does not implement), each moved into a small module of its own
 beside the module it serves: adapters/stream_response.py, gateway/app_generators.py, gateway/continued_stream.py,
 adapters/client_streams.py, routing/fallback_stream.py, transport/stream_bodies.py. transport/http.py
-and owned_async.py compile since stop 35: a transport failure is raised through `raise_detached`
+and owned_async.py compile too: a transport failure is raised through `raise_detached`
 (http.py), which clears the `__context__` a compiled coroutine would otherwise chain (the transport
 exception, holding the request and its auth headers; tests/transport/test_owned_async.py)."""
 

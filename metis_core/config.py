@@ -133,6 +133,16 @@ class SessionsConfig(BaseModel):
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
 
+class ServeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
+
+    allowed_hosts: list[str] = Field(default_factory=empty_list)
+    """Host names `metis serve` and `metis gateway serve` answer to besides loopback and the bound
+    address (`name` on any port, or `name:port`); added to by `--allowed-host`."""
+    allowed_origins: list[str] = Field(default_factory=empty_list)
+    """Origins (`https://metis.example`) whose pages may write and open the event stream; `--allowed-origin`."""
+
+
 class MetisConfig(BaseModel):
     """The whole file. The agent sections (mcp_servers, delegation, memory, skills) are AgentSections,
     validated at load when the file has them and built with their defaults on first use otherwise:
@@ -146,6 +156,7 @@ class MetisConfig(BaseModel):
     providers: dict[str, ProviderConfig] = Field(default_factory=empty_dict)
     defaults: DefaultsConfig = Field(default_factory=DefaultsConfig)
     sessions: SessionsConfig = Field(default_factory=SessionsConfig)
+    serve: ServeConfig = Field(default_factory=ServeConfig)
     models: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
     """Registry entries that override or extend models.yaml, keyed by model id."""
     prices: dict[str, dict[str, Any]] = Field(default_factory=empty_dict)
@@ -174,7 +185,7 @@ class MetisConfig(BaseModel):
         """Validate a config file's top-level mapping; raises pydantic's ValidationError."""
         if not data:  # no file, or an empty one: all defaults, nothing to validate (no schema is built)
             return cls.model_construct(home=Path(home), path=Path(path), defaults=DefaultsConfig.model_construct(),
-                                       sessions=SessionsConfig.model_construct())
+                                       sessions=SessionsConfig.model_construct(), serve=ServeConfig.model_construct())
         sections = {key: data[key] for key in AGENT_SECTION_KEYS if key in data}
         config = cls.model_validate({**{k: v for k, v in data.items() if k not in sections}, "home": home,
                                      "path": path})
@@ -357,7 +368,7 @@ class MetisConfig(BaseModel):
         """(os.environ's own dict, `provider`'s watched names as that dict keys them), when this
         configuration reads os.environ: `tuple([data.get(key) for key in keys])` is then exactly
         `provider_environment_state(provider)`, a read the model client makes in its own (compiled)
-        code on every call (a named fast path, docs/gateway.md "Stop 35"). None for an injected mapping:
+        code on every call (a named fast path, docs/gateway.md "What it costs"). None for an injected mapping:
         the caller asks `provider_environment_state` then."""
         private = self.__pydantic_private__
         assert private is not None

@@ -634,5 +634,23 @@ class ServeAccessError(ServeError):
     """A request to `metis serve` lacks a valid access token, or asks for more than its token allows."""
 
 
+class ServeHostError(ServeError):
+    """A request named a Host this server does not answer to (DNS rebinding, a misrouted name): 421."""
+
+    status = 421
+
+
+class ServeOriginError(ServeError):
+    """A state-changing request or WebSocket handshake came from another site's page: 403."""
+
+    status = 403
+
+
+class ServeContentTypeError(ServeError):
+    """A JSON API write was not sent as `application/json` (a CORS-simple body): 415."""
+
+    status = 415
+
+
 class StreamRequestError(ServeError):
     """A WebSocket or SSE subscription named something invalid (an unknown type, domain or sensitivity)."""

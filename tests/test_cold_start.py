@@ -1,6 +1,6 @@
 """Cold start stays lean: what a first call loads must not pay one-off costs it does not need.
 
-These guard the import-time work measured in bench/ (issue 9) against quiet regressions, in a
+These guard the import-time work measured in bench/ against quiet regressions, in a
 fresh interpreter each: a model field whose default factory is a builtin makes pydantic parse the
 builtin's text signature, which compiles the tokenizer's regular expressions (~1.7 ms per process).
 """

@@ -19,7 +19,7 @@ from bench.figures import METIS, Figure, Target, paired_spread, with_floor
 from bench.timing import median
 
 HELP_TARGET = Target("max", 150.0)
-"""Issue 26: `metis --help` within 150 ms, cold."""
+"""The target: `metis --help` within 150 ms, cold."""
 INTERPRETER = "python -c pass (floor)"
 ROW = "command line cold start: `--help`"
 

@@ -1,4 +1,4 @@
-"""Pattern routing against "always the strong model" and "always the cheap model" (issue 20).
+"""Pattern routing against "always the strong model" and "always the cheap model".
 
 Scripted sessions with known outcomes, run through the real stack in-process (Runtime, routing,
 the agent loop, the learning layer) over an httpx MockTransport that answers Anthropic's stream

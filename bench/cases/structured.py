@@ -2,7 +2,7 @@
 
 The floor is pydantic's own `Order.model_validate_json` on the same bytes. metis-core's row runs
 `validate_answer` (metis_core/structured/validation.py) — the step every structured call takes on
-each answer — on an answer that needs no recovery; target <= 2x the floor (issue 19). Two report
+each answer — on an answer that needs no recovery; target <= 2x the floor. Two report
 rows show what recovery costs when it is needed: the same answer inside a markdown fence with prose
 around it, and with trailing commas that json-repair fixes.
 """

@@ -48,7 +48,7 @@ class AdapterOptions:
 
     Its `__init__` (like `WireRequest`'s and `RequestContext`'s) is written out: the one `dataclass`
     generates is Python code even in the compiled build, where this one compiles (a named fast path,
-    docs/gateway.md "Stop 35"). It takes the fields in their order, and a field with a default factory
+    docs/gateway.md "What it costs"). It takes the fields in their order, and a field with a default factory
     gets a fresh value per instance when not given (tests/adapters/test_adapter_base_init.py)."""
 
     model: str

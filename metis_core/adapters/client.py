@@ -245,7 +245,7 @@ class ModelClient:
         """`config.provider_environment_state(provider)`, read here from the dict and keys the config's
         `provider_environment_watch` names (kept per provider while the config is the same object): the
         same tuple, without the config's Python code on every call (a named fast path, docs/gateway.md
-        "Stop 35"; tests/adapters/test_client_environment.py holds the two equal)."""
+        "What it costs"; tests/adapters/test_client_environment.py holds the two equal)."""
         config = self.config
         watch = self._watches.get(provider)
         if watch is None or watch[0] is not config:

@@ -131,20 +131,32 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, help="Worker processes (they share metis.db).")] = 1,
     web: Annotated[bool, typer.Option("--web", help="Also serve `metis serve`'s web view, JSON API, HTTP chat "
                                                     "and event WebSocket (one worker; docs/serve.md).")] = False,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A Host name to answer to besides loopback and the bound address (repeatable; "
+                               "also config `serve.allowed_hosts`).")] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(
+        "--allowed-origin", help="An origin whose pages may send writes (repeatable; config `serve.allowed_origins`).")
+    ] = None,
 ) -> None:
     """Serve /v1/chat/completions, /v1/messages, /v1/models, /healthz and /readyz."""
     import os
 
     from metis_core.cli.listening import require_extra, run_until_stopped
+    from metis_core.cli.runtime_setup import load_cli_config
 
     require_extra("gateway", "metis gateway serve")
     from metis_core.gateway.serve import server_stack
+    from metis_core.gateway.web_guard import ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV
+
+    names = load_cli_config().serve  # the workers read the names from the environment
+    os.environ[ALLOWED_HOSTS_ENV] = ",".join([*names.allowed_hosts, *(allowed_host or [])])
+    os.environ[ALLOWED_ORIGINS_ENV] = ",".join([*names.allowed_origins, *(allowed_origin or [])])
 
     factory = "metis_core.gateway.serve:build_app"
     if web:
         from metis_core.gateway.key_check import KeyCheck
         from metis_core.server.access import ServerAccess
-        from metis_core.server.gateway_mount import BIND_HOST_ENV, FACTORY
+        from metis_core.server.gateway_mount import BIND_HOST_ENV, BIND_PORT_ENV, FACTORY
 
         if workers != 1:
             raise ServeError("--web needs --workers 1: a live event stream must run beside the bus it "
@@ -152,6 +164,7 @@ def serve(
         with key_service() as keys:  # refuse an open bind without an admin or viewer key before starting
             ServerAccess.for_bind(host, KeyCheck(keys))
         os.environ[BIND_HOST_ENV] = host
+        os.environ[BIND_PORT_ENV] = str(port)
         factory = FACTORY
     terminal = Terminal.open()
     loop, http = server_stack()

@@ -69,6 +69,7 @@ def feedback(
         session = resolve_session_id(runtime.store, session)
         event = learning.feedback.rate(session, value, turn=turn, scope="session" if turn is None else "turn",
                                        comment=comment)
+        learning.settle()  # its verdict and the pattern outcomes it rescores land before the process ends
     what = f"turn {event.payload['subject_turn_id']}" if turn is not None else f"session {session}"
     terminal.out.print(f"recorded {event.payload['rating']} for {what}", markup=False)
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import typer
 from rich.table import Table
+from rich.text import Text
 
 from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
@@ -41,7 +42,7 @@ def list_servers() -> None:
     for column in ("tool", "side effects", "asks first", "description"):
         tools.add_column(column, overflow="fold")
     for status in statuses:
-        state = "connected" if status.connected else f"failed: {status.error}"
+        state = Text("connected" if status.connected else f"failed: {status.error}")
         servers.add_row(status.name, status.transport, status.target, state,
                         f"{len(status.tools)}" + (f" ({len(status.skipped)} skipped)" if status.skipped else ""))
         for tool in status.tools:

@@ -35,6 +35,12 @@ def serve(
         help="Events buffered per WebSocket client before a slow client is dropped.")] = DEFAULT_CLIENT_QUEUE,
     workspace: Annotated[Path | None, typer.Option(
         help="Workspace of chat sessions started from the browser (default: the current directory).")] = None,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A Host name to answer to besides loopback and the bound address (repeatable; "
+                               "`name` or `name:port`; also config `serve.allowed_hosts`).")] = None,
+    allowed_origin: Annotated[list[str] | None, typer.Option(
+        "--allowed-origin", help="An origin whose pages may write and open the event stream (repeatable; "
+                                 "config `serve.allowed_origins`).")] = None,
 ) -> None:
     """Serve the web view, JSON API, HTTP chat and live event stream."""
     from metis_core.cli.listening import require_extra, run_until_stopped
@@ -58,11 +64,22 @@ def serve(
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
         access = ServerAccess.for_bind(host, keys, require_key=require_key)
 
+        from metis_core.gateway.web_guard import WebPolicy
         from metis_core.server.app import build_app
+        from metis_core.server.launch_secret import announce_links
 
-        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue)
-        run_until_stopped(app, host=host, port=port, log_level="warning", ws="websockets-sansio",
-                          announce=lambda: typer.echo(f"metis serve: http://{host}:{port}/ (Ctrl-C stops)"))
+        policy = WebPolicy().with_names([*config.serve.allowed_hosts, *(allowed_host or [])],
+                                        [*config.serve.allowed_origins, *(allowed_origin or [])])
+        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy)
+        base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
+
+        def announce() -> None:  # once the port listens
+            typer.echo(f"metis serve: {base}/ (Ctrl-C stops)")
+            if access.loopback_bind and not access.require_key:
+                announce_links(access.launch, base, lambda text: typer.echo(text, nl=False))
+
+        run_until_stopped(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio",
+                          announce=announce)
     finally:
         store.close()
         runtime.close()

@@ -1,7 +1,8 @@
 """`metis sessions list|show|export|import|delete`: the stored conversations.
 
 Reads and writes through SessionStore. `show` renders each message by its blocks (text, tool
-calls and results, images by reference), `export` writes the store's JSON export, `import`
+calls and results, images by reference), `export` writes the store's JSON export (without the
+memory tool's text, memory_withheld.py), `import`
 refuses an id that already exists unless --as-new stores a renumbered copy, and `delete` removes
 a session (its audit events stay) and records session.deleted in the audit trail. Ids may be
 given whole, as a unique prefix, or as `latest` (session_ids.py).
@@ -19,6 +20,7 @@ from rich.text import Text
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
+from metis_core.cli.memory_withheld import withhold_memory_text
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.rows import cost_text, format_usd, preview, print_rows, sessions_rows
@@ -125,7 +127,7 @@ def export(
     terminal = Terminal.open()
     with progress(terminal, f"exporting {session_id}") as update, session_store() as store:
         session_id = resolve_session_id(store, session_id)
-        document = store.export_session(session_id)
+        document = withhold_memory_text(store.export_session(session_id))
         update(1, 1)
     text = json.dumps(document, indent=2, ensure_ascii=False) + "\n"
     if output is None:

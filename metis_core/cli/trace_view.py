@@ -33,6 +33,14 @@ def _count(n: object, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
+def _winner_reason(p: dict[str, Any]) -> str:
+    """Why the routing chain chose (the winning policy's reason, as route.decided stored it)."""
+    chain, index = p.get("chain") or [], p.get("winner_index")
+    if not isinstance(index, int) or not 0 <= index < len(chain) or not chain[index].get("reason"):
+        return ""
+    return f" · {chain[index]['reason']}"
+
+
 def describe(event: Event) -> str:
     """What happened, in one line, with the figures that matter for that type."""
     p = event.payload
@@ -40,7 +48,11 @@ def describe(event: Event) -> str:
         "session.created": lambda: f"model {p.get('initial_active_model') or '(routing default)'}",
         "session.ended": lambda: f"{p.get('disposition')} · {p.get('turn_count')} turns · "
                                  f"{format_usd(p.get('total_cost_usd'))}",
-        "route.decided": lambda: f"→ {p.get('chosen_model')}",
+        "route.decided": lambda: f"→ {p.get('chosen_model')}" + _winner_reason(p),
+        "pattern.matched": lambda: f"{p.get('chosen_model')} · confidence {float(p.get('confidence') or 0):.2f} · "
+                                   f"{p.get('sample_size')} samples · {p.get('alternatives_count')} models scored "
+                                   f"on {p.get('k_cluster_size')} similar fingerprint(s) · "
+                                   f"{p.get('fingerprint_kind')} {p.get('fingerprint_id')}",
         "llm.call_started": lambda: f"{p.get('model')}",
         "llm.call_completed": lambda: f"{p.get('model')} · {_tokens(p)} tokens · {format_usd(p.get('cost_usd'))} · "
                                       f"{p.get('latency_ms')} ms · {p.get('stop_reason')}",

@@ -168,7 +168,7 @@ def built_event(
 ) -> Event:
     """`Event.built`'s body (see there), here so that the compiled build runs it as C: the record writer
     makes four events a call, and the interpreted classmethod's frame and bytecodes were about a
-    third of the ~17,000 instructions each took (docs/gateway.md, "Stop 35")."""
+    third of the ~17,000 instructions each took (bench/results/gateway-history.md)."""
     event = _new(cls)
     _set_dict(event, {
         "id": new_ulid(), "timestamp": datetime.now(UTC), "session_id": session_id, "turn_id": turn_id,

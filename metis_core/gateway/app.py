@@ -50,6 +50,7 @@ from metis_core.gateway.shapes.base import InboundShape, is_output_refusal
 from metis_core.gateway.shapes.openai_chat import OpenAIChatShape
 from metis_core.gateway.shapes.openai_responses import OpenAIResponsesShape
 from metis_core.gateway.structured_call import StructuredAsk, answer_events, answer_structured, structured_ask
+from metis_core.gateway.web_guard import WebGuard, WebPolicy
 from metis_core.messages import Message
 
 log = logging.getLogger("metis_core.gateway")
@@ -256,12 +257,18 @@ class GatewayStarlette(Starlette):
     and so does every request once a middleware has been added to the app (the fast path would skip it).
     """
 
-    def __init__(self, direct: dict[tuple[str, str], Endpoint], **kwargs: Any) -> None:
+    def __init__(self, direct: dict[tuple[str, str], Endpoint], *, policy: WebPolicy | None = None,
+                 **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.direct = direct
         """(method, path) -> the Endpoint its Route holds."""
+        self.guard = WebGuard(None, policy)
+        """Host allow-list, Origin and content-type checks and security headers, before either path."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.guard.guarded(self.dispatch, scope, receive, send)
+
+    async def dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and not scope.get("root_path") and not self.user_middleware:
             endpoint = self.direct.get((scope["method"], scope["path"]))
             if endpoint is not None:
@@ -435,8 +442,9 @@ class GatewayApp:
         return json_response({"status": "ready"})
 
 
-def create_app(service: GatewayService) -> Starlette:
-    """The ASGI application: the route table below is the whole gateway surface."""
+def create_app(service: GatewayService, policy: WebPolicy | None = None) -> Starlette:
+    """The ASGI application: the route table below is the whole gateway surface. `policy`: the
+    allowed Host names and origins (default: METIS_ALLOWED_HOSTS / METIS_ALLOWED_ORIGINS)."""
     app = GatewayApp(service)
     table = [
         # the call routes hand the request to `call` itself (what `chat_completions`, `responses` and
@@ -452,6 +460,7 @@ def create_app(service: GatewayService) -> Starlette:
     routes = [Route(path, endpoint, methods=[method]) for path, method, endpoint in table]
 
     starlette = GatewayStarlette({(method, path): endpoint for path, method, endpoint in table},
-                                 routes=routes, lifespan=closing_lifespan(service))
+                                 policy=policy or WebPolicy.from_env(), routes=routes,
+                                 lifespan=closing_lifespan(service))
     starlette.state.service = service
     return starlette

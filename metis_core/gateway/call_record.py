@@ -302,7 +302,7 @@ def history_survey(messages: list[Message]) -> tuple[str, bool, bool]:
     """turn.started's facts about a request's history, in one pass over its blocks: the last user
     message's `text()`, whether any block is an image, whether any is a tool use. The text is joined
     here rather than by `Message.text()` (the same join, without an interpreted method and generator
-    per call: docs/gateway.md "Stop 35"; tests/gateway/test_call_record_jobs.py holds it to `text()`)."""
+    per call: bench/results/gateway-history.md; tests/gateway/test_call_record_jobs.py holds it to `text()`)."""
     last_user: Message | None = None
     has_images = has_tool_calls = False
     for message in messages:  # one pass over the history's blocks

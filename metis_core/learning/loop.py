@@ -76,6 +76,12 @@ class LearningLoop:
         """`metis patterns clear`: forget every fingerprint and outcome (pattern.evicted manual_clear)."""
         return self.recorder.emit_eviction(self.patterns.clear(), ended_session=None, parent=None)
 
+    def settle(self, timeout: float = 30.0) -> None:
+        """Wait until feedback given so far has been evaluated and its pattern outcomes rescored:
+        feedback → verdict → outcome is a chain of batch subscribers, one bus flush per link."""
+        for _ in range(3):
+            self.runtime.bus.flush(timeout)
+
     def _model_swapped(self, session: Session, previous: str | None, new: str) -> None:
         try:
             self.implicit.model_swapped(session.id, previous, new)

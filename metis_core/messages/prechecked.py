@@ -53,9 +53,9 @@ _set_private: Final = BaseModel.__dict__["__pydantic_private__"].__set__
 than object.__setattr__ by name). Each builder below makes its instance as pydantic's own validation
 leaves it: `_new(cls)`, then `__dict__` (every field, in declaration order), fields_set, extra and
 private set through these; written out in each builder rather than in a shared helper, whose Python
-frame was ~600 of the ~6,600 instructions a block cost (docs/gateway.md, "Stop 34"). Names read in the
+frame was ~600 of the ~6,600 instructions a block cost (bench/results/gateway-history.md). Names read in the
 builders are `Final`: compiled (mypyc), a Final module name is a C static, any other one a lookup in
-the module's dict on every read (~150 instructions; ~7-11 per builder; docs/gateway.md, "Stop 35")."""
+the module's dict on every read (~150 instructions; ~7-11 per builder; bench/results/gateway-history.md)."""
 
 
 def text_block(text: str) -> TextBlock:
@@ -136,7 +136,7 @@ _USAGE_FIELDS: Final[dict[str, Any]] = {
     "reasoning_tokens": 0, "cost_usd": None, "pricing_version": None, "latency_ms": 0,
 }  # fmt: skip
 """Usage's fields in declaration order, copied and filled in by `usage`: compiled, a copy of a dict of the
-same keys is ~1,000 instructions cheaper than a new dict of twelve entries (docs/gateway.md "Stop 35")."""
+same keys is ~1,000 instructions cheaper than a new dict of twelve entries (bench/results/gateway-history.md)."""
 
 
 def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache_creation_input_tokens: int,

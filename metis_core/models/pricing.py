@@ -131,7 +131,7 @@ def _normalized(total: int, exponent: int) -> Decimal:
     """`Decimal(total).scaleb(exponent).normalize()` under the default settings, for 0 <= total < 10**28 (so no
     digit is rounded away): the trailing zeros stripped in integers, then one Decimal read from text, what
     `normalize` gives (the same coefficient and exponent; zero is `0`). Three Decimal operations cost ~2.5x
-    this (tests/models/test_pricing.py holds the two to each other; docs/gateway.md "Stop 35")."""
+    this (tests/models/test_pricing.py holds the two to each other; bench/results/gateway-history.md)."""
     if total == 0:
         return _ZERO
     while total % 10 == 0:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import HTTPConnection
@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from metis_core.errors import GatewayAuthError, GatewayError, ServeAccessKeyMissingError
 from metis_core.events.envelope import Sensitivity
 from metis_core.gateway.key_check import KeyCheck, presented_token
+from metis_core.server.launch_secret import LAUNCH_PATH, LaunchSecret
 from metis_core.store.gateway_keys import KeyScope
 
 SERVE_SCOPES: tuple[KeyScope, ...] = ("admin", "viewer")
@@ -27,6 +28,8 @@ CLEARANCE: dict[KeyScope, Sensitivity] = {"admin": Sensitivity.PRIVATE, "viewer"
 NEEDED_FOR = "the web view, its JSON API and event stream"
 ISSUE_HINT = "metis gateway keys issue --name web --scope admin"
 OPEN_PATHS = ("/static/", "/favicon.ico")
+LAUNCH_HINT = ("open the link `metis serve` printed when it started (it sets this browser's cookie for the "
+               "local user), or send a gateway key as `Authorization: Bearer <key>`")
 
 
 def is_loopback(host: str) -> bool:
@@ -47,6 +50,8 @@ class ServerAccess:
     loopback_bind: bool = True
     require_key: bool = False
     """Ask for a key on a loopback bind too (`metis serve --require-key`)."""
+    launch: LaunchSecret = field(default_factory=LaunchSecret)
+    """The cookie that makes a keyless loopback client the local user, and its one-time links."""
 
     def __post_init__(self) -> None:
         if self.keys is None and self.keys_required:
@@ -70,13 +75,19 @@ class ServerAccess:
     def keys_required(self) -> bool:
         return self.require_key or not self.loopback_bind
 
-    def clearance(self, token: str | None) -> Sensitivity:
-        """The most private sensitivity this key may see. GatewayAuthError (401) for no, an unknown,
-        revoked, expired or rotated-out key; GatewayScopeError (403) for a `model` key."""
+    def clearance(self, token: str | None, cookie_header: str | None = None) -> Sensitivity:
+        """The most private sensitivity this client may see. GatewayAuthError (401) for no key and no
+        launch cookie, an unknown, revoked, expired or rotated-out key; GatewayScopeError (403) for a
+        `model` key. A key that is sent is checked even beside the cookie."""
+        local_user = not self.keys_required and self.launch.holds_cookie(cookie_header)
+        if token is None and local_user:
+            return Sensitivity.PRIVATE  # the local user's browser, or a client holding its cookie
         if token is None and not self.keys_required:
-            return Sensitivity.PRIVATE  # the local user of an unguarded loopback server
+            raise GatewayAuthError(f"no key and no launch cookie: {LAUNCH_HINT}", reason="missing_token")
         if self.keys is None:
-            return Sensitivity.PRIVATE  # loopback, no key store: a presented key changes nothing
+            if local_user:
+                return Sensitivity.PRIVATE  # no key store: a presented key changes nothing
+            raise GatewayAuthError(f"this server checks no keys: {LAUNCH_HINT}", reason="invalid_token")
         record = self.keys.check(token, "serve", SERVE_SCOPES, NEEDED_FOR)
         return CLEARANCE[record.scope]
 
@@ -105,12 +116,32 @@ class AccessMiddleware:
             state["clearance"] = Sensitivity.AGGREGATABLE  # the page and its scripts hold no data
             await self.app(scope, receive, send)
             return
+        if scope["type"] == "http" and path == LAUNCH_PATH:
+            await self._launch(scope, send)
+            return
         try:
-            state["clearance"] = self.access.clearance(_token_from(scope))
+            cookie = HTTPConnection(scope).headers.get("cookie")
+            state["clearance"] = self.access.clearance(_token_from(scope), cookie)
         except GatewayError as error:
             await _refuse(scope, receive, send, error)
             return
         await self.app(scope, receive, send)
+
+    async def _launch(self, scope: Scope, send: Send) -> None:
+        """`GET /launch?token=`: a pending one-time token becomes the cookie, then `/`, a clean URL."""
+        launch = self.access.launch
+        token = HTTPConnection(scope).query_params.get("token")
+        if scope.get("method") not in ("GET", "HEAD") or not launch.redeem(token):
+            body = json.dumps({"error": "ServeAccessError", "detail": (
+                "this link was already used or belongs to an earlier launch of `metis serve`: open the "
+                "newest link it printed, or restart it")}).encode()
+            await send({"type": "http.response.start", "status": 403,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        headers = [(b"location", b"/"), (b"set-cookie", launch.set_cookie_header()), (b"content-length", b"0")]
+        await send({"type": "http.response.start", "status": 303, "headers": headers})
+        await send({"type": "http.response.body", "body": b""})
 
 
 async def _refuse(scope: Scope, receive: Receive, send: Send, error: GatewayError) -> None:

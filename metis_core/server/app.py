@@ -2,7 +2,8 @@
 
 Routes: the web view (`/` and `/static/`), the event WebSocket (`/ws/events`), the JSON API
 (`/api/...`) and chat (`/api/chat/...`). Errors become JSON with the named error's message;
-access is checked by one middleware. The app owns no runtime: the caller opens and closes it.
+`WebGuard` (Host, Origin, content type, security headers) runs first, then the access middleware.
+The app owns no runtime: the caller opens and closes it.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from starlette.staticfiles import StaticFiles
 
 from metis_core.agent.runtime import Runtime
 from metis_core.errors import MetisError, ServeAccessError, SessionNotFoundError
+from metis_core.gateway.web_guard import WebGuard, WebPolicy
 from metis_core.server import api_routes, chat_routes, gateway_routes
 from metis_core.server.access import AccessMiddleware, ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
@@ -54,13 +56,16 @@ def build_app(
     access: ServerAccess | None = None,
     workspace: Path | None = None,
     client_queue: int = DEFAULT_CLIENT_QUEUE,
+    policy: WebPolicy | None = None,
 ) -> Starlette:
     """The app over an open runtime. Chat sessions it starts ask for tool confirmations over HTTP
-    (its pending-confirmation registry); the runtime's own confirmer is left alone."""
+    (its pending-confirmation registry); the runtime's own confirmer is left alone. `policy` adds
+    the operator's allowed Host names and origins."""
     context = ServerContext(runtime, access or ServerAccess(), workspace or Path.cwd(), client_queue)
     app = Starlette(
         routes=routes(),
-        middleware=[Middleware(AccessMiddleware, access=context.access)],
+        middleware=[Middleware(WebGuard, policy=policy or WebPolicy()),
+                    Middleware(AccessMiddleware, access=context.access)],
         exception_handlers={MetisError: _metis_error},
     )
     app.state.context = context

@@ -4,23 +4,28 @@ The gateway's routes (`/v1/...`, `/healthz`, `/readyz`) match first; everything 
 to the `metis serve` app, with its own access middleware, so gateway requests never meet it. Both
 share the worker's Runtime (one bus, one trace) and its KeyCheck (one key cache, one auth-failure
 limit). Only one worker: a WebSocket client must see the bus its events are emitted on. The bind
-host reaches the factory as METIS_SERVE_BIND_HOST.
+host and port reach the factory as METIS_SERVE_BIND_HOST / METIS_SERVE_BIND_PORT; the factory
+prints the web view's one-time launch link (the keyless local user's way in) on stderr.
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from typing import TYPE_CHECKING
 
 from starlette.routing import Mount
 
-from metis_core.server.access import ServerAccess
+from metis_core.gateway.web_guard import WebPolicy
+from metis_core.server.access import ServerAccess, is_loopback
 from metis_core.server.app import build_app
+from metis_core.server.launch_secret import announce_links
 
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
 BIND_HOST_ENV = "METIS_SERVE_BIND_HOST"
+BIND_PORT_ENV = "METIS_SERVE_BIND_PORT"
 FACTORY = "metis_core.server.gateway_mount:build_gateway_with_web"
 
 
@@ -30,7 +35,11 @@ def build_gateway_with_web() -> Starlette:
 
     gateway = build_gateway()
     service = gateway.state.service
-    access = ServerAccess.for_bind(os.environ.get(BIND_HOST_ENV, "127.0.0.1"), service.key_check)
-    web = build_app(service.rt, access=access, workspace=service.settings.workspace)
+    host = os.environ.get(BIND_HOST_ENV, "127.0.0.1")
+    access = ServerAccess.for_bind(host, service.key_check)
+    web = build_app(service.rt, access=access, workspace=service.settings.workspace, policy=WebPolicy.from_env())
+    if is_loopback(host) and BIND_PORT_ENV in os.environ:
+        base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{os.environ[BIND_PORT_ENV]}"
+        announce_links(access.launch, base, sys.stderr.write)
     gateway.router.routes.append(Mount("/", app=web))
     return gateway

@@ -32,8 +32,8 @@ def multi_row_inserts(
     `statement` is a one-row `INSERT ... VALUES (...)` (its VALUES group may hold literals beside
     the `?`s); `tail` follows the VALUES list (`ON CONFLICT ...`). `nullable` names parameters (by
     position in a row) whose None is written as a `NULL` literal instead of being bound: sqlite3 binds
-    a None through its adapter lookup, ~3,300 instructions against ~600 for a text (docs/gateway.md,
-    "Stop 35"). Consecutive rows with the same of those None share a statement; the rows stored and
+    a None through its adapter lookup, ~3,300 instructions against ~600 for a text (bench/results/
+    gateway-history.md). Consecutive rows with the same of those None share a statement; the rows stored and
     their order are the same as without it (tests/store/test_multi_row_insert.py)."""
     head, _, group = statement.partition(" VALUES ")
     if not nullable:

@@ -99,7 +99,7 @@ class StoredConversation:
 
     Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__` (~11,400
     instructions for these seven in the compiled build, ~3,700 unfrozen; once per gateway call,
-    docs/gateway.md "Stop 35"). Nothing changes one after it is made."""
+    bench/results/gateway-history.md). Nothing changes one after it is made."""
 
     workspace_path: str
     session_id: str

@@ -36,7 +36,8 @@ if TYPE_CHECKING:
     from metis_core.adapters.base import AdapterOptions
 
 DEFAULT_FIRST_BUDGET = 4096
-"""Output budget a truncation retry doubles when the caller set none (capped by the model's limit)."""
+"""Output budget a truncation retry doubles when the caller set none and the answer did not say how
+many tokens it used (capped by the model's limit)."""
 
 
 @dataclass(slots=True)
@@ -162,7 +163,10 @@ class StructuredRun:
             self.observer(step)
 
     def _truncated(self, tokens: int | None, *, partial: bool) -> StructuredRequest:
-        current = self.max_tokens or min(DEFAULT_FIRST_BUDGET, self.limit)
+        # Without a caller's budget the adapter or server chose one (Anthropic's default is up to
+        # 16,384, Ollama's num_predict is the server's): a max_tokens stop used all of it, so the
+        # answer's output tokens are that budget.
+        current = self.max_tokens or tokens or min(DEFAULT_FIRST_BUDGET, self.limit)
         doubled = min(current * 2, self.limit)
         can_retry = self.truncations < self.policy.max_truncation_retries and doubled > current \
             and self.kind == "constrained"

@@ -1,4 +1,4 @@
-"""A provider body that echoes the key never puts it into an exception: str, repr, .detail (issue 24, item 5)."""
+"""A provider body that echoes the key never puts it into an exception: str, repr, .detail."""
 
 from __future__ import annotations
 

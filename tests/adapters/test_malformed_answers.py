@@ -1,4 +1,4 @@
-"""Named regressions for malformed answers (issue 24, item 2): each fails as a bare KeyError/TypeError
+"""Named regressions for malformed answers: each fails as a bare KeyError/TypeError
 without the parse boundary; with it, a MalformedResponseError naming the event, or a stream ending
 PARTIAL with the text so far and exactly one message_complete."""
 

@@ -1,4 +1,4 @@
-"""Regression tests for the file and search tools under attack (issue 24, items 1, 4, 6 and 7)."""
+"""Regression tests for the file and search tools under attack."""
 
 from __future__ import annotations
 

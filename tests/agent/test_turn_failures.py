@@ -1,4 +1,4 @@
-"""The turn is closed on the record whatever breaks (issue 24, item 2): partial answer saved,
+"""The turn is closed on the record whatever breaks: partial answer saved,
 llm.call_failed and turn.completed emitted, never a trace that stops at llm.call_started."""
 
 from __future__ import annotations

@@ -10,6 +10,10 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
+import pytest
+from postgres_server import shared_server
+from store_backends import BACKENDS, _postgres_session, scalar_on  # noqa: F401
+
 from metis_core.learning.database import LearningDatabase
 from metis_core.learning.patterns.fingerprint import fingerprint
 from metis_core.learning.patterns.store import PatternStore
@@ -99,3 +103,16 @@ def test_without_a_terminal_the_suggestion_is_shown_after_the_answer_and_route_i
     dismissed = first(events, "pattern.override_dismissed")
     assert dismissed.parent_event_id == decided.id and dismissed.turn_id == decided.turn_id
     assert "route.overridden" not in [e.type for e in events]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_in_the_chat_is_the_score_its_turn_is_recorded_with(
+    home: Path, server: ReplayServer, workspace: Path, backend: str, _postgres_session: None  # noqa: F811
+) -> None:
+    database: Path | str = home / "metis.db" if backend == "sqlite" else shared_server().fresh_database_url()
+    extra = {} if backend == "sqlite" else {"METIS_DATABASE_URL": str(database)}
+    server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
+    result = metis(["chat"], cli_env(home, server.base_url, **extra), workspace,
+                   stdin="Prove that 19 is prime\n/bad\n/exit\n")
+    assert result.returncode == 0, result.stderr
+    assert scalar_on(database, "SELECT score FROM pattern_outcomes") == 0.05

@@ -43,7 +43,7 @@ def test_feedback_on_a_turn_and_on_the_session(cli: Cli) -> None:
     ended = next(e for e in events if e.type == "session.ended")
     assert explicit[1].parent_event_id == ended.id
     triggers = [e.payload["trigger"] for e in events if e.type == "eval.started"]
-    assert triggers.count("feedback_arrived") == 2
+    assert triggers.count("feedback_arrived") == 3  # the turn; the session, and its recorded turn again
     missing = cli("feedback", sid, "9", "up")
     assert missing.exit_code != 0 and "has 1 turn(s), not 9" in missing.stderr
 
@@ -71,3 +71,20 @@ def test_patterns_list_show_and_clear(cli: Cli) -> None:
     cleared = cli("patterns", "clear", "--yes")
     assert cleared.exit_code == 0 and "cleared 1 outcome(s)" in cleared.stdout
     assert "0 fingerprint(s), 0 outcome(s)" in cli("patterns", "list").stdout
+
+
+def test_feedback_after_the_session_ended_rescores_its_pattern_outcome(cli: Cli) -> None:
+    before = scalar_on(cli.database, "SELECT score FROM pattern_outcomes")
+    assert cli("feedback", cli.session_id, "1", "down").exit_code == 0
+    assert scalar_on(cli.database, "SELECT score FROM pattern_outcomes") == 0.05 != before
+    assert "0.05 · 1" in cli("patterns", "list").stdout
+    assert cli("feedback", cli.session_id, "1", "up").exit_code == 0
+    assert scalar_on(cli.database, "SELECT score FROM pattern_outcomes") == 0.95
+    events = stored_events(cli.home, cli.session_id, learning=True, database=cli.database)
+    rescored = [e.payload["success_score"] for e in events if e.type == "pattern.recorded"]
+    assert rescored[-2:] == [0.05, 0.95]
+
+
+def test_rating_a_whole_finished_session_rescores_its_turn(cli: Cli) -> None:
+    assert cli("feedback", cli.session_id, "down").exit_code == 0  # no TURN: the whole session
+    assert scalar_on(cli.database, "SELECT score FROM pattern_outcomes") == 0.05

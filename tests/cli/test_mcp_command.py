@@ -66,3 +66,19 @@ def test_metis_run_calls_an_mcp_tool_end_to_end(tmp_path: Path) -> None:
     completed = [e for e in events if e.type == "tool.completed"]
     called = next(e for e in events if e.type == "tool.called")
     assert len(completed) == 1 and called.payload["tool_name"] == "probe__add"
+
+
+def test_mcp_list_shows_why_a_server_crashed_its_exit_status_and_stderr(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    crashing = {"command": sys.executable,
+                "args": ["-c", "import os, sys; print('Traceback (most recent call last):', file=sys.stderr); "
+                               "print('token', os.environ['PROBE_TOKEN'], file=sys.stderr); "
+                               "print('KeyError: PROBE_DB is not set', file=sys.stderr); sys.exit(2)"],
+                "env": {"PROBE_TOKEN": "env-secret-value-7"}}
+    (home / "config.yaml").write_text(yaml.safe_dump({"mcp_servers": {"crashing": crashing}}))
+    done = metis(["mcp", "list"], cli_env(home, None), tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    out = " ".join(done.stdout.split())  # the table folds long cells
+    assert "failed:" in out and "exited with status 2" in out and "KeyError: PROBE_DB is not set" in out
+    assert "env-secret-value-7" not in out + done.stderr and "[redacted key]" in out

@@ -1,4 +1,4 @@
-"""The rough edges a newcomer hit (issue 26), each through the real `metis` command.
+"""The rough edges a newcomer hit, each through the real `metis` command.
 
 Failed and cancelled turns as recorded and reported, unpriced models, imported copies and spend,
 the `system` trace export, a config.yaml that is not UTF-8, a read-only METIS_HOME, backup and

@@ -167,7 +167,7 @@ def test_continuing_with_a_model_that_cannot_read_the_history_exits_5(
 def test_a_malformed_stream_event_is_named_and_the_partial_answer_and_trace_are_kept(
     home: Path, server: ReplayServer, workspace: Path
 ) -> None:
-    # The issue-24 symptom: a content_block_delta without "index" printed `unexpected KeyError: 'index'`,
+    # The symptom: a content_block_delta without "index" printed `unexpected KeyError: 'index'`,
     # saved nothing and left the trace at llm.call_started.
     body = read_bytes("anthropic", "stream__text_basic.sse").replace(
         b'"index":0,"delta":{"type":"text_delta","text":" there"}', b'"delta":{"type":"text_delta"}'

@@ -1,5 +1,5 @@
 """A program that returns without `bus.shutdown()` keeps its events; a stuck handler cannot hang the exit;
-an overload logs one ERROR line per episode, not one per refused event (issue 24, items 3 and 7)."""
+an overload logs one ERROR line per episode, not one per refused event."""
 
 from __future__ import annotations
 

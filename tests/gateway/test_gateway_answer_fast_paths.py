@@ -1,4 +1,4 @@
-"""The Anthropic answer's exact-class block dispatch gives what isinstance gives (docs/gateway.md, "Stop 35").
+"""The Anthropic answer's exact-class block dispatch gives what isinstance gives (bench/results/gateway-history.md).
 
 `AnthropicMessagesShape.content` decides each block's class by `type(block) is cls` when the block is an
 instance of one of the nine canonical block classes themselves, and by isinstance otherwise. That is the

@@ -77,7 +77,7 @@ def test_a_call_request_holds_what_a_starlette_request_gives_the_call() -> None:
 def test_a_refusal_is_the_same_bytes_through_both(gateway: GatewayHarness) -> None:
     app = create_app(gateway.service)
     body, _ = _posted("", {"model": HAIKU, "max_tokens": 5, "messages": [{"role": "user", "content": "hi"}]})
-    direct = asyncio.run(asgi(app, "POST", "/v1/messages", body))
+    direct = asyncio.run(asgi(app.dispatch, "POST", "/v1/messages", body))  # type: ignore[attr-defined]
     endpoint = app.direct[("POST", "/v1/messages")]  # type: ignore[attr-defined]
     general = asyncio.run(asgi(functools.partial(Endpoint.__call__, endpoint), "POST", "/v1/messages", body))
     assert direct == general and direct[0] == 401

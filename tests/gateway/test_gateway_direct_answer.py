@@ -271,7 +271,8 @@ def test_a_disconnect_before_the_answer_is_recorded_as_on_the_general_path(tmp_p
                 body = json.dumps({"model": HAIKU, "max_tokens": 50,
                                    "messages": [{"role": "user", "content": "hi"}]}).encode()
                 with socket.create_connection(("127.0.0.1", harness.port)) as client:
-                    client.sendall(b"POST /v1/messages HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json"
+                    client.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
+                                   + b"content-type: application/json"
                                    + f"\r\nx-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
                     assert stalling.request_seen.wait(10), "the gateway never called the upstream"
                 assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"

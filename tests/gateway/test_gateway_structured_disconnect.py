@@ -44,7 +44,8 @@ def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstrea
                                                                    "schema": Person.model_json_schema()}},
     }).encode()  # fmt: skip
     with socket.create_connection(("127.0.0.1", harness.port)) as client:
-        client.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nhost: gateway\r\ncontent-type: application/json\r\n"
+        client.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
+                       + b"content-type: application/json\r\n"
                        + f"authorization: Bearer {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
         assert stalling.request_seen.wait(10), "the gateway never sent the attempt that stalls"
     assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"

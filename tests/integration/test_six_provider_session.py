@@ -1,4 +1,4 @@
-"""One session through all six providers, persisted, reloaded and continued (§11.1 test 2, issue 4).
+"""One session through all six providers, persisted, reloaded and continued (§11.1 test 2).
 
 Every reply is real recorded traffic served over the HTTP/SSE/NDJSON path. The session collects
 tool calls, parallel calls, signed thinking, Gemini thought signatures and OpenRouter reasoning;

@@ -177,3 +177,21 @@ async def test_batch_run_scores_only_what_has_no_verdict(learning: LearningHarne
     assert h.loop.triggers.run_batch() == []
     again = h.loop.triggers.run_batch(again=True)
     assert len(again) == 2 and all(v is not None and v.trigger == "batch" for v in again)
+
+
+async def test_the_session_score_counts_the_llm_judges_verdict_on_its_turn(tmp_path: Path) -> None:
+    h = harness(tmp_path, judge_model=CHEAP)
+    try:
+        h.answers(1)
+        h.script.script("anthropic", [judge_reply('{"score": 0.3, "confidence": 0.9}')])
+        session = h.runtime.sessions.create(h.workspace)
+        result = await h.runtime.turns.run(session, "What is the capital of Peru?")
+        h.events()
+        h.runtime.sessions.end(session)
+        h.events()
+        (turn_verdict,) = h.loop.verdicts.of_subject("turn", result.turn_id)
+        (session_verdict,) = h.loop.verdicts.of_subject("session", session.id)
+        assert turn_verdict.judge_kind == "hybrid" and turn_verdict.score == round((0.75 * 0.4 + 0.3 * 0.9) / 1.3, 4)
+        assert session_verdict.score == turn_verdict.score != 0.75
+    finally:
+        h.runtime.close()

@@ -404,7 +404,7 @@ def test_local_today_is_date_today_across_midnight_and_zone_changes(monkeypatch:
 
 def test_local_today_keeps_the_zone_tuple_itself_so_its_fast_path_holds() -> None:
     """The kept zone must be `time.tzname` itself: compiled, a typed read made a new tuple each time,
-    the identity check never held, and every call read the day again (docs/gateway.md, "Stop 35")."""
+    the identity check never held, and every call read the day again (bench/results/gateway-history.md)."""
     import time as clock
 
     from metis_core.models.pricing import _LocalDay

@@ -24,6 +24,7 @@ from metis_core.events.bus import EventBus
 from metis_core.messages import SideEffects, ToolDefinition
 from metis_core.server.access import ServerAccess
 from metis_core.server.app import build_app
+from metis_core.server.launch_secret import LaunchSecret
 from metis_core.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -79,23 +80,57 @@ class LiveServer:
         self.port: int = self.server.servers[0].sockets[0].getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         self.ws_url = f"ws://127.0.0.1:{self.port}/ws/events"
+        self.cookies: dict[str, str] = {}
+        """The local user's launch cookie, got the way a browser gets it (empty when the app has none)."""
+        launch = launch_secret_of(self.app)
+        if launch is not None:
+            answer = httpx.get(launch.link(self.url), timeout=10)
+            assert answer.status_code == 303 and answer.headers["location"] == "/", answer.text
+            self.cookies = dict(answer.cookies)
+
+    def launch_url(self) -> str:
+        """A fresh one-time link, as `metis serve` prints it."""
+        launch = launch_secret_of(self.app)
+        assert launch is not None
+        return launch.link(self.url)
+
+    @property
+    def cookie_header(self) -> dict[str, str]:
+        return {"cookie": "; ".join(f"{k}={v}" for k, v in self.cookies.items())}
+
+    def client(self, **kwargs: Any) -> httpx.Client:
+        """An httpx client holding the launch cookie: the local user without a key."""
+        return httpx.Client(base_url=self.url, cookies=self.cookies, timeout=10, **kwargs)
 
     def stop(self) -> None:
         self.server.should_exit = True
         self.thread.join(10)
 
 
+def launch_secret_of(app: Any) -> LaunchSecret | None:
+    """The launch secret of a `metis serve` app, or of the one mounted in a gateway (`--web`)."""
+    context = getattr(app.state, "context", None)
+    if context is not None:
+        return context.access.launch  # type: ignore[no-any-return]
+    for route in getattr(app, "routes", []):
+        inner = getattr(route, "app", None)
+        if inner is not None and getattr(getattr(inner, "state", None), "context", None) is not None:
+            return inner.state.context.access.launch  # type: ignore[no-any-return]
+    return None
+
+
 class StallingSocket:
     """A WebSocket client written on a bare socket with a tiny receive buffer: it subscribes, then
     never reads again, so the server's sends back up (a stalled browser tab, a frozen laptop)."""
 
-    def __init__(self, port: int, subscription: dict[str, Any]) -> None:
+    def __init__(self, port: int, subscription: dict[str, Any], cookie: str = "") -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         self.sock.connect(("127.0.0.1", port))
         key = base64.b64encode(os.urandom(16)).decode()
         self.sock.sendall((f"GET /ws/events HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nUpgrade: websocket\r\n"
                            f"Connection: Upgrade\r\nSec-WebSocket-Key: {key}\r\n"
+                           + (f"Cookie: {cookie}\r\n" if cookie else "") +
                            "Sec-WebSocket-Version: 13\r\n\r\n").encode())
         response = b""
         while b"\r\n\r\n" not in response:
@@ -137,8 +172,7 @@ def script_weather_turn(served: Served) -> None:
 
 
 def chat_turn(served: Served, answer: str) -> tuple[str, list[tuple[str, dict[str, Any]]]]:
-    url = served.server.url
-    with httpx.Client(base_url=url, timeout=10) as http:
+    with served.server.client() as http:
         session_id = http.post("/api/chat/sessions", json={"title": "weather"}).json()["session"]["id"]
         frames: list[tuple[str, dict[str, Any]]] = []
         with http.stream("POST", f"/api/chat/sessions/{session_id}/messages",

@@ -3,7 +3,6 @@ against a real uvicorn on 127.0.0.1. Access with gateway keys: test_serve_access
 
 from __future__ import annotations
 
-import httpx
 from support_servers import API_KEYS, Reply
 
 from .conftest import Served
@@ -45,7 +44,7 @@ def test_a_denied_confirmation_keeps_the_tool_from_running(served: Served) -> No
 
 
 def test_an_unknown_confirmation_answer_is_refused_with_the_choices(served: Served) -> None:
-    with httpx.Client(base_url=served.server.url) as http:
+    with served.server.client() as http:
         response = http.post("/api/chat/confirmations/nope", json={"answer": "maybe"})
     assert response.status_code == 400
     assert "allow_once" in response.json()["detail"]
@@ -54,7 +53,7 @@ def test_an_unknown_confirmation_answer_is_refused_with_the_choices(served: Serv
 def test_the_json_api_lists_searches_and_reads_a_session_its_trace_cost_audit_and_models(served: Served) -> None:
     script_weather_turn(served)
     session_id, _ = chat_turn(served, "allow_session")
-    with httpx.Client(base_url=served.server.url) as http:
+    with served.server.client() as http:
         listed = http.get("/api/sessions").json()["sessions"]
         assert [s["id"] for s in listed] == [session_id]
         assert [s["id"] for s in http.get("/api/sessions", params={"q": "Paris"}).json()["sessions"]] == [session_id]
@@ -80,7 +79,7 @@ def test_the_json_api_lists_searches_and_reads_a_session_its_trace_cost_audit_an
 
 
 def test_chatting_with_an_unknown_session_is_a_404_and_leaves_no_turn_marked_running(served: Served) -> None:
-    with httpx.Client(base_url=served.server.url) as http:
+    with served.server.client() as http:
         for _ in range(2):
             response = http.post("/api/chat/sessions/sess_nope/messages", json={"text": "hi"})
             assert response.status_code == 404 and "sess_nope" in response.json()["detail"]
@@ -92,7 +91,7 @@ def test_a_stored_session_is_resumed_for_a_second_turn_over_http(served: Served)
     session_id, _ = chat_turn(served, "allow_session")
     served.server.app.state.context.chat_sessions.clear()  # as after a restart of the server
     served.script.script("anthropic", [Reply.fixture("anthropic", "stream__text_basic.sse")])
-    with httpx.Client(base_url=served.server.url, timeout=10) as http, http.stream(
+    with served.server.client() as http, http.stream(
             "POST", f"/api/chat/sessions/{session_id}/messages", json={"text": "And tomorrow?"}) as response:
         frames = list(sse_frames(response))
     assert frames[-1] == ("done", {"answer": "Hello there!", "error": None})

@@ -20,7 +20,7 @@ from metis_core.events.recorder import EventRecorder
 from metis_core.events.subscription import Subscription
 
 from .conftest import Served
-from .server_support import StallingSocket
+from .server_support import LiveServer, StallingSocket
 
 
 def emit(bus: EventBus, event_type: str, session_id: str) -> Event:
@@ -29,8 +29,8 @@ def emit(bus: EventBus, event_type: str, session_id: str) -> Event:
     return event
 
 
-async def subscribe(url: str, **request: Any) -> tuple[ClientConnection, dict[str, Any]]:
-    ws = await connect(url)
+async def subscribe(server: LiveServer, **request: Any) -> tuple[ClientConnection, dict[str, Any]]:
+    ws = await connect(server.ws_url, additional_headers=server.cookie_header)
     await ws.send(json.dumps(request))
     subscribed = json.loads(await ws.recv())
     assert subscribed["kind"] == "subscribed", subscribed
@@ -55,7 +55,7 @@ async def nothing_more(ws: ClientConnection, wait: float = 0.3) -> None:
 
 async def test_a_subscription_receives_only_its_session_types_domains_and_sensitivity(served: Served) -> None:
     bus = served.runtime.bus
-    ws, _ = await subscribe(served.server.ws_url, session_ids=["sess_a"], domains=["session", "tool"],
+    ws, _ = await subscribe(served.server, session_ids=["sess_a"], domains=["session", "tool"],
                             max_sensitivity="pseudonymous")
     async with ws:
         emit(bus, "session.resumed", "sess_b")  # another session
@@ -67,7 +67,7 @@ async def test_a_subscription_receives_only_its_session_types_domains_and_sensit
         assert frames[0]["event"]["type"] == "session.resumed" and "replayed" not in frames[0]
         await nothing_more(ws)
 
-    ws, _ = await subscribe(served.server.ws_url, types=["tool.called"])
+    ws, _ = await subscribe(served.server, types=["tool.called"])
     async with ws:
         private = emit(bus, "tool.called", "sess_c")
         assert private.sensitivity is Sensitivity.PRIVATE
@@ -78,7 +78,7 @@ async def test_reconnecting_with_the_last_event_id_replays_then_resumes_live_wit
     served: Served,
 ) -> None:
     bus = served.runtime.bus
-    ws, _ = await subscribe(served.server.ws_url, session_ids=["sess_r"])
+    ws, _ = await subscribe(served.server, session_ids=["sess_r"])
     first = [emit(bus, "session.resumed", "sess_r") for _ in range(5)]
     seen = [f["event"]["id"] for f in await receive_events(ws, 5)]
     assert seen == [e.id for e in first]
@@ -96,7 +96,7 @@ async def test_reconnecting_with_the_last_event_id_replays_then_resumes_live_wit
 
     emitter = asyncio.create_task(keep_emitting())
     await asyncio.sleep(0.02)
-    ws = await connect(served.server.ws_url)
+    ws = await connect(served.server.ws_url, additional_headers=served.server.cookie_header)
     await ws.send(json.dumps({"session_ids": ["sess_r"], "last_event_id": seen[-1]}))
     assert json.loads(await ws.recv())["kind"] == "subscribed"
     frames: list[dict[str, Any]] = []
@@ -128,8 +128,9 @@ async def test_a_stalled_client_is_dropped_with_removed_after_errors_and_the_bus
     lifecycle = EventRecorder()
     bus.subscribe(Subscription(EventFilter(event_types=["bus.subscriber_unregistered"]), lifecycle,
                                "test-lifecycle"))
-    healthy, _ = await subscribe(served.server.ws_url, session_ids=["sess_x"])
-    stalled = await asyncio.to_thread(StallingSocket, served.server.port, {"session_ids": ["sess_s"]})
+    healthy, _ = await subscribe(served.server, session_ids=["sess_x"])
+    stalled = await asyncio.to_thread(StallingSocket, served.server.port, {"session_ids": ["sess_s"]},
+                                    served.server.cookie_header["cookie"])
     try:
         await asyncio.sleep(0.2)  # the server has subscribed the stalled client
         started = time.perf_counter()
@@ -158,7 +159,7 @@ async def test_a_client_that_leaves_is_unsubscribed_as_client_disconnect(served:
     lifecycle = EventRecorder()
     bus.subscribe(Subscription(EventFilter(event_types=["bus.subscriber_unregistered"]), lifecycle,
                                "test-lifecycle"))
-    ws, _ = await subscribe(served.server.ws_url)
+    ws, _ = await subscribe(served.server)
     await ws.close()
     deadline = time.monotonic() + 5
     while not any(e.payload["reason"] == "client_disconnect" for e in lifecycle.events):
@@ -167,7 +168,7 @@ async def test_a_client_that_leaves_is_unsubscribed_as_client_disconnect(served:
 
 
 async def test_an_unknown_event_type_is_refused_with_a_message_and_close_code_4400(served: Served) -> None:
-    ws = await connect(served.server.ws_url)
+    ws = await connect(served.server.ws_url, additional_headers=served.server.cookie_header)
     await ws.send(json.dumps({"types": ["turn.nonsense"]}))
     frame = json.loads(await ws.recv())
     assert frame["kind"] == "error" and "turn.nonsense" in frame["detail"]
@@ -182,7 +183,7 @@ async def test_a_client_that_never_subscribes_is_closed_after_the_subscribe_time
     from metis_core.server import event_socket
 
     monkeypatch.setattr(event_socket, "SUBSCRIBE_TIMEOUT", 0.2)
-    ws = await connect(served.server.ws_url)
+    ws = await connect(served.server.ws_url, additional_headers=served.server.cookie_header)
     with pytest.raises(ConnectionClosed) as closed:
         await asyncio.wait_for(ws.recv(), 5)
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4400

@@ -31,12 +31,12 @@ def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
     runtime = app.state.service.rt
     server = LiveServer(None, tmp_path, app=app)
     try:
-        with httpx.Client(base_url=server.url, timeout=5) as http:
+        with server.client() as http:
             assert http.get("/healthz").status_code == 200
             assert http.get("/v1/models").status_code == 401  # the gateway's keys, not the web view's rules
             assert http.get("/api/sessions").json() == {"sessions": []}
             assert "<main" in http.get("/").text
-        with connect(server.ws_url) as ws:
+        with connect(server.ws_url, additional_headers=server.cookie_header) as ws:
             ws.send(json.dumps({"session_ids": ["sess_gw"]}))
             assert json.loads(ws.recv(timeout=5))["kind"] == "subscribed"
             assert json.loads(ws.recv(timeout=5))["kind"] == "replay_done"
@@ -96,7 +96,7 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     store.close()
     server = LiveServer(None, tmp_path, app=app)
     try:
-        response = httpx.get(server.url + "/api/gateway/keys", timeout=5)
+        response = httpx.get(server.url + "/api/gateway/keys", headers=server.cookie_header, timeout=5)
     finally:
         server.stop()
         app.state.service.close()
@@ -107,3 +107,27 @@ def test_gateway_keys_and_limits_are_listed_without_token_or_hash(
     assert response.json()["limits"] == [{"scope": "team", "subject_id": team, "budget_usd": "100",
                                           "budget_period": "month", "rpm": None, "tpm": None}]
     assert issued.token not in response.text and issued.record.secret_hash not in response.text
+
+
+def test_gateway_serve_web_answers_the_operators_host_names_on_both_doors_and_refuses_others(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+) -> None:
+    from metis_core.gateway.web_guard import ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV
+
+    _gateway_env(monkeypatch, tmp_path)
+    monkeypatch.setenv(ALLOWED_HOSTS_ENV, "metis.lan")  # as `gateway serve --allowed-host metis.lan` hands it on
+    monkeypatch.setenv(ALLOWED_ORIGINS_ENV, "https://metis.example")
+    app = build_gateway_with_web()
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        with server.client() as http:
+            for path in ("/healthz", "/api/sessions"):
+                assert http.get(path, headers={"host": f"metis.lan:{server.port}"}).status_code == 200, path
+                assert http.get(path, headers={"host": f"evil.example:{server.port}"}).status_code == 421, path
+            allowed = http.post("/api/chat/sessions", json={}, headers={"origin": "https://metis.example"})
+            assert allowed.status_code == 201
+            refused = http.post("/api/chat/sessions", json={}, headers={"origin": "http://evil.example"})
+            assert refused.status_code == 403
+    finally:
+        server.stop()
+        app.state.service.close()

@@ -84,3 +84,45 @@ def test_metis_serve_on_an_open_address_with_no_access_key_exits_before_binding(
     message = " ".join(done.stderr.split())
     assert "serving on 0.0.0.0 needs a gateway key with scope admin or viewer" in message
     assert "`metis gateway keys issue --name web --scope admin`" in message
+
+
+def test_metis_serve_prints_a_one_time_launch_link_and_answers_only_its_cookie_and_allowed_hosts(
+    tmp_path: Path,
+) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "config.yaml").write_text("serve:\n  allowed_hosts: [metis.lan]\n")
+    env = _env(home, home / "metis.db")
+    port = free_port()
+    process = subprocess.Popen([*METIS, "serve", "--port", str(port), "--allowed-host", "box.lan"], env=env,
+                               cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        assert process.stdout is not None
+        link = ""
+        deadline = time.monotonic() + 60
+        while "token=" not in link:
+            assert time.monotonic() < deadline and process.poll() is None, "metis serve printed no launch link"
+            line = process.stdout.readline()
+            link = next((word for word in line.split() if word.startswith(base + "/launch?token=")), "")
+        while True:
+            try:
+                httpx.get(base + "/", timeout=1)
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, "metis serve did not start"
+                time.sleep(0.1)
+        assert httpx.get(base + "/api/sessions", timeout=10).status_code == 401  # a page guessing the port
+        signed_in = httpx.get(link, timeout=10)
+        assert signed_in.status_code == 303 and signed_in.headers["location"] == "/"
+        with httpx.Client(base_url=base, cookies=dict(signed_in.cookies), timeout=10) as http:
+            assert http.get("/api/sessions").json() == {"sessions": []}
+            for allowed in (f"metis.lan:{port}", f"box.lan:{port}", f"localhost:{port}"):
+                assert http.get("/api/sessions", headers={"host": allowed}).status_code == 200, allowed
+            assert http.get("/api/sessions", headers={"host": f"evil.example:{port}"}).status_code == 421
+            posted = http.post("/api/chat/sessions", content="{}", headers={"content-type": "text/plain"})
+            assert posted.status_code == 415
+        assert httpx.get(link, timeout=10).status_code == 403  # the link works once
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -58,11 +58,19 @@ def browser(tmp_path: Path) -> Iterator[object]:
     options.binary_location = CHROMIUM
     for flag in (*FLAGS, f"--user-data-dir={tmp_path / 'chromium-profile'}"):
         options.add_argument(flag)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})  # console: CSP violations show there
     driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
     driver.implicitly_wait(0)
     ARTEFACTS.mkdir(parents=True, exist_ok=True)
     yield driver
     driver.quit()
+
+
+def sign_in(driver: WebDriver, served: Served) -> None:
+    """Open the one-time launch link `metis serve` prints: the page lands on `/` holding the cookie."""
+    driver.get(served.server.launch_url())
+    assert driver.current_url == served.server.url + "/"
+    assert "token=" not in driver.current_url
 
 
 def _wait(driver: object, css: str, timeout: float = 5.0) -> object:
@@ -85,6 +93,7 @@ def test_a_scripted_session_its_trace_tree_live_mode_and_the_cost_chart_in_chrom
     script_weather_turn(served)
     session_id, _ = chat_turn(served, "allow_once")
 
+    sign_in(driver, served)
     driver.get(served.server.url + "/#/")
     link = _wait(driver, "#sessions a.session-link")
     assert link.text == "weather"  # type: ignore[attr-defined]
@@ -151,6 +160,7 @@ def test_the_session_search_form_filters_the_list(served: Served, browser: objec
     assert isinstance(browser, WebDriver)
     script_weather_turn(served)
     chat_turn(served, "deny")
+    sign_in(browser, served)
     browser.get(served.server.url + "/#/")
     _wait(browser, "#sessions")
     box = browser.find_element(By.CSS_SELECTOR, "label[for='session-search'] + input")
@@ -173,6 +183,7 @@ def _chat_page(browser: object, served: Served, script: list[Reply] | None = Non
     else:
         served.script.script("anthropic", script)
 
+    sign_in(driver, served)
     driver.get(served.server.url + "/#/chat")
     model = _wait(driver, "#chat-model")
     options = [o.get_attribute("value") for o in Select(model).options]
@@ -281,3 +292,43 @@ def test_the_answer_is_shown_as_it_streams_before_the_upstream_has_finished(serv
     _wait(driver, "#chat-input:not([disabled])")
     assert not driver.find_elements(By.CSS_SELECTOR, "#chat-log .draft")
     assert driver.find_elements(By.CSS_SELECTOR, "#chat-log article.assistant")[-1].text.endswith("Hello there!")
+
+
+PAYLOADS = ['<img src=x onerror="window.__pwned=1">', '</script><script>window.__pwned=2</script>',
+            '"><svg onload="window.__pwned=3">', "<iframe src=javascript:window.__pwned=4>"]
+
+
+def test_stored_markup_in_titles_models_messages_tool_input_and_results_never_runs(
+    served: Served, browser: object,
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.remote.webdriver import WebDriver
+
+    from metis_core.messages import Message, MessageMetadata, Role, TextBlock, ToolResultBlock, ToolUseBlock
+    from metis_core.messages.metadata import MessageStatus
+
+    assert isinstance(browser, WebDriver)
+    driver = browser
+    hostile = " ".join(PAYLOADS)
+    store = served.runtime.store
+    record = store.create_session(served.workspace, active_model=PAYLOADS[0], title=hostile)
+    store.append_messages([
+        Message(session_id=record.id, role=Role.USER, content=[TextBlock(text=hostile)]),
+        Message(session_id=record.id, role=Role.ASSISTANT, metadata=MessageMetadata(
+            model=PAYLOADS[1], provider="anthropic", status=MessageStatus.PARTIAL),
+                content=[TextBlock(text=hostile), ToolUseBlock(id="tu_01", name="get_weather",
+                                                               input={"location": hostile})]),
+        Message(session_id=record.id, role=Role.TOOL, metadata=MessageMetadata(parent_tool_use_id="tu_01"), content=[
+            ToolResultBlock(tool_use_id="tu_01", content=[TextBlock(text=hostile)])]),
+    ])
+    sign_in(driver, served)
+    for page, ready in (("/#/", "#sessions a.session-link"), (f"/#/session/{record.id}", "article.msg.tool"),
+                        (f"/#/chat/{record.id}", "#chat-log article.msg.tool")):
+        driver.get(served.server.url + page)
+        _wait(driver, ready)
+        assert driver.execute_script("return window.__pwned === undefined")  # no payload ran
+        assert not driver.find_elements(By.CSS_SELECTOR, "main img[src='x'], main svg[onload], main iframe, "
+                                                         "main script")  # every payload stayed text
+        assert PAYLOADS[0] in driver.find_element(By.TAG_NAME, "main").text, page
+    console = [entry["message"] for entry in driver.get_log("browser")]  # type: ignore[no-untyped-call]
+    assert not [m for m in console if "Content Security Policy" in m], console  # the page's own code complies

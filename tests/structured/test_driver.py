@@ -20,10 +20,11 @@ from metis_core.structured.steps import OutputTruncated, RetryExhausted
 SPEC = output_spec({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}, name="count")
 
 
-def _answer(text: str, stop: str = "end_turn") -> Message:
+def _answer(text: str, stop: str = "end_turn", output_tokens: int = 7) -> Message:
     return Message(role=Role.ASSISTANT, content=[TextBlock(text=text)],
                    metadata=MessageMetadata(model="openai_compatible:local", provider="openai_compatible",
-                                            routing=DIRECT_ROUTING, stop_reason=stop, usage=Usage(output_tokens=7)))
+                                            routing=DIRECT_ROUTING, stop_reason=stop,
+                                            usage=Usage(output_tokens=output_tokens)))
 
 
 def _run(policy: OutputPolicy, *, max_tokens: int | None = 1000, limit: int = 4000,
@@ -51,10 +52,19 @@ def test_doubling_stops_at_the_models_output_limit_then_exhausts_as_truncation()
     assert isinstance(steps[-1], RetryExhausted) and steps[-1].total_attempts == 3
 
 
-def test_without_a_callers_budget_truncation_doubles_from_the_default() -> None:
+def test_without_a_callers_budget_truncation_doubles_the_tokens_the_answer_used() -> None:
     run = _run(OutputPolicy(), max_tokens=None, limit=100_000)
     assert run.first_request().options.max_tokens is None
-    retry: Any = run.take(_answer('{"n": ', "max_tokens"))
+    retry: Any = run.take(_answer('{"n": ', "max_tokens", 16_384))
+    assert retry.options.max_tokens == 32_768
+    capped: Any = _run(OutputPolicy(), max_tokens=None, limit=20_000).take(
+        _answer('{"n": ', "max_tokens", 16_384))
+    assert capped.options.max_tokens == 20_000
+
+
+def test_without_a_budget_or_a_token_count_truncation_doubles_from_the_default() -> None:
+    run = _run(OutputPolicy(), max_tokens=None, limit=100_000)
+    retry: Any = run.take(_answer('{"n": ', "max_tokens", 0))
     assert retry.options.max_tokens == 8192
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import httpx
 import pytest
 from mock_http import serve
 from pydantic import BaseModel
@@ -161,3 +162,23 @@ def test_exhaustion_without_fallback_names_every_attempts_reason(wire: Wire) -> 
     assert "attempt 3: schema-violation: $.age" in str(error)
     exhausted = steps[-1]
     assert isinstance(exhausted, RetryExhausted) and exhausted.total_attempts == 3
+
+
+@pytest.mark.parametrize(("model", "first", "used", "retried"), [
+    ("anthropic:claude-sonnet-4-5", 16_384, 16_384, 32_768),  # the adapter's own default, doubled
+    ("ollama:llama3.1", None, 1_500, 3_000),  # no num_predict sent: the server's budget, read off the answer
+])
+def test_without_a_callers_budget_truncation_doubles_what_the_first_request_allowed(
+    model: str, first: int | None, used: int, retried: int
+) -> None:
+    wire = next(w for w in WIRES if w.model == model)
+    cut = json.loads(wire.truncated('{"').content)
+    if wire.key == "anthropic":
+        cut["usage"]["output_tokens"] = used
+    else:
+        cut["eval_count"] = used
+    result, bodies, steps = _run(wire, httpx.Response(200, json=cut), _good(wire))
+    assert result.value.age == 22 and [wire.max_tokens(b) for b in bodies] == [first, retried]
+    assert isinstance(steps[0], OutputTruncated) and steps[0].next_max_tokens == retried
+    assert isinstance(steps[1], RetryAttempted) and steps[1].previous_error == \
+        f"stopped at max_tokens={used}; retrying with {retried}"

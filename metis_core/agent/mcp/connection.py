@@ -4,8 +4,10 @@ The SDK's client is a stack of anyio context managers that must be entered and l
 a session's turns run on whatever loop the caller has. So each server gets a thread running a
 loop that opens the client, lists its tools and waits; calls are handed to that loop and awaited
 from the caller's loop with a timeout. A hung server therefore costs one call its timeout, and a
-server that died fails its calls at once; neither can stall a turn. It does not know about tools
-as metis sees them (tools.py) or about the registry (hub.py).
+server that died fails the call in flight at once; neither can stall a turn. A stdio server that
+crashed is started again before the next call (at most MAX_RESTARTS times, after a growing pause),
+each restart logged and kept in `restarts` with the cause (crash_report.py). It does not know
+about tools as metis sees them (tools.py) or about the registry (hub.py).
 """
 
 from __future__ import annotations
@@ -15,12 +17,16 @@ import concurrent.futures
 import contextlib
 import logging
 import threading
+import time
 from collections.abc import Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
+from metis_core.agent.mcp.crash_report import crash_report, watch_processes
 from metis_core.agent_config import McpServerConfig
 from metis_core.errors import McpSdkMissingError, McpServerError
+from metis_core.secret_scrub import MIN_SECRET_LENGTH, REDACTED, scrub_secrets
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -28,6 +34,18 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("metis_core.agent.mcp")
 CLOSE_TIMEOUT_SECONDS = 5.0
+MAX_RESTARTS = 3
+RESTART_BACKOFF_SECONDS = (0.5, 1.0, 2.0)
+"""The pause before the first, second and third restart of a crashed stdio server."""
+
+
+@dataclass(frozen=True)
+class Restart:
+    """One restart of a crashed server: why it was needed, and the error if it did not come back."""
+
+    attempt: int
+    cause: str
+    error: str | None = None
 
 
 class McpCallTimeout(Exception):
@@ -61,6 +79,11 @@ class McpConnection:
         self._task: asyncio.Task[None] | None = None
         self._thread: threading.Thread | None = None
         self._errlog: TextIO | None = None
+        self._log_offset = 0
+        self._spawned: list[Any] = []
+        self._closed = False
+        self._restart_lock = threading.Lock()
+        self.restarts: list[Restart] = []
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -80,6 +103,11 @@ class McpConnection:
 
     def close(self, *, abandon: bool = False) -> None:
         """Stop the connection; `abandon` cancels a connect still in progress (the process is ended)."""
+        self._closed = True
+        self._shutdown(abandon=abandon)
+        self.gone = self.gone or "closed"
+
+    def _shutdown(self, *, abandon: bool = False) -> None:
         loop, stop, task = self._loop, self._stop, self._task
         if loop is not None and stop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
@@ -89,7 +117,46 @@ class McpConnection:
         if self._errlog is not None:
             self._errlog.close()
             self._errlog = None
-        self.gone = self.gone or "closed"
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.log_dir / f"mcp-{self.name}.log" if self.log_dir is not None else None
+
+    def crash_cause(self, what: str, *, wait: bool = True) -> str:
+        """`what` happened, with the exit status and stderr tail of the server when known."""
+        process = self._spawned[-1] if self._spawned else None
+        report = crash_report(process, self.log_path, self._log_offset, wait=wait)
+        for secret in [*self.config.env.values(), *self.config.headers.values()]:  # a server may print its env
+            if len(value := secret.get_secret_value()) >= MIN_SECRET_LENGTH:
+                report = report.replace(value, REDACTED)
+        return scrub_secrets(f"{what}; {report}" if report else what)
+
+    def _exited(self) -> bool:
+        return bool(self._spawned) and getattr(self._spawned[-1], "returncode", None) is not None
+
+    def restart_if_crashed(self) -> None:
+        """Start a crashed stdio server again (blocking: run it off the caller's loop); McpServerGone
+        when it is not to be restarted or did not come back."""
+        with self._restart_lock:
+            if self.gone is None:
+                return  # another call restarted it meanwhile
+            done = len(self.restarts)
+            if self._closed or self.config.url is not None or done >= MAX_RESTARTS:
+                suffix = f"; not restarted again after {done} restarts" if done >= MAX_RESTARTS else ""
+                raise McpServerGone(self.gone + suffix)
+            cause = self.gone
+            time.sleep(RESTART_BACKOFF_SECONDS[min(done, len(RESTART_BACKOFF_SECONDS) - 1)])
+            self._shutdown()
+            self.gone = None
+            try:
+                self.start()
+            except McpServerError as error:
+                self.restarts.append(Restart(done + 1, cause, str(error)))
+                self.gone = f"{cause}; restart {done + 1} of {MAX_RESTARTS} failed: {error}"
+                log.warning("MCP server %r crashed (%s) and did not come back: %s", self.name, cause, error)
+                raise McpServerGone(self.gone) from None
+            self.restarts.append(Restart(done + 1, cause))
+            log.warning("MCP server %r crashed (%s); restarted (%d of %d)", self.name, cause, done + 1, MAX_RESTARTS)
 
     def _thread_main(self, ready: concurrent.futures.Future[list[Tool]]) -> None:
         try:
@@ -103,6 +170,7 @@ class McpConnection:
         self._loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
         self._task = asyncio.current_task()
+        watch_processes(self._spawned)
         try:
             async with self._new_client() as client:
                 tools = await self._list_all_tools(client)
@@ -115,8 +183,9 @@ class McpConnection:
         except BaseException as exc:
             reason = _describe(exc)
             if not ready.done():
-                ready.set_exception(McpServerError(self.name, f"could not connect: {reason}"))
-            self.gone = self.gone or reason
+                cause = self.crash_cause(f"could not connect: {reason}", wait=False)
+                ready.set_exception(McpServerError(self.name, cause))
+            self.gone = self.gone or self.crash_cause(reason, wait=False)
             if not isinstance(exc, Exception):
                 raise
         finally:
@@ -150,6 +219,7 @@ class McpConnection:
         else:
             self.log_dir.mkdir(parents=True, exist_ok=True)
             self._errlog = open(self.log_dir / f"mcp-{self.name}.log", "a", encoding="utf-8")  # noqa: SIM115
+            self._log_offset = self._errlog.seek(0, 2)
         return self._errlog
 
     @staticmethod
@@ -166,7 +236,12 @@ class McpConnection:
     # --- calls -----------------------------------------------------------------------------
 
     async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> CallToolResult:
-        """Run one tools/call on the server's loop; McpCallTimeout or McpServerGone on failure."""
+        """Run one tools/call on the server's loop (restarting a crashed server first); McpCallTimeout
+        or McpServerGone on failure."""
+        if self.gone is None and self._exited():  # it died while idle: nothing was in flight
+            self.gone = await asyncio.to_thread(self.crash_cause, "the server exited")
+        if self.gone is not None:
+            await asyncio.to_thread(self.restart_if_crashed)
         client, loop = self._client, self._loop
         if client is None or loop is None or self.gone is not None:
             raise McpServerGone(self.gone or "not connected")
@@ -182,7 +257,8 @@ class McpConnection:
             raise
         except Exception as exc:
             if _connection_closed(exc) or self._client is None:
-                self.gone = f"the server closed the connection ({_describe(exc)})"
+                what = f"the server closed the connection ({_describe(exc)})"
+                self.gone = await asyncio.to_thread(self.crash_cause, what)
                 raise McpServerGone(self.gone) from None
             raise
 

@@ -49,7 +49,7 @@ class McpTool:
                                                   f"within {timeout:g}s; the call was cancelled")
         except McpServerGone as gone:
             return ToolOutcome.failure("execution_error", f"MCP server {server!r} is not running ({gone}); "
-                                                          f"its tools are unavailable until metis restarts")
+                                                          "the call was not retried")
         text = cap_output(result_text(result), context.max_output_bytes)
         if result.is_error:
             return ToolOutcome.failure("execution_error", f"{self.remote_name} on MCP server {server!r} failed: "

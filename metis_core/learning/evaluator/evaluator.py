@@ -153,8 +153,20 @@ class Evaluator:
                 answer = self.reader.turn_text(subject)[1]
             return judge_turn(subject.events, subject.feedback, answer)
         if subject.kind == "session":
-            return judge_session(subject.turns, subject.feedback)
+            return judge_session(subject.turns, subject.feedback, self._current_turn_verdicts(subject))
         return judge_tool_cycle(subject.events)
+
+    def _current_turn_verdicts(self, subject: Subject) -> dict[str, tuple[float, float]]:
+        """(score, confidence) of each turn's latest verdict (the LLM judge's part included) that no
+        feedback on the turn has come after; other turns are judged afresh from the record."""
+        current: dict[str, tuple[float, float]] = {}
+        for turn_id in subject.turns:
+            verdict = self.verdicts.latest("turn", turn_id)
+            latest_feedback = max((e.id for e in subject.feedback if e.payload.get("subject_turn_id") == turn_id),
+                                  default="")
+            if verdict is not None and verdict.eval_id > latest_feedback:
+                current[turn_id] = (verdict.score, verdict.confidence)
+        return current
 
     def _llm(self, subject: Subject, rubric: Rubric) -> LlmVerdict:
         assert self.judge is not None

@@ -2,8 +2,9 @@
 
 Evidence: how the turn ended (error, cancellation), failed and invalid tool calls, refusals
 (stop reason or a refusal-shaped answer), explicit feedback (which dominates) and implicit
-feedback weighted by its confidence. A session is the mean of its turns, unless the user rated
-the whole session. The weights are in docs/learning.md; signals name each piece of evidence.
+feedback weighted by its confidence. A session is the mean of its turns (a turn's current
+verdict, the LLM judge's part included, when it has one), unless the user rated the whole
+session. The weights are in docs/learning.md; signals name each piece of evidence.
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ NEUTRAL_SUCCESS = 0.75
 """A turn that ended normally with no other evidence: probably fine, not certainly."""
 IMPLICIT_WEIGHT = {"retry": -0.5, "edit_followup": -0.45, "manual_swap": -0.4, "abandon": -0.5, "accept": 0.15}
 EXPLICIT_SCORE = {"thumbs_up": 0.95, "thumbs_down": 0.05}
+SESSION_RATING_CONFIDENCE = 0.8
+"""A rating of the whole session, applied to a turn not rated itself: strong, but less direct."""
 REFUSAL = re.compile(r"^\s*(?:i'?m sorry,?\s+but\s+)?i\s+(?:can(?:'|no)t|cannot|won'?t|am unable to|'m unable to)"
                      r"\s+(?:help|assist|do|provide|comply)", re.IGNORECASE)
 
@@ -65,17 +68,26 @@ def judge_turn(events: list[Event], feedback: list[Event], answer: str | None = 
             signals.setdefault("implicit", []).append(kind)
             score += IMPLICIT_WEIGHT.get(kind, 0.0) * weight
             confidence = max(confidence, min(0.8, weight))
-    explicit = [e for e in feedback if e.type == "feedback.explicit"]
+    explicit = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") != "session"]
+    whole = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") == "session"]
     if explicit:
         rating = str(explicit[-1].payload["rating"])
         signals["explicit"] = rating
         score, confidence = EXPLICIT_SCORE[rating], 0.95
+    elif whole:  # the user rated the whole session: it covers this turn unless the turn was rated itself
+        rating = str(whole[-1].payload["rating"])
+        signals["explicit_session"] = rating
+        score, confidence = EXPLICIT_SCORE[rating], SESSION_RATING_CONFIDENCE
     return HeuristicVerdict(_clamp(score), _clamp(confidence), signals)
 
 
-def judge_session(turns: dict[str, list[Event]], feedback: list[Event]) -> HeuristicVerdict:
+def judge_session(turns: dict[str, list[Event]], feedback: list[Event],
+                  turn_verdicts: dict[str, tuple[float, float]] | None = None) -> HeuristicVerdict:
+    """`turn_verdicts`: (score, confidence) of turns already judged (LLM judge included), used as is."""
     session_rated = [e for e in feedback if e.type == "feedback.explicit" and e.payload.get("scope") == "session"]
-    per_turn = [judge_turn(events, [f for f in feedback if f.payload.get("subject_turn_id") == turn_id])
+    judged = turn_verdicts or {}
+    per_turn = [HeuristicVerdict(*judged[turn_id]) if turn_id in judged else
+                judge_turn(events, [f for f in feedback if f.payload.get("subject_turn_id") == turn_id])
                 for turn_id, events in turns.items()]
     if session_rated:
         rating = str(session_rated[-1].payload["rating"])

@@ -20,6 +20,12 @@ from metis_core.trace.store import TraceStore
 FEEDBACK_TYPES = ("feedback.explicit", "feedback.implicit")
 
 
+def concerns_turn(feedback: Event, turn_id: str) -> bool:
+    """Feedback on the turn itself, or a rating of its whole session (which covers every turn)."""
+    return feedback.payload.get("subject_turn_id") == turn_id or (
+        feedback.type == "feedback.explicit" and feedback.payload.get("scope") == "session")
+
+
 @dataclass
 class Subject:
     kind: SubjectKind
@@ -49,7 +55,7 @@ class SubjectReader:
                 raise EvalSubjectNotFoundError(f"no turn {subject_id} in the trace")
             session_id = events[0].session_id
             feedback = [e for e in self.trace.events(session_id=session_id, types=FEEDBACK_TYPES)
-                        if e.payload.get("subject_turn_id") == subject_id]
+                        if concerns_turn(e, subject_id)]
             return Subject(kind, subject_id, session_id, events, feedback)
         if kind == "session":
             events = self.trace.events(session_id=subject_id)

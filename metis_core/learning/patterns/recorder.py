@@ -1,10 +1,9 @@
 """When a session ends, each finished turn becomes a pattern outcome (pattern.recorded).
 
-A batch bus subscriber on session.ended rebuilds each turn's fingerprint from the record (the
-user message from the store, sizes and images from turn.started, the workspace from
-session.created, the tools of earlier turns), takes its score from the evaluator's latest
-verdict (re-evaluating when feedback came after that verdict), sums its cost and latency from
-llm.call_completed, and writes it. Cap and age evictions follow as pattern.evicted.
+One batch subscriber rebuilds each turn's fingerprint from the record, takes its score from the
+evaluator's latest verdict, its cost and latency from llm.call_completed, and writes it (then cap
+and age evictions, pattern.evicted). A later verdict on a recorded turn (feedback or an implicit
+signal after the end, `metis eval run --again`) rescores its outcome, recorded again.
 """
 
 from __future__ import annotations
@@ -17,8 +16,9 @@ from metis_core.events.bus import EventBus, EventFilter, Subscription
 from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.learning.evaluator.evaluator import Evaluator
+from metis_core.learning.evaluator.subjects import concerns_turn
 from metis_core.learning.patterns.fingerprint import Embedder, Fingerprint, fingerprint
-from metis_core.learning.patterns.store import Eviction, PatternStore
+from metis_core.learning.patterns.store import Eviction, PatternStore, Rescored
 from metis_core.messages import Role
 from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
@@ -38,14 +38,53 @@ class PatternRecorder:
         self.embed = embed
 
     def subscription(self) -> Subscription:
-        return Subscription(filter=EventFilter(event_types={"session.ended"}), handler=self.handle,
-                            name=SUBSCRIPTION_NAME)
+        return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit",
+                                                         "feedback.explicit"}),
+                            handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
         try:
-            self.record_session(event)
+            if event.type == "session.ended":
+                self.record_session(event)
+            elif event.type == "eval.completed" and event.payload.get("subject_kind") == "turn":
+                self.rescore_turn(str(event.payload["subject_id"]))
+            elif event.type == "feedback.implicit" and event.payload.get("subject_turn_id"):
+                self.implicit_arrived(event)
+            elif event.type == "feedback.explicit" and event.payload.get("scope") == "session":
+                self.session_rated(event)
         except MetisError as error:
             log.warning("patterns of session %s not recorded: %s", event.session_id, error)
+
+    def implicit_arrived(self, signal: Event) -> None:
+        """An implicit signal on a turn already recorded (`abandon` comes after session.ended):
+        re-evaluate it; its eval.completed rescores the outcome. Earlier signals are read at the end."""
+        turn_id = str(signal.payload["subject_turn_id"])
+        if self.patterns.is_recorded(turn_id):
+            self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=signal)
+
+    def session_rated(self, rating: Event) -> None:
+        """A rating of a whole session already recorded covers its turns: re-evaluate each of them
+        (a turn rating goes through the evaluator's own trigger)."""
+        for turn_id in self.patterns.turns_of_session(rating.session_id):
+            self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=rating)
+
+    def rescore_turn(self, turn_id: str) -> list[Event]:
+        """Give a recorded turn's outcomes its latest verdict's score; the pattern.recorded events."""
+        verdict = self.evaluator.verdicts.latest("turn", turn_id)
+        if verdict is None:
+            return []
+        emitted = [self._rescored(turn_id, r, verdict.score) for r in self.patterns.rescore(turn_id, verdict.score)]
+        return [e for e in emitted if e is not None]
+
+    def _rescored(self, turn_id: str, rescored: Rescored, score: float) -> Event | None:
+        ended = self.trace.events(session_id=rescored.session_id, types=("session.ended",))
+        return self.bus.emit_new("pattern.recorded", {
+            "fingerprint_id": rescored.fingerprint_id, "fingerprint_kind": rescored.fingerprint_kind,
+            "primary_model": rescored.model, "sample_size_before": rescored.sample_size,
+            "sample_size_after": rescored.sample_size, "was_new_fingerprint": False, "success_score": score,
+            "cost_usd_at_record": str(rescored.cost_usd), "pricing_version": rescored.pricing_version,
+            "over_soft_cap": False,
+        }, session_id=rescored.session_id, turn_id=turn_id, parent=ended[-1] if ended else None, actor=Actor.SYSTEM)
 
     def record_session(self, ended: Event) -> list[Event]:
         """Record every finished turn of the session that `ended` closes; the pattern.recorded events."""
@@ -76,7 +115,7 @@ class PatternRecorder:
 
     def _score(self, ended: Event, turn_id: str, turn: list[Event]) -> float | None:
         feedback = self.trace.events(session_id=ended.session_id, types=("feedback.explicit", "feedback.implicit"))
-        latest_feedback = max((e.id for e in feedback if e.payload.get("subject_turn_id") == turn_id), default="")
+        latest_feedback = max((e.id for e in feedback if concerns_turn(e, turn_id)), default="")
         verdict = self.evaluator.verdicts.latest("turn", turn_id)
         if verdict is None or verdict.eval_id < latest_feedback:
             verdict = self.evaluator.evaluate("turn", turn_id, trigger="bus", parent=ended)

@@ -70,6 +70,19 @@ class Outcome:
 
 
 @dataclass(frozen=True)
+class Rescored:
+    """An outcome whose score a later verdict on its turn replaced."""
+
+    fingerprint_id: str
+    fingerprint_kind: str
+    session_id: str
+    model: str
+    cost_usd: Decimal
+    pricing_version: str
+    sample_size: int
+
+
+@dataclass(frozen=True)
 class StoredFingerprint:
     id: str
     fingerprint: Fingerprint
@@ -111,6 +124,33 @@ class PatternStore:
                                     (fingerprint_id, model)).fetchone()
             (total,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes").fetchone()
         return Recorded(fingerprint_id, was_new, int(before), int(after), int(total) > self.settings.soft_cap_rows)
+
+    def is_recorded(self, turn_id: str) -> bool:
+        return bool(self.db.rows("SELECT 1 FROM pattern_outcomes WHERE turn_id = ? LIMIT 1", (turn_id,)))
+
+    def turns_of_session(self, session_id: str) -> list[str]:
+        rows = self.db.rows("SELECT DISTINCT turn_id FROM pattern_outcomes WHERE session_id = ? ORDER BY turn_id",
+                            (session_id,))
+        return [str(r[0]) for r in rows]
+
+    def rescore(self, turn_id: str, score: float | None) -> list[Rescored]:
+        """Give the outcomes recorded for `turn_id` a new score; those it changed (none when unrecorded)."""
+        rows = self.db.rows(  # read first: most verdicts (every turn's first) change nothing here
+            "SELECT o.fingerprint_id, f.kind, o.session_id, o.model, o.cost_usd, o.pricing_version, o.score "
+            "FROM pattern_outcomes o JOIN pattern_fingerprints f ON f.id = o.fingerprint_id "
+            "WHERE o.turn_id = ? ORDER BY o.id", (turn_id,))
+        changed = [r for r in rows if r[6] != score]
+        if not changed:
+            return []
+        with self.db.writing() as conn:
+            conn.execute("UPDATE pattern_outcomes SET score = ? WHERE turn_id = ?", (score, turn_id))
+            rescored = []
+            for r in changed:
+                (count,) = conn.execute("SELECT COUNT(*) FROM pattern_outcomes WHERE fingerprint_id = ? AND model = ?",
+                                        (r[0], r[3])).fetchone()
+                rescored.append(Rescored(str(r[0]), str(r[1]), str(r[2]), str(r[3]), Decimal(r[4]), str(r[5]),
+                                         int(count)))
+        return rescored
 
     def enforce_caps(self) -> Eviction | None:
         """soft_cap_signal past the soft cap; past the hard cap, evict the oldest down to the soft cap."""

@@ -35,7 +35,7 @@ async function api(path) {
   const response = await fetch(path, { headers });
   if (response.status === 401) {
     document.getElementById("token-form").hidden = false;
-    throw new Error("This server needs an access token.");
+    throw new Error("Open the link `metis serve` printed when it started, or enter a gateway key.");
   }
   const body = await response.json();
   if (!response.ok) throw new Error(body.detail || response.statusText);

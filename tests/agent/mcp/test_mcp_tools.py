@@ -3,6 +3,7 @@ calls through the dispatcher and the turn loop, confirmation, errors, hangs and 
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 from typing import Any
@@ -125,19 +126,6 @@ async def test_a_hung_call_times_out_as_a_named_tool_error(make_harness: Any) ->
     assert (await h.call("probe__add", {"a": 4, "b": 4})).succeeded  # a slow call does not kill the server
 
 
-async def test_a_server_that_dies_mid_call_fails_that_call_and_the_next_at_once(make_harness: Any) -> None:
-    h: McpHarness = make_harness({"probe": stdio_server(call_timeout_seconds=30)})
-    started = time.monotonic()
-    died = await h.call("probe__die", {})
-    assert time.monotonic() - started < 10
-    text = died.message.tool_results()[0].content[0].text  # type: ignore[union-attr]
-    assert not died.succeeded and "MCP server 'probe' is not running" in text
-    started = time.monotonic()
-    after = await h.call("probe__add", {"a": 1, "b": 2})
-    assert not after.succeeded and time.monotonic() - started < 1
-    assert [e.payload["error_class"] for e in of_type(h.events(), "tool.failed")] == ["execution_error"] * 2
-
-
 async def test_streamable_http_server_with_headers(make_harness: Any, http_probe: str) -> None:
     h: McpHarness = make_harness({"remote": {"url": http_probe, "headers": {"X-Probe-Token": "h-secret-1"},
                                              "side_effects": "read"}})
@@ -200,3 +188,42 @@ async def test_an_http_server_that_dies_mid_call_fails_that_call_and_the_next(ma
     failures = [e.payload for e in of_type(h.events(), "tool.failed")]
     assert [f["error_class"] for f in failures] == ["execution_error", "execution_error"]
     assert all("MCP server 'remote' is not running" in f["error_message"] for f in failures)
+
+
+async def test_a_crashed_server_is_restarted_for_the_next_call_with_its_cause_kept(make_harness: Any) -> None:
+    h: McpHarness = make_harness({"probe": stdio_server(call_timeout_seconds=30)})
+    connection = h.runtime.mcp.connections["probe"]  # type: ignore[union-attr]
+    started = time.monotonic()
+    died = await h.call("probe__die", {})  # the call in flight fails at once, not at its timeout
+    assert time.monotonic() - started < 10
+    text = died.message.tool_results()[0].content[0].text  # type: ignore[union-attr]
+    assert not died.succeeded and "MCP server 'probe' is not running" in text
+    assert "exited with status 3" in text and "the call was not retried" in text
+    after = await h.call("probe__add", {"a": 1, "b": 2})
+    assert after.succeeded and after.message.tool_results()[0].content[0].text == "3"  # type: ignore[union-attr]
+    (restart,) = connection.restarts
+    assert restart.attempt == 1 and restart.error is None and "exited with status 3" in restart.cause
+    process = connection._spawned[-1]
+    process.kill()  # dies while idle: the next call finds it gone and restarts it first
+    deadline = time.monotonic() + 10
+    while process.returncode is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    again = await h.call("probe__add", {"a": 2, "b": 2})
+    assert again.succeeded and len(connection.restarts) == 2
+    assert [e.payload["error_class"] for e in of_type(h.events(), "tool.failed")] == ["execution_error"]
+    assert "killed by signal 9" in connection.restarts[1].cause
+
+
+async def test_a_server_that_keeps_crashing_is_restarted_a_bounded_number_of_times(make_harness: Any) -> None:
+    from metis_core.agent.mcp.connection import MAX_RESTARTS
+
+    h: McpHarness = make_harness({"probe": stdio_server(call_timeout_seconds=30)})
+    for _ in range(MAX_RESTARTS + 1):
+        assert not (await h.call("probe__die", {})).succeeded
+    started = time.monotonic()
+    last = await h.call("probe__add", {"a": 1, "b": 2})
+    text = last.message.tool_results()[0].content[0].text  # type: ignore[union-attr]
+    assert not last.succeeded and time.monotonic() - started < 2
+    assert f"not restarted again after {MAX_RESTARTS} restarts" in text and "exited with status 3" in text
+    restarts = h.runtime.mcp.connections["probe"].restarts  # type: ignore[union-attr]
+    assert [r.attempt for r in restarts] == list(range(1, MAX_RESTARTS + 1))
