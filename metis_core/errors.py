@@ -106,7 +106,15 @@ class ModelIdError(MetisError):
 
 
 class UnknownModelError(MetisError):
-    """A model id, alias or chain member is not in the registry."""
+    """A model id, alias or chain member is not in the registry.
+
+    `operator_hint` (where to add a model: the config file's path) ends the message for the person who
+    runs metis; `without_operator_hint` is the part a gateway's client may see."""
+
+    def __init__(self, message: str, *, operator_hint: str = "") -> None:
+        self.without_operator_hint = message
+        self.operator_hint = operator_hint
+        super().__init__(f"{message} {operator_hint}" if operator_hint else message)
 
 
 class AliasCycleError(MetisError):

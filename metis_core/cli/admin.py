@@ -18,6 +18,7 @@ import typer
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import database, db_path, parse_when, progress
 from metis_core.cli.output import Terminal
+from metis_core.errors import BackupError, StoreError
 from metis_core.trace.audit import export_audit
 from metis_core.trace.backup import backup as backup_database
 from metis_core.trace.backup import restore as restore_database
@@ -45,7 +46,12 @@ def backup(
     terminal = Terminal.open()
     target = dest or default_backup_path()
     with progress(terminal, f"backing up to {target}") as update:
-        result = backup_database(database(), target, overwrite=force)
+        try:
+            result = backup_database(database(), target, overwrite=force)
+        except BackupError:
+            raise
+        except (StoreError, OSError) as error:  # the snapshot goes through a temporary file beside DEST
+            raise BackupError(f"cannot write the backup to {target}: {error}") from None
         update(1, 1)
     terminal.out.print("\n".join(result.lines()), markup=False)
 

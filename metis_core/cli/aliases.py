@@ -16,8 +16,8 @@ from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.cli.runtime_setup import load_cli_config
-from metis_core.cli.tables import Rows, print_rows
 from metis_core.errors import MetisError
 from metis_core.models.registry import ModelRegistry
 

@@ -9,6 +9,7 @@ hands over to first_run (and from there possibly to the demo).
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from metis_core.cli.chat_input import MessageReader, enable_line_editing
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.demo.tour import run_demo
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
+from metis_core.cli.render import NoteHandler, StreamPrinter, shown_tools, turn_summary
 from metis_core.cli.route_prompt import TerminalRouteAdvisor, describe
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
 from metis_core.cli.session_ids import resolve_session_id
@@ -149,10 +150,13 @@ def chat(model: str | None, session_id: str | None, yes: bool, workspace: Path, 
             run_demo(terminal)
             return
         model = choice.model
+    if model is None and session_id is None and first_run.only_a_local_server(config) and not replaying():
+        model = first_run.local_server_model(terminal, config, ask=terminal.interactive)
     interactive = terminal.interactive
     if interactive:
         enable_line_editing()
     printer = StreamPrinter(terminal.out, show_thinking=show_thinking)
+    logging.getLogger("metis_core").addHandler(NoteHandler(printer))  # the chat process ends with the chat
     reader = LineReader(sys.stdin.fileno()) if interactive else None
     confirmer: Confirmer = TerminalConfirmer(terminal, reader) if reader is not None else NoTerminalDenier(terminal)
     runtime = open_runtime(config, confirmer=confirmer, approve_everything=yes, tool_modules=tool_modules)

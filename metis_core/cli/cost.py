@@ -14,13 +14,13 @@ from typing import Annotated
 
 import typer
 
+from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
 from metis_core.cli.output import Terminal
 from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.spend import extra_field, spend_by, stored_calls, total
 from metis_core.cli.tables import spend_table
-from metis_core.errors import ConfigError
 from metis_core.messages import Message
 
 
@@ -28,7 +28,8 @@ from metis_core.messages import Message
 def cost(
     session_id: Annotated[str | None, typer.Option(
         "--session", help="Only this session (id, prefix or `latest`).")] = None,
-    since: Annotated[str | None, typer.Option(help="Only calls from this date/time on (UTC).")] = None,
+    since: Annotated[str | None, typer.Option(
+        help="Only calls since this date/time (UTC) or age: 2026-05-01, 7d, 12h.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
     by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, day, or (gateway "
                                                        "traffic) key, user, team.")] = None,
@@ -54,7 +55,7 @@ def cost(
         "team": lambda m: m.metadata.team_id or "-",
     }
     if by is not None and by not in keys:
-        raise ConfigError(f"--by takes one of {', '.join(keys)}, not {by!r}")
+        raise UsageProblem(f"--by takes one of {', '.join(keys)}, not {by!r}")
     chosen = [by] if by is not None else ["session", "model", "day"]
     groupings = {name: spend_by(calls, keys[name]) for name in chosen}
     whole = total(next(iter(groupings.values())))

@@ -6,6 +6,7 @@ and never pick numbers themselves. It does not print anything (failures.py does)
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
 
 from metis_core.errors import (
@@ -14,18 +15,27 @@ from metis_core.errors import (
     CapabilityMismatchError,
     ConfigError,
     EventLogIntegrityError,
+    ExportError,
+    FeedbackTargetError,
+    GatewayKeyError,
+    JudgeCallFailedError,
     MetisError,
     ModelIdError,
+    NoModelForTierError,
     OutputRefusedError,
     OutputSchemaError,
     OutputValidationError,
     ProviderError,
+    ReplayError,
     RoutingPolicyError,
+    SchemaMigrationError,
+    ServeAccessKeyMissingError,
+    ServeError,
     StoreError,
     ToolModuleError,
     UnknownModelError,
+    UnsupportedProviderError,
 )
-from metis_core.routing.engine import NoRoutableModelError
 
 
 class UsageProblem(MetisError):
@@ -49,20 +59,30 @@ class ExitCode(IntEnum):
     """Ctrl-C (128 + SIGINT), as shells report it."""
 
 
+def _is_routing_refusal(error: BaseException) -> bool:
+    """A NoRoutableModelError, without importing the router: unless it is loaded, none was raised
+    (listing commands never load it, and stay quick)."""
+    engine = sys.modules.get("metis_core.routing.engine")
+    return engine is not None and isinstance(error, engine.NoRoutableModelError)
+
+
 def exit_code_for(error: BaseException) -> ExitCode:
     if isinstance(error, KeyboardInterrupt):
         return ExitCode.CANCELLED
+    if isinstance(error, ServeAccessKeyMissingError):
+        return ExitCode.CONFIGURATION  # an open bind needs an access key issued first
     if isinstance(error, UsageProblem | UnknownModelError | ModelIdError | AliasCycleError | ToolModuleError
-                  | OutputSchemaError):
+                  | OutputSchemaError | GatewayKeyError | FeedbackTargetError | ReplayError | ExportError
+                  | ServeError):
         return ExitCode.USAGE
-    if isinstance(error, ConfigError | RoutingPolicyError):
+    if isinstance(error, ConfigError | RoutingPolicyError | NoModelForTierError | UnsupportedProviderError):
         return ExitCode.CONFIGURATION
-    if isinstance(error, ProviderError | AllModelsFailedError | OutputValidationError):
+    if isinstance(error, ProviderError | AllModelsFailedError | OutputValidationError | JudgeCallFailedError):
         return ExitCode.PROVIDER
-    if isinstance(error, CapabilityMismatchError | NoRoutableModelError | OutputRefusedError):
+    if isinstance(error, CapabilityMismatchError | OutputRefusedError) or _is_routing_refusal(error):
         return ExitCode.REFUSED
     if isinstance(error, EventLogIntegrityError):
         return ExitCode.INTEGRITY
-    if isinstance(error, StoreError):
+    if isinstance(error, StoreError | SchemaMigrationError):
         return ExitCode.STORAGE
     return ExitCode.UNEXPECTED

@@ -20,7 +20,6 @@ from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.output import Terminal
 from metis_core.config import MetisConfig, load_config
 from metis_core.errors import MetisError, MissingAPIKeyError
-from metis_core.routing.engine import NoRoutableModelError
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -30,7 +29,11 @@ DEBUG_ENV = "METIS_DEBUG"
 
 def clarify(error: MetisError, config: MetisConfig | None) -> MetisError:
     """A NoRoutableModelError rejected only for missing keys becomes MissingAPIKeyError (exit 3)."""
-    if not isinstance(error, NoRoutableModelError) or config is None:
+    if config is None or type(error).__name__ != "NoRoutableModelError":
+        return error
+    from metis_core.routing.engine import NoRoutableModelError  # loaded already: one was raised
+
+    if not isinstance(error, NoRoutableModelError):
         return error
     rejected = [v for v in error.chain if v.verdict == "rejected"]
     missing = [v for v in rejected if v.validation_failure == "not_configured" and "no API key" in v.reason]

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import providers_with_keys
 from metis_core.config import SDK_BASE_URL_ENV, MetisConfig, ProviderConfig, base_url_env_var
@@ -21,6 +22,8 @@ OLLAMA_DEFAULT_URL = "http://127.0.0.1:11434"
 OLLAMA_PROBE_ENV = "METIS_OLLAMA_PROBE_URL"
 """Where to look for Ollama on first run (default its local port); tests point it elsewhere."""
 PROBE_TIMEOUT_SECONDS = 0.5
+LOCAL_SERVER_TIMEOUT_SECONDS = 5.0
+"""How long `GET /models` on a configured OpenAI-compatible server may take (it was set on purpose)."""
 LOCAL_PROVIDERS = ("ollama", "openai_compatible")
 
 GUIDANCE = """\
@@ -92,3 +95,45 @@ def guide(terminal: Terminal, config: MetisConfig) -> FirstRunChoice | None:
     out.print("\nNothing to chat with yet, so here is the offline demo instead. "
               "Its model is SCRIPTED; everything else is the real metis stack.\n", style="bold", markup=False)
     return None
+
+
+def only_a_local_server(config: MetisConfig) -> bool:
+    """An OpenAI-compatible endpoint is set and nothing else says which model to use."""
+    if providers_with_keys(config) or config.default_model or (config.home / "routing.yaml").is_file():
+        return False
+    return bool(os.environ.get(base_url_env_var("openai_compatible"), "").strip()
+                or config.provider("openai_compatible").base_url)
+
+
+def served_models(config: MetisConfig) -> list[str]:
+    """The model ids the OpenAI-compatible server lists (`GET <base_url>/models`), in its order."""
+    url = config.base_url("openai_compatible").rstrip("/")
+    key = config.api_key("openai_compatible")
+    headers = {"Authorization": f"Bearer {key.get_secret_value()}"} if key is not None else {}
+    try:
+        response = httpx.get(f"{url}/models", headers=headers, timeout=LOCAL_SERVER_TIMEOUT_SECONDS)
+        response.raise_for_status()
+        listed = response.json().get("data", [])
+        return [str(m["id"]) for m in listed if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    except (httpx.HTTPError, ValueError, AttributeError):
+        return []
+
+
+def local_server_model(terminal: Terminal, config: MetisConfig, *, ask: bool) -> str:
+    """The model to use when only an OpenAI-compatible server is set: the first it lists (offered
+    first when `ask`); a UsageProblem saying to pass --model when it lists none or is declined."""
+    url = config.base_url("openai_compatible")
+    models = served_models(config)
+    if not models:
+        raise UsageProblem(f"the OpenAI-compatible server at {url} lists no models (GET {url.rstrip('/')}/models); "
+                           "name one: --model openai_compatible:<model>")
+    model = f"openai_compatible:{models[0]}"
+    others = f" (it also serves {', '.join(models[1:])})" if len(models) > 1 else ""
+    if ask:
+        reply = input(f"The server at {url} serves {', '.join(models)}. Chat with {model}? [Y/n] ").strip().lower()
+        if reply not in ("", "y", "yes"):
+            raise UsageProblem(f"name the model to use: --model openai_compatible:<model>{others}")
+        return model
+    terminal.err.print(f"using {model}, the first model the server at {url} lists{others}; "
+                       "choose with --model", style="dim", markup=False)
+    return model

@@ -20,6 +20,7 @@ import typer
 
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import database, parse_when
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.errors import GatewayKeyError, ServeError
 
@@ -81,6 +82,15 @@ def key_service() -> Iterator[KeyService]:
         store.close()
 
 
+def _key_id(keys: KeyService, text: str) -> str:
+    """A key id as typed: whole, a unique prefix (`gk_` optional) or `latest` (the newest key)."""
+    from metis_core.cli.session_ids import pick_id
+
+    newest = sorted(keys.list(), key=lambda record: record.created_at, reverse=True)
+    return pick_id(text, [record.id for record in newest], id_prefix="gk_", what="gateway key",
+                   hint="`metis gateway keys list` shows them")
+
+
 def _row(record: GatewayKeyRecord, now: datetime, usage: BudgetUsage | None = None) -> dict[str, object]:
     if record.revoked_at is not None:
         status = f"revoked ({record.revoke_reason})"
@@ -133,14 +143,16 @@ def serve(
     """Serve /v1/chat/completions, /v1/messages, /v1/models, /healthz and /readyz."""
     import os
 
+    from metis_core.cli.listening import require_extra, run_until_stopped
     from metis_core.cli.runtime_setup import load_cli_config
+
+    require_extra("gateway", "metis gateway serve")
+    from metis_core.gateway.serve import server_stack
     from metis_core.gateway.web_guard import ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV
 
     names = load_cli_config().serve  # the workers read the names from the environment
     os.environ[ALLOWED_HOSTS_ENV] = ",".join([*names.allowed_hosts, *(allowed_host or [])])
     os.environ[ALLOWED_ORIGINS_ENV] = ",".join([*names.allowed_origins, *(allowed_origin or [])])
-
-    from metis_core.gateway.serve import serve as run_server
 
     factory = "metis_core.gateway.serve:build_app"
     if web:
@@ -156,9 +168,13 @@ def serve(
         os.environ[BIND_HOST_ENV] = host
         os.environ[BIND_PORT_ENV] = str(port)
         factory = FACTORY
-    Terminal.open().err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
-                              f"{', web view at /' if web else ''}); Ctrl-C stops it", markup=False)
-    run_server(host, port, workers, factory)
+    terminal = Terminal.open()
+    loop, http = server_stack()
+    run_until_stopped(factory, host=host, port=port, factory=True, workers=workers, loop=loop, http=http,
+                      log_level="warning", lifespan="on", access_log=False,
+                      announce=lambda: terminal.err.print(f"metis gateway on http://{host}:{port} ({workers} worker(s)"
+                                                          f"{', web view at /' if web else ''}); Ctrl-C stops it",
+                                                          markup=False))
 
 
 # --- keys ------------------------------------------------------------------------------------
@@ -206,39 +222,46 @@ def issue(
 
 @keys_app.command("list")
 @guarded
-def list_keys(as_json: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False) -> None:
+def list_keys(as_json: Annotated[bool, typer.Option("--json", help="One JSON document.")] = False,
+              plain: PlainOption = False) -> None:
     """Every key with its prefix, owner, limits and status (never the key itself)."""
-    from rich.table import Table
+    from metis_core.cli.rows import Rows, print_rows
+    from metis_core.store.gateway_keys import open_gateway_key_store
 
     terminal = Terminal.open()
     now = datetime.now(UTC)
     from metis_core.store.gateway_keys import budget_usage
 
-    with key_service() as keys:
-        rows = [_row(record, now, budget_usage(keys.store, "gateway_key", record.id, record.budget_usd,
-                                               record.budget_period, now)) for record in keys.list()]
+    store = open_gateway_key_store(database())  # only reads: no event bus, no trace writer
+    try:
+        rows = [_row(record, now, budget_usage(store, "gateway_key", record.id, record.budget_usd,
+                                               record.budget_period, now)) for record in store.list_keys()]
+    finally:
+        store.close()
     if as_json:
         terminal.raw(json.dumps(rows, indent=2) + "\n")
         return
     if not rows:
         terminal.out.print("no gateway keys yet: `metis gateway keys issue`", markup=False)
         return
-    table = Table("id", "name", "scope", "prefix", "user", "team", "models", "budget", "rpm", "tpm", "status")
+    table = Rows(("id", "name", "scope", "prefix", "user", "team", "models", "budget", "rpm", "tpm", "status"))
     for row in rows:
         budget = (f"${row['budget_usd']}/{row['budget_period']}: ${row['spent_usd']} spent, ${row['reserved_usd']} "
                   f"held, ${row['remaining_usd']} left") if row["budget_usd"] is not None else "-"
         models = ", ".join(row["models"]) if isinstance(row["models"], list) else "all"
-        table.add_row(*(str(v) if v is not None else "-" for v in (
+        table.rows.append(tuple(str(v) if v is not None else "-" for v in (
             row["id"], row["name"], row["scope"], row["prefix"], row["user_id"], row["team_id"], models, budget,
             row["rpm"], row["tpm"], row["status"])))  # fmt: skip
-    terminal.out.print(table)
+    print_rows(terminal, table, plain=plain)
 
 
 @keys_app.command("revoke")
 @guarded
-def revoke(key_id: Annotated[str, typer.Argument(help="The key id (gk_...).")]) -> None:
+def revoke(key_id: Annotated[str, typer.Argument(help="The key id (gk_...), a unique prefix or `latest`.")]
+           ) -> None:
     """Revoke a key at once."""
     with key_service() as keys:
+        key_id = _key_id(keys, key_id)
         keys.revoke(key_id)
     Terminal.open().out.print(f"revoked {key_id}", markup=False)
 
@@ -246,13 +269,14 @@ def revoke(key_id: Annotated[str, typer.Argument(help="The key id (gk_...).")]) 
 @keys_app.command("rotate")
 @guarded
 def rotate(
-    key_id: Annotated[str, typer.Argument(help="The key id (gk_...).")],
+    key_id: Annotated[str, typer.Argument(help="The key id (gk_...), a unique prefix or `latest`.")],
     grace: Annotated[str, typer.Option(help="How long the old key keeps working, e.g. 24h; 0s ends it now.")] = "24h",
     as_json: Annotated[bool, typer.Option("--json", help="Print {id, prefix, key} as JSON.")] = False,
 ) -> None:
     """Replace a key with a new one on the same terms; the old one works until the grace ends."""
+    how_long = parse_duration(grace, "--grace")  # a bad option is named before the key is looked up
     with key_service() as keys:
-        issued = keys.rotate(key_id, grace=parse_duration(grace, "--grace"))
+        issued = keys.rotate(_key_id(keys, key_id), grace=how_long)
     _print_issued(Terminal.open(), issued.record, issued.token, as_json)
 
 

@@ -20,8 +20,8 @@ from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.cli.runtime_setup import load_cli_config
-from metis_core.cli.tables import Rows, print_rows
 from metis_core.config import STANDARD_KEY_ENV
 
 app = typer.Typer(help="Store and list provider API keys (config.yaml, mode 0600).", no_args_is_help=True,

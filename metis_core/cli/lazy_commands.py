@@ -40,7 +40,58 @@ class LazyCommand:
             wrapper.command(self.name)(found)
             command = typer.main.get_command(wrapper)
         command.name = self.name
+        plain_help_types(command)
         return command
+
+
+TYPE_WORDS = {"bool": None, "str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH", "path": "PATH",
+              "file": "FILE", "directory": "DIR", "datetime": "TIME"}
+"""typer's Python type labels and the words `--help` shows instead (a switch shows nothing)."""
+
+
+def _type_word(label: str | None) -> str | None:
+    """`<bool>` -> nothing, `<str>` -> TEXT, `<list[str]>` -> TEXT..., a metavar or choices as they are."""
+    if label is None or not (label.startswith("<") and label.endswith(">")):
+        return label
+    inner = label[1:-1]
+    repeated = inner.startswith("list[") and inner.endswith("]")
+    inner = inner[5:-1] if repeated else inner
+    word = TYPE_WORDS.get(inner, inner.replace(" range", "").upper() if inner in ("int range", "float range")
+                          else inner)
+    if word == "INT":
+        word = "INTEGER"
+    if word == "FLOAT":
+        word = "NUMBER"
+    if word is None:
+        return None
+    return f"{word}..." if repeated else word
+
+
+def _show_word(param: click.Parameter) -> None:
+    shown = getattr(param, "display_type_rich", None)
+    if shown is not None and not getattr(shown, "plain_word", False):
+        def word(ctx: click.Context) -> str | None:
+            return _type_word(shown(ctx))
+
+        word.plain_word = True  # type: ignore[attr-defined]
+        setattr(param, "display_type_rich", word)  # noqa: B010 (an instance override of typer's method)
+
+
+def plain_help_types(command: click.Command) -> None:
+    """Show user words in the help (TEXT, INTEGER, PATH) where typer shows <str>, <bool>, <list[str]>."""
+    for param in command.params:
+        _show_word(param)
+    help_option = command.get_help_option  # -h/--help is made when help is asked for
+
+    def plain_help_option(ctx: click.Context) -> click.Parameter | None:
+        made = help_option(ctx)
+        if made is not None:
+            _show_word(made)
+        return made
+
+    setattr(command, "get_help_option", plain_help_option)  # noqa: B010
+    for sub in getattr(command, "commands", {}).values():
+        plain_help_types(sub)
 
 
 LAZY_COMMANDS: dict[str, LazyCommand] = {}

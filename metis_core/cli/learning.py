@@ -20,6 +20,7 @@ from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime
+from metis_core.cli.session_ids import resolve_session_id
 
 eval_app = typer.Typer(help="Score turns and sessions with the evaluator.", no_args_is_help=True)
 patterns_app = typer.Typer(help="What the pattern store has learned, and forgetting it.", no_args_is_help=True)
@@ -55,7 +56,7 @@ def parse_since(value: str | None) -> datetime | None:
 
 @guarded
 def feedback(
-    session: Annotated[str, typer.Argument(help="The session id.")],
+    session: Annotated[str, typer.Argument(help="The session: an id, a unique prefix of one, or `latest`.")],
     target: Annotated[str, typer.Argument(help="TURN (id or 1-based number) then up|down; or just up|down to "
                                                "rate the whole session.")],
     rating: Annotated[str | None, typer.Argument(help="up or down, when a TURN is given.")] = None,
@@ -64,7 +65,8 @@ def feedback(
     """Rate a turn or a whole session (feedback.explicit); the evaluator re-scores it."""
     terminal = Terminal.open()
     turn, value = (None, target) if rating is None else (target, rating)
-    with learning_runtime() as (_, learning):
+    with learning_runtime() as (runtime, learning):
+        session = resolve_session_id(runtime.store, session)
         event = learning.feedback.rate(session, value, turn=turn, scope="session" if turn is None else "turn",
                                        comment=comment)
         learning.settle()  # its verdict and the pattern outcomes it rescores land before the process ends
@@ -83,13 +85,25 @@ def eval_run(
     terminal = Terminal.open()
     moment = parse_since(since)
     with learning_runtime() as (runtime, learning):
+        started = datetime.now(UTC)
         results = learning.triggers.run_batch(moment, again=again)
         runtime.bus.flush()
+        failures = runtime.trace.events(types=("eval.failed",), since=started) if None in results else []
     scored = [r for r in results if r is not None]
     failed = len(results) - len(scored)
     mean = sum(r.score for r in scored) / len(scored) if scored else None
     terminal.out.print(f"evaluated {len(results)} subject(s): {len(scored)} verdict(s), {failed} failed"
                        + (f" · mean score {mean:.2f}" if mean is not None else ""), markup=False)
+    _say_why(terminal, failures)
+
+
+def _say_why(terminal: Terminal, failures: list[Any]) -> None:
+    """One line per failure mode: how many, and the first one's message (eval.failed's)."""
+    modes: dict[str, list[str]] = {}
+    for event in failures:
+        modes.setdefault(str(event.payload["failure_mode"]), []).append(str(event.payload["error_message"]))
+    for mode, messages in modes.items():
+        terminal.warn(f"{len(messages)} failed with {mode}: {messages[0]}")
 
 
 @patterns_app.command("list")

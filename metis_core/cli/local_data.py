@@ -6,10 +6,12 @@ parsing of `--since/--until` dates. Commands that run turns open a Runtime inste
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
@@ -18,7 +20,9 @@ from metis_core.cli.output import Terminal
 from metis_core.store.backend import Location, database_location
 from metis_core.store.db import default_db_path
 from metis_core.store.sessions import SessionStore
-from metis_core.trace.store import TraceStore
+
+if TYPE_CHECKING:
+    from metis_core.trace.store import TraceStore
 
 ProgressUpdate = Callable[[int, int], None]
 
@@ -40,6 +44,8 @@ def session_store() -> SessionStore:
 
 
 def trace_store() -> TraceStore:
+    from metis_core.trace.store import TraceStore  # the event catalog: only commands that read events load it
+
     return TraceStore(database())
 
 
@@ -58,13 +64,20 @@ def progress(terminal: Terminal, description: str) -> Iterator[ProgressUpdate]:
         yield update
 
 
+AGE = re.compile(r"^(\d+)([dhm])$")
+AGE_UNITS = {"d": "days", "h": "hours", "m": "minutes"}
+
+
 def parse_when(value: str | None, option: str) -> datetime | None:
-    """`2026-05-01` or `2026-05-01T12:00[:00][Z|+02:00]`; a time without a zone is UTC."""
+    """`2026-05-01`, `2026-05-01T12:00[:00][Z|+02:00]` (no zone: UTC), or an age back from now: 7d, 12h, 30m."""
     if value is None:
         return None
+    age = AGE.match(value.strip())
+    if age is not None:
+        return datetime.now(UTC) - timedelta(**{AGE_UNITS[age.group(2)]: int(age.group(1))})
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
-        raise typer.BadParameter(f"{value!r} is not a date; write 2026-05-01 or 2026-05-01T12:00Z",
+        raise typer.BadParameter(f"{value!r} is not a date or an age; write 2026-05-01, 2026-05-01T12:00Z or 7d",
                                  param_hint=option) from None
     return (parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)).astimezone(UTC)

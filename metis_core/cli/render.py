@@ -8,7 +8,7 @@ and the trace tree live in tables.py and trace_view.py; nothing here decides any
 from __future__ import annotations
 
 import json
-from decimal import Decimal
+import logging
 from typing import Any
 
 from rich.console import Console
@@ -16,6 +16,9 @@ from rich.console import Console
 from metis_core.agent.tools.base import Tool, ToolContext, ToolOutcome, extra_input_violations
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.turn import TurnResult
+from metis_core.cli.rows import cost_text as cost_text  # figures are formatted once, in rows.py
+from metis_core.cli.rows import format_usd as format_usd
+from metis_core.cli.rows import preview as preview
 from metis_core.messages import (
     MessageComplete,
     StreamError,
@@ -24,32 +27,6 @@ from metis_core.messages import (
     ThinkingDelta,
     ToolUseEnd,
 )
-
-PREVIEW_CHARS = 160
-
-
-def format_usd(amount: Decimal | float | None) -> str:
-    """$0 for nothing, six decimals under a cent, four above; '-' for unpriced."""
-    if amount is None:
-        return "-"
-    value = Decimal(str(amount))
-    if value == 0:
-        return "$0"
-    if abs(value) < Decimal("0.01"):
-        return "$" + format(value.quantize(Decimal("0.000001")), "f")
-    return "$" + format(value.quantize(Decimal("0.0001")), "f")
-
-
-def cost_text(amount: Decimal, unpriced_calls: int) -> str:
-    """A total that may include unpriced calls: `$0.0012`, `$0.0012 + unknown`, or `cost unknown`."""
-    if not unpriced_calls:
-        return format_usd(amount)
-    return "cost unknown" if amount == 0 else f"{format_usd(amount)} + unknown"
-
-
-def preview(text: str, limit: int = PREVIEW_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 class StreamPrinter:
@@ -117,6 +94,18 @@ class ShownTool:
         size = len(outcome.content.encode())
         self.printer.line(f"{mark} {self.definition.name}: {size} bytes · {preview(outcome.content)}", style)
         return outcome
+
+
+class NoteHandler(logging.Handler):
+    """The library's warnings (e.g. "no price for ...") while a chat streams: each on its own line,
+    never glued to the end of an answer still being printed."""
+
+    def __init__(self, printer: StreamPrinter) -> None:
+        super().__init__(logging.WARNING)
+        self.printer = printer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.printer.line(record.getMessage(), "yellow")
 
 
 def shown_tools(registry: ToolRegistry, printer: StreamPrinter) -> ToolRegistry:

@@ -20,6 +20,7 @@ from metis_core.cli.failures import guarded
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import format_usd
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
+from metis_core.cli.session_ids import resolve_session_id
 from metis_core.errors import ReplayError
 
 if TYPE_CHECKING:
@@ -114,7 +115,8 @@ def batch_table(batch: BatchReport) -> Table:
 
 @guarded
 def replay(
-    session: Annotated[str | None, typer.Argument(help="The stored session to replay.")] = None,
+    session: Annotated[str | None, typer.Argument(
+        help="The stored session to replay: an id, a unique prefix of one, or `latest`.")] = None,
     model: Annotated[str, typer.Option("--model", "-m", help="The model to replay on (id, alias or chain).")] = "",
     turns: Annotated[str | None, typer.Option("--turns", help="Only these user turns: N, N..M, N.. or ..M.")] = None,
     sessions: Annotated[str | None, typer.Option(
@@ -145,6 +147,7 @@ def replay(
         require_a_key_for(runtime, model)
         with asyncio.Runner() as runner:
             if session is not None:
+                session = resolve_session_id(runtime.store, session)
                 report = runner.run(replay_session(runtime, session, model, turns=parse_turns(turns),
                                                    live_tools=live_tools, text_threshold=threshold))
                 document: dict[str, Any] = report.to_json()

@@ -28,7 +28,7 @@ from metis_core.agent.turn import TurnResult
 from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.confirm_prompt import LineReader, NoTerminalDenier, TerminalConfirmer
 from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
-from metis_core.cli.first_run import has_any_provider
+from metis_core.cli.first_run import has_any_provider, local_server_model, only_a_local_server
 from metis_core.cli.model_options import model_options, parse_pairs
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, turn_summary
@@ -36,7 +36,13 @@ from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_
 from metis_core.cli.session_ids import LATEST, resolve_session_id
 from metis_core.cli.template_files import load_template
 from metis_core.cli.tool_choice import chosen_tools
-from metis_core.cli.turn_execution import add_system_prompt, execute_turn, image_attachment, split_override
+from metis_core.cli.turn_execution import (
+    add_system_prompt,
+    check_images_allowed,
+    execute_turn,
+    image_attachment,
+    split_override,
+)
 from metis_core.config import MetisConfig
 from metis_core.errors import ConfigError, MetisError
 from metis_core.messages import ContentBlock
@@ -138,7 +144,25 @@ def _settings(request: RunRequest, config: MetisConfig) -> tuple[str | None, str
     return model, system, model_options(options)
 
 
+def _list_tools(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCode:
+    """`metis run --tools list`: the tools `--tools NAME` can offer (a table, or plain rows when piped)."""
+    from metis_core.cli.rows import Rows, print_rows
+
+    runtime = open_runtime(config, tool_modules=request.tool_modules)
+    try:
+        rows = Rows(("tool", "side effects", "asks first", "description"))
+        for tool in runtime.tools.definitions():
+            rows.rows.append((tool.name, tool.side_effects.value, "yes" if tool.needs_confirmation else "no",
+                              tool.description))
+    finally:
+        runtime.close()
+    print_rows(terminal, rows)
+    return ExitCode.OK
+
+
 def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCode:
+    if request.tools == ["list"]:
+        return _list_tools(terminal, config, request)
     if request.no_log and (request.session or request.continue_latest):
         raise UsageProblem("--no-log starts a conversation that is not kept; it cannot continue a stored session")
     if request.session and request.continue_latest:
@@ -148,6 +172,8 @@ def _run(terminal: Terminal, config: MetisConfig, request: RunRequest) -> ExitCo
     prompt = full_prompt(request.prompt, piped_input())
     if model is None and session_arg is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
+    if model is None and session_arg is None and only_a_local_server(config) and not replaying():
+        model = local_server_model(terminal, config, ask=False)
     split_override(prompt)  # a malformed `@model` is refused before a session is opened
     interactive = terminal.interactive and not request.as_json
     confirmer: Confirmer = TerminalConfirmer(terminal, LineReader(sys.stdin.fileno())) if interactive \
@@ -185,6 +211,8 @@ def _turn(terminal: Terminal, runtime: Runtime, session: Session, request: RunRe
         if system is not None:
             add_system_prompt(runtime, session, system)
         attachments: list[ContentBlock] = [image_attachment(p, session.workspace) for p in request.attach]
+        if attachments:
+            check_images_allowed(runtime, session, split_override(prompt)[0] or model)
         printer = None if request.as_json else StreamPrinter(terminal.out, show_thinking=terminal.out.is_terminal)
         started = time.perf_counter()
         disposition = "error"

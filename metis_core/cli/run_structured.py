@@ -22,7 +22,7 @@ from metis_core.cli.output import Terminal
 from metis_core.cli.run import NOTHING_CONFIGURED, full_prompt, piped_input, result_document
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
 from metis_core.cli.turn_execution import add_system_prompt, interruptible, split_override
-from metis_core.errors import ConfigError, MetisError
+from metis_core.errors import ConfigError, MetisError, OutputSchemaError
 from metis_core.structured.policy import OutputPolicy
 from metis_core.structured.spec import OutputSpec, output_spec
 
@@ -37,7 +37,23 @@ def read_schema(path: Path) -> OutputSpec:
         raise UsageProblem(f"--schema {path} is not JSON ({error}); pass a JSON Schema file") from None
     if not isinstance(schema, dict):
         raise UsageProblem(f"--schema {path} must hold a JSON object (a JSON Schema)")
-    return output_spec(schema, name=str(schema.get("title") or path.stem))
+    try:
+        return output_spec(schema, name=str(schema.get("title") or path.stem))
+    except OutputSchemaError as error:
+        raise UsageProblem(f"--schema {path}: {in_flag_words(str(error))}") from None
+
+
+LIBRARY_TO_FLAGS = (
+    ("raise the retry budget", "raise --retries"), ("enable nl_to_format", "add --nl-to-format"),
+    ("the output schema", "the --schema file"), ("output=", "--schema"),
+)  # fmt: skip
+"""The structured-output library's advice, in the words of `metis run`'s flags."""
+
+
+def in_flag_words(message: str) -> str:
+    for library, flag in LIBRARY_TO_FLAGS:
+        message = message.replace(library, flag)
+    return message
 
 
 def structured_document(session_id: str, outcome: StructuredTurnResult | None, code: ExitCode) -> dict[str, Any]:
@@ -49,6 +65,8 @@ def structured_document(session_id: str, outcome: StructuredTurnResult | None, c
     failure = turn.failure if turn is not None else None
     attempts = output.attempts if output is not None else getattr(failure, "attempts", [])
     doc["attempts"] = [a.to_json() for a in attempts]
+    if isinstance(doc.get("error"), str):
+        doc["error"] = in_flag_words(doc["error"])
     doc["structured_mode"] = output.mode if output is not None else None
     doc["nl_to_format"] = output.nl_to_format if output is not None else False
     return doc
@@ -113,5 +131,5 @@ def run_with_schema(request: SchemaRun) -> ExitCode:
     elif outcome is not None and outcome.output is not None:
         terminal.raw(json.dumps(outcome.output.value_json(), ensure_ascii=False, indent=2) + "\n")
     if turn is not None and turn.error:
-        terminal.fail(turn.error)
+        terminal.fail(in_flag_words(turn.error))
     return code

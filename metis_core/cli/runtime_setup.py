@@ -12,18 +12,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from metis_core.adapters.client import ModelClient
-from metis_core.adapters.registry import provider_keys
-from metis_core.agent.confirmation import Confirmer, deny_all
-from metis_core.agent.runtime import Runtime
-from metis_core.agent.tools.python_tool import PythonTool, load_tool_module
-from metis_core.cli.cassette_flags import active_cassette
 from metis_core.config import MetisConfig, load_config, metis_home
 from metis_core.errors import MissingAPIKeyError
-from metis_core.transport.http import AsyncHttp
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the agent loads when a runtime is opened: commands that only read config stay quick
+    from metis_core.agent.confirmation import Confirmer
+    from metis_core.agent.runtime import Runtime
+    from metis_core.agent.tools.python_tool import PythonTool
     from metis_core.cassettes.cassette import CassetteMode
+    from metis_core.transport.http import AsyncHttp
 
 CLI_ASYNC_HTTP: AsyncHttp = "httpx"
 """A command's turns run on asyncio, so their calls are async; a CLI process is short, and httpx starts
@@ -53,7 +50,7 @@ def fallback_default_model(config: MetisConfig) -> str | None:
 
 
 def open_runtime(
-    config: MetisConfig, *, confirmer: Confirmer = deny_all, approve_everything: bool = False,
+    config: MetisConfig, *, confirmer: Confirmer | None = None, approve_everything: bool = False,
     tool_modules: Sequence[Path] = (),
     db_path: Path | None = None,
     async_http: AsyncHttp = CLI_ASYNC_HTTP,
@@ -61,7 +58,12 @@ def open_runtime(
     """The Runtime of one command, offering the built-in tools plus the @tool functions of `tool_modules`
     and of config's `tool_modules` (loaded first, so a broken module fails before anything is opened);
     `db_path` elsewhere than METIS_HOME/metis.db (`--no-log`); `async_http="aiohttp"` for a command that
-    serves (`metis serve`)."""
+    serves (`metis serve`); no `confirmer` denies every confirmation."""
+    from metis_core.agent.confirmation import deny_all
+    from metis_core.agent.runtime import Runtime
+    from metis_core.cli.cassette_flags import active_cassette
+
+    confirmer = confirmer or deny_all
     extra = python_tools(config, tool_modules)
     active = active_cassette()
     if active is not None:
@@ -100,6 +102,8 @@ def with_learning(runtime: Runtime) -> Runtime:
 
 def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list[PythonTool]:
     """The @tool functions of config's `tool_modules` (relative to METIS_HOME) and of `tool_modules`."""
+    from metis_core.agent.tools.python_tool import load_tool_module
+
     paths = [p if p.is_absolute() else config.home / p for p in (Path(m).expanduser() for m in config.tool_modules)]
     return [made for path in [*paths, *tool_modules] for made in load_tool_module(path)]
 
@@ -107,6 +111,10 @@ def python_tools(config: MetisConfig, tool_modules: Sequence[Path] = ()) -> list
 def _cassette_runtime(config: MetisConfig, mode: CassetteMode, path: Path, confirmer: Confirmer,
                       approve_everything: bool, db_path: Path | None, async_http: AsyncHttp) -> Runtime:
     """A Runtime whose client records to or replays from `path` (`--record` / `--replay`)."""
+    from metis_core.adapters.client import ModelClient
+    from metis_core.adapters.registry import provider_keys
+    from metis_core.agent.runtime import Runtime
+
     client = ModelClient(config=config, record=path if mode == "record" else None,
                          replay=path if mode == "replay" else None, async_http=async_http)
     configured: set[str] | None = None

@@ -43,6 +43,9 @@ def serve(
                                  "config `serve.allowed_origins`).")] = None,
 ) -> None:
     """Serve the web view, JSON API, HTTP chat and live event stream."""
+    from metis_core.cli.listening import require_extra, run_until_stopped
+
+    require_extra("serve", "metis serve")
     from metis_core.gateway.key_check import KeyCheck
     from metis_core.gateway.keys import KeyService
     from metis_core.gateway.serve import settings_from_env
@@ -61,8 +64,6 @@ def serve(
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
         access = ServerAccess.for_bind(host, keys, require_key=require_key)
 
-        import uvicorn
-
         from metis_core.gateway.web_guard import WebPolicy
         from metis_core.server.app import build_app
         from metis_core.server.launch_secret import announce_links
@@ -71,10 +72,14 @@ def serve(
                                         [*config.serve.allowed_origins, *(allowed_origin or [])])
         app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy)
         base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
-        typer.echo(f"metis serve: {base}/ (Ctrl-C stops)")
-        if access.loopback_bind and not access.require_key:
-            announce_links(access.launch, base, lambda text: typer.echo(text, nl=False))
-        uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio")
+
+        def announce() -> None:  # once the port listens
+            typer.echo(f"metis serve: {base}/ (Ctrl-C stops)")
+            if access.loopback_bind and not access.require_key:
+                announce_links(access.launch, base, lambda text: typer.echo(text, nl=False))
+
+        run_until_stopped(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio",
+                          announce=announce)
     finally:
         store.close()
         runtime.close()

@@ -1,7 +1,7 @@
-"""Session ids as people type them: the whole id, a unique prefix (with or without `sess_`), or `latest`.
+"""Ids as people type them: the whole id, a unique prefix (with or without `sess_`/`gk_`), or `latest`.
 
-Every command that takes a session id resolves it here, so the rules and the messages are the
-same everywhere. An ambiguous prefix is refused with the candidates; nothing is guessed.
+Every command that takes a session or gateway key id resolves it here, so the rules and the
+messages are the same everywhere. An ambiguous prefix is refused with the candidates; nothing is guessed.
 """
 
 from __future__ import annotations
@@ -34,3 +34,27 @@ def resolve_session_id(store: SessionStore, text: str) -> str:
         shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
         raise UsageProblem(f"{wanted!r} is the start of several sessions ({shown}); type more of the id")
     raise SessionNotFoundError(f"no session {wanted}; `metis sessions list` shows the stored ones")
+
+
+def pick_id(text: str, newest_first: list[str], *, id_prefix: str, what: str, hint: str) -> str:
+    """The one id of `newest_first` that `text` names (whole, unique prefix, or `latest`).
+
+    Ids are ULIDs after `id_prefix`, so a prefix typed without it is matched in upper case.
+    An unknown id or an ambiguous prefix is a UsageProblem naming `hint` (where to see the ids)."""
+    wanted = text.strip()
+    if wanted == LATEST:
+        if not newest_first:
+            raise UsageProblem(f"no {what} yet; {hint}")
+        return newest_first[0]
+    if not wanted:
+        raise UsageProblem(f"an empty {what} id; give an id, a prefix of one, or `latest`")
+    if wanted in newest_first:
+        return wanted
+    prefix = wanted if wanted.startswith(id_prefix) else id_prefix + wanted.upper()
+    found = [candidate for candidate in newest_first if candidate.startswith(prefix)]
+    if len(found) == 1:
+        return found[0]
+    if found:
+        shown = ", ".join(found[:5]) + (", …" if len(found) > 5 else "")
+        raise UsageProblem(f"{wanted!r} is the start of several {what}s ({shown}); type more of the id")
+    raise UsageProblem(f"no {what} {wanted}; {hint}")

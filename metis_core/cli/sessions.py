@@ -23,9 +23,8 @@ from metis_core.cli.local_data import progress, session_store, trace_store
 from metis_core.cli.memory_withheld import withhold_memory_text
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import cost_text, format_usd, preview
+from metis_core.cli.rows import cost_text, format_usd, preview, print_rows, sessions_rows
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.cli.tables import print_rows, sessions_rows
 from metis_core.messages import (
     ImageBlock,
     Message,
@@ -82,10 +81,11 @@ def list_sessions(
     terminal = Terminal.open()
     with session_store() as store:
         records = store.search_sessions(search, limit) if search else store.list_sessions(limit)
+        answered = {} if as_json else store.answering_models([r.id for r in records])
     if as_json:
         terminal.raw(json.dumps([r.to_json_dict() for r in records], indent=2) + "\n")
     else:
-        print_rows(terminal, sessions_rows(records), plain=plain)
+        print_rows(terminal, sessions_rows(records, answered), plain=plain)
 
 
 @app.command("show")

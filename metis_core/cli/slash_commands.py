@@ -121,7 +121,9 @@ class SlashCommands:
         return True
 
     def sessions(self, argument: str) -> bool:
-        self.out.print(sessions_table(self.chat.runtime.store.list_sessions(20)), soft_wrap=False)
+        store = self.chat.runtime.store
+        records = store.list_sessions(20)
+        self.out.print(sessions_table(records, store.answering_models([r.id for r in records])), soft_wrap=False)
         return True
 
     def resume(self, argument: str) -> bool:

@@ -1,74 +1,31 @@
-"""Lists as rows: a rich table on a terminal, or plain tab-separated lines for other programs.
+"""Tables of what needs the registries or the agent: models, spend, tools (rows.py prints them).
 
-When stdout is not a terminal (or with `--plain`) every list prints one line per row, fields
-separated by tabs, no header, nothing wrapped or cut: `metis models | grep openrouter:` and
-`metis sessions list | cut -f1` see whole ids. Pure rendering of records the stores and
-registries return; no queries, no decisions.
+Pure rendering of records the stores and registries return; no queries, no decisions. Lists that
+need none of that (sessions, keys) live in rows.py, so listing them stays quick.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from metis_core.agent.confirmation import ConfirmationPolicy
-from metis_core.agent.tools.registry import ToolRegistry
-from metis_core.cli.output import Terminal
-from metis_core.cli.render import cost_text
-from metis_core.cli.spend import SpendRow
+from metis_core.cli.rows import Rows, cost_text
+from metis_core.cli.rows import print_rows as print_rows  # callers of tables.py print with it
+from metis_core.cli.rows import sessions_table as sessions_table
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelInfo
-from metis_core.store.records import SessionRecord
+
+if TYPE_CHECKING:  # only `/tools` in the chat passes these; the listing commands never load the agent
+    from metis_core.agent.confirmation import ConfirmationPolicy
+    from metis_core.agent.tools.registry import ToolRegistry
+    from metis_core.cli.spend import SpendRow
 
 CAPABILITY_FLAGS = (
     ("tools", "supports_tools"), ("images", "supports_images"), ("thinking", "supports_thinking"),
     ("structured", "supports_structured_output"), ("caching", "supports_prompt_caching"),
 )  # fmt: skip
-
-
-@dataclass
-class Rows:
-    """A list to print: column names and rows of text."""
-
-    columns: tuple[str, ...]
-    rows: list[tuple[str, ...]] = field(default_factory=list)
-
-    def table(self) -> Table:
-        table = Table()
-        for column in self.columns:
-            table.add_column(column, overflow="fold")
-        for row in self.rows:
-            table.add_row(*row)
-        return table
-
-    def plain(self) -> str:
-        """One tab-separated line per row; tabs and line breaks inside a field become spaces."""
-        return "".join("\t".join(" ".join(cell.split()) for cell in row) + "\n" for row in self.rows)
-
-
-def print_rows(terminal: Terminal, rows: Rows, *, plain: bool = False) -> None:
-    """A table on a terminal; plain rows when asked or when stdout goes to another program."""
-    if plain or not terminal.out.is_terminal:
-        terminal.raw(rows.plain())
-    else:
-        terminal.out.print(rows.table(), soft_wrap=False)
-
-
-def sessions_rows(records: Iterable[SessionRecord]) -> Rows:
-    rows = Rows(("session", "title", "model", "updated", "cost", "tokens in/out", "ended"))
-    for r in records:
-        rows.rows.append((
-            r.id, r.title or "", r.active_model or "(default)", r.updated_at.strftime("%Y-%m-%d %H:%M"),
-            cost_text(r.total_cost_usd, r.unpriced_message_count),
-            f"{r.total_input_tokens}/{r.total_output_tokens}", r.disposition or "",
-        ))
-    return rows
-
-
-def sessions_table(records: Iterable[SessionRecord]) -> Table:
-    return sessions_rows(records).table()
 
 
 def models_rows(models: Iterable[ModelInfo], prices: PriceTable) -> Rows:

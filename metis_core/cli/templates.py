@@ -15,8 +15,7 @@ from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
-from metis_core.cli.render import preview
-from metis_core.cli.tables import Rows, print_rows
+from metis_core.cli.rows import Rows, preview, print_rows
 from metis_core.cli.template_files import (
     SKELETON,
     list_templates,

@@ -22,7 +22,7 @@ from metis_core.agent.session import Session
 from metis_core.agent.turn import StreamSink, TurnResult
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import clarify
-from metis_core.errors import MetisError
+from metis_core.errors import CapabilityMismatchError, MetisError
 from metis_core.messages import ContentBlock, ImageBlock, ImageSource, Message, Role, TextBlock
 
 T = TypeVar("T")
@@ -54,6 +54,25 @@ def image_attachment(path: Path, workspace: Path) -> ImageBlock:
     else:
         source = ImageSource(kind="base64", data=base64.b64encode(resolved.read_bytes()).decode())
     return ImageBlock(source=source, media_type=media_type)
+
+
+def check_images_allowed(runtime: Runtime, session: Session, spec: str | None) -> None:
+    """Refuse attachments before a session sees them when no model of `spec` (or the session's) reads
+    images, naming the config.yaml setting that says a model does (exit 5, CapabilityMismatchError)."""
+    spec = spec or session.sticky_model or runtime.config.default_model
+    if not spec:
+        return
+    try:
+        models = session.engine.expand(spec)
+        if any(runtime.registry.capabilities(m).supports_images for m in models):
+            return
+    except MetisError:
+        return  # an unknown name is refused, with its own message, when the turn resolves it
+    model = models[0]
+    raise CapabilityMismatchError(model, "supports_images", (
+        f"{model} is not known to read images; if it does, say so in {runtime.config.path}: "
+        f"`models: {{\"{model}\": {{supports_images: true}}}}` (docs/model-registry.md), or attach to another "
+        "model with --model"))
 
 
 async def interruptible(work: Coroutine[Any, Any, T]) -> T | None:

@@ -162,8 +162,9 @@ class GatewayService:
                 found = self._bare_name(asked, shape)
                 if found is not None:
                     return [found]
-            raise GatewayUnknownModelError(
-                f"{error} `GET /v1/models` lists what this gateway serves."
+            shown = error.without_operator_hint if isinstance(error, UnknownModelError) else str(error)
+            raise GatewayUnknownModelError(  # not the operator's config path: clients read this
+                f"{shown} `GET /v1/models` lists what this gateway serves."
             ) from None
 
     def _bare_name(self, name: str, shape: InboundShape) -> str | None:

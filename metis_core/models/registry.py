@@ -286,9 +286,8 @@ class ModelRegistry:
             what = f"{asked!r} is not an alias, a model id (<provider>:<model>) or a listed model name."
         else:
             what = f"unknown model {asked!r}."
-        return UnknownModelError(
-            f"{what}{hint} To use a model the registry does not list, add it under models: in {self._config_source}."
-        )
+        return UnknownModelError(f"{what}{hint}", operator_hint="To use a model the registry does not list, add "
+                                                                  f"it under models: in {self._config_source}.")
 
 
 def _members(chain: str) -> list[str]:

@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -430,6 +430,22 @@ class SessionStore:
             select = self._db.statements.message_select
             rows = self._db.execute(f"{select} WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
             return messages_from_rows(rows)
+
+    def answering_models(self, session_ids: Sequence[str]) -> dict[str, str]:
+        """The model of each session's most recent answer (sessions without one are left out)."""
+        if not session_ids:
+            return {}
+        marks = ", ".join("?" for _ in session_ids)
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
+                f"SELECT session_id, metadata_json FROM messages WHERE role = 'assistant' AND session_id IN ({marks}) "
+                "ORDER BY id", tuple(session_ids)).fetchall()
+        found: dict[str, str] = {}
+        for session_id, metadata in rows:
+            model = (orjson.loads(metadata) if isinstance(metadata, (str, bytes)) else metadata or {}).get("model")
+            if model:
+                found[session_id] = str(model)
+        return found
 
     def message_count(self, session_id: str) -> int:
         with self._lock, self._db.errors():

@@ -73,6 +73,7 @@ def test_an_unknown_model_is_a_404_with_a_hint(gateway: GatewayHarness) -> None:
     with pytest.raises(openai.NotFoundError) as caught:
         client.chat.completions.create(model="no-such-model", messages=[{"role": "user", "content": "hi"}])
     assert caught.value.code == "model_not_found" and "/v1/models" in caught.value.message
+    assert "config.yaml" not in caught.value.message and "models: in" not in caught.value.message
     assert gateway.upstream.requests == []
 
 

@@ -344,3 +344,14 @@ def test_the_replay_link_survives_export_and_import(tmp_path: Path) -> None:
         copy = b.import_session(document, as_new_session=True)
         assert copy.id != replay.id and copy.replay_of == source.id
         assert [r.id for r in b.replays_of(source.id)] == [replay.id, copy.id]
+
+
+def test_answering_models_are_each_sessions_last_answer(store: SessionStore, tmp_path: Path) -> None:
+    swapped, silent = store.create_session(tmp_path), store.create_session(tmp_path)
+    store.append_messages([user_message("hi", session_id=swapped.id),
+                           assistant(swapped.id, [TextBlock(text="a")]),
+                           user_message("again", session_id=swapped.id),
+                           assistant(swapped.id, [TextBlock(text="b")], provider="openai")])
+    store.append_message(user_message("hi", session_id=silent.id))
+    assert store.answering_models([swapped.id, silent.id]) == {swapped.id: "openai:gpt-5"}
+    assert store.answering_models([]) == {}
