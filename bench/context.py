@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
-from bench.figures import FLOOR, MAPPING_REFERENCE, METIS
+from bench.figures import AIOHTTP_FLOOR, FLOOR, MAPPING_REFERENCE, METIS
 
 PEER_MODULES: dict[str, tuple[str, str]] = {
     FLOOR: ("bench.peers.floor", "FloorCaller"),
+    AIOHTTP_FLOOR: ("bench.peers.aiohttp_floor", "AiohttpFloorCaller"),
     MAPPING_REFERENCE: ("bench.peers.floor_mapping", "MappingFloorCaller"),
     METIS: ("bench.peers.metis", "MetisCaller"),
     "openai SDK": ("bench.peers.openai_sdk", "OpenAISDKCaller"),
@@ -63,7 +64,7 @@ class RunContext:
 
     def load_peers(self) -> None:
         for key, (module_name, _) in PEER_MODULES.items():
-            if self.only_impls is not None and key not in self.only_impls and key not in (FLOOR, METIS):
+            if self.only_impls is not None and key not in self.only_impls and key not in (FLOOR, AIOHTTP_FLOOR, METIS):
                 continue
             try:
                 self.modules[key] = importlib.import_module(module_name)
@@ -74,10 +75,13 @@ class RunContext:
         module = self.modules[key]
         return str(getattr(module, "NAME", key))
 
-    def callers_for(self, provider: str, *, streaming: bool = False) -> list[str]:
-        """Implementation keys that can make this provider's call (or stream)."""
+    def callers_for(self, provider: str, *, streaming: bool = False, asynchronous: bool = False) -> list[str]:
+        """Implementation keys that can make this provider's call (or stream); an async call also
+        counts the async-only callers (ASYNC_PROVIDERS: the aiohttp floor)."""
         attribute = "STREAM_PROVIDERS" if streaming else "PROVIDERS"
-        return [key for key, module in self.modules.items() if provider in getattr(module, attribute, ())]
+        return [key for key, module in self.modules.items()
+                if provider in getattr(module, attribute, ())
+                or (asynchronous and provider in getattr(module, "ASYNC_PROVIDERS", ()))]
 
     def new_caller(self, key: str) -> Any:
         _, class_name = PEER_MODULES[key]

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 METIS = "metis-core"
 FLOOR = "raw httpx (floor)"
+AIOHTTP_FLOOR = "raw aiohttp (async floor)"
+"""The async call rows' floor (bench/peers/aiohttp_floor.py): metis's async calls ride aiohttp."""
 HANDWRITTEN = "hand-written mapping (floor)"
 MAPPING_REFERENCE = "floor + per-call mapping (reference)"
 """Key of the call rows' reference line (bench/peers/floor_mapping.py); not a peer."""

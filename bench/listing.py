@@ -1,6 +1,6 @@
 """How long the listing commands take on a store of 1,000 sessions, as a user runs them.
 
-`python -m bench.listing [--sessions 1000] [--runs 5] [--out FILE]` builds a METIS_HOME in a temp
+`python -m bench.listing [--sessions N] [--runs N] [--out FILE]` builds a METIS_HOME in a temp
 directory (each session: a user message and a priced answer; plus 20 gateway keys), then runs each
 listing command as a fresh `metis` process with stdout piped and reports the median and best wall
 time per command (milliseconds), the CPU time it used (less sensitive to a busy machine), and

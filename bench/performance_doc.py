@@ -41,10 +41,11 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   middle half of what the machine's state did to it during the run. Targets are judged on the
   median ratio alone. Every run is kept with the git tree of `metis_core/` it measured; "Run to
   run" below sets the latest runs of the same code side by side, for the rows that missed in any.
-- **The floor** is what the work costs with nothing but httpx and orjson: a prebuilt request body
-  posted with raw httpx and the answer read straight out of the JSON (calls); a minimal SSE /
-  NDJSON line reader with one JSON parse per event (streams); a hand-written dict mapping of the
-  same conversation (translation); `import httpx, orjson` (cold start).
+- **The floor** is what the work costs with nothing but the HTTP client and orjson: a prebuilt request
+  body posted with raw httpx (sync calls) or raw aiohttp (async calls) and the answer read straight
+  out of the JSON (calls); a minimal SSE / NDJSON line reader with one JSON parse per event
+  (streams); a hand-written dict mapping of the same conversation (translation); `import httpx,
+  orjson` (cold start).
 - **The peers**, each called the way its documentation shows: the official `openai` SDK
   (`chat.completions.create`, `.stream()` helper) and `anthropic` SDK (`messages.create`,
   `messages.stream()`); LiteLLM `completion` / `acompletion` with OpenAI-format messages, streams
@@ -113,9 +114,9 @@ MEANINGS = {
     "call": "One non-streaming call with the 40-message tool conversation to the local server, median "
             "per call over 200 calls in alternating blocks of 20, after 15 warm-up calls (a peer slower than "
             "8 s per row stops early, with at least 3 calls); Anthropic and OpenAI wire, sync and async. "
-            "The floor posts with httpx, sync and async; metis-core's own async calls ride aiohttp "
-            "(docs/transport.md: a quarter of httpx's CPU per request), so its async rows can come in "
-            "under the floor; `python -m bench.async_path` shows its own work over raw aiohttp.",
+            "The sync rows' floor posts with raw httpx; the async rows' floor posts the same body with raw "
+            "aiohttp, the client metis-core's own async calls ride (docs/transport.md), and the raw httpx "
+            "AsyncClient stays beside it for comparison. Target: <= 1.25x the row's floor.",
     "stream": "A 2,000-event stream (text fragments, a tool call whose JSON arrives in 200 pieces, usage) "
               "consumed into events and a final message; wire events per second (2,000 / median seconds of "
               "10 streams, after one warm-up; a peer slower than 12 s stops at 3). Gemini and Ollama send the "

@@ -21,7 +21,7 @@ from bench.server import REPO_ROOT
 from bench.timing import median
 
 IMPORT_TARGET = Target("ratio_max", 2.0)
-RSS_TARGET = Target("ratio_max", 1.5)
+RSS_TARGET = Target("ratio_max", 1.3)
 FIRST_CALL_TARGET = Target("over_max", 10.0)
 """The target: the first call of a process (client setup and one call, after the imports it needs) costs
 at most 10 ms of CPU more than the floor's. CPU time, which other processes on the cores barely move."""

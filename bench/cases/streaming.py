@@ -15,7 +15,7 @@ from bench.figures import Figure, Target, with_floor
 from bench.scenarios import STREAM_EVENTS, check_answer, stream_script
 from bench.timing import interleaved, median
 
-TARGET = Target("ratio_min", 0.5)
+TARGET = Target("ratio_min", 0.85)
 STREAM_BUDGET_S = 12.0
 """Seconds of streaming per implementation and provider before a slow one stops (>= 3 streams)."""
 PROVIDERS = ("anthropic", "openai", "openai_responses", "gemini", "ollama", "openrouter")

@@ -17,7 +17,7 @@ if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repos
 
 from bench.cases import calls  # noqa: E402
 from bench.context import RunContext  # noqa: E402
-from bench.figures import FLOOR, METIS, Figure, Target, paired_spread  # noqa: E402
+from bench.figures import AIOHTTP_FLOOR, FLOOR, METIS, Figure, Target, paired_spread  # noqa: E402
 from bench.report import format_ratio  # noqa: E402
 
 
@@ -55,6 +55,18 @@ def test_call_figures_carry_a_spread_for_everyone_but_the_floor() -> None:
     assert figures[FLOOR].spread is None
     assert figures[METIS].spread == pytest.approx((1.3, 1.5))
     assert figures[METIS].to_json()["spread"] == pytest.approx([1.3, 1.5])
+
+
+def test_async_call_rows_are_judged_against_the_aiohttp_floor() -> None:
+    ctx = RunContext(server="http://127.0.0.1:1")
+    block = ctx.sizes.block
+    samples = {FLOOR: _rounds([0.002] * 5, block), AIOHTTP_FLOOR: _rounds([0.001] * 5, block),
+               METIS: _rounds([0.0012] * 5, block)}
+    figures = {f.impl: f for f in calls._figures(ctx, "non-streaming call · test · async", samples, AIOHTTP_FLOOR)}
+    assert figures[AIOHTTP_FLOOR].is_floor and not figures[FLOOR].is_floor
+    assert figures[METIS].ratio == pytest.approx(1.2)
+    assert figures[FLOOR].ratio == pytest.approx(2.0)
+    assert figures[METIS].passed is True  # 1.2x is within the 1.25x bound
 
 
 def test_ratios_are_written_with_their_spread_when_there_is_one() -> None:

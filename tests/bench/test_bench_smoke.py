@@ -24,6 +24,7 @@ if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repos
 from bench import handwritten, wire_streams  # noqa: E402
 from bench.cases.cost import EXPECTED, INPUT, OUTPUT  # noqa: E402
 from bench.cases.translation import check_wire  # noqa: E402
+from bench.peers.aiohttp_floor import AiohttpFloorCaller  # noqa: E402
 from bench.peers.floor import PATHS, FloorCaller, prebuilt_body  # noqa: E402
 from bench.peers.floor_mapping import MappingFloorCaller  # noqa: E402
 from bench.peers.metis import MODELS, MetisCaller, canonical_conversation, canonical_tools, options_for  # noqa: E402
@@ -104,6 +105,19 @@ async def test_metis_calls_the_suite_times_return_the_checked_answer(server: str
     try:
         check_answer("metis complete", call_answer(), *caller.fields(caller.complete(provider)))
         check_answer("metis acomplete", call_answer(), *caller.fields(await caller.acomplete(provider)))
+    finally:
+        caller.close()
+        await caller.aclose()
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai"])
+async def test_the_async_floor_posts_the_floor_body_on_aiohttp_and_gets_the_checked_answer(
+    server: str, provider: str
+) -> None:
+    caller = AiohttpFloorCaller(server)
+    try:
+        assert caller.bodies[provider] == prebuilt_body(provider, stream=False)
+        check_answer("raw aiohttp", call_answer(), *caller.fields(await caller.acomplete(provider)))
     finally:
         caller.close()
         await caller.aclose()
