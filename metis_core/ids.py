@@ -15,8 +15,6 @@ import weakref
 from collections.abc import Callable
 from typing import Final
 
-from mypy_extensions import mypyc_attr
-
 _RANDOM_BITS: Final = 80
 _time_ns: Final = time.time_ns
 _RANDOM_MAX: Final = (1 << _RANDOM_BITS) - 1
@@ -157,7 +155,6 @@ class UlidGenerator:
             lock.release()
 
 
-@mypyc_attr(native_class=False)  # compiled (setup.py), a native class could not sit in _LIVE_DRAWS' WeakSet
 class _RandomDraws:
     """Random parts from os.urandom, read 64 draws at a time: one system call where there were 64 (each
     new millisecond draws once). Called under the generator's lock, so the buffers need none of their own.

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from mypy_extensions import mypyc_attr
-
 from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
@@ -185,7 +183,6 @@ class RequestContext:
         return finish_usage(self, usage)  # one implementation, compiled beside the answer's build
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class StreamTranslator(ABC):
     """Turns one provider stream into canonical events. Fed chunk by chunk; `finish()` at the end.
 
@@ -200,7 +197,6 @@ class StreamTranslator(ABC):
     def finish(self) -> list[StreamEvent]: ...
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class Adapter(ABC):
     provider: ClassVar[str]
     """Provider key, e.g. "anthropic"; the part of a model id before the first colon."""

@@ -15,8 +15,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 from metis_core.events.envelope import Event
 
 logger = logging.getLogger(__name__)
@@ -25,7 +23,6 @@ ProcessEvent = Callable[[Event], Awaitable[Any] | None]
 """Handles one event; returns None when done, or an awaitable to await before the next event."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); the bus's barrier extends it
 class FlushBarrier:
     """Released once every worker it was handed to has reached it in its queue."""
 
