@@ -39,8 +39,9 @@ WARMUP = 300
 def _capture(home: Path) -> list[tuple[Any, ...]]:
     """(key, shape, request, asked model, model, final answer, estimated tokens) of real gateway calls.
 
-    The capture wraps the bus's `emit_trusted` and, at each llm.call_completed, finds that call's record among the collector's objects (its request not yet
-    touched by the writer); the answer is read back from the store once the calls are written."""
+    The capture wraps the bus's `emit_trusted` and, at each llm.call_completed, finds that call's record
+    among the collector's objects (its request not yet touched by the writer); the answer is read
+    back from the store once the calls are written."""
     import gc
 
     import uvloop
