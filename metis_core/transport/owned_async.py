@@ -43,7 +43,6 @@ effect). A session-wide skip made aiohttp copy and extend the headers on every r
 
 _FAILURES: Final = (aiohttp.ClientError, TimeoutError)
 """What a request can raise besides cancellation: aiohttp's errors and its timeouts."""
-_running_loop: Final = asyncio.get_running_loop  # a C static in the compiled build, not two lookups
 
 
 def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
@@ -121,7 +120,7 @@ class OwnedAsyncClient:
         return target
 
     def _session(self) -> aiohttp.ClientSession:
-        loop = _running_loop()
+        loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
             self._shut_sessions_of_closed_loops()
