@@ -26,7 +26,6 @@ from metis_core.transport.http import (
     URL_CACHE_SIZE,
     AsyncByteStream,
     network_error,
-    raise_detached,
 )
 from metis_core.transport.stream_bodies import opened_stream
 from metis_core.transport.wire import WireResponse
@@ -164,7 +163,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(response.status, content, response.headers)
 
     def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
@@ -184,7 +183,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return AiohttpByteStream(response, provider)
 
     async def aclose(self) -> None:
