@@ -192,7 +192,7 @@ class Adapter(ABC):
     def stream_response(
         self, chunks: AsyncIterator[WireChunk], context: RequestContext
     ) -> AsyncIterator[StreamEvent]:
-        """An async generator (adapters/stream_response.py, interpreted: mypyc does not compile one)."""
+        """An async generator (adapters/stream_response.py)."""
         return translated_stream(self.stream_translator(context), chunks)
 
     def stream_response_sync(

@@ -563,7 +563,7 @@ class ModelClient:
         capabilities: AdapterCapabilities | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response.
-        An async generator (adapters/client_streams.py, interpreted: mypyc does not compile one)."""
+        An async generator (adapters/client_streams.py)."""
         return model_stream(self, messages, model, tools, options, tool_ids, session_id, routing, capabilities)
 
     # --- lifecycle ---------------------------------------------------------------------------

@@ -65,7 +65,6 @@ class DispatchWorker:
         self._sleeping = False
         self._wake: asyncio.Future[None] | None = None
         self._loop = asyncio.new_event_loop()
-        # not `_thread`: compiled (setup.py), mypyc would name its C field `__thread`, a C keyword
         self._worker = threading.Thread(target=self._run, name=name, daemon=True)
         self._worker.start()
 
@@ -173,7 +172,7 @@ class DispatchWorker:
                 item = None
             if item is None:
                 wake: asyncio.Future[None] | None = None
-                with self._lock:  # (no `continue` inside it: the compiled build does not implement one there)
+                with self._lock:
                     if not queue:
                         self._sleeping = True
                         self._wake = wake = self._loop.create_future()

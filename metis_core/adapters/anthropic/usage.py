@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
-from metis_core.messages.prechecked import token_count  # by name: compiled, a direct call (a check, not a builder)
+from metis_core.messages.prechecked import token_count
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
