@@ -31,7 +31,7 @@ demo: $(CHAT_STAMP)
 test: $(DEV_STAMP)
 	$(BIN)/ruff check metis_core tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest
+	$(BIN)/pytest -n auto
 
 lint: $(DEV_STAMP)
 	$(BIN)/ruff check metis_core tests bench
