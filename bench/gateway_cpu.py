@@ -1,6 +1,6 @@
 """CPU per request of the gateway and the pass-through floor, read from each server process's clock.
 
-    python -m bench.gateway_cpu [--calls N] [--concurrency C] [--build compiled|pure|both] [--py-spy SECONDS]
+    python -m bench.gateway_cpu [--calls N] [--concurrency C] [--py-spy SECONDS]
 
 Starts the same processes as the gateway case (bench/server.py upstream, the floor and the
 gateway under uvicorn with uvloop/httptools and no access log), sends the case's non-streaming
@@ -9,9 +9,6 @@ backlog is work still to do), and divides each server's user+system CPU time (al
 /proc) by N; the load generator's own CPU is printed beside it. With --py-spy, one
 gateway worker is sampled under the same load for that many seconds, only the thread holding the GIL (collapsed
 stacks written to a file): where the CPU goes, not where threads wait.
-`--build` picks the gateway measured: this tree's compiled wheel (the default, what a user
-installs: bench/compiled_build.py), its source (pure Python), or both, each with its own floor run
-just before it; the line names the build its workers were seen to load.
 Runs with whatever interpreter starts it (bench/.venv or .venv); nothing is written to results.
 """
 
@@ -27,8 +24,7 @@ import sys
 import time
 from pathlib import Path
 
-from bench.cases.gateway import FLOOR_NAME, REQUEST, _caught_up, _settled_turns, _targets, gateway_build
-from bench.compiled_build import BUILDS
+from bench.cases.gateway import FLOOR_NAME, REQUEST, _caught_up, _settled_turns, _targets
 from bench.figures import METIS
 from bench.load import Load, cpu_seconds, server_cpu_seconds, server_pids
 from bench.server import serve_in_process
@@ -69,23 +65,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.gateway_cpu")
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--build", choices=[*BUILDS, "both"], default="compiled")
     parser.add_argument("--py-spy", type=int, default=0, dest="py_spy")
     args = parser.parse_args()
     with serve_in_process(sys.executable) as upstream:
-        for build in BUILDS if args.build == "both" else (args.build,):
-            _measure(upstream, build, args)
+        _measure(upstream, args)
 
 
-def _measure(upstream: str, build: str, args: argparse.Namespace) -> None:
+def _measure(upstream: str, args: argparse.Namespace) -> None:
     python = sys.executable
-    with _targets(upstream, python, build) as (ways, _missing, home):
+    with _targets(upstream, python) as (ways, _missing, home):
         for name in (FLOOR_NAME, METIS):
             base, headers = ways[name]
             port = int(base.rsplit(":", 1)[1])
             pids = server_pids(port)
             asyncio.run(Load(REQUEST, concurrency=args.concurrency).calls(base, headers, 300))  # warm up
-            label = f"{METIS} ({gateway_build(base, build)})" if name == METIS else name
+            label = name
             recorded = asyncio.run(_settled_turns(home)) if name == METIS else 0
             cpu0, own0, threads0 = server_cpu_seconds(port), resource.getrusage(resource.RUSAGE_SELF), _threads(pids)
             load = Load(REQUEST, concurrency=args.concurrency)

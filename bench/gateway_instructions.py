@@ -28,7 +28,6 @@ import orjson
 import metis_core
 from bench.cases.gateway import REQUEST, _issue_key
 from bench.server import serve_in_process
-from metis_core.compiled_build import build_name
 
 WARMUP = 300
 
@@ -116,7 +115,7 @@ def main() -> None:
         totals[path.name.rsplit("-", 1)[1]] = int(line.split()[1])
     loop = totals.get("01", 0)
     kind = "streamed" if args.stream else "non-streamed"
-    print(f"metis_core build: {build_name()} ({Path(metis_core.__file__).parent})")
+    print(f"metis_core: {Path(metis_core.__file__).parent}")
     print(f"event loop thread: {loop / args.calls:,.0f} instructions per {kind} call ({args.calls} calls)")
     for thread, count in totals.items():
         if thread != "01" and count:

@@ -31,7 +31,6 @@ import orjson
 from bench.cases.gateway import REQUEST, _issue_key
 from bench.gateway_instructions import _one
 from bench.server import serve_in_process
-from metis_core.compiled_build import build_name
 
 CAPTURED_CALLS = 50
 WARMUP = 300
@@ -40,10 +39,9 @@ WARMUP = 300
 def _capture(home: Path) -> list[tuple[Any, ...]]:
     """(key, shape, request, asked model, model, final answer, estimated tokens) of real gateway calls.
 
-    Works on either build: the compiled call record's methods cannot be wrapped (compiled callers bind
-    them at build time), so the capture wraps the interpreted bus's `emit_trusted` instead and, at each
-    llm.call_completed, finds that call's record among the collector's objects (its request not yet
-    touched by the writer); the answer is read back from the store once the calls are written."""
+    The capture wraps the bus's `emit_trusted` and, at each llm.call_completed, finds that call's record
+    among the collector's objects (its request not yet touched by the writer); the answer is read
+    back from the store once the calls are written."""
     import gc
 
     import uvloop
@@ -145,8 +143,7 @@ def _replay(calls: int, batch: int, callgrind: bool) -> None:
     else:
         for name, seconds in spent.items():
             print(f"{name + ' thread':<22} {seconds / calls * 1e6:8.1f} µs per call")
-        print(f"{'both':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch}; "
-              f"metis_core build: {build_name()})")
+        print(f"{'both':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch})")
         turns = len(runtime.trace.events(types=["turn.completed"]))
         print(f"recorded: {turns} turns, {len(runtime.store.list_sessions(limit=10**6))} sessions "
               f"({WARMUP} of each warming up)")
@@ -178,7 +175,7 @@ def _under_callgrind(calls: int, batch: int) -> None:
     # (made with its runtime) comes before its record writer (made at the first record job).
     replay = [thread for thread in totals if thread != "01"]  # 01: the main thread, building the calls
     busiest = sorted(sorted(replay, key=lambda thread: totals[thread])[-2:])
-    print(f"instructions per call ({calls} calls, batches of {batch}; metis_core build: {build_name()}):")
+    print(f"instructions per call ({calls} calls, batches of {batch}):")
     for name, thread in zip(("bus thread", "record writer thread"), busiest, strict=True):
         print(f"    {name:<22} {totals[thread] / calls:12,.0f}  (callgrind thread {thread})")
     print(f"    {'both':<22} {sum(totals[t] for t in busiest) / calls:12,.0f}")

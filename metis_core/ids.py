@@ -15,17 +15,12 @@ import weakref
 from collections.abc import Callable
 from typing import Final
 
-from mypy_extensions import mypyc_attr
-
 _RANDOM_BITS: Final = 80
-_time_ns: Final = time.time_ns
 _RANDOM_MAX: Final = (1 << _RANDOM_BITS) - 1
 
 _CROCKFORD: Final = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
 _PAIRS: Final = [high + low for high in _CROCKFORD for low in _CROCKFORD]
-"""Every 10-bit value as its two Crockford characters: 13 lookups encode a whole ULID. (The module's
-constants are `Final`: the compiled build reads them as C statics, not from the module's dict, ~130
-instructions a read, a few per id.)"""
+"""Every 10-bit value as its two Crockford characters: 13 lookups encode a whole ULID."""
 _PAIR_SHIFTS: Final = tuple(range(120, -1, -10))
 _TAIL_MAX: Final = 0x3FF
 
@@ -147,7 +142,7 @@ class UlidGenerator:
         lock.acquire()  # not `with`: its bound __enter__/__exit__ cost ~1,100 instructions, a fifth of an id
         try:
             clock = self._clock_ms  # `_now_ms` inlined: this runs for every event
-            now_ms = _time_ns() // 1_000_000 if clock is None else clock()
+            now_ms = time.time_ns() // 1_000_000 if clock is None else clock()
             if now_ms <= self._last_ms and self._tail < _TAIL_MAX:
                 self._tail += 1
                 return self._prefix + _PAIRS[self._tail]
@@ -157,7 +152,6 @@ class UlidGenerator:
             lock.release()
 
 
-@mypyc_attr(native_class=False)  # compiled (setup.py), a native class could not sit in _LIVE_DRAWS' WeakSet
 class _RandomDraws:
     """Random parts from os.urandom, read 64 draws at a time: one system call where there were 64 (each
     new millisecond draws once). Called under the generator's lock, so the buffers need none of their own.

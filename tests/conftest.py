@@ -44,21 +44,3 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
             monkeypatch.delenv(var, raising=False)
     return home
 
-
-def pytest_sessionstart(session: pytest.Session) -> None:
-    """METIS_EXPECT_COMPILED=1 (make test-compiled): stop unless the compiled build is what gets imported.
-
-    Without it, the suite would pass just as well on the source tree's .py files and test nothing compiled."""
-    if os.environ.get("METIS_EXPECT_COMPILED") != "1":
-        return
-    from metis_core.compiled_build import COMPILED_MODULES, build_name, is_compiled
-
-    interpreted = [module for module in COMPILED_MODULES if not is_compiled(module)]
-    if interpreted:
-        pytest.exit(f"METIS_EXPECT_COMPILED=1 but these run from .py files: {', '.join(interpreted)} "
-                    f"(build: {build_name()}); run the tests in the venv make test-compiled builds", returncode=3)
-    import metis_core
-
-    if Path(metis_core.__file__).resolve().is_relative_to(_REPO / "metis_core"):
-        pytest.exit(f"METIS_EXPECT_COMPILED=1 but metis_core comes from the source tree ({metis_core.__file__})",
-                    returncode=3)

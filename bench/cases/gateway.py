@@ -29,10 +29,9 @@ from typing import Any
 
 import httpx
 
-from bench.compiled_build import compiled_site, loaded_build
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target
-from bench.load import Load, server_cpu_seconds, server_pids
+from bench.load import Load, server_cpu_seconds
 from bench.timing import median, percentile
 
 CASE = "gateway"
@@ -53,9 +52,6 @@ RECORD_CATCH_UP_S = 120.0
 """How long the throughput row waits, after the window, for the gateway's record to hold every call."""
 SEQUENTIAL_BUDGET_S = 20.0
 """Seconds of sequential calls (or streams) per implementation before a slow one stops."""
-GATEWAY_BUILD = "compiled"
-"""The gateway build measured: the compiled wheel a user installs (docs/gateway.md, "The compiled build");
-`python -m bench.gateway_cpu --build pure|both` measures this tree's source beside it."""
 LITELLM_KEY = "sk-" + secrets.token_hex(32)
 """The proxy refuses to start without a master key; a random one for this run's local server."""
 
@@ -119,13 +115,9 @@ def _issue_key(home: Path) -> str:
 
 
 @contextlib.contextmanager
-def _targets(upstream: str, python: str, build: str = "compiled") -> Iterator[
+def _targets(upstream: str, python: str) -> Iterator[
         tuple[dict[str, tuple[str, dict[str, str]]], dict[str, str], Path]]:
-    """Base URL and headers of each way to the upstream, with its server running, and the gateway's METIS_HOME.
-
-    `build`: "compiled" runs the gateway from this tree's compiled wheel (bench/compiled_build.py), with
-    neither the repo root on its path nor as its working directory, as a user who installed the wheel
-    runs it; "pure" runs this tree's source. `gateway_build` tells which one the workers really loaded."""
+    """Base URL and headers of each way to the upstream, with its server running, and the gateway's METIS_HOME."""
     repo = str(Path(__file__).resolve().parents[2])
     base_env = {**os.environ, "BENCH_UPSTREAM": upstream, "PYTHONPATH": repo}
     home = Path(tempfile.mkdtemp(prefix="metis-gateway-bench-"))
@@ -140,10 +132,8 @@ def _targets(upstream: str, python: str, build: str = "compiled") -> Iterator[
         port = _free_port()
         gateway_env = {**base_env, "METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                        "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)}
-        if build == "compiled":
-            gateway_env["PYTHONPATH"] = str(compiled_site())
         stack.enter_context(_process(_uvicorn("metis_core.gateway.serve:build_app", port, python), gateway_env,
-                                     f"http://127.0.0.1:{port}", cwd=home if build == "compiled" else None))
+                                     f"http://127.0.0.1:{port}"))
         ways[METIS] = (f"http://127.0.0.1:{port}", {"x-api-key": token})
         litellm = shutil.which("litellm", path=str(Path(python).parent))
         if litellm is None:
@@ -163,14 +153,6 @@ def _targets(upstream: str, python: str, build: str = "compiled") -> Iterator[
             ways[LITELLM] = (f"http://127.0.0.1:{port}", {"authorization": f"Bearer {LITELLM_KEY}"})
         yield ways, missing, home
     shutil.rmtree(home, ignore_errors=True)
-
-
-def gateway_build(base: str, wanted: str) -> str:
-    """Which build the gateway's workers loaded (read from their memory maps); an error unless `wanted`'s."""
-    loaded = loaded_build(server_pids(int(base.rsplit(":", 1)[1])))
-    if loaded != {"compiled": "compiled (mypyc)", "pure": "pure Python"}[wanted]:
-        raise RuntimeError(f"the gateway was to run the {wanted} build, its workers run: {loaded}")
-    return loaded
 
 
 def _recorded_turns(home: Path) -> int:
@@ -256,9 +238,8 @@ async def _measure(ways: dict[str, tuple[str, dict[str, str]]], quick: bool, hom
                 catch_up[name] = await _caught_up(home, recorded + load.answered)
                 rates[name] = load.answered / (load.answered / rates[name] + catch_up[name])
             server_cpu[name] = (server_cpu_seconds(port) - before) / max(load.answered, 1)
-    build = gateway_build(ways[METIS][0], GATEWAY_BUILD)  # after the windows: both workers have served
     return {"calls": calls, "firsts": firsts, "rates": rates, "failures": failures, "server_cpu": server_cpu,
-            "catch_up": catch_up, "build": build}
+            "catch_up": catch_up}
 
 
 async def _caught_up(home: Path, turns: int) -> float:
@@ -293,8 +274,6 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
     for name, rate in rates.items():
         failed = result.get("failures", {}).get(name, 0)
         notes = [f"{failed} failed requests"] if failed else []
-        if name == METIS and "build" in result:
-            notes.append(f"build: {result['build']}")
         if name in result.get("catch_up", {}):
             lag = result["catch_up"][name]
             notes.append(f"answered and recorded: the record caught up {lag:.2f} s after the window")
@@ -304,8 +283,7 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
     for name, seconds in result.get("server_cpu", {}).items():
         figures.append(Figure(CASE, f"server CPU per request, {CONCURRENCY} concurrent clients", name, seconds * 1e3,
                               "ms", 1, floor=result["server_cpu"][FLOOR_NAME] * 1e3, is_floor=name == FLOOR_NAME,
-                              note=f"all threads of the server's {WORKERS} workers and supervisor, from /proc"
-                              + (f"; build: {result['build']}" if name == METIS and "build" in result else "")))
+                              note=f"all threads of the server's {WORKERS} workers and supervisor, from /proc"))
     if LITELLM in rates:
         figures.append(Figure(CASE, f"requests per second vs LiteLLM proxy, {CONCURRENCY} clients", METIS,
                               rates[METIS], "req/s", 1, floor=rates[LITELLM], higher_is_better=True,
@@ -316,7 +294,7 @@ def _figures(result: dict[str, Any], missing: dict[str, str]) -> list[Figure]:
 
 
 def run(ctx: RunContext) -> list[Figure]:
-    with _targets(ctx.server, ctx.python, GATEWAY_BUILD) as (ways, missing, home):
+    with _targets(ctx.server, ctx.python) as (ways, missing, home):
         result = asyncio.run(_measure(ways, ctx.quick, home))
     return _figures(result, missing)
 

@@ -14,8 +14,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from mypy_extensions import mypyc_attr
-
 from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
@@ -42,14 +40,9 @@ if TYPE_CHECKING:
     from metis_core.structured.spec import OutputSpec
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class AdapterOptions:
-    """Per-call settings. Adapters map what their API supports and ignore (and log) the rest.
-
-    Its `__init__` (like `WireRequest`'s and `RequestContext`'s) is written out: the one `dataclass`
-    generates is Python code even in the compiled build, where this one compiles (a named fast path,
-    docs/gateway.md "What it costs"). It takes the fields in their order, and a field with a default factory
-    gets a fresh value per instance when not given (tests/adapters/test_adapter_base_init.py)."""
+    """Per-call settings. Adapters map what their API supports and ignore (and log) the rest."""
 
     model: str
     """Canonical model id, `<provider>:<name>`."""
@@ -76,46 +69,12 @@ class AdapterOptions:
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-only knobs (e.g. OpenRouter `provider` routing); merged into the body as-is."""
 
-    def __init__(
-        self,
-        model: str,
-        max_tokens: int | None = None,
-        temperature: float | None = None,
-        top_p: float | None = None,
-        stop: list[str] | None = None,
-        reasoning_effort: Literal["minimal", "low", "medium", "high"] | None = None,
-        thinking_budget_tokens: int | None = None,
-        tool_choice: str | dict[str, Any] | None = None,
-        parallel_tool_calls: bool | None = None,
-        response_format: dict[str, Any] | None = None,
-        stream: bool = False,
-        session_id: str = "",
-        hosted_tools: dict[str, dict[str, Any]] | None = None,
-        provider_tools: list[dict[str, Any]] | None = None,
-        extra: dict[str, Any] | None = None,
-    ) -> None:
-        self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = temperature
-        self.top_p = top_p
-        self.stop = stop
-        self.reasoning_effort = reasoning_effort
-        self.thinking_budget_tokens = thinking_budget_tokens
-        self.tool_choice = tool_choice
-        self.parallel_tool_calls = parallel_tool_calls
-        self.response_format = response_format
-        self.stream = stream
-        self.session_id = session_id
-        self.hosted_tools = {} if hosted_tools is None else hosted_tools
-        self.provider_tools = [] if provider_tools is None else provider_tools
-        self.extra = {} if extra is None else extra
-
     @property
     def model_name(self) -> str:
         return parse_model_id(self.model).name
 
 
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class WireRequest:
     """A provider request, ready for the transport. Holds no secret: auth is added at send time."""
 
@@ -128,22 +87,11 @@ class WireRequest:
     dropped: list[DroppedBlock] = field(default_factory=list)
     """Lossy projections made while building this request (each already logged at WARN)."""
 
-    def __init__(self, path: str, body: dict[str, Any], stream: bool = False, method: str = "POST",
-                 headers: dict[str, str] | None = None, query: dict[str, str] | None = None,
-                 dropped: list[DroppedBlock] | None = None) -> None:
-        self.path = path
-        self.body = body
-        self.stream = stream
-        self.method = method
-        self.headers = {} if headers is None else headers
-        self.query = {} if query is None else query
-        self.dropped = [] if dropped is None else dropped
-
 
 DIRECT_ROUTING = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="", reason=DIRECT_ROUTING_REASON)
 
 
-@dataclass(init=False)
+@dataclass
 class RequestContext:
     """What parsing a response needs beyond the response: model, session, id map, pricing."""
 
@@ -160,32 +108,20 @@ class RequestContext:
     provider: str = field(init=False)
     model_name: str = field(init=False)
 
-    def __init__(self, model: str, session_id: str = "", tool_ids: ToolIdMap | None = None,
-                 routing: RoutingDecisionRecord | None = None, prices: PriceTable | None = None,
-                 tools: Sequence[ToolDefinition] = (), started_at: float | None = None,
-                 message_id: str | None = None) -> None:
-        self.model = model
-        self.session_id = session_id
-        self.tool_ids = ToolIdMap() if tool_ids is None else tool_ids
-        self.routing = routing
-        self.prices = prices
-        self.tools = tools
-        self.started_at = time.perf_counter() if started_at is None else started_at
-        self.message_id = new_ulid() if message_id is None else message_id
-        self.provider, self.model_name = parse_model_id(model)
+    def __post_init__(self) -> None:
+        self.provider, self.model_name = parse_model_id(self.model)
 
     def latency_ms(self) -> int:
         return int((time.perf_counter() - self.started_at) * 1000)
 
     def routing_record(self) -> RoutingDecisionRecord:
-        return routing_record(self)  # one implementation, compiled beside the answer's build
+        return routing_record(self)
 
     def finish_usage(self, usage: Usage) -> Usage:
         """Stamp latency and price a normalized usage (cost stays None for unpriced models)."""
-        return finish_usage(self, usage)  # one implementation, compiled beside the answer's build
+        return finish_usage(self, usage)
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class StreamTranslator(ABC):
     """Turns one provider stream into canonical events. Fed chunk by chunk; `finish()` at the end.
 
@@ -200,7 +136,6 @@ class StreamTranslator(ABC):
     def finish(self) -> list[StreamEvent]: ...
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)
 class Adapter(ABC):
     provider: ClassVar[str]
     """Provider key, e.g. "anthropic"; the part of a model id before the first colon."""
@@ -257,7 +192,7 @@ class Adapter(ABC):
     def stream_response(
         self, chunks: AsyncIterator[WireChunk], context: RequestContext
     ) -> AsyncIterator[StreamEvent]:
-        """An async generator (adapters/stream_response.py, interpreted: mypyc does not compile one)."""
+        """An async generator (adapters/stream_response.py)."""
         return translated_stream(self.stream_translator(context), chunks)
 
     def stream_response_sync(

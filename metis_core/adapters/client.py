@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, over
 from urllib.parse import urlencode
 
 import orjson
-from mypy_extensions import mypyc_attr
 from pydantic import BaseModel, SecretStr
 
 from metis_core.adapters._common.repair import RepairedHistory
@@ -85,7 +84,6 @@ class _PreparedCall:
         """The provider's kept [environment, base URL, auth headers], read once for the URL and headers."""
 
 
-@mypyc_attr(native_class=False)  # compiled (setup.py): mypyc cannot make a native class extending list
 class SurveyedHistory(list[Message]):
     """A history with its `survey_history` answer (token estimate, shape, repaired form), for a
     caller that surveys it anyway before the call (the gateway, for turn.started's estimate): the
@@ -565,7 +563,7 @@ class ModelClient:
         capabilities: AdapterCapabilities | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response.
-        An async generator (adapters/client_streams.py, interpreted: mypyc does not compile one)."""
+        An async generator (adapters/client_streams.py)."""
         return model_stream(self, messages, model, tools, options, tool_ids, session_id, routing, capabilities)
 
     # --- lifecycle ---------------------------------------------------------------------------
@@ -590,7 +588,7 @@ class ModelClient:
 
 
 def _no_wait(seconds: float) -> None:
-    """A wait that does not wait (no `del seconds`: a compiled function cannot delete an argument)."""
+    """A wait that does not wait."""
 
 
 async def _ano_wait(seconds: float) -> None:

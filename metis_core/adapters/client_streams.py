@@ -1,6 +1,5 @@
-"""ModelClient's async streaming, kept interpreted: mypyc (the compiled build) does not implement
-async generators, so adapters/client.py compiles around these bodies. `ModelClient.astream` calls
-`model_stream`, which behaves as that method's own body did (nothing runs before the first `anext`).
+"""ModelClient's async streaming, the async generators beside adapters/client.py. `ModelClient.astream`
+calls `model_stream`, which behaves as that method's own body did (nothing runs before the first `anext`).
 """
 
 from __future__ import annotations

@@ -1,5 +1,4 @@
-"""`Adapter.stream_response`'s async generator, in a module of its own: adapters/base.py is compiled
-(mypyc), which does not implement async generators; the method hands over to this one."""
+"""`Adapter.stream_response`'s async generator, beside adapters/base.py: the method hands over to this one."""
 
 from __future__ import annotations
 

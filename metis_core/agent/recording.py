@@ -34,8 +34,7 @@ class TurnRecorder:
         self, event_type: str, payload: Mapping[str, Any], parent: Event | None = None, *, actor: Actor | None = None
     ) -> Event:
         """`emit` for a payload built from the caller's own typed values (`EventBus.emit_trusted`): built
-        here and handed to the bus's second half, as `emit_trusted` does (compiled, this skips one
-        interpreted frame an event; the record writer emits four a gateway call)."""
+        here and handed to the bus's second half, as `emit_trusted` does."""
         event = make_trusted_event(event_type, payload, session_id=self.session_id, turn_id=self.turn_id,
                                    parent=parent, actor=actor)
         return self.bus.enqueue_trusted(event, payload)

@@ -206,7 +206,7 @@ class EventBus:
 
     def enqueue_trusted(self, event: Event, payload: Mapping[str, Any]) -> Event:
         """`emit_trusted`'s second half, for a caller that built `event` with `make_trusted_event` from
-        `payload` itself (`TurnRecorder.emit_trusted`, compiled: one interpreted frame an event less)."""
+        `payload` itself (`TurnRecorder.emit_trusted`)."""
         if self._closed:
             raise EventBusClosedError(f"cannot emit {event.type}: the event bus has been shut down")
         if self._strict:

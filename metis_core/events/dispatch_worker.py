@@ -15,8 +15,6 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from mypy_extensions import mypyc_attr
-
 from metis_core.events.envelope import Event
 
 logger = logging.getLogger(__name__)
@@ -25,7 +23,6 @@ ProcessEvent = Callable[[Event], Awaitable[Any] | None]
 """Handles one event; returns None when done, or an awaitable to await before the next event."""
 
 
-@mypyc_attr(allow_interpreted_subclasses=True)  # compiled (setup.py); the bus's barrier extends it
 class FlushBarrier:
     """Released once every worker it was handed to has reached it in its queue."""
 
@@ -68,7 +65,6 @@ class DispatchWorker:
         self._sleeping = False
         self._wake: asyncio.Future[None] | None = None
         self._loop = asyncio.new_event_loop()
-        # not `_thread`: compiled (setup.py), mypyc would name its C field `__thread`, a C keyword
         self._worker = threading.Thread(target=self._run, name=name, daemon=True)
         self._worker.start()
 
@@ -176,7 +172,7 @@ class DispatchWorker:
                 item = None
             if item is None:
                 wake: asyncio.Future[None] | None = None
-                with self._lock:  # (no `continue` inside it: the compiled build does not implement one there)
+                with self._lock:
                     if not queue:
                         self._sleeping = True
                         self._wake = wake = self._loop.create_future()

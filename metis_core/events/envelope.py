@@ -76,7 +76,7 @@ class Event(BaseModel):
         the envelope of the trusted construction (events/trusted_event.py), which checked them. The
         same event as `Event(...)` with these arguments builds (tests/events/test_trusted_event.py), for
         ~1 µs instead of ~5: validating the envelope costs more than making its id."""
-        from metis_core.events.trusted_event import built_event  # compiled in the compiled build; imports this
+        from metis_core.events.trusted_event import built_event  # it imports this module
 
         return built_event(cls, session_id, turn_id, parent_event_id, type, actor, payload, sensitivity)
 

@@ -1,6 +1,5 @@
-"""The gateway app's async generators, kept interpreted: mypyc (the compiled build) does not
-implement async generators, so gateway/app.py compiles around these two bodies: a stream's frames
-(`GatewayApp.stream` answers with them) and the app's lifespan (`create_app`).
+"""The gateway app's async generators: a stream's frames (`GatewayApp.stream` answers with them)
+and the app's lifespan (`create_app`), beside gateway/app.py.
 """
 
 from __future__ import annotations

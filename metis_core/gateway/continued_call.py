@@ -70,7 +70,7 @@ class ContinuedCall:
         """What the upstream call in flight has streamed (its own indexes): the partial kept on a cancel."""
 
     def events(self, *, stream: bool) -> AsyncGenerator[StreamEvent, None]:
-        """An async generator (gateway/continued_stream.py, interpreted: mypyc does not compile one)."""
+        """An async generator (gateway/continued_stream.py)."""
         return continued_events(self, stream=stream)
 
     async def answer(self) -> Message:

@@ -1,6 +1,5 @@
-"""A continued call's events, kept interpreted: mypyc (the compiled build) does not implement async
-generators, so gateway/continued_call.py compiles around this body. `ContinuedCall.events` calls
-`continued_events`, which behaves as that method's own body did (nothing runs before the first `anext`).
+"""A continued call's events, the async generator beside gateway/continued_call.py. `ContinuedCall.events`
+calls `continued_events`, which behaves as that method's own body did (nothing runs before the first `anext`).
 """
 
 from __future__ import annotations

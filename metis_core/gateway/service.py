@@ -57,8 +57,6 @@ log = logging.getLogger("metis_core.gateway")
 
 
 DEFAULT_MAX_BODY_BYTES: Final = 20 * 1024 * 1024
-_USER: Final = Role.USER
-_monotonic: Final = time.monotonic  # a C static in the compiled build, not two lookups
 POLICY_RECHECK_SECONDS: Final = 1.0
 
 
@@ -140,7 +138,7 @@ class GatewayService:
         """Model ids for the `model` field: an id, alias or chain, or a bare name of a known model."""
         if not isinstance(asked, str) or not asked.strip():
             raise GatewayRequestError("`model` must be a non-empty string naming a model, alias or chain")
-        clock = _monotonic()
+        clock = time.monotonic()
         if clock - self._policy_read_at > POLICY_RECHECK_SECONDS:  # routing.yaml is re-read at most this often
             self._policy_version, self._policy_read_at = self.engine.policy.version, clock
         cache_key = (asked, shape.natural_provider, self._policy_version)
@@ -245,7 +243,7 @@ class GatewayService:
             log.info("not forwarding %s to %s: fields of the %s shape only", sorted(read.options.extra), members,
                      shape.name)
             read.options.extra = {}
-        if not any(m.role is _USER for m in read.messages):
+        if not any(m.role is Role.USER for m in read.messages):
             raise GatewayRequestError("the request holds no user message metis can read; a conversation starts "
                                       "with one")
         return read, session_id

@@ -43,7 +43,6 @@ from metis_core.messages.metadata import (
     Usage,
 )
 
-_COMPLETE: Final = MessageStatus.COMPLETE
 _new: Final = object.__new__
 _set_dict: Final = BaseModel.__dict__["__dict__"].__set__
 _set_given: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
@@ -53,9 +52,7 @@ _set_private: Final = BaseModel.__dict__["__pydantic_private__"].__set__
 than object.__setattr__ by name). Each builder below makes its instance as pydantic's own validation
 leaves it: `_new(cls)`, then `__dict__` (every field, in declaration order), fields_set, extra and
 private set through these; written out in each builder rather than in a shared helper, whose Python
-frame was ~600 of the ~6,600 instructions a block cost (bench/results/gateway-history.md). Names read in the
-builders are `Final`: compiled (mypyc), a Final module name is a C static, any other one a lookup in
-the module's dict on every read (~150 instructions; ~7-11 per builder; bench/results/gateway-history.md)."""
+frame was ~600 of the ~6,600 instructions a block cost (bench/results/gateway-history.md)."""
 
 
 def text_block(text: str) -> TextBlock:
@@ -135,8 +132,8 @@ _USAGE_FIELDS: Final[dict[str, Any]] = {
     "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cache_creation_input_tokens": 0,
     "reasoning_tokens": 0, "cost_usd": None, "pricing_version": None, "latency_ms": 0,
 }  # fmt: skip
-"""Usage's fields in declaration order, copied and filled in by `usage`: compiled, a copy of a dict of the
-same keys is ~1,000 instructions cheaper than a new dict of twelve entries (bench/results/gateway-history.md)."""
+"""Usage's fields in declaration order, copied and filled in by `usage`: a copy of a dict of the same
+keys is cheaper than a new dict of twelve entries."""
 
 
 def usage(input_tokens: int, output_tokens: int, cached_input_tokens: int, cache_creation_input_tokens: int,
@@ -173,9 +170,9 @@ def price_usage(usage: Usage, latency_ms: int, cost: tuple[Decimal | None, str |
 
 
 _METADATA_DEFAULTS: Final[dict[str, Any]] = {
-    "model": None, "provider": None, "routing": None, "usage": None, "parent_tool_use_id": None, "status": _COMPLETE,
-    "stop_reason": None, "provider_raw": None, "user_id": None, "team_id": None, "tool_input_violations": None,
-    "critical_blocks": None,
+    "model": None, "provider": None, "routing": None, "usage": None, "parent_tool_use_id": None,
+    "status": MessageStatus.COMPLETE, "stop_reason": None, "provider_raw": None, "user_id": None, "team_id": None,
+    "tool_input_violations": None, "critical_blocks": None,
 }  # fmt: skip
 """MessageMetadata's fields in declaration order, with their defaults (a test holds it to the model)."""
 _METADATA_FIELD_COUNT: Final = len(_METADATA_DEFAULTS)
@@ -215,7 +212,7 @@ def answer_metadata(model: str, provider: str, routing: RoutingDecisionRecord, u
                     tool_input_violations: dict[str, list[str]] | None) -> MessageMetadata:
     """`metadata(model=..., provider=..., routing=..., usage=..., status=..., stop_reason=..., provider_raw=...,
     tool_input_violations=...)`, what every parsed answer's metadata is, with its eight fields passed by
-    position: a call with `**fields` (a dict made, then unpacked) cost ~6,000 instructions more compiled."""
+    position: a call with `**fields` makes a dict only to unpack it."""
     fields = _METADATA_DEFAULTS.copy()  # every key in declaration order: filled in, as `_USAGE_FIELDS`
     fields["model"] = model
     fields["provider"] = provider
@@ -248,10 +245,6 @@ def canonical_blocks(content: list[Any]) -> bool:
     return True
 
 
-_now: Final = datetime.now
-_UTC: Final = UTC
-
-
 _MESSAGE_FIELDS: Final[dict[str, Any]] = {
     "id": None, "session_id": None, "role": None, "content": None, "metadata": None, "created_at": None,
     "schema_version": SCHEMA_VERSION,
@@ -275,23 +268,19 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     fields["role"] = role
     fields["content"] = content
     fields["metadata"] = metadata
-    fields["created_at"] = _now(_UTC)  # `utc_now()`, without its frame
+    fields["created_at"] = datetime.now(UTC)  # `utc_now()`, without its frame
     built: Message = _new(Message)
     _set_dict(built, fields)
     _set_given(built, given)
     _set_extra(built, None)
     _set_private(built, None)
-    if metadata.status is _COMPLETE and not _one_text_turn(role, content):
+    if metadata.status is MessageStatus.COMPLETE and not _one_text_turn(role, content):
         check_message(built)
     return built
-
-
-_USER: Final = Role.USER
-_SYSTEM: Final = Role.SYSTEM
 
 
 def _one_text_turn(role: Role, content: list[Any]) -> bool:
     """A user or system message of one text block, which no §5.1/§5.3 rule can fault (text is allowed
     in both, and the content is not empty): `message` skips its check (a named fast path, docs/
     gateway.md "What it costs"; ~7,000 instructions for each such message, two per gateway call)."""
-    return len(content) == 1 and type(content[0]) is TextBlock and (role is _USER or role is _SYSTEM)
+    return len(content) == 1 and type(content[0]) is TextBlock and (role is Role.USER or role is Role.SYSTEM)

@@ -83,10 +83,8 @@ def _scaled(rates: tuple[Decimal, ...]) -> tuple[int, int, int, int, int, int] |
 
 
 def _zone_names() -> object:
-    """`time.tzname` itself, the tuple `time.tzset()` replaces. Read through getattr on purpose: compiled
-    (mypyc), `time.tzname` is typed `tuple[str, str]` and read as a fresh tuple each time, so `_LocalDay`'s
-    identity check never held there and every call read the day again (~16,000 instructions)."""
-    return getattr(time, "tzname")  # noqa: B009 - an untyped read keeps the object itself (see above)
+    """`time.tzname` itself, the tuple `time.tzset()` replaces (`_LocalDay` checks its identity)."""
+    return time.tzname
 
 
 class _LocalDay:

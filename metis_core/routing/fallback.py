@@ -197,7 +197,7 @@ class FallbackChain:
         """Stream from the first member that starts answering; fall back only before the first token.
         `request_for(model)`, when given, builds each member's messages, tools and options in place of
         `messages`, `tools` and `options` (a request that depends on the model).
-        An async generator (routing/fallback_stream.py, interpreted: mypyc does not compile one)."""
+        An async generator (routing/fallback_stream.py)."""
         return chain_stream(self, messages, tools, options, tool_ids, session_id, routing, observer, stream,
                             request_for)
 

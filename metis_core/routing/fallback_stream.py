@@ -1,5 +1,4 @@
-"""FallbackChain's stream, kept interpreted: mypyc (the compiled build) does not implement async
-generators, so routing/fallback.py compiles around this body. `FallbackChain.astream` calls
+"""FallbackChain's stream, the async generator beside routing/fallback.py. `FallbackChain.astream` calls
 `chain_stream`, which behaves as that method's own body did (nothing runs before the first `anext`).
 """
 

@@ -97,9 +97,8 @@ def _check_tool_id_map(value: Mapping[Any, Any]) -> ToolIdMap:  # Any: it checks
 class StoredConversation:
     """One new session and its messages, as `SessionStore.store_conversations` writes it.
 
-    Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__` (~11,400
-    instructions for these seven in the compiled build, ~3,700 unfrozen; once per gateway call,
-    bench/results/gateway-history.md). Nothing changes one after it is made."""
+    Not frozen: a frozen dataclass's `__init__` sets each field through `object.__setattr__`, three
+    times the work of a plain one, once per gateway call. Nothing changes one after it is made."""
 
     workspace_path: str
     session_id: str

@@ -42,8 +42,7 @@ _SENSITIVITY_TEXT = {level: level.value for level in Sensitivity}
 
 def event_row(event: Event) -> EventRow:
     # The fields read from the model's own storage: one attribute lookup instead of nine, each of which
-    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event). Compiled in
-    # the compiled build (the bus thread runs it for every event; bench/results/gateway-history.md).
+    # goes through BaseModel's __getattr__ hook (the bus thread runs this for every event).
     fields = event.__dict__
     delta = fields["timestamp"] - _EPOCH  # `to_us`, inlined: a call into an interpreted module per event
     return (

@@ -27,33 +27,25 @@ class SetCookieOnlyJar(httpx.Cookies):
             super().extract_cookies(response)
 
 
-class MetisClient(httpx.Client):
+class _SetCookieOnlyCookies:
+    """The `cookies` property both clients share: a `SetCookieOnlyJar`, kept when a caller sets new cookies."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._metis_cookies = SetCookieOnlyJar(super().cookies)  # type: ignore[misc]
+
+    @property
+    def cookies(self) -> httpx.Cookies:
+        return self._metis_cookies
+
+    @cookies.setter
+    def cookies(self, cookies: Any) -> None:
+        self._metis_cookies = SetCookieOnlyJar(cookies)
+
+
+class MetisClient(_SetCookieOnlyCookies, httpx.Client):
     """`httpx.Client` whose `cookies` is a `SetCookieOnlyJar` (see the module docstring)."""
 
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._metis_cookies = SetCookieOnlyJar(super().cookies)
 
-    @property
-    def cookies(self) -> httpx.Cookies:
-        return self._metis_cookies
-
-    @cookies.setter
-    def cookies(self, cookies: Any) -> None:
-        self._metis_cookies = SetCookieOnlyJar(cookies)
-
-
-class MetisAsyncClient(httpx.AsyncClient):
+class MetisAsyncClient(_SetCookieOnlyCookies, httpx.AsyncClient):
     """`httpx.AsyncClient` whose `cookies` is a `SetCookieOnlyJar` (see the module docstring)."""
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._metis_cookies = SetCookieOnlyJar(super().cookies)
-
-    @property
-    def cookies(self) -> httpx.Cookies:
-        return self._metis_cookies
-
-    @cookies.setter
-    def cookies(self, cookies: Any) -> None:
-        self._metis_cookies = SetCookieOnlyJar(cookies)

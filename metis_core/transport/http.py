@@ -1,18 +1,18 @@
 """The HTTP transport: sync calls on one pooled httpx Client, async calls on aiohttp (or a caller's httpx AsyncClient).
 
 Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps transport failures
-to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block through
-`raise_detached`, so nothing reachable from the error holds the request and its auth headers. Async calls go through
-aiohttp sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request)
-unless the caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages
-or retries; asyncio cancellation is not caught but propagates to the caller.
+to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block, so nothing
+reachable from the error holds the request and its auth headers. Async calls go through aiohttp
+sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request) unless the
+caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages or retries;
+asyncio cancellation is not caught but propagates to the caller.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, NoReturn
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
 
 import httpx
 
@@ -67,19 +67,6 @@ def network_error(exc: Exception, provider: str, *, mid_stream: bool = False, wh
     )
 
 
-def raise_detached(failure: NetworkError) -> NoReturn:
-    """Raise `failure` with no `__context__`: the transport exception it maps holds the request and
-    its auth headers. Raising outside the `except` block suffices in interpreted code; compiled
-    (mypyc) code restores the exception being handled when that block ends, so a plain `raise`
-    there would chain it. A re-raise (bare `raise`) never sets a context, so the one the first
-    raise set is cleared before it."""
-    try:
-        raise failure
-    except NetworkError:
-        failure.__context__ = None
-        raise
-
-
 class ByteStream:
     """A streaming response: status and headers now, raw body chunks as they arrive (sync)."""
 
@@ -101,7 +88,7 @@ class ByteStream:
         except httpx.TransportError as exc:
             failure = network_error(exc, self._provider, mid_stream=True)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
 
     def read(self) -> WireResponse:
         """The whole body, for error responses that arrive on a streaming request."""
@@ -111,7 +98,7 @@ class ByteStream:
         except httpx.TransportError as exc:
             failure = network_error(exc, self._provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(self.status, body, self.headers)
 
 
@@ -155,7 +142,7 @@ class AsyncByteStream:
         except self._failures as exc:
             failure = self._error(exc, mid_stream=False)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(self.status, body, self.headers)
 
 
@@ -286,7 +273,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(response.status_code, response.content, response.headers)
 
     @contextmanager
@@ -308,7 +295,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         try:
             yield ByteStream(response.status_code, response.headers, response, provider)
         finally:
@@ -347,7 +334,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(response.status_code, response.content, response.headers)
 
     def astream(
@@ -375,7 +362,7 @@ class HttpTransport:
         except httpx.TransportError as exc:
             failure = network_error(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return _HttpxAsyncByteStream(response, provider)
 
     async def aclose(self) -> None:

@@ -26,7 +26,6 @@ from metis_core.transport.http import (
     URL_CACHE_SIZE,
     AsyncByteStream,
     network_error,
-    raise_detached,
 )
 from metis_core.transport.stream_bodies import opened_stream
 from metis_core.transport.wire import WireResponse
@@ -43,7 +42,6 @@ effect). A session-wide skip made aiohttp copy and extend the headers on every r
 
 _FAILURES: Final = (aiohttp.ClientError, TimeoutError)
 """What a request can raise besides cancellation: aiohttp's errors and its timeouts."""
-_running_loop: Final = asyncio.get_running_loop  # a C static in the compiled build, not two lookups
 
 
 def client_timeout(timeout: float | httpx.Timeout) -> aiohttp.ClientTimeout:
@@ -121,7 +119,7 @@ class OwnedAsyncClient:
         return target
 
     def _session(self) -> aiohttp.ClientSession:
-        loop = _running_loop()
+        loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None or session.closed:
             self._shut_sessions_of_closed_loops()
@@ -165,7 +163,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return WireResponse(response.status, content, response.headers)
 
     def stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],
@@ -185,7 +183,7 @@ class OwnedAsyncClient:
         except _FAILURES as exc:
             failure = _failure(exc, provider)
         if failure is not None:
-            raise_detached(failure)
+            raise failure  # outside the handler: no __context__ pointing at the request
         return AiohttpByteStream(response, provider)
 
     async def aclose(self) -> None:

@@ -33,15 +33,16 @@ async def _asyncio_sleep(seconds: float) -> None:
 def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None) -> float | None:
     """Seconds to wait from `retry-after-ms`, or `Retry-After` as seconds or an HTTP date.
 
-    Returns None when no header is present or it cannot be read; never a negative number.
+    Header names match in any case, a plain dict's too. Returns None when no header is present or it
+    cannot be read; never a negative number.
     """
-    millis = headers.get("retry-after-ms")
+    millis = _header(headers, "retry-after-ms")
     if millis:
         try:
             return max(0.0, float(millis) / 1000.0)
         except ValueError:
             pass
-    value = headers.get("retry-after")
+    value = _header(headers, "retry-after")
     if not value:
         return None
     value = value.strip()
@@ -58,6 +59,17 @@ def parse_retry_after(headers: Mapping[str, str], *, now: datetime | None = None
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return max(0.0, (when - (now or datetime.now(UTC))).total_seconds())
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """`headers[name]` for a lower-case `name`, in any case: plain dicts are case-sensitive, httpx.Headers is not."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    for key, candidate in headers.items():
+        if key.lower() == name:
+            return candidate
+    return None
 
 
 @dataclass

@@ -1,5 +1,4 @@
-"""The transport's async generators, kept interpreted: mypyc (the compiled build) does not implement
-async generators, so http.py and owned_async.py compile around these few bodies.
+"""The transport's async generators, beside http.py and owned_async.py.
 
 Each is called by a plain method there (`AsyncByteStream.aiter_raw`, `HttpTransport.astream`,
 `OwnedAsyncClient.stream`) and behaves as that method's own body did.

@@ -11,7 +11,6 @@ import httpx
 import orjson
 import pytest
 import yaml
-from compiled_build_marks import pure_only
 from fixture_files import read_bytes
 from mock_http import API_KEY, BASE_URL, MODEL, ChunkedBody, MockServer, serve, split, sse_response
 
@@ -99,7 +98,6 @@ def test_base_url_and_key_come_from_the_environment_when_not_given(monkeypatch: 
     assert server.requests[0].headers["x-api-key"] == "sk-ant-from-env"
 
 
-@pure_only("monkeypatches a method on a ModelClient instance, which a compiled class refuses")
 def test_key_and_base_url_read_once_are_read_again_when_the_environment_changes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -17,7 +17,6 @@ from typing import Any
 
 import orjson
 import pytest
-from compiled_build_marks import pure_only
 from fixture_files import read_json, wire_dir, wire_files
 from prechecked_reference import model_state, validating_in
 
@@ -31,9 +30,6 @@ from metis_core.messages import MessageComplete, RoutingDecisionRecord, RoutingM
 from metis_core.models.pricing import PriceTable
 from metis_core.transport.framing import decode_all
 from metis_core.transport.wire import WireResponse
-
-pytestmark = pure_only("numbers tool ids and swaps in the validating constructors by monkeypatching modules, "
-                        "which compiled code does not see")
 
 PRICES = PriceTable.load()
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compiled_build_marks import pure_only
 from mock_http import API_KEY, BASE_URL, MODEL
 
 from metis_core.adapters import client as client_module
@@ -78,7 +77,6 @@ def test_a_surveyed_history_prepares_what_a_plain_list_does_without_a_second_wal
     assert walks == []
 
 
-@pure_only("monkeypatches adapters/client.py's surveyed_history, which compiled callers bind at build time")
 def test_a_changed_list_or_other_tools_are_surveyed_again(monkeypatch: pytest.MonkeyPatch) -> None:
     walks: list[int] = []
 

@@ -8,36 +8,14 @@ from typing import Any
 
 import pytest
 from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
+from weather_tool import WeatherTool
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
 from metis_core.agent.runtime import Runtime
-from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
-from metis_core.messages import SideEffects, ToolDefinition
 from metis_core.transport.retry import RetryPolicy
-
-
-class WeatherTool:
-    """The tool the recorded Anthropic traffic calls; a network side effect, so it asks first."""
-
-    definition = ToolDefinition(
-        name="get_weather",
-        description="Current weather for a location.",
-        input_schema={"type": "object", "properties": {"location": {"type": "string"},
-                                                       "units": {"type": "string", "enum": ["c", "f"]}},
-                      "required": ["location"], "additionalProperties": False},
-        side_effects=SideEffects.NETWORK,
-        requires_workspace=False,
-    )
-
-    def __init__(self) -> None:
-        self.calls: list[dict[str, Any]] = []
-
-    async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        self.calls.append(tool_input)
-        return ToolOutcome(f"{tool_input['location']}: 73°F, clear")
 
 
 class ScriptedConfirmer:

@@ -23,7 +23,8 @@ def test_cli_case_times_metis_help_beside_the_interpreter_floor() -> None:
     figures = {f.impl: f for f in cli.run(ctx)}
     assert {cli.INTERPRETER, METIS} <= set(figures)
     metis = figures[METIS]
-    assert metis.samples == ctx.sizes.cold_runs and metis.value > figures[cli.INTERPRETER].value > 0
+    # both timed, neither ordered: three cold starts on a busy machine do not rank them (bench/ does)
+    assert metis.samples == ctx.sizes.cold_runs and metis.value > 0 and figures[cli.INTERPRETER].value > 0
     assert metis.floor == figures[cli.INTERPRETER].value and metis.target == cli.HELP_TARGET
     if "llm" not in figures:
         assert "llm" in ctx.missing

@@ -18,20 +18,18 @@ import httpx
 import pytest
 from conftest import fixtures_root
 from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from weather_tool import WeatherTool
 
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
 from metis_core.agent.runtime import Runtime
-from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.export import SessionRecording, load_recording
 from metis_core.messages import (
     Message,
-    SideEffects,
     TextBlock,
     TextDelta,
-    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
 )
@@ -47,23 +45,6 @@ chains:
 
 USER_TEXTS = ("What's the weather in SF?", "and in Paris, quickly?", "and tomorrow?", "tell me a story",
               "ok, shorter please")
-
-
-class WeatherTool:
-    """The tool the recorded Anthropic traffic calls; a network side effect, so it asks first."""
-
-    definition = ToolDefinition(
-        name="get_weather",
-        description="Current weather for a location.",
-        input_schema={"type": "object", "properties": {"location": {"type": "string"},
-                                                       "units": {"type": "string", "enum": ["c", "f"]}},
-                      "required": ["location"], "additionalProperties": False},
-        side_effects=SideEffects.NETWORK,
-        requires_workspace=False,
-    )
-
-    async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        return ToolOutcome(f"{tool_input['location']}: 73°F, clear")
 
 
 class Confirmer:

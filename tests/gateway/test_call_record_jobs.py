@@ -11,7 +11,6 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from compiled_build_marks import pure_only
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -25,8 +24,6 @@ from metis_core.messages import Message, MessageMetadata, Role, TextBlock, Usage
 from metis_core.messages.message import user_message
 from metis_core.messages.metadata import RoutingDecisionRecord, RoutingMode
 from metis_core.store.sessions import SessionStore
-
-pytestmark = pure_only("its counting writer subclasses RecordWriter, a compiled class")
 
 
 class CountingWriter(RecordWriter):

@@ -6,12 +6,9 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from compiled_build_marks import pure_only
 
 from metis_core.gateway.call_record import CallRecord
 from metis_core.messages import Message, MessageMetadata, Role, TextBlock, Usage
-
-pytestmark = pure_only("calls CallRecord._stamp with a stand-in self, which a compiled method refuses")
 
 
 def by_setattr(message: Message, key: Any, shape: str) -> None:

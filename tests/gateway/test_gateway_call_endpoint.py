@@ -15,7 +15,6 @@ from typing import Any
 
 import orjson
 import pytest
-from compiled_build_marks import pure_only
 from starlette.requests import Request
 
 from metis_core.gateway.app import (
@@ -49,7 +48,6 @@ def through_handler() -> Iterator[list[str]]:
         yield seen
 
 
-@pure_only("monkeypatches CallEndpoint.__call__, which compiled gateway/app.py calls directly")
 @pytest.mark.parametrize("case", CHOSEN)
 def test_a_call_route_answers_records_and_charges_as_through_its_handler(tmp_path: Path, case: str) -> None:
     assert_same(*run_both(tmp_path, *CASES[case], general=through_handler))

@@ -24,7 +24,6 @@ from typing import Any
 import httpx
 import pytest
 from cli.replay_server import ANTHROPIC, OPENAI, ReplayServer, Reply
-from compiled_build_marks import pure_only
 from starlette.requests import Request
 
 from metis_core.gateway.app import GatewayApp, client_gone
@@ -251,13 +250,11 @@ CASES: dict[str, tuple[Callable[[ReplayServer], None], Call]] = {
 }
 
 
-@pure_only("its general path monkeypatches ContinuedCall, FallbackChain and GatewayApp methods, compiled classes")
 @pytest.mark.parametrize("case", list(CASES))
 def test_the_direct_path_answers_records_and_charges_as_the_general_one(tmp_path: Path, case: str) -> None:
     assert_same(*run_both(tmp_path, *CASES[case]))
 
 
-@pure_only("its general path monkeypatches ContinuedCall, FallbackChain and GatewayApp methods, compiled classes")
 def test_a_disconnect_before_the_answer_is_recorded_as_on_the_general_path(tmp_path: Path) -> None:
     found: list[Outcome] = []
     for name in ("direct", "general"):
@@ -285,7 +282,6 @@ def test_a_disconnect_before_the_answer_is_recorded_as_on_the_general_path(tmp_p
     assert direct.events == general.events and direct.stored == general.stored and direct.spent == general.spent
 
 
-@pure_only("calls GatewayApp.answer_unless_gone with a stand-in self, which a compiled method refuses")
 def test_the_watcher_takes_its_cancel_back_so_the_handler_answers() -> None:
     """A disconnect cancels the awaited work; the handler's task itself is not left cancelled."""
 
@@ -317,7 +313,6 @@ def test_the_watcher_takes_its_cancel_back_so_the_handler_answers() -> None:
     assert asyncio.run(scenario()) == (None, True, 0)
 
 
-@pure_only("calls GatewayApp.answer_unless_gone with a stand-in self, which a compiled method refuses")
 def test_work_that_finishes_first_is_the_answer_and_the_watcher_is_stopped() -> None:
     async def scenario() -> tuple[Any, int]:
         never = asyncio.Event()
@@ -339,7 +334,6 @@ def test_work_that_finishes_first_is_the_answer_and_the_watcher_is_stopped() -> 
     assert asyncio.run(scenario()) == ("answer", 0)
 
 
-@pure_only("calls GatewayApp.answer_unless_gone with a stand-in self, which a compiled method refuses")
 def test_a_failure_of_the_work_is_raised_unchanged() -> None:
     async def scenario() -> None:
         async def receive() -> dict[str, Any]:
@@ -356,7 +350,6 @@ def test_a_failure_of_the_work_is_raised_unchanged() -> None:
         asyncio.run(scenario())
 
 
-@pure_only("its general path monkeypatches ContinuedCall, FallbackChain and GatewayApp methods, compiled classes")
 def test_the_direct_acomplete_matches_astream_on_a_chain_with_a_failed_member() -> None:
     """FallbackChain.acomplete alone (no gateway): the same message, attempts and health as astream's."""
     from metis_core.adapters.client import ModelClient

@@ -17,7 +17,6 @@ from typing import Any
 import httpx
 import orjson
 import pytest
-from compiled_build_marks import pure_only
 from starlette.applications import Starlette
 
 from metis_core.gateway.app import ANTHROPIC, OPENAI, RESPONSES, GatewayStarlette, create_app
@@ -49,7 +48,6 @@ CHOSEN = ["anthropic text", "openai client, thinking anthropic model", "response
           "an upstream error is the shape's error", "a fallback chain answers from its next member"]
 
 
-@pure_only("monkeypatches GatewayStarlette.__call__, which compiled gateway/app.py calls directly")
 @pytest.mark.parametrize("case", CHOSEN)
 def test_a_route_of_the_table_answers_records_and_charges_as_through_starlettes_stack(
         tmp_path: Path, case: str) -> None:
@@ -98,7 +96,6 @@ def _posted(token: str, payload: dict[str, Any]) -> tuple[bytes, list[tuple[byte
 
 @pytest.mark.parametrize(("path", "shape"), [("/v1/messages", ANTHROPIC), ("/v1/chat/completions", OPENAI),
                                              ("/v1/responses", RESPONSES)])
-@pure_only("monkeypatches GatewayService.read, which compiled gateway/app.py calls directly")
 @pytest.mark.parametrize("root_path", ["", "/behind-a-proxy"])
 def test_an_error_escaping_a_handler_is_the_inbound_shapes_500(
         gateway: GatewayHarness, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
@@ -139,7 +136,6 @@ def test_what_the_table_does_not_hold_exactly_gets_starlettes_answer(gateway: Ga
     assert (health[0], orjson.loads(health[2])) == (200, {"status": "ok"})
 
 
-@pure_only("monkeypatches GatewayStarlette.__call__, which compiled gateway/app.py calls directly")
 def test_the_fast_path_and_starlette_answer_the_same_refusal(gateway: GatewayHarness) -> None:
     """A request refused before any upstream call (no key) is the same bytes through both."""
     app = create_app(gateway.service)

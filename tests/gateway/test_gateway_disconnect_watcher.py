@@ -10,7 +10,6 @@ import asyncio
 import contextlib
 from typing import Any
 
-from compiled_build_marks import pure_only
 from starlette.requests import Request
 
 from metis_core.gateway.app import DisconnectWatcher, GatewayApp
@@ -25,7 +24,6 @@ class Record:
         self.reasons.append(reason)
 
 
-@pure_only("calls GatewayApp.answer_unless_gone with a stand-in self, which a compiled method refuses")
 def test_a_message_other_than_a_disconnect_is_listened_past() -> None:
     async def scenario() -> tuple[Any, list[str], int]:
         messages = [{"type": "http.request", "body": b"", "more_body": False}, {"type": "http.disconnect"}]
@@ -50,7 +48,6 @@ def test_a_message_other_than_a_disconnect_is_listened_past() -> None:
     assert asyncio.run(scenario()) == (None, ["the client disconnected before the answer"], 0)
 
 
-@pure_only("calls GatewayApp.answer_unless_gone with a stand-in self, which a compiled method refuses")
 def test_a_receive_that_fails_leaves_the_call_to_answer() -> None:
     async def scenario() -> tuple[Any, bool, int]:
         async def receive() -> dict[str, Any]:
@@ -163,8 +160,7 @@ def test_what_cannot_be_stepped_here_is_watched_by_a_task_as_before() -> None:
 def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_upstream(
     tmp_path: Any, monkeypatch: Any
 ) -> None:
-    # uvicorn's receive() waits on an asyncio.Event: the fast path, never the Task (counted here, on the pure
-    # build: a compiled DisconnectWatcher takes no monkeypatch), and
+    # uvicorn's receive() waits on an asyncio.Event: the fast path, never the Task (counted here), and
     # the client leaving mid-call still closes the upstream request and records the turn as cancelled.
     import json
     import socket
@@ -172,16 +168,12 @@ def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_u
 
     from cli.replay_server import ReplayServer
 
-    from metis_core.compiled_build import is_compiled
-
     from .gateway_harness import GatewayHarness
     from .stalling_upstream import StallingUpstream
 
     tasks: list[object] = []
-    counted = not is_compiled("metis_core.gateway.disconnect_watch")  # a compiled class takes no monkeypatch
-    if counted:
-        general = DisconnectWatcher._in_a_task
-        monkeypatch.setattr(DisconnectWatcher, "_in_a_task", lambda self, *a: (tasks.append(a), general(self, *a)))
+    general = DisconnectWatcher._in_a_task
+    monkeypatch.setattr(DisconnectWatcher, "_in_a_task", lambda self, *a: (tasks.append(a), general(self, *a)))
     stalling = StallingUpstream(None)  # reads the request, never answers
     harness = GatewayHarness(tmp_path / "home", ReplayServer())
     harness.runtime.client._base_urls["anthropic"] = stalling.base_url
@@ -200,7 +192,7 @@ def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_u
         while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
             time.sleep(0.02)
         assert [e.payload["reason"] for e in harness.of_type("turn.cancelled")] == ["client_disconnect"]
-        assert tasks == [] or not counted
+        assert tasks == []
     finally:
         harness.stop()
 

@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 from cli.replay_server import ANTHROPIC, ReplayServer, Reply
-from compiled_build_marks import pure_only
 from event_payload_samples import MINIMAL_PAYLOADS
 
 from metis_core.errors import ConfigError, MetisError
@@ -26,8 +25,6 @@ from metis_core.messages.message import user_message
 from metis_core.store.sessions import SessionStore, StoredConversation
 
 from .gateway_harness import GatewayHarness
-
-pytestmark = pure_only("its slow store subclasses SessionStore, a compiled class")
 
 
 class SlowStore(SessionStore):

@@ -10,7 +10,6 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from compiled_build_marks import pure_only
 from event_payload_samples import MINIMAL_PAYLOADS
 
 from metis_core.errors import MetisError, StoreError
@@ -128,7 +127,6 @@ def test_a_failing_job_and_a_refused_conversation_do_not_cost_the_rest_of_the_ba
     writer.close()
 
 
-@pure_only("its failing store subclasses SessionStore, a compiled class")
 def test_a_failed_batch_transaction_is_retried_call_by_call(store: SessionStore) -> None:
     class FailsOnBatches(SessionStore):
         def store_conversations(self, conversations: Iterable[StoredConversation]) -> list[tuple[str, MetisError]]:

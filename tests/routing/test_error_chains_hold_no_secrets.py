@@ -1,8 +1,7 @@
 """Errors of the async client path and of a fallback chain hold no transport exception and no key.
 
-Compiled (mypyc) code restores the exception being handled when an `except` block ends, so an error
-raised after one can chain a stale `__context__`: the transport's own exception, whose request holds
-the auth headers. This runs on both builds (make test, make test-compiled), over real HTTP on
+An error raised inside an `except` block, or after one in the same task, could chain a stale
+`__context__`: the transport's own exception, whose request holds the auth headers. Over real HTTP on
 127.0.0.1 through the owned aiohttp client: a refused connection, recorded error answers, a malformed
 body, each also after an unrelated error was handled in the same task, and a chain whose every member fails.
 """

@@ -132,3 +132,9 @@ def test_retry_after_accepts_seconds_milliseconds_and_http_dates() -> None:
     assert parse_retry_after({"retry-after": "Wed, 01 Jan 2025 11:00:00 GMT"}, now=now) == 0.0
     assert parse_retry_after({"retry-after": "soon"}) is None
     assert parse_retry_after({}) is None
+
+
+def test_retry_after_headers_match_in_any_case_in_a_plain_dict() -> None:
+    assert parse_retry_after({"Retry-After": "7"}) == 7.0
+    assert parse_retry_after({"Retry-After-Ms": "250", "Retry-After": "9"}) == 0.25
+    assert parse_retry_after({"Content-Type": "application/json"}) is None

@@ -66,7 +66,7 @@ _DEFAULT_ROUTING: Final = RoutingMode.DEFAULT
 
 def routing_record(context: RequestContext) -> RoutingDecisionRecord:
     """The routing record the context holds, else a direct call's: what `RequestContext.routing_record` gives
-    (it calls this), compiled with the rest of the answer's build (interpreted, ~6,700 instructions a call)."""
+    (it calls this)."""
     if context.routing is not None:
         return context.routing
     return prechecked.routing_record(_DEFAULT_ROUTING, context.model, DIRECT_ROUTING_REASON)
@@ -74,7 +74,7 @@ def routing_record(context: RequestContext) -> RoutingDecisionRecord:
 
 def finish_usage(context: RequestContext, usage: Usage) -> Usage:
     """Stamp latency and price a normalized usage (cost stays None for unpriced models): what
-    `RequestContext.finish_usage` does (it calls this), compiled with the rest of the answer's build."""
+    `RequestContext.finish_usage` does (it calls this)."""
     prices = context.prices
     cost = prices.cost(usage, context.model) if prices is not None else None
     latency_ms = int((time.perf_counter() - context.started_at) * 1000)

@@ -31,7 +31,6 @@ TOOL_USE_EXTRAS = "tool_use_extras"
 _TOOL_USE_FIELDS: Final = frozenset({"type", "id", "name", "input"})
 _TOOL_USE_FIELDS_AND_CALLER: Final = _TOOL_USE_FIELDS | {"caller"}
 _DIRECT_CALLER: Final = {"type": "direct"}
-"""Final: compiled (mypyc), a C static rather than a lookup in the module's dict on every answer's tool call."""
 
 
 def tool_use_extras(block: dict[str, Any]) -> dict[str, Any]:

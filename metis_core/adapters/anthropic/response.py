@@ -189,7 +189,7 @@ class _Blocks:
         if not self.pending_hosted:
             return self.content
         content = list(self.content)
-        # from the back, so earlier positions stay put (a reversed copy: mypyc fails on reversed() of this list)
+        # from the back, so earlier positions stay put
         for position, payload, build in self.pending_hosted[::-1]:
             content.insert(position, build(payload, "", self.block_origin()))
         return content

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
-from metis_core.messages.prechecked import token_count  # by name: compiled, a direct call (a check, not a builder)
+from metis_core.messages.prechecked import token_count
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
@@ -22,8 +22,7 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     read = raw.get("cache_read_input_tokens") or 0
     written = raw.get("cache_creation_input_tokens") or 0
     if token_count(fresh) and token_count(output) and token_count(read) and token_count(written):
-        # plain ints, as a real answer holds: nothing to validate (passed by position: a `*counts` call
-        # went through the generic call protocol, ~7,000 instructions compiled)
+        # plain ints, as a real answer holds: nothing to validate
         return prechecked.usage(fresh, output, read, written)
     return Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
                  cache_creation_input_tokens=written)

@@ -9,9 +9,6 @@ line that arrives inside a 200 NDJSON stream. Connection failures (nothing liste
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
@@ -26,6 +23,7 @@ from metis_core.errors import (
     RateLimitError,
     ServerError,
 )
+from metis_core.transport.retry import parse_retry_after
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 PROVIDER = "ollama"
@@ -63,37 +61,6 @@ def error_class_for_text(message: str) -> ErrorClass:
     return ErrorClass.SERVER_ERROR
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    value = headers.get(name)
-    if value is not None:
-        return value
-    for key, candidate in headers.items():  # plain dicts are case-sensitive, httpx.Headers is not
-        if key.lower() == name:
-            return candidate
-    return None
-
-
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Retry-After (seconds or an HTTP date) or retry-after-ms, as seconds; None when absent."""
-    millis = _header(headers, "retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    value = _header(headers, "retry-after")
-    if not value:
-        return None
-    try:
-        return max(float(value), 0.0)
-    except ValueError:
-        pass
-    try:
-        return max((parsedate_to_datetime(value) - datetime.now(UTC)).total_seconds(), 0.0)
-    except (TypeError, ValueError):
-        return None
-
-
 def classify_ollama_error(response: WireResponse) -> ProviderError:
     status = response.status
     message = error_text(response.body)
@@ -101,7 +68,7 @@ def classify_ollama_error(response: WireResponse) -> ProviderError:
         "provider": PROVIDER,
         "status": status,
         "request_id": request_id_from_headers(response.headers),
-        "retry_after": retry_after_seconds(response.headers),
+        "retry_after": parse_retry_after(response.headers),
     }
     missing = _MODEL_MISSING.search(message)
     if status in (401, 403):

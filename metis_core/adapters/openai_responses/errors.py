@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import orjson
@@ -27,6 +25,7 @@ from metis_core.errors import (
     RequestCancelledError,
     ServerError,
 )
+from metis_core.transport.retry import parse_retry_after
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 PROVIDER = "openai_responses"
@@ -141,22 +140,9 @@ def _excerpt(body: bytes) -> str:
 
 def retry_after_seconds(headers: Mapping[str, str], message: str = "") -> float | None:
     """Seconds to wait: `retry-after-ms`, then `Retry-After` (seconds or HTTP date), then the message."""
-    lowered = {k.lower(): v for k, v in headers.items()}
-    millis = lowered.get("retry-after-ms")
-    if millis:
-        try:
-            return max(float(millis) / 1000.0, 0.0)
-        except ValueError:
-            pass
-    after = lowered.get("retry-after")
-    if after:
-        try:
-            return max(float(after), 0.0)
-        except ValueError:
-            try:
-                return max((parsedate_to_datetime(after) - datetime.now(UTC)).total_seconds(), 0.0)
-            except (TypeError, ValueError):
-                pass
+    from_headers = parse_retry_after(headers)
+    if from_headers is not None:
+        return from_headers
     match = _TRY_AGAIN_IN.search(message)
     if match:
         value, unit = float(match.group(1)), match.group(2).lower()

@@ -136,7 +136,7 @@ class LlmPromptComposedPayload(PayloadModel):
     """`<template id>.<variable>` -> SHA-256 of the bound value."""
 
 
-SPECS: tuple[EventSpec, ...] = (  # typed: mypyc's import order cannot infer it through the cycle
+SPECS: tuple[EventSpec, ...] = (
     EventSpec(
         "llm.call_started",
         LlmCallStartedPayload,

@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 import pytest
-from compiled_build_marks import pure_only
 from fixture_files import read_json, wire_files
 from prechecked_reference import VALIDATING, model_state
 
@@ -21,9 +20,6 @@ from metis_core.adapters._common import tool_ids as tool_ids_module
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic import request_reader
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
-
-pytestmark = pure_only("numbers tool ids and swaps in the validating constructors by monkeypatching modules, "
-                        "which compiled code does not see")
 
 REQUESTS = [p.name for p in wire_files("anthropic", "request")]
 
