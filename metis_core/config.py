@@ -367,7 +367,8 @@ class MetisConfig(BaseModel):
     def provider_environment_watch(self, provider: str) -> tuple[dict[Any, Any], tuple[Any, ...]] | None:
         """(os.environ's own dict, `provider`'s watched names as that dict keys them), when this
         configuration reads os.environ: `tuple([data.get(key) for key in keys])` is then exactly
-        `provider_environment_state(provider)`, a read the model client makes on every call (a named fast path, docs/gateway.md "What it costs"). None for an injected mapping:
+        `provider_environment_state(provider)`, a read the model client makes on every call (a named
+        fast path, docs/gateway.md "What it costs"). None for an injected mapping:
         the caller asks `provider_environment_state` then."""
         private = self.__pydantic_private__
         assert private is not None

@@ -81,7 +81,8 @@ _BLOCK_CLASSES: frozenset[type] = frozenset({
 def _is(block: object, kind: type, cls: type[_Block]) -> TypeGuard[_Block]:
     """`isinstance(block, cls)` for a block of class `kind`, decided by `kind is cls` when `kind` is one of
     the canonical block classes, none of which subclasses another (tests hold them to it): a negative
-    isinstance of a pydantic model goes through ABCMeta's check (four per answer). A named fast path (docs/gateway.md "What it costs"); any other class takes isinstance."""
+    isinstance of a pydantic model goes through ABCMeta's check (four per answer). A named fast path
+    (docs/gateway.md "What it costs"); any other class takes isinstance."""
     if kind in _BLOCK_CLASSES:
         return kind is cls
     return isinstance(block, cls)
