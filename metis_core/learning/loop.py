@@ -79,7 +79,9 @@ class LearningLoop:
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until feedback given so far has been evaluated and its pattern outcomes rescored:
         feedback → verdict → outcome is a chain of batch subscribers, one bus flush per link."""
-        for _ in range(3):
+        from metis_core.agent.runtime import SUBSCRIBER_CHAIN_DEPTH
+
+        for _ in range(SUBSCRIBER_CHAIN_DEPTH):
             self.runtime.bus.flush(timeout)
 
     def _model_swapped(self, session: Session, previous: str | None, new: str) -> None:
