@@ -174,8 +174,8 @@ class TurnRunner:
         elif decision.deferred_pattern is not None:
             try:
                 overridden = await self._ask_about_deferred(session, recorder, decision, routed, needs, result)
-            except asyncio.CancelledError:  # Ctrl-C at the question: the turn ends like any cancelled turn
-                self._cancelled(session, recorder, started, StreamTracker(), None, result)
+            except asyncio.CancelledError as cancel:  # Ctrl-C at the question: ends like any cancelled turn
+                self._cancelled(session, recorder, started, StreamTracker(), None, result, cancel_reason(cancel))
                 return result
             if overridden is not None:
                 parent, members, record = overridden
@@ -269,7 +269,7 @@ class TurnRunner:
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
         except asyncio.CancelledError as cancel:
-            reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+            reason = "timeout" if expired else cancel_reason(cancel)
             self._answer_awaiting(session, dispatcher, awaiting, result)
             self._cancelled(session, recorder, started, tracker, observer if in_call else None, result, reason)
             return result
@@ -365,7 +365,7 @@ class TurnRunner:
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
             "total_cost_usd": float(result.cost_usd),
             "wall_time_seconds": round(time.perf_counter() - started_clock, 3),
-            "signals_extra": {"error": redact(result.error)} if result.error else None,
+            "signals_extra": _signals(result),
         }, started, actor=Actor.AGENT)
 
     @staticmethod
@@ -433,7 +433,27 @@ class TurnRunner:
         recorder.emit("turn.cancelled", {
             "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
-        }, started, actor=Actor.USER if reason == "user_cancel" else Actor.SYSTEM)
+        }, started, actor=cancel_actor(reason))
+
+
+def cancel_reason(cancel: asyncio.CancelledError) -> str:
+    """The CANCEL_REASONS entry a task was cancelled with; a bare cancel (Ctrl-C) is the user's own."""
+    return next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+
+
+def cancel_actor(reason: str) -> Actor:
+    """Who ended a cancelled turn: the user for their own cancel, the system for a disconnect or timeout."""
+    return Actor.USER if reason == "user_cancel" else Actor.SYSTEM
+
+
+def _signals(result: TurnResult) -> dict[str, Any] | None:
+    """turn.completed's extras: the error, and how many calls `total_cost_usd` could not price."""
+    extra: dict[str, Any] = {}
+    if result.error:
+        extra["error"] = redact(result.error)
+    if result.unpriced_calls:
+        extra["unpriced_calls"] = result.unpriced_calls
+    return extra or None
 
 
 def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:

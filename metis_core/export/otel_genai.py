@@ -231,7 +231,9 @@ class _TraceBuilder:
             "gen_ai.usage.output_tokens": _int(p, "output_tokens"),
             "gen_ai.usage.cache_read.input_tokens": cached,
             "gen_ai.usage.cache_creation.input_tokens": created,
-            "metis.stop_reason": stop, "metis.cost_usd": p.get("cost_usd"),
+            "metis.stop_reason": stop,
+            # a call of a model with no price has no cost (the payload's 0.0 is no price): left out
+            "metis.cost_usd": None if p.get("pricing_version") == "unpriced" else p.get("cost_usd"),
             "metis.pricing_version": p.get("pricing_version"), "metis.latency_ms": p.get("latency_ms"),
             "metis.message.id": message.id if message is not None else None,
         })

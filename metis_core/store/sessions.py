@@ -472,18 +472,21 @@ class SessionStore:
             ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"),
             0,
         )
-        cost, unpriced, models = Decimal(0), 0, []
-        for usage_json, model in rows:
+        cost, unpriced, calls, models = Decimal(0), 0, 0, []
+        for usage_json, model, model_calls, unpriced_calls in rows:
             if model and model not in models:
                 models.append(model)
+            calls += int(model_calls or 1)
             if usage_json is None:
                 continue
             usage = orjson.loads(usage_json)
             for key in sums:
                 sums[key] += int(usage.get(key) or 0)
-            if usage.get("cost_usd") is None:
+            if unpriced_calls is not None:
+                unpriced += int(unpriced_calls)
+            elif usage.get("cost_usd") is None:
                 unpriced += 1
-            else:
+            if usage.get("cost_usd") is not None:
                 cost += Decimal(usage["cost_usd"])
         return SessionTotals(
             message_count=int(count),
@@ -491,6 +494,7 @@ class SessionStore:
             cost_usd=cost,
             unpriced_message_count=unpriced,
             models=tuple(models),
+            model_calls=calls,
             **sums,
         )
 
