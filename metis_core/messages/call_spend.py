@@ -40,7 +40,8 @@ class CallSpend:
         total = self.usage
         priced = [c for c in (total.cost_usd, usage.cost_usd) if c is not None]
         self.usage = Usage(
-            input_tokens=total.input_tokens + usage.input_tokens, output_tokens=total.output_tokens + usage.output_tokens,
+            input_tokens=total.input_tokens + usage.input_tokens,
+            output_tokens=total.output_tokens + usage.output_tokens,
             cached_input_tokens=total.cached_input_tokens + usage.cached_input_tokens,
             cache_creation_input_tokens=total.cache_creation_input_tokens + usage.cache_creation_input_tokens,
             reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens,
