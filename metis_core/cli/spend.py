@@ -45,13 +45,15 @@ class SpendRow:
 
 
 def model_calls(messages: Iterable[Message]) -> list[Message]:
-    """Assistant messages that came from a model call (the ones that carry usage or a model).
+    """Assistant messages that came from a completed model call: the ones that carry usage, as each
+    llm.call_completed does. A partial answer cut short (a cancel, a broken stream) has no usage: its
+    call is on the turn's record (turn.cancelled, llm.call_failed) but nothing was charged for it.
 
     Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
     were paid for once, by the original. So are assistant messages a gateway client sent as its
     history (`from_client`): they were no call of ours.
     """
-    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
+    return [m for m in messages if m.role is Role.ASSISTANT and m.metadata.usage is not None
             and not is_copy(m) and not (m.metadata.model_extra or {}).get("from_client")]
 
 

@@ -16,6 +16,8 @@ from metis_core.messages.metadata import Usage
 
 MODEL_CALLS = "model_calls"
 """Metadata field: how many model calls a stored assistant message stands for (1 when absent)."""
+CLIENT_HISTORY = "client_history"
+"""The pricing_version of an assistant message a gateway client sent as its history: no call of ours."""
 UNPRICED_CALLS = "unpriced_calls"
 """Metadata field: how many of those calls had no price (absent: 1 when its cost is None, else 0)."""
 

@@ -25,6 +25,7 @@ import orjson
 from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
+from metis_core.messages.call_spend import CLIENT_HISTORY
 from metis_core.store.backend import Location, SharedDatabase, open_backend
 from metis_core.store.conversation_batch import (
     INSERT_MESSAGE,
@@ -476,10 +477,11 @@ class SessionStore:
         for usage_json, model, model_calls, unpriced_calls in rows:
             if model and model not in models:
                 models.append(model)
-            calls += int(model_calls or 1)
             if usage_json is None:
-                continue
+                continue  # a partial answer cut short: no completed call, nothing charged
             usage = orjson.loads(usage_json)
+            if usage.get("pricing_version") != CLIENT_HISTORY:
+                calls += int(model_calls or 1)
             for key in sums:
                 sums[key] += int(usage.get(key) or 0)
             if unpriced_calls is not None:
