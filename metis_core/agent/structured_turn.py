@@ -25,19 +25,13 @@ import orjson
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.call_events import CallObserver, completed_payload
+from metis_core.agent.cancel_reasons import cancel_actor, cancel_reason
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.request_options import request_options_record
 from metis_core.agent.session import Session
-from metis_core.agent.turn import (
-    SHARED_TEXT_LIMIT,
-    TurnClosingHook,
-    TurnResult,
-    TurnRunner,
-    cancel_actor,
-    cancel_reason,
-)
+from metis_core.agent.turn import SHARED_TEXT_LIMIT, TurnClosingHook, TurnResult, TurnRunner
 from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex

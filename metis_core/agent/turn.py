@@ -20,6 +20,7 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.call_events import EVENT_STOP_REASONS, CallObserver
 from metis_core.agent.call_events import completed_payload as completed_payload  # re-exported (gateway)
+from metis_core.agent.cancel_reasons import cancel_actor, cancel_reason
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
@@ -59,9 +60,6 @@ from metis_core.routing.fallback import FallbackChain
 StreamSink = Callable[[StreamEvent], None]
 MessageSink = Callable[[Message], None]
 """Told of every message a turn stores (each call's answer, each tool result), once it is stored."""
-CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
-"""turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
-`task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
@@ -86,7 +84,7 @@ class TurnResult:
     stop_reason: str = "end_turn"
     cancelled: bool = False
     cancel_reason: str | None = None
-    """One of CANCEL_REASONS when `cancelled`."""
+    """One of CANCEL_REASONS (agent/cancel_reasons.py) when `cancelled`."""
     error: str | None = None
     failure: BaseException | None = None
     """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
@@ -434,16 +432,6 @@ class TurnRunner:
             "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
         }, started, actor=cancel_actor(reason))
-
-
-def cancel_reason(cancel: asyncio.CancelledError) -> str:
-    """The CANCEL_REASONS entry a task was cancelled with; a bare cancel (Ctrl-C) is the user's own."""
-    return next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
-
-
-def cancel_actor(reason: str) -> Actor:
-    """Who ended a cancelled turn: the user for their own cancel, the system for a disconnect or timeout."""
-    return Actor.USER if reason == "user_cancel" else Actor.SYSTEM
 
 
 def _signals(result: TurnResult) -> dict[str, Any] | None:
