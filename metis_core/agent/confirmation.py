@@ -70,8 +70,8 @@ class ConfirmationPolicy:
     async def ask(self, request: ConfirmationRequest) -> ConfirmationAnswer:
         try:
             answer = await asyncio.wait_for(self.confirmer(request), self.timeout_seconds)
-        except TimeoutError:
-            return ConfirmationAnswer("timeout")
+        except TimeoutError:  # no one answered in time: the clock decided (the system actor)
+            return ConfirmationAnswer("timeout", by="policy", reason="no answer in time")
         if answer.decision == "allow" and answer.scope == "session":
             self.session_allowed.add(request.tool_name)
         return answer

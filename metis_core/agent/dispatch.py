@@ -18,6 +18,7 @@ from datetime import UTC, datetime, timedelta
 
 import orjson
 
+from metis_core.agent.cancel_reasons import cancel_reason
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationPolicy, ConfirmationRequest
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.tools.base import ToolCallScope, ToolContext, ToolOutcome, extra_input_violations
@@ -118,8 +119,11 @@ class ToolDispatcher:
         }, called)
         try:
             answer = await self.confirmation.ask(request)
-        except asyncio.CancelledError:  # Ctrl-C at the question: the user stopped it, so it is a denial
-            self._resolved(recorder, use, request, ConfirmationAnswer("deny"), requested)
+        except asyncio.CancelledError as cancel:  # the turn ended at the question: a denial by whoever ended it
+            reason = cancel_reason(cancel)
+            ended = ConfirmationAnswer("deny") if reason == "user_cancel" else \
+                ConfirmationAnswer("deny", by="policy", reason=reason)
+            self._resolved(recorder, use, request, ended, requested)
             raise
         self._resolved(recorder, use, request, answer, requested)
         if answer.decision == "allow":

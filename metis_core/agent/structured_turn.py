@@ -6,11 +6,14 @@ refusal, NL-to-format, recovery, exhaustion) become llm.output_* events, each pa
 follows. Routing refuses models that cannot carry the schema; each call goes through the routed
 fallback chain like a plain turn's (health-aware order, llm.call_failed then the next member's
 llm.call_started), and a member the chain falls back to gets its own plan. No tools are offered.
-The session keeps the user message and one assistant message holding the validated JSON.
+The session keeps the user message and one assistant message holding the validated JSON, carrying
+every call's usage (messages/call_spend.py); a run that fails or is cancelled after priced calls
+keeps one ERROR / CANCELLED message carrying them, so no priced call goes uncharged.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import time
 from collections.abc import Sequence
@@ -22,22 +25,24 @@ import orjson
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.call_events import CallObserver, completed_payload
+from metis_core.agent.cancel_reasons import cancel_actor, cancel_reason
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.request_options import request_options_record
 from metis_core.agent.session import Session
-from metis_core.agent.turn import TurnClosingHook, TurnResult, TurnRunner
+from metis_core.agent.turn import SHARED_TEXT_LIMIT, TurnClosingHook, TurnResult, TurnRunner
 from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, Role, TextBlock, ToolDefinition
+from metis_core.messages import Message, MessageStatus, Role, TextBlock, ToolDefinition
+from metis_core.messages.call_spend import CallSpend
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
 from metis_core.structured.driver import StructuredRequest, StructuredRun
 from metis_core.structured.policy import OutputPolicy
-from metis_core.structured.result import StructuredResult
+from metis_core.structured.result import OutputAttempt, StructuredResult
 from metis_core.structured.spec import OutputSpec
 from metis_core.structured.steps import (
     NlToFormatEngaged,
@@ -94,11 +99,17 @@ class MemberRuns:
             self.answered_by, self.pending = model, step
         return step
 
+    def attempts(self) -> list[OutputAttempt]:
+        """Every answer's attempt record, member by member in the order they were tried."""
+        return [attempt for run in self.runs.values() for attempt in run.attempts]
+
 
 @dataclass
 class StructuredTurnResult:
     turn: TurnResult
     output: StructuredResult[Any] | None = None
+    attempts: list[OutputAttempt] = dataclasses.field(default_factory=list)
+    """Every answer the run received, also when it failed or was cancelled before a valid one."""
 
 
 class OutputStepRecorder:
@@ -137,6 +148,19 @@ def output_step_event(step: OutputStep) -> tuple[str, dict[str, Any]]:
                                     "byte_offset": step.byte_offset}
 
 
+def _keep_spend(rt: Any, session: Session, result: TurnResult, spend: CallSpend, last: Message | None,
+                status: MessageStatus) -> None:
+    """A run that ends without a valid answer still stores its completed calls' spend: one message with
+    the last answer's content (or none) in `status`, carrying every call's usage."""
+    if spend.calls == 0 or last is None:
+        return
+    kept = Message(role=Role.ASSISTANT, session_id=session.id, content=list(last.content),
+                   metadata=last.metadata.model_copy(update={"status": status, "stop_reason": status.value}))
+    spend.stamp(kept)
+    session.append(kept, rt.store, provider=kept.metadata.provider)
+    result.produced.append(kept)
+
+
 def _redacted(text: str | None) -> str | None:
     return redact(text) if text is not None else None
 
@@ -156,13 +180,19 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
     session.append(Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text)]), rt.store)
     needs = dataclasses.replace(turn_needs(session.history, [], session.workspace, user_text),
                                 output_schema=spec.schema)
+    shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
     started = recorder.emit("turn.started", {
-        "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": None,
+        "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
         "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
         "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
     }, None, actor=Actor.USER)
     steps = OutputStepRecorder(recorder)
     asked = request_options_record(options, output=spec, policy=policy)
+    spend = CallSpend()
+    last: Message | None = None
+    runs: MemberRuns | None = None
+    observer: CallObserver | None = None
+    in_call = False  # between a call's llm.call_started and the end of its stream
     try:
         decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
         recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
@@ -175,15 +205,19 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
             chain = FallbackChain(rt.client, runs.order(decision.members), health=rt.health,
                                   settings=decision.settings)
             final: Message | None = None
+            in_call = True
             async for event in chain.astream([], tool_ids=session.tool_ids, session_id=session.id,
                                              routing=decision.record, observer=observer, request_for=runs.request_for):
                 if event.type == "message_complete":
                     final = event.message
             result.llm_calls += observer.attempts
+            in_call = False
             if final is None:
                 raise MalformedResponseError("the stream ended without a final message",
                                              provider=observer.model.partition(":")[0])
             TurnRunner._count_usage(result, final)
+            spend.add(final.metadata.usage)
+            last = final
             result.model = observer.model
             call = recorder.emit("llm.call_completed", completed_payload(final), observer.started,
                                  actor=Actor.AGENT) if final.metadata.usage is not None else observer.started
@@ -194,13 +228,30 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
                 break
         answer = Message(role=Role.ASSISTANT, session_id=session.id, metadata=final.metadata.model_copy(),
                          content=[TextBlock(text=orjson.dumps(step.value_json()).decode())])
+        spend.stamp(answer)
         session.append(answer, rt.store, provider=answer.metadata.provider)
         result.produced.append(answer)
         result.final = answer
         result.stop_reason = "end_turn"
+    except asyncio.CancelledError as cancel:
+        if in_call and observer is not None:  # the call the cancel interrupted still happened
+            result.llm_calls += observer.attempts
+        out.attempts = runs.attempts() if runs is not None else []
+        _keep_spend(rt, session, result, spend, last, MessageStatus.CANCELLED)
+        reason = cancel_reason(cancel)
+        result.cancelled, result.cancel_reason, result.stop_reason = True, reason, "cancelled"
+        session.turn_count += 1
+        recorder.emit("turn.cancelled", {
+            "reason": reason, "partial_llm_calls": 1 if in_call else 0, "partial_tool_calls": 0,
+        }, started, actor=cancel_actor(reason))
+        return out
     except MetisError as error:
+        if in_call and observer is not None:  # the failed attempts of the call that raised
+            result.llm_calls += observer.attempts
         result.error = str(error)
         result.failure = error
+        _keep_spend(rt, session, result, spend, last, MessageStatus.ERROR)
+    out.attempts = runs.attempts() if runs is not None else []
     session.turn_count += 1
     if before_completed is not None:
         before_completed(result, recorder, started)

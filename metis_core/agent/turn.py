@@ -20,6 +20,7 @@ from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.call_events import EVENT_STOP_REASONS, CallObserver
 from metis_core.agent.call_events import completed_payload as completed_payload  # re-exported (gateway)
+from metis_core.agent.cancel_reasons import cancel_actor, cancel_reason
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
@@ -59,9 +60,6 @@ from metis_core.routing.fallback import FallbackChain
 StreamSink = Callable[[StreamEvent], None]
 MessageSink = Callable[[Message], None]
 """Told of every message a turn stores (each call's answer, each tool result), once it is stored."""
-CANCEL_REASONS = ("user_cancel", "client_disconnect", "timeout")
-"""turn.cancelled reasons. Cancel a running turn's task with one as the message, e.g.
-`task.cancel("client_disconnect")`; `run(timeout_seconds=...)` cancels with "timeout" itself."""
 TurnClosingHook = Callable[["TurnResult", TurnRecorder, Event | None], None]
 """Called with the finished result just before turn.completed, to add events to the turn (metis replay)."""
 TURN_STOP_REASONS = {*EVENT_STOP_REASONS, "error"}
@@ -86,7 +84,7 @@ class TurnResult:
     stop_reason: str = "end_turn"
     cancelled: bool = False
     cancel_reason: str | None = None
-    """One of CANCEL_REASONS when `cancelled`."""
+    """One of CANCEL_REASONS (agent/cancel_reasons.py) when `cancelled`."""
     error: str | None = None
     failure: BaseException | None = None
     """The exception behind `error`, for callers that sort failures (exit codes, retries)."""
@@ -174,8 +172,8 @@ class TurnRunner:
         elif decision.deferred_pattern is not None:
             try:
                 overridden = await self._ask_about_deferred(session, recorder, decision, routed, needs, result)
-            except asyncio.CancelledError:  # Ctrl-C at the question: the turn ends like any cancelled turn
-                self._cancelled(session, recorder, started, StreamTracker(), None, result)
+            except asyncio.CancelledError as cancel:  # Ctrl-C at the question: ends like any cancelled turn
+                self._cancelled(session, recorder, started, StreamTracker(), None, result, cancel_reason(cancel))
                 return result
             if overridden is not None:
                 parent, members, record = overridden
@@ -269,7 +267,7 @@ class TurnRunner:
                 finished = [o.last_event for o in outcomes if o.last_event is not None]
                 parent = max(finished, key=lambda e: e.id) if finished else completed
         except asyncio.CancelledError as cancel:
-            reason = "timeout" if expired else next((a for a in cancel.args if a in CANCEL_REASONS), "user_cancel")
+            reason = "timeout" if expired else cancel_reason(cancel)
             self._answer_awaiting(session, dispatcher, awaiting, result)
             self._cancelled(session, recorder, started, tracker, observer if in_call else None, result, reason)
             return result
@@ -365,7 +363,7 @@ class TurnRunner:
             "total_input_tokens": result.input_tokens, "total_output_tokens": result.output_tokens,
             "total_cost_usd": float(result.cost_usd),
             "wall_time_seconds": round(time.perf_counter() - started_clock, 3),
-            "signals_extra": {"error": redact(result.error)} if result.error else None,
+            "signals_extra": _signals(result),
         }, started, actor=Actor.AGENT)
 
     @staticmethod
@@ -433,7 +431,17 @@ class TurnRunner:
         recorder.emit("turn.cancelled", {
             "reason": reason, "partial_llm_calls": partial_calls,
             "partial_tool_calls": sum(1 for m in result.produced if m.role is Role.TOOL),
-        }, started, actor=Actor.USER if reason == "user_cancel" else Actor.SYSTEM)
+        }, started, actor=cancel_actor(reason))
+
+
+def _signals(result: TurnResult) -> dict[str, Any] | None:
+    """turn.completed's extras: the error, and how many calls `total_cost_usd` could not price."""
+    extra: dict[str, Any] = {}
+    if result.error:
+        extra["error"] = redact(result.error)
+    if result.unpriced_calls:
+        extra["unpriced_calls"] = result.unpriced_calls
+    return extra or None
 
 
 def _cancel_later(seconds: float, expired: list[bool]) -> asyncio.TimerHandle:

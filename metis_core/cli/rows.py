@@ -86,10 +86,12 @@ def format_usd(amount: Decimal | float | None) -> str:
 
 
 def cost_text(amount: Decimal, unpriced_calls: int) -> str:
-    """A total that may include unpriced calls: `$0.0012`, `$0.0012 + unknown`, or `cost unknown`."""
+    """A total that may include unpriced calls: `$0.0012`, `≥ $0.0012, 2 calls unpriced`, or
+    `cost unknown (1 call unpriced)`: never `$0` for a call nobody priced."""
     if not unpriced_calls:
         return format_usd(amount)
-    return "cost unknown" if amount == 0 else f"{format_usd(amount)} + unknown"
+    calls = f"{unpriced_calls} call{'' if unpriced_calls == 1 else 's'} unpriced"
+    return f"cost unknown ({calls})" if amount == 0 else f"≥ {format_usd(amount)}, {calls}"
 
 
 def preview(text: str, limit: int = PREVIEW_CHARS) -> str:

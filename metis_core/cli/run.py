@@ -76,7 +76,8 @@ class RunRequest:
 
 
 def result_document(session_id: str | None, result: TurnResult | None, exit_code: ExitCode) -> dict[str, Any]:
-    """The --json output: stable keys, cost as a decimal string (null when unpriced or no call)."""
+    """The --json output: stable keys, cost as a decimal string (null when a call was unpriced, or no call
+    was charged), `unpriced_calls` how many calls had no price."""
     final = result.final if result is not None else None
     usage = final.metadata.usage if final is not None else None
     priced = result is not None and result.unpriced_calls == 0
@@ -92,7 +93,10 @@ def result_document(session_id: str | None, result: TurnResult | None, exit_code
             "llm_calls": result.llm_calls if result else 0,
             "tool_calls": result.tool_calls if result else 0,
         },
-        "cost_usd": format(result.cost_usd, "f") if result is not None and priced and usage is not None else None,
+        # every priced call of the turn, also when it ended without an answer (a failed structured run)
+        "cost_usd": format(result.cost_usd, "f") if result is not None and priced
+        and (usage is not None or result.cost_usd) else None,
+        "unpriced_calls": result.unpriced_calls if result else 0,
         "cancelled": result is None or result.cancelled,
         "error": result.error if result else None,
         "exit_code": int(exit_code),

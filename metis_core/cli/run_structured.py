@@ -63,7 +63,8 @@ def structured_document(session_id: str, outcome: StructuredTurnResult | None, c
     output = outcome.output if outcome is not None else None
     doc["value"] = output.value_json() if output is not None else None
     failure = turn.failure if turn is not None else None
-    attempts = output.attempts if output is not None else getattr(failure, "attempts", [])
+    attempts = output.attempts if output is not None else (
+        (outcome.attempts if outcome is not None else []) or getattr(failure, "attempts", []))
     doc["attempts"] = [a.to_json() for a in attempts]
     if isinstance(doc.get("error"), str):
         doc["error"] = in_flag_words(doc["error"])
@@ -114,13 +115,13 @@ def run_with_schema(request: SchemaRun) -> ExitCode:
             with asyncio.Runner() as runner:
                 outcome = runner.run(interruptible(work))
             turn = outcome.turn if outcome is not None else None
-            disposition = "abandoned" if turn is None else ("error" if turn.error else "completed")
+            disposition = "abandoned" if turn is None or turn.cancelled else ("error" if turn.error else "completed")
         finally:
             runtime.sessions.end(session, disposition)
     finally:
         runtime.close()
     turn = outcome.turn if outcome is not None else None
-    if turn is None:
+    if turn is None or turn.cancelled:
         code = ExitCode.CANCELLED
     elif turn.failure is not None:
         code = exit_code_for(turn.failure) if isinstance(turn.failure, MetisError) else ExitCode.UNEXPECTED
@@ -132,4 +133,6 @@ def run_with_schema(request: SchemaRun) -> ExitCode:
         terminal.raw(json.dumps(outcome.output.value_json(), ensure_ascii=False, indent=2) + "\n")
     if turn is not None and turn.error:
         terminal.fail(in_flag_words(turn.error))
+    elif code is ExitCode.CANCELLED:
+        terminal.fail("cancelled")
     return code

@@ -94,11 +94,10 @@ class SlashCommands:
     def cost(self, argument: str) -> bool:
         chat = self.chat
         totals = chat.runtime.store.session_totals(chat.session.id)
-        unpriced = f" ({totals.unpriced_message_count} unpriced)" if totals.unpriced_message_count else ""
         self.out.print(
-            f"this session: {cost_text(totals.cost_usd, totals.unpriced_message_count)}{unpriced} · "
-            f"{totals.assistant_message_count} model "
-            f"messages · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
+            f"this session: {cost_text(totals.cost_usd, totals.unpriced_message_count)} · "
+            f"{totals.model_calls} model "
+            f"calls · {totals.input_tokens} in / {totals.output_tokens} out tokens · models: "
             f"{', '.join(totals.models) or '-'}", markup=False)
         workers = chat.runtime.store.worker_sessions(chat.session.id)
         if workers:

@@ -1,7 +1,8 @@
 """Spend figures summed from stored assistant messages: per session, per model, per day.
 
 Messages are the source (they are never pruned, unlike the trace), and each carries its own
-priced usage. An unpriced message counts its tokens and is flagged, never priced as zero.
+priced usage and the model calls it stands for (messages/call_spend.py: a structured run's attempts
+are summed on its one message). An unpriced call counts its tokens and is flagged, never priced as zero.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from datetime import datetime
 from decimal import Decimal
 
 from metis_core.messages import Message, Role
+from metis_core.messages.call_spend import calls_of
 from metis_core.store.sessions import SessionStore
 
 
@@ -26,15 +28,14 @@ class SpendRow:
 
     def add(self, message: Message) -> None:
         usage = message.metadata.usage
-        self.calls += 1
+        calls, unpriced = calls_of(message)
+        self.calls += calls
+        self.unpriced_calls += unpriced
         if usage is None:
-            self.unpriced_calls += 1
             return
         self.input_tokens += usage.total_input_tokens
         self.output_tokens += usage.output_tokens
-        if usage.cost_usd is None:
-            self.unpriced_calls += 1
-        else:
+        if usage.cost_usd is not None:
             self.cost_usd += usage.cost_usd
 
     def to_json(self) -> dict[str, object]:
@@ -44,13 +45,15 @@ class SpendRow:
 
 
 def model_calls(messages: Iterable[Message]) -> list[Message]:
-    """Assistant messages that came from a model call (the ones that carry usage or a model).
+    """Assistant messages that came from a completed model call: the ones that carry usage, as each
+    llm.call_completed does. A partial answer cut short (a cancel, a broken stream) has no usage: its
+    call is on the turn's record (turn.cancelled, llm.call_failed) but nothing was charged for it.
 
     Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
     were paid for once, by the original. So are assistant messages a gateway client sent as its
     history (`from_client`): they were no call of ours.
     """
-    return [m for m in messages if m.role is Role.ASSISTANT and (m.metadata.usage or m.metadata.model)
+    return [m for m in messages if m.role is Role.ASSISTANT and m.metadata.usage is not None
             and not is_copy(m) and not (m.metadata.model_extra or {}).get("from_client")]
 
 

@@ -46,8 +46,7 @@ def spend_table(title: str, key_title: str, rows: list[SpendRow], whole: SpendRo
     for column in (key_title, "calls", "tokens in", "tokens out", "cost"):
         table.add_column(column, justify="left" if column == key_title else "right", overflow="fold")
     for row in [*rows, *([whole] if whole is not None else [])]:
-        cost = cost_text(row.cost_usd, row.unpriced_calls) + (
-            f" ({row.unpriced_calls} unpriced)" if row.unpriced_calls else "")
+        cost = cost_text(row.cost_usd, row.unpriced_calls)
         table.add_row(row.key, str(row.calls), f"{row.input_tokens:,}", f"{row.output_tokens:,}", cost,
                       style="bold" if row is whole else None)
     return table

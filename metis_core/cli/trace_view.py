@@ -15,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from metis_core.cli.render import format_usd, preview
+from metis_core.cli.render import cost_text, format_usd, preview
 from metis_core.events.causality import CausalNode, build_tree
 from metis_core.events.envelope import Event
 
@@ -41,6 +41,16 @@ def _winner_reason(p: dict[str, Any]) -> str:
     return f" · {chain[index]['reason']}"
 
 
+def _call_cost(p: dict[str, Any]) -> str:
+    """A call's cost; a model without a price is `cost unknown` (the payload's 0.0 is no price)."""
+    return "cost unknown" if p.get("pricing_version") == "unpriced" else format_usd(p.get("cost_usd"))
+
+
+def _turn_cost(p: dict[str, Any]) -> str:
+    unpriced = int((p.get("signals_extra") or {}).get("unpriced_calls") or 0)
+    return cost_text(Decimal(str(p.get("total_cost_usd") or 0)), unpriced)
+
+
 def describe(event: Event) -> str:
     """What happened, in one line, with the figures that matter for that type."""
     p = event.payload
@@ -54,7 +64,7 @@ def describe(event: Event) -> str:
                                    f"on {p.get('k_cluster_size')} similar fingerprint(s) · "
                                    f"{p.get('fingerprint_kind')} {p.get('fingerprint_id')}",
         "llm.call_started": lambda: f"{p.get('model')}",
-        "llm.call_completed": lambda: f"{p.get('model')} · {_tokens(p)} tokens · {format_usd(p.get('cost_usd'))} · "
+        "llm.call_completed": lambda: f"{p.get('model')} · {_tokens(p)} tokens · {_call_cost(p)} · "
                                       f"{p.get('latency_ms')} ms · {p.get('stop_reason')}",
         "llm.call_failed": lambda: f"{p.get('model')} · {p.get('error_class')}: "
                                    f"{preview(str(p.get('error_message_redacted', '')), 100)}",
@@ -67,7 +77,7 @@ def describe(event: Event) -> str:
         "turn.completed": lambda: f"{_count(p.get('llm_call_count'), 'call')} · "
                                   f"{_count(p.get('tool_call_count'), 'tool call')} · "
                                   f"{p.get('total_input_tokens')} in / {p.get('total_output_tokens')} out tokens · "
-                                  f"{format_usd(p.get('total_cost_usd'))} · {p.get('wall_time_seconds')} s",
+                                  f"{_turn_cost(p)} · {p.get('wall_time_seconds')} s",
         "turn.cancelled": lambda: f"{p.get('reason')}",
         "delegate.started": lambda: f"{p.get('tier')} → {p.get('resolved_model')} · worker "
                                     f"{p.get('worker_session_id')}",

@@ -152,7 +152,7 @@ class _RunBuilder:
         p = event.payload
         reason = str(p["reason"])
         self.add(event, "run.cancelled", {
-            "reason": reason, "cancelledBy": "system" if reason == "timeout" else "user",
+            "reason": reason, "cancelledBy": "user" if reason == "user_cancel" else "system",
             "durationMs": _duration_ms(self.started, event),
             "partialLlmCalls": p["partial_llm_calls"], "partialToolCalls": p["partial_tool_calls"],
         })

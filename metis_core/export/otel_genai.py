@@ -174,10 +174,13 @@ class _TraceBuilder:
         if span is None:
             return False
         p = event.payload
+        unpriced = (p.get("signals_extra") or {}).get("unpriced_calls")
         span.attributes.update({
             "gen_ai.usage.input_tokens": _int(p, "total_input_tokens"),
             "gen_ai.usage.output_tokens": _int(p, "total_output_tokens"),
-            "metis.cost_usd": p.get("total_cost_usd"), "metis.turn.stop_reason": p.get("stop_reason"),
+            # with unpriced calls the total is a lower bound (metis.unpriced_calls), or unknown when nothing was priced
+            "metis.cost_usd": None if unpriced and not p.get("total_cost_usd") else p.get("total_cost_usd"),
+            "metis.unpriced_calls": unpriced, "metis.turn.stop_reason": p.get("stop_reason"),
             "metis.turn.llm_call_count": p.get("llm_call_count"),
             "metis.turn.tool_call_count": p.get("tool_call_count"),
         })
@@ -231,7 +234,9 @@ class _TraceBuilder:
             "gen_ai.usage.output_tokens": _int(p, "output_tokens"),
             "gen_ai.usage.cache_read.input_tokens": cached,
             "gen_ai.usage.cache_creation.input_tokens": created,
-            "metis.stop_reason": stop, "metis.cost_usd": p.get("cost_usd"),
+            "metis.stop_reason": stop,
+            # a call of a model with no price has no cost (the payload's 0.0 is no price): left out
+            "metis.cost_usd": None if p.get("pricing_version") == "unpriced" else p.get("cost_usd"),
             "metis.pricing_version": p.get("pricing_version"), "metis.latency_ms": p.get("latency_ms"),
             "metis.message.id": message.id if message is not None else None,
         })

@@ -257,7 +257,8 @@ class CallRecord:
             self.failed(self.model, "cancelled", why)
         payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
                    "partial_tool_calls": 0}
-        self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.USER))
+        # a client that leaves is a disconnect the system records, not a cancel the user asked for
+        self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.SYSTEM))
         self._persist(partial)
 
     def _turn_completed(self, final: Message | None, error: str | None) -> None:

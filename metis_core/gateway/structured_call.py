@@ -30,7 +30,6 @@ from metis_core.errors import (
 )
 from metis_core.gateway.continued_call import continuable, joined
 from metis_core.gateway.shapes.base import OUTPUT_REFUSAL
-from metis_core.gateway.usage_total import add_usage
 from metis_core.ids import new_tool_use_id
 from metis_core.messages import (
     CompactionBlock,
@@ -49,9 +48,9 @@ from metis_core.messages import (
     ToolUseBlock,
     ToolUseEnd,
     ToolUseStart,
-    Usage,
     WholeBlock,
 )
+from metis_core.messages.call_spend import CallSpend
 from metis_core.models.model_id import parse_model_id
 from metis_core.routing.fallback import FallbackChain
 from metis_core.structured.result import StructuredResult
@@ -131,7 +130,7 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     capable = _capable(service, members, ask.spec)
     runs = MemberRuns(client, ask.spec, list(request.messages), ask.options, None, record.output_step,
                       tools=ask.tools)
-    total: Usage | None = None
+    spend = CallSpend()  # every attempt's usage, and how many calls the one stored answer stands for
     paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
     answered_by = ""
     attempts = 0
@@ -157,7 +156,7 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
                                          provider=record.model.partition(":")[0])
         answered_by = record.model
         usage = final.metadata.usage
-        total = add_usage(total, usage)
+        spend.add(usage)
         record.call_completed(final, service.charge(budget, final, more=True))
         if continuable(final) and len(paused_answers) < MAX_CONTINUATIONS:
             paused_answers.append(final)
@@ -167,26 +166,28 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         offered = {t.name for t in ask.tools}
         if any(b.name in offered for b in final.tool_uses()):
             # The client offered its own tools: a call of one is an answer (the schema binds the final text).
-            return _answer(record, final, total, list(final.content), "tool_use")
+            return _answer(record, final, spend, list(final.content), "tool_use")
         try:
             taken = runs.take(answered_by, final)
         except OutputRefusedError as refused:
-            return _answer(record, final, total, [TextBlock(text=refused.refusal_text or "")], "refusal",
+            return _answer(record, final, spend, [TextBlock(text=refused.refusal_text or "")], "refusal",
                            refusal=True)
         if isinstance(taken, StructuredResult):
             value = taken.value_json()
             if ask.as_tool is not None:
                 block: TextBlock | ToolUseBlock = ToolUseBlock(id=new_tool_use_id(), name=ask.as_tool, input=value)
-                return _answer(record, final, total, [block], "tool_use")
-            return _answer(record, final, total, [TextBlock(text=orjson.dumps(value).decode())], "end_turn")
+                return _answer(record, final, spend, [block], "tool_use")
+            return _answer(record, final, spend, [TextBlock(text=orjson.dumps(value).decode())], "end_turn")
 
 
-def _answer(record: CallRecord, final: Message, total: Usage | None, content: list[Any], stop: str, *,
+def _answer(record: CallRecord, final: Message, spend: CallSpend, content: list[Any], stop: str, *,
             refusal: bool = False) -> Message:
-    metadata = final.metadata.model_copy(update={"usage": total, "stop_reason": stop, "provider_raw": None})
+    metadata = final.metadata.model_copy(update={"stop_reason": stop, "provider_raw": None})
     if refusal:
         setattr(metadata, OUTPUT_REFUSAL, True)
-    return Message(role=Role.ASSISTANT, session_id=record.session_id, metadata=metadata, content=content)
+    answer = Message(role=Role.ASSISTANT, session_id=record.session_id, metadata=metadata, content=content)
+    spend.stamp(answer)
+    return answer
 
 
 def answer_events(answer: Message, *, text: bool = True) -> list[StreamEvent]:

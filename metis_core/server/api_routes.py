@@ -48,7 +48,8 @@ def session_json(record: SessionRecord) -> dict[str, Any]:
             "workspace_path": record.workspace_path, "created_at": record.created_at.isoformat(),
             "updated_at": record.updated_at.isoformat(),
             "ended_at": record.ended_at.isoformat() if record.ended_at else None,
-            "disposition": record.disposition, "total_cost_usd": format(record.total_cost_usd, "f")}
+            "disposition": record.disposition, "total_cost_usd": format(record.total_cost_usd, "f"),
+            "unpriced_calls": record.unpriced_message_count}
 
 
 def visible_event(event: Event, clearance: Sensitivity) -> dict[str, Any]:
@@ -104,7 +105,8 @@ async def get_trace(request: Request) -> JSONResponse:
 
 
 async def get_cost(request: Request) -> JSONResponse:
-    """Spend from `llm.call_completed`: per day, model, gateway key, user and team."""
+    """Spend from `llm.call_completed`: per day, model, gateway key, user and team; a row's
+    `unpriced_calls` says how many calls its `cost_usd` leaves out (a total is then a lower bound)."""
     runtime = context_of(request).runtime
     try:
         days = max(1, min(366, int(request.query_params.get("days", 30))))
@@ -124,13 +126,24 @@ async def get_cost(request: Request) -> JSONResponse:
                 row["calls"] += 1
                 row["input_tokens"] += p["input_tokens"]
                 row["output_tokens"] += p["output_tokens"]
-                row["cost_usd"] += Decimal(str(p["cost_usd"]))
+                if p.get("pricing_version") == "unpriced":  # the payload's 0.0 is no price, not a free call
+                    row["unpriced_calls"] += 1
+                else:
+                    row["cost_usd"] += Decimal(str(p["cost_usd"]))
     return JSONResponse({"days": days, **{
-        group: [{"key": key, **_plain(row)} for key, row in sorted(rows.items())] for group, rows in groups.items()}})
+        group: [{"key": key, **_priced(row)} for key, row in sorted(rows.items())] for group, rows in groups.items()}})
 
 
 def _zero() -> dict[str, Any]:
-    return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal(0)}
+    return {"calls": 0, "input_tokens": 0, "output_tokens": 0, "cost_usd": Decimal(0), "unpriced_calls": 0}
+
+
+def _priced(row: dict[str, Any]) -> dict[str, Any]:
+    """A spend row: `cost_usd` the priced calls' sum (null when no call had a price), `unpriced_calls` the rest."""
+    plain = _plain(row)
+    if row["unpriced_calls"] == row["calls"]:
+        plain["cost_usd"] = None
+    return plain
 
 
 async def get_audit(request: Request) -> JSONResponse:

@@ -152,8 +152,8 @@ async def _turn_frames(request: Request, session: Session, text: str, stream: Cl
             if kind == "done":
                 break
     finally:
-        if not turn.done():
-            turn.cancel()
+        if not turn.done():  # the client left: a disconnect on the record, not the user's own cancel
+            turn.cancel("client_disconnect")
             with contextlib.suppress(asyncio.CancelledError, MetisError):
                 await turn
         context.running_turns.discard(session.id)

@@ -48,7 +48,8 @@ class Statements:
     search_sessions: str
     """Params (pattern, limit); `{columns}` is formatted with the session columns."""
     usage_and_model: str
-    """Params (session_id, role): each assistant message's usage JSON text and model."""
+    """Params (session_id, role): each assistant message's usage JSON text, model, and the metadata's
+    `model_calls` and `unpriced_calls` (messages/call_spend.py; NULL when absent)."""
     delete_expired_events: str
     """`{expired}` is formatted with the retention clause; params end with the batch size."""
     session_for_append: str

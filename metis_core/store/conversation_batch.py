@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from metis_core.messages import MessageStatus, Role, ToolResultBlock, ToolUseBlock
+from metis_core.messages.call_spend import calls_of
 from metis_core.store.message_rows import message_row
 from metis_core.store.records import ToolCallStatus, now_us
 
@@ -102,9 +103,8 @@ def conversation_rows(
             usage = metadata["usage"]
             if usage is not None and fields["role"] is Role.ASSISTANT:
                 counts = usage.__dict__
-                if counts["cost_usd"] is None:
-                    unpriced += 1
-                else:
+                unpriced += calls_of(message)[1]  # a gateway structured answer can stand for several calls
+                if counts["cost_usd"] is not None:
                     cost += counts["cost_usd"]
                 input_tokens += (  # Usage.total_input_tokens
                     counts["input_tokens"] + counts["cached_input_tokens"] + counts["cache_creation_input_tokens"]

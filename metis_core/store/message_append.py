@@ -15,6 +15,7 @@ import orjson
 
 from metis_core.errors import SessionInvariantError, SessionNotFoundError, StoreError
 from metis_core.messages import Message, MessageStatus, Role, ToolResultBlock, ToolUseBlock
+from metis_core.messages.call_spend import calls_of
 from metis_core.store.backend import Database
 from metis_core.store.message_rows import message_row
 from metis_core.store.records import ToolCallStatus, ToolIdMap, now_us, to_us
@@ -67,9 +68,11 @@ def insert_message(
         values.append(orjson.dumps(tool_map, option=orjson.OPT_SORT_KEYS).decode())
     usage = message.metadata.usage
     if message.role is Role.ASSISTANT and usage is not None:
-        if usage.cost_usd is None:
-            assignments.append("unpriced_message_count = unpriced_message_count + 1")
-        else:
+        unpriced = calls_of(message)[1]
+        if unpriced:
+            assignments.append("unpriced_message_count = unpriced_message_count + ?")
+            values.append(unpriced)
+        if usage.cost_usd is not None:
             assignments.append("total_cost_usd = ?")
             values.append(format(Decimal(session[1]) + usage.cost_usd, "f"))
         assignments.append("total_input_tokens = total_input_tokens + ?")

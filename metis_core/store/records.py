@@ -180,12 +180,15 @@ class SessionTotals:
     assistant_message_count: int = 0
     cost_usd: Decimal = Decimal(0)
     unpriced_message_count: int = 0
+    """Model calls with no price (a message can stand for several calls: messages/call_spend.py)."""
     input_tokens: int = 0
     output_tokens: int = 0
     cached_input_tokens: int = 0
     cache_creation_input_tokens: int = 0
     reasoning_tokens: int = 0
     models: tuple[str, ...] = field(default_factory=tuple)
+    model_calls: int = 0
+    """The model calls the assistant messages stand for (a structured run's attempts each count)."""
 
 
 def _iso(value: datetime) -> str:

@@ -25,6 +25,7 @@ import orjson
 from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
 from metis_core.messages import Message, Role
+from metis_core.messages.call_spend import CLIENT_HISTORY
 from metis_core.store.backend import Location, SharedDatabase, open_backend
 from metis_core.store.conversation_batch import (
     INSERT_MESSAGE,
@@ -487,18 +488,22 @@ class SessionStore:
             ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"),
             0,
         )
-        cost, unpriced, models = Decimal(0), 0, []
-        for usage_json, model in rows:
+        cost, unpriced, calls, models = Decimal(0), 0, 0, []
+        for usage_json, model, model_calls, unpriced_calls in rows:
             if model and model not in models:
                 models.append(model)
             if usage_json is None:
-                continue
+                continue  # a partial answer cut short: no completed call, nothing charged
             usage = orjson.loads(usage_json)
+            if usage.get("pricing_version") != CLIENT_HISTORY:
+                calls += int(model_calls or 1)
             for key in sums:
                 sums[key] += int(usage.get(key) or 0)
-            if usage.get("cost_usd") is None:
+            if unpriced_calls is not None:
+                unpriced += int(unpriced_calls)
+            elif usage.get("cost_usd") is None:
                 unpriced += 1
-            else:
+            if usage.get("cost_usd") is not None:
                 cost += Decimal(usage["cost_usd"])
         return SessionTotals(
             message_count=int(count),
@@ -506,6 +511,7 @@ class SessionStore:
             cost_usd=cost,
             unpriced_message_count=unpriced,
             models=tuple(models),
+            model_calls=calls,
             **sums,
         )
 

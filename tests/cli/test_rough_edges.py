@@ -73,9 +73,9 @@ def test_an_unpriced_model_shows_its_cost_as_unknown_not_zero(
     assert "cost unknown" in summary and "$0" not in summary
     shown = metis(["sessions", "show", only_session_id(home)], env, workspace)
     assert "cost unknown" in shown.stdout and "$0 " not in shown.stdout
-    assert metis(["sessions", "list"], env, workspace).stdout.split("\t")[4] == "cost unknown"
+    assert metis(["sessions", "list"], env, workspace).stdout.split("\t")[4] == "cost unknown (1 call unpriced)"
     spend = metis(["cost"], env, workspace).stdout
-    assert "cost unknown (1 unpriced)" in spend and "$0" not in spend
+    assert "cost unknown (1 call unpriced)" in spend and "$0" not in spend
 
 
 def test_an_imported_copy_is_not_counted_as_new_spend(

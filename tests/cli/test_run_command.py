@@ -46,7 +46,7 @@ def test_json_output_carries_session_answer_model_usage_and_cost(
         "model": "anthropic:claude-sonnet-4-6", "stop_reason": "end_turn",
         "usage": {"input_tokens": 11, "output_tokens": 6, "llm_calls": 1, "tool_calls": 0},
         # claude-sonnet-4-6 at $3 / $15 per million tokens: 11 * 3e-6 + 6 * 15e-6
-        "cost_usd": "0.000123", "cancelled": False, "error": None, "exit_code": 0,
+        "cost_usd": "0.000123", "unpriced_calls": 0, "cancelled": False, "error": None, "exit_code": 0,
     }
     messages = stored_messages(home, session_id)
     assert [m.role for m in messages] == [Role.USER, Role.ASSISTANT]

@@ -64,6 +64,7 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_
         cancelled = harness.cancelled_turn()
         assert cancelled.payload == {"reason": "client_disconnect", "partial_llm_calls": 0,
                                      "partial_tool_calls": 0}
+        assert cancelled.actor.value == "system"  # the client left: no cancel the user asked for
         [failed] = harness.of_type("llm.call_failed")
         assert failed.payload["error_class"] == "cancelled" and failed.payload["model"] == CLAUDE.model
         assert harness.of_type("llm.call_completed") == [] and harness.of_type("turn.completed") == []

@@ -355,3 +355,23 @@ def test_answering_models_are_each_sessions_last_answer(store: SessionStore, tmp
     store.append_message(user_message("hi", session_id=silent.id))
     assert store.answering_models([swapped.id, silent.id]) == {swapped.id: "openai:gpt-5"}
     assert store.answering_models([]) == {}
+
+
+def test_a_message_standing_for_several_calls_counts_each_in_the_totals(
+    store: SessionStore, tmp_path: Path
+) -> None:
+    from metis_core.messages import Usage
+    from metis_core.messages.call_spend import CallSpend
+
+    session = store.create_session(tmp_path)
+    asked = user_message("Two numbers", session_id=session.id)
+    spend = CallSpend()
+    for cost in (Decimal("0.001"), None, Decimal("0.002")):  # a structured run's three attempts, one unpriced
+        spend.add(Usage(input_tokens=10, output_tokens=5, cost_usd=cost))
+    answer = assistant(session.id, [TextBlock(text="[1, 2]")])
+    spend.stamp(answer)
+    store.append_messages([asked, answer])
+    record, totals = store.get_session(session.id), store.session_totals(session.id)
+    assert record.total_cost_usd == totals.cost_usd == Decimal("0.003")
+    assert record.unpriced_message_count == totals.unpriced_message_count == 1
+    assert totals.model_calls == 3 and record.total_input_tokens == totals.input_tokens == 30

@@ -139,9 +139,12 @@ class Delegation:
         except MetisError as error:
             raise DelegationFailed("worker_error", str(error)) from None
         self.result = result
-        if result.cancelled:
-            self._failed("cancelled_by_user", "the user cancelled the turn while the worker was running")
-            raise asyncio.CancelledError
+        if result.cancelled:  # the planner's cancel reached the worker: pass on why (a timeout, a disconnect)
+            reason = result.cancel_reason or "user_cancel"
+            why = ("the user cancelled the turn" if reason == "user_cancel"
+                   else f"the turn was cancelled ({reason})")
+            self._failed("cancelled_by_user", f"{why} while the worker was running")
+            raise asyncio.CancelledError(reason)
         stopped_at_max = result.final is not None and result.final.metadata.stop_reason == "max_tokens"
         if result.limit_reached == "tokens" or stopped_at_max:
             raise DelegationFailed("max_tokens_exceeded", result.error or "the worker's answer hit its output "

@@ -47,6 +47,13 @@ function usd(value) {
   return "$" + (n < 0.01 && n > 0 ? n.toFixed(6) : n.toFixed(4));
 }
 
+// A total that may leave out calls nobody priced: never "$0" for those.
+function spend(value, unpriced) {
+  if (!unpriced) return usd(value);
+  const calls = unpriced + (unpriced === 1 ? " call" : " calls") + " unpriced";
+  return value === null || Number(value) === 0 ? "cost unknown (" + calls + ")" : "≥ " + usd(value) + ", " + calls;
+}
+
 function when(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
@@ -67,7 +74,7 @@ async function showSessions(query) {
     el("td", { class: "mono" }, s.id),
     el("td", {}, s.active_model || ""),
     el("td", {}, when(s.updated_at)),
-    el("td", { class: "num" }, usd(s.total_cost_usd))));
+    el("td", { class: "num" }, spend(s.total_cost_usd, s.unpriced_calls))));
   show(el("h1", {}, "Sessions"), form,
     rows.length ? el("table", { id: "sessions" },
       el("thead", {}, el("tr", {}, ["Title", "Id", "Model", "Updated", "Cost"].map(
@@ -109,7 +116,7 @@ function eventSummary(event) {
   const parts = [];
   if (p.model) parts.push(p.model);
   if (p.input_tokens !== undefined) parts.push(p.input_tokens + " in / " + p.output_tokens + " out tokens");
-  if (p.cost_usd !== undefined) parts.push(usd(p.cost_usd));
+  if (p.cost_usd !== undefined) parts.push(p.pricing_version === "unpriced" ? "cost unknown" : usd(p.cost_usd));
   if (p.latency_ms !== undefined) parts.push(p.latency_ms + " ms");
   if (p.tool_name) parts.push(p.tool_name);
   if (p.decision) parts.push(p.decision + (p.scope ? " (" + p.scope + ")" : ""));
@@ -189,7 +196,7 @@ async function showSession(sessionId) {
   show(
     el("h1", {}, s.title || s.id),
     el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
-      t.assistant_message_count + " model calls · " + usd(t.cost_usd) + " · " + t.input_tokens + " in / " +
+      t.model_calls + " model calls · " + spend(t.cost_usd, t.unpriced_message_count) + " · " + t.input_tokens + " in / " +
       t.output_tokens + " out tokens"),
     el("p", {}, button, " ", el("a", { href: "#/chat/" + s.id, id: "chat-link" }, "Chat in this session")),
     el("div", { class: "columns" },
@@ -244,7 +251,7 @@ function spendTable(caption, rows) {
       (h, i) => el("th", { scope: "col", class: i ? "num" : null }, h)))),
     el("tbody", {}, rows.map((r) => el("tr", {}, el("td", {}, r.key), el("td", { class: "num" }, r.calls),
       el("td", { class: "num" }, r.input_tokens), el("td", { class: "num" }, r.output_tokens),
-      el("td", { class: "num" }, usd(r.cost_usd))))));
+      el("td", { class: "num" }, spend(r.cost_usd, r.unpriced_calls))))));
 }
 
 async function showCosts() {

@@ -22,7 +22,8 @@ STATEMENTS = Statements(
         "ORDER BY updated_at DESC, id DESC LIMIT ?2"
     ),
     usage_and_model=(
-        "SELECT NULLIF(metadata_json->'usage', 'null'::jsonb), metadata_json->>'model' "
+        "SELECT NULLIF(metadata_json->'usage', 'null'::jsonb), metadata_json->>'model', "
+        "(metadata_json->>'model_calls')::integer, (metadata_json->>'unpriced_calls')::integer "
         "FROM messages WHERE session_id = ? AND role = ? ORDER BY id"
     ),
     delete_expired_events="DELETE FROM events WHERE ctid IN (SELECT ctid FROM events WHERE {expired} LIMIT ?)",

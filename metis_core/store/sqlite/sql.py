@@ -22,7 +22,8 @@ STATEMENTS = Statements(
         "ORDER BY updated_at DESC, id DESC LIMIT ?2"
     ),
     usage_and_model=(
-        "SELECT json_extract(metadata_json, '$.usage'), json_extract(metadata_json, '$.model') "
+        "SELECT json_extract(metadata_json, '$.usage'), json_extract(metadata_json, '$.model'), "
+        "json_extract(metadata_json, '$.model_calls'), json_extract(metadata_json, '$.unpriced_calls') "
         "FROM messages WHERE session_id = ? AND role = ? ORDER BY id"
     ),
     delete_expired_events="DELETE FROM events WHERE rowid IN (SELECT rowid FROM events WHERE {expired} LIMIT ?)",

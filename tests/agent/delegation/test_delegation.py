@@ -208,3 +208,29 @@ def test_delegate_is_offered_only_when_tiers_are_configured(harness: DelegationH
     assert isinstance(with_skills, ToolRegistry)
     asked = worker_tools(registry, DelegationConfig(), ["skill_load", "run_command"])
     assert asked.registry.names() == ["run_command"] and asked.dropped == ["skill_load"]
+
+
+async def test_a_disconnect_that_cancels_the_planner_is_recorded_as_one_by_the_worker_and_the_planner(
+    harness: DelegationHarness,
+) -> None:
+    h = harness
+
+    async def hang(body: object) -> httpx.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    h.endpoint.behaviours["HANG"] = hang
+    h.endpoint.plan = [{"task": "HANG here", "tier": "fast"}]
+    planner = h.runtime.sessions.create(h.workspace)
+    turn = asyncio.create_task(h.runtime.turns.run(planner, "go"))
+    await asyncio.wait_for(h.endpoint.worker_started.wait(), 10)
+    turn.cancel("client_disconnect")
+    result = await asyncio.wait_for(turn, 10)
+    assert result.cancelled and result.cancel_reason == "client_disconnect"
+    events = h.events(planner.id)
+    [cancelled] = of_type(events, "turn.cancelled")
+    assert (cancelled.payload["reason"], cancelled.actor.value) == ("client_disconnect", "system")
+    failed = of_type(events, "delegate.failed")[0]
+    assert "client_disconnect" in failed.payload["error_message"] and failed.actor.value == "system"
+    [worker_cancelled] = of_type(h.events(failed.payload["worker_session_id"]), "turn.cancelled")
+    assert (worker_cancelled.payload["reason"], worker_cancelled.actor.value) == ("client_disconnect", "system")

@@ -1,0 +1,70 @@
+"""The spend of a turn made of several model calls, kept on the one message it stores.
+
+A structured run stores one assistant message however many calls it made (retries, corrections, a
+doubled budget), or one CANCELLED / ERROR message when it ends without an answer. That message carries
+the sum of every call's usage and how many calls it stands for (metadata `model_calls`,
+`unpriced_calls`), so spend read from messages equals the sum of the turn's llm.call_completed events.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from metis_core.messages.message import Message
+from metis_core.messages.metadata import Usage
+
+MODEL_CALLS = "model_calls"
+"""Metadata field: how many model calls a stored assistant message stands for (1 when absent)."""
+CLIENT_HISTORY = "client_history"
+"""The pricing_version of an assistant message a gateway client sent as its history: no call of ours."""
+UNPRICED_CALLS = "unpriced_calls"
+"""Metadata field: how many of those calls had no price (absent: 1 when its cost is None, else 0)."""
+
+
+@dataclass
+class CallSpend:
+    """Every completed call's usage, added up: priced costs summed, unpriced calls counted apart."""
+
+    calls: int = 0
+    unpriced: int = 0
+    usage: Usage | None = None
+
+    def add(self, usage: Usage | None) -> None:
+        self.calls += 1
+        if usage is None or usage.cost_usd is None:
+            self.unpriced += 1
+        if usage is None:
+            return
+        if self.usage is None:
+            self.usage = usage.model_copy()
+            return
+        total = self.usage
+        priced = [c for c in (total.cost_usd, usage.cost_usd) if c is not None]
+        self.usage = Usage(
+            input_tokens=total.input_tokens + usage.input_tokens,
+            output_tokens=total.output_tokens + usage.output_tokens,
+            cached_input_tokens=total.cached_input_tokens + usage.cached_input_tokens,
+            cache_creation_input_tokens=total.cache_creation_input_tokens + usage.cache_creation_input_tokens,
+            reasoning_tokens=total.reasoning_tokens + usage.reasoning_tokens,
+            cost_usd=sum(priced, Decimal(0)) if priced else None,
+            pricing_version=usage.pricing_version or total.pricing_version,
+            latency_ms=total.latency_ms + usage.latency_ms,
+        )  # fmt: skip
+
+    def stamp(self, message: Message) -> None:
+        """Make `message` carry every call: the summed usage and the call counts in its metadata."""
+        message.metadata.usage = self.usage.model_copy() if self.usage is not None else None
+        setattr(message.metadata, MODEL_CALLS, self.calls)
+        setattr(message.metadata, UNPRICED_CALLS, self.unpriced)
+
+
+def calls_of(message: Message) -> tuple[int, int]:
+    """(model calls, unpriced calls) a stored assistant message stands for."""
+    extra = message.metadata.model_extra or {}
+    usage = message.metadata.usage
+    calls = int(extra.get(MODEL_CALLS) or 1)
+    unpriced = extra.get(UNPRICED_CALLS)
+    if unpriced is None:
+        unpriced = 1 if usage is None or usage.cost_usd is None else 0
+    return calls, int(unpriced)
