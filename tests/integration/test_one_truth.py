@@ -82,10 +82,10 @@ def _disconnected_chat_turn(home: Path, server: ReplayServer, workspace: Path) -
     runtime.bus.subscribe(seen.subscription())
     live = LiveServer(runtime, workspace)
     try:
-        made = httpx.post(f"{live.url}/api/chat/sessions", json={"model": PRICED}, timeout=10)
+        made = httpx.post(f"{live.url}/api/chat/sessions", json={"model": PRICED}, cookies=live.cookies, timeout=10)
         session_id = str(made.json()["session"]["id"])
         with httpx.stream("POST", f"{live.url}/api/chat/sessions/{session_id}/messages",
-                          json={"text": "tell me a story"}, timeout=10) as answer:
+                          json={"text": "tell me a story"}, cookies=live.cookies, timeout=10) as answer:
             for line in answer.iter_lines():
                 if line == "event: text.delta":
                     break  # the client goes away mid-answer
@@ -198,12 +198,12 @@ def test_the_serve_json_api_shows_the_same_spend(scenario: Scenario) -> None:
     runtime = Runtime(home=scenario.home)
     live = LiveServer(runtime, scenario.workspace)
     try:
-        listed = {s["id"]: s for s in httpx.get(f"{live.url}/api/sessions", timeout=10).json()["sessions"]}
+        listed = {s["id"]: s for s in httpx.get(f"{live.url}/api/sessions", cookies=live.cookies, timeout=10).json()["sessions"]}
         model_rows: dict[str, dict[str, object]] = {
-            row["key"]: row for row in httpx.get(f"{live.url}/api/cost", timeout=10).json()["model"]}
+            row["key"]: row for row in httpx.get(f"{live.url}/api/cost", cookies=live.cookies, timeout=10).json()["model"]}
         for name, session_id in scenario.sessions.items():
             truth = _truth(scenario, name)
-            detail = httpx.get(f"{live.url}/api/sessions/{session_id}", timeout=10).json()
+            detail = httpx.get(f"{live.url}/api/sessions/{session_id}", cookies=live.cookies, timeout=10).json()
             totals = detail["totals"]
             assert (Decimal(totals["cost_usd"]), totals["model_calls"], totals["unpriced_message_count"]) == \
                    (truth.cost, truth.calls, truth.unpriced), name
