@@ -198,12 +198,12 @@ def test_the_serve_json_api_shows_the_same_spend(scenario: Scenario) -> None:
     runtime = Runtime(home=scenario.home)
     live = LiveServer(runtime, scenario.workspace)
     try:
-        listed = {s["id"]: s for s in httpx.get(f"{live.url}/api/sessions", cookies=live.cookies, timeout=10).json()["sessions"]}
-        model_rows: dict[str, dict[str, object]] = {
-            row["key"]: row for row in httpx.get(f"{live.url}/api/cost", cookies=live.cookies, timeout=10).json()["model"]}
+        http = live.client()
+        listed = {s["id"]: s for s in http.get("/api/sessions").json()["sessions"]}
+        model_rows: dict[str, dict[str, object]] = {row["key"]: row for row in http.get("/api/cost").json()["model"]}
         for name, session_id in scenario.sessions.items():
             truth = _truth(scenario, name)
-            detail = httpx.get(f"{live.url}/api/sessions/{session_id}", cookies=live.cookies, timeout=10).json()
+            detail = http.get(f"/api/sessions/{session_id}").json()
             totals = detail["totals"]
             assert (Decimal(totals["cost_usd"]), totals["model_calls"], totals["unpriced_message_count"]) == \
                    (truth.cost, truth.calls, truth.unpriced), name
