@@ -31,7 +31,7 @@ from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_
 from metis_core.cli.session_ids import resolve_session_id
 from metis_core.cli.slash_commands import SlashCommands
 from metis_core.cli.tool_choice import chosen_tools
-from metis_core.cli.turn_execution import add_system_prompt, execute_turn
+from metis_core.cli.turn_execution import add_system_prompt, check_images_allowed, execute_turn, split_override
 from metis_core.errors import MetisError
 from metis_core.messages import ContentBlock
 
@@ -99,6 +99,12 @@ class ChatLoop:
     # --- one message ------------------------------------------------------------------------
 
     def send(self, text: str) -> None:
+        if self.pending_attachments:
+            try:  # refused with the setting that allows it; the attachment stays for another model
+                check_images_allowed(self.runtime, self.session, split_override(text)[0])
+            except MetisError as error:
+                self.terminal.fail(str(error))
+                return
         attachments, self.pending_attachments = self.pending_attachments, []
         started = time.perf_counter()
         try:

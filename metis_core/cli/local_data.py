@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import typer
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from metis_core.cli.output import Terminal
 from metis_core.store.backend import Location, database_location
@@ -52,6 +51,8 @@ def trace_store() -> TraceStore:
 @contextmanager
 def progress(terminal: Terminal, description: str) -> Iterator[ProgressUpdate]:
     """A progress bar on stderr (only on a terminal); call the update with (done, total)."""
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn  # not for lists
+
     bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}"),
                    TimeElapsedColumn(), console=terminal.err, transient=True,
                    disable=not terminal.err.is_terminal)

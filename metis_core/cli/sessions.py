@@ -81,9 +81,10 @@ def list_sessions(
     terminal = Terminal.open()
     with session_store() as store:
         records = store.search_sessions(search, limit) if search else store.list_sessions(limit)
-        answered = {} if as_json else store.answering_models([r.id for r in records])
-    if as_json:
-        terminal.raw(json.dumps([r.to_json_dict() for r in records], indent=2) + "\n")
+        answered = store.answering_models([r.id for r in records])
+    if as_json:  # `answered_by`: the model of the session's last answer, as the table's model column
+        listed = [{**r.to_json_dict(), "answered_by": answered.get(r.id)} for r in records]
+        terminal.raw(json.dumps(listed, indent=2) + "\n")
     else:
         print_rows(terminal, sessions_rows(records, answered), plain=plain)
 

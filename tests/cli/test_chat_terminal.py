@@ -232,3 +232,22 @@ def test_run_on_a_terminal_asks_before_a_tool_writes_and_honours_a_denial(
     resolved = first(events, "tool.confirmation_resolved")
     assert resolved.payload["decision"] == "deny" and resolved.payload["scope"] is None
     assert first(events, "tool.failed").payload["error_class"] == "user_denied"
+
+
+def test_attach_refused_for_a_text_only_model_names_the_setting_that_allows_it(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    (workspace / "pixel.png").write_bytes(PNG)
+    term = chat(home, server, workspace, "--model", "openai:gpt-3.5-turbo")
+    try:
+        term.expect(PROMPT)
+        term.type("/attach pixel.png")
+        term.expect(r"attached pixel\.png to your next message")
+        term.expect(PROMPT)
+        term.type("what is in this picture?")
+        refused = term.expect(PROMPT)
+        assert "supports_images: true" in refused and "config.yaml" in refused
+        assert server.bodies(OPENAI) == []  # refused before any model call
+        term.type("/exit")
+    finally:
+        term.close()

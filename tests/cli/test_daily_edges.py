@@ -238,6 +238,8 @@ def test_session_lists_show_the_model_that_answered(home: Path, server: ReplaySe
     answered = json.loads(metis(["run", "--json", "hi"], env, workspace).stdout)["model"]
     listed = metis(["sessions", "list"], env, workspace)
     assert listed.stdout.split("\t")[2] == answered
+    [row] = json.loads(metis(["sessions", "list", "--json"], env, workspace).stdout)
+    assert row["answered_by"] == answered
 
 
 def test_eval_run_says_why_evaluations_failed(home: Path, server: ReplayServer, workspace: Path) -> None:

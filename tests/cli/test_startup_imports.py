@@ -75,3 +75,16 @@ def test_a_command_answers_over_httpx_without_importing_aiohttp(tmp_path: Path) 
     assert done.returncode == 0, done.stderr
     answer, loaded = json.loads(done.stdout.splitlines()[0]), json.loads(done.stdout.strip().splitlines()[-1])
     assert answer["answer"] and loaded == {"aiohttp": False, "httpx": True}
+
+
+LISTING_HEAVY = ("metis_core.agent", "metis_core.adapters", "rich.progress")
+"""What a listing command never needs: the agent, the provider adapters, progress bars."""
+
+
+@pytest.mark.parametrize("args", [["sessions", "list"], ["models"], ["gateway", "keys", "list"]])
+def test_listing_commands_do_not_import_what_they_do_not_use(args: list[str], tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "METIS_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", PROBE.replace("ARGS", repr(args))], capture_output=True, text=True,
+                          timeout=60, check=True, env=env, cwd=tmp_path)
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])["loaded"]
+    assert [m for m in loaded if m in LISTING_HEAVY or m.startswith(tuple(f"{h}." for h in LISTING_HEAVY))] == []
