@@ -7,6 +7,8 @@ from decimal import Decimal
 
 import httpx
 
+from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult
 from metis_core.events.envelope import Event
 from metis_core.messages import Role
 
@@ -136,8 +138,8 @@ async def test_insufficient_context_and_token_budget_are_their_own_failure_modes
         h.runtime.close()
 
 
-async def test_cancelling_the_planner_cancels_the_running_worker(harness: DelegationHarness) -> None:
-    h = harness
+async def _planner_with_a_hanging_worker(h: DelegationHarness) -> tuple[Session, asyncio.Task[TurnResult]]:
+    """A planner turn whose one worker waits on the model forever, once that worker has started."""
 
     async def hang(body: object) -> httpx.Response:
         await asyncio.sleep(3600)
@@ -148,6 +150,12 @@ async def test_cancelling_the_planner_cancels_the_running_worker(harness: Delega
     planner = h.runtime.sessions.create(h.workspace)
     turn = asyncio.create_task(h.runtime.turns.run(planner, "go"))
     await asyncio.wait_for(h.endpoint.worker_started.wait(), 10)
+    return planner, turn
+
+
+async def test_cancelling_the_planner_cancels_the_running_worker(harness: DelegationHarness) -> None:
+    h = harness
+    planner, turn = await _planner_with_a_hanging_worker(h)
     turn.cancel()
     result = await asyncio.wait_for(turn, 10)
     assert result.cancelled
@@ -214,16 +222,7 @@ async def test_a_disconnect_that_cancels_the_planner_is_recorded_as_one_by_the_w
     harness: DelegationHarness,
 ) -> None:
     h = harness
-
-    async def hang(body: object) -> httpx.Response:
-        await asyncio.sleep(3600)
-        raise AssertionError("unreachable")
-
-    h.endpoint.behaviours["HANG"] = hang
-    h.endpoint.plan = [{"task": "HANG here", "tier": "fast"}]
-    planner = h.runtime.sessions.create(h.workspace)
-    turn = asyncio.create_task(h.runtime.turns.run(planner, "go"))
-    await asyncio.wait_for(h.endpoint.worker_started.wait(), 10)
+    planner, turn = await _planner_with_a_hanging_worker(h)
     turn.cancel("client_disconnect")
     result = await asyncio.wait_for(turn, 10)
     assert result.cancelled and result.cancel_reason == "client_disconnect"
