@@ -17,7 +17,7 @@ from typing import Final
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from metis_core.errors import ServeContentTypeError, ServeError, ServeHostError, ServeOriginError
+from metis_core.errors import MetisError, ServeContentTypeError, ServeError, ServeHostError, ServeOriginError
 
 ALLOWED_HOSTS_ENV: Final = "METIS_ALLOWED_HOSTS"
 ALLOWED_ORIGINS_ENV: Final = "METIS_ALLOWED_ORIGINS"
@@ -191,11 +191,12 @@ def with_security_headers(headers: Iterable[tuple[bytes, bytes]], cacheable: boo
     return out
 
 
-async def refuse(scope: Scope, receive: Receive, send: Send, error: ServeError) -> None:
+async def refuse(scope: Scope, receive: Receive, send: Send, error: MetisError,
+                 extra_headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
     """Answer `error` as JSON with its status; at a WebSocket handshake, as an HTTP answer when the
     server can send one, else a close with code 4000 + status."""
     body = json.dumps({"error": type(error).__name__, "detail": str(error)}).encode()
-    headers = with_security_headers([(b"content-type", b"application/json")], cacheable=False)
+    headers = with_security_headers([(b"content-type", b"application/json"), *extra_headers], cacheable=False)
     status: int = getattr(error, "status", 400)
     if scope["type"] == "websocket":
         await receive()  # websocket.connect

@@ -20,6 +20,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from metis_core.errors import GatewayAuthError, GatewayError, ServeAccessKeyMissingError
 from metis_core.events.envelope import Sensitivity
 from metis_core.gateway.key_check import KeyCheck, presented_token
+from metis_core.gateway.web_guard import refuse
 from metis_core.server.launch_secret import LAUNCH_PATH, LaunchSecret
 from metis_core.store.gateway_keys import KeyScope
 
@@ -123,7 +124,8 @@ class AccessMiddleware:
             cookie = HTTPConnection(scope).headers.get("cookie")
             state["clearance"] = self.access.clearance(_token_from(scope), cookie)
         except GatewayError as error:
-            await _refuse(scope, receive, send, error)
+            await refuse(scope, receive, send, error,
+                         [(b"www-authenticate", b"Bearer")] if isinstance(error, GatewayAuthError) else [])
             return
         await self.app(scope, receive, send)
 
@@ -142,20 +144,3 @@ class AccessMiddleware:
         headers = [(b"location", b"/"), (b"set-cookie", launch.set_cookie_header()), (b"content-length", b"0")]
         await send({"type": "http.response.start", "status": 303, "headers": headers})
         await send({"type": "http.response.body", "body": b""})
-
-
-async def _refuse(scope: Scope, receive: Receive, send: Send, error: GatewayError) -> None:
-    body = json.dumps({"error": type(error).__name__, "detail": str(error)}).encode()
-    headers = [(b"content-type", b"application/json")]
-    if isinstance(error, GatewayAuthError):
-        headers.append((b"www-authenticate", b"Bearer"))
-    if scope["type"] == "websocket":
-        await receive()  # websocket.connect
-        if "websocket.http.response" not in scope.get("extensions", {}):
-            await send({"type": "websocket.close", "code": 4000 + error.status, "reason": type(error).__name__})
-            return
-        await send({"type": "websocket.http.response.start", "status": error.status, "headers": headers})
-        await send({"type": "websocket.http.response.body", "body": body})
-        return
-    await send({"type": "http.response.start", "status": error.status, "headers": headers})
-    await send({"type": "http.response.body", "body": body})
