@@ -116,8 +116,12 @@ def test_two_gateways_share_one_budget_and_record_every_call_once(
     spent = keys.spent("gateway_key", issued.record.id, 0)
     keys.close()
     assert spent == cost * calls  # each answered call charged once
-    needed = math.ceil(BUDGET / cost)
-    assert needed <= calls <= needed + CLIENT_THREADS - 1  # overspend bounded by the calls in flight
+    # A call is admitted while its worst-case reservation fits what is left, so the answered calls
+    # stop at the last whole call the budget holds, plus at most one per other call in flight whose
+    # reservation (a few input tokens estimated) fell short of the 705 the recording reports.
+    fits = math.floor(BUDGET / cost)
+    assert fits <= calls <= fits + CLIENT_THREADS - 1
+    assert spent - BUDGET < cost * CLIENT_THREADS  # overspend bounded by the calls in flight
     assert len(upstream.bodies(ANTHROPIC)) == calls  # a refused request never reached the provider
     assert len(recorded) == calls and len(completed) == calls  # recorded once, not twice
     assert len({e.session_id for e in completed}) == calls
