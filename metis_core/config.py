@@ -128,7 +128,10 @@ class SessionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     inactivity_timeout_hours: float = Field(default=24.0, gt=0)
-    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
+    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis
+    command, and by `metis serve` / `metis gateway serve` on a timer."""
+    sweep_interval_minutes: float = Field(default=10.0, ge=0)
+    """How often a long-running server ends idle sessions; 0 leaves it to the CLI commands."""
     share_traces: bool = False
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 

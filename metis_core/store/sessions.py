@@ -339,6 +339,28 @@ class SessionStore:
             ).fetchall()
         return [str(row[0]) for row in rows]
 
+    def idle_sessions(self, before: datetime, limit: int = 1000) -> list[SessionRecord]:
+        """Open sessions last updated before `before`, the longest idle first. The gateway's (one
+        per call, workspace `gateway:<key id>`) are not among them: each records one whole request."""
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE ended_at IS NULL AND updated_at < ?"
+                " AND workspace_path NOT LIKE 'gateway:%' ORDER BY updated_at, id LIMIT ?", (to_us(before), limit),
+            ).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def end_if_idle(self, session_id: str, before: datetime, disposition: str = "abandoned") -> bool:
+        """End the session only if it is still open and untouched since before `before`; False when
+        another process ended or used it meanwhile (several servers may sweep one store at once)."""
+        stamp = now_us()
+        with self._lock, self._db.transaction():
+            cursor = self._db.execute(
+                "UPDATE sessions SET updated_at = ?, ended_at = ?, disposition = ?"
+                " WHERE id = ? AND ended_at IS NULL AND updated_at < ?",
+                (stamp, stamp, disposition, session_id, to_us(before)),
+            )
+            return bool(cursor.rowcount)
+
     def list_sessions(self, limit: int = 50, workspace: str | Path | None = None) -> list[SessionRecord]:
         """Most recently updated first, optionally only those of one workspace."""
         query = f"SELECT {SESSION_COLUMNS} FROM sessions"
