@@ -370,6 +370,16 @@ class EventLogIntegrityError(MetisError):
     def __init__(self, message: str, *, line: int | None = None, sequence: int | None = None) -> None:
         super().__init__(message)
         self.line, self.sequence = line, sequence
+
+
+class TraceIntegrityError(MetisError):
+    """The stored trace fails `metis trace verify --store`: events point at parents that were never
+    stored (and not pruned by retention)."""
+
+    def __init__(self, message: str, *, missing_parents: int) -> None:
+        super().__init__(message)
+        self.missing_parents = missing_parents
+
 # --- record and replay ---------------------------------------------------------------------
 
 
