@@ -356,6 +356,10 @@ class SessionNotFoundError(StoreError):
     """No session with that id exists in the store."""
 
 
+class UserNotFoundError(StoreError):
+    """No user with that id is in the registry, and no gateway key names it."""
+
+
 class SessionExistsError(StoreError):
     """An import or create names a session id that is already stored."""
 

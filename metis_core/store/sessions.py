@@ -329,6 +329,17 @@ class SessionStore:
             self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return SessionDeletion(record, int(messages), int(events), int(kept))
 
+    def reclaim_deleted(self) -> None:
+        """After deleting what must not be kept (`metis users forget`): on SQLite, rewrite the file
+        without the freed pages (VACUUM) and empty the write-ahead log, so deleted text is gone from
+        the bytes on disk and from any backup made afterwards. PostgreSQL's deleted rows are already
+        invisible to every query and dump; autovacuum reclaims their space."""
+        if self._db.backend != "sqlite":
+            return
+        with self._lock, self._db.errors():
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def session_ids_starting_with(self, prefix: str, limit: int = 10) -> list[str]:
         """Stored session ids that begin with `prefix`, most recently updated first."""
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
