@@ -9,12 +9,17 @@ import threading
 from dataclasses import dataclass
 from datetime import datetime
 from types import TracebackType
+from typing import Any
 
 from metis_core.errors import UserNotFoundError
 from metis_core.store.backend import Location, SharedDatabase, open_backend
 from metis_core.store.records import from_us, now_us
 
 _COLUMNS = "id, name, email, team_id, created_at, disabled_at, forgotten_at"
+
+
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,17 +37,16 @@ class UserRecord:
         return "forgotten" if self.forgotten_at else "disabled" if self.disabled_at else "active"
 
     def as_json(self) -> dict[str, object]:
-        stamp = lambda at: at.isoformat() if at else None  # noqa: E731
         return {"id": self.id, "name": self.name, "email": self.email, "team_id": self.team_id,
-                "status": self.status, "created_at": stamp(self.created_at),
-                "disabled_at": stamp(self.disabled_at), "forgotten_at": stamp(self.forgotten_at)}
+                "status": self.status, "created_at": _iso(self.created_at),
+                "disabled_at": _iso(self.disabled_at), "forgotten_at": _iso(self.forgotten_at)}
 
 
-def _record(row: tuple[object, ...]) -> UserRecord:
+def _record(row: tuple[Any, ...]) -> UserRecord:
     user_id, name, email, team_id, created, disabled, forgotten = row
-    return UserRecord(str(user_id), name, email, team_id, from_us(int(created)),  # type: ignore[arg-type]
-                      from_us(int(disabled)) if disabled is not None else None,  # type: ignore[call-overload]
-                      from_us(int(forgotten)) if forgotten is not None else None)  # type: ignore[call-overload]
+    return UserRecord(str(user_id), name, email, team_id, from_us(int(created)),
+                      from_us(int(disabled)) if disabled is not None else None,
+                      from_us(int(forgotten)) if forgotten is not None else None)
 
 
 class UserStore:

@@ -52,13 +52,16 @@ def _audit_naming(trace: TraceStore, user_id: str) -> list[Event]:
             if any(e.payload.get(name) == user_id for name in SUBJECT_FIELDS)]
 
 
+def _iso(at: datetime | None) -> str | None:
+    return at.isoformat() if at else None
+
+
 def _key_json(key: GatewayKeyRecord) -> dict[str, Any]:
-    stamp = lambda at: at.isoformat() if at else None  # noqa: E731
     return {"id": key.id, "name": key.name, "prefix": key.prefix, "team_id": key.team_id, "scope": key.scope,
             "allowed_models": list(key.allowed_models) if key.allowed_models else None,
             "budget_usd": format(key.budget_usd, "f") if key.budget_usd is not None else None,
-            "budget_period": key.budget_period, "created_at": stamp(key.created_at),
-            "expires_at": stamp(key.expires_at), "revoked_at": stamp(key.revoked_at)}
+            "budget_period": key.budget_period, "created_at": _iso(key.created_at),
+            "expires_at": _iso(key.expires_at), "revoked_at": _iso(key.revoked_at)}
 
 
 def export_user(user_id: str, *, users: UserStore, keys: GatewayKeyStore, sessions: SessionStore,
