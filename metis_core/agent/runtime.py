@@ -110,7 +110,7 @@ class Runtime:
         if self.config.memory.enabled:
             from metis_core.agent.memory.tool import MemoryTool
 
-            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes))
+            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes, self.config.memory.history_keep))
         if self.config.delegation.tiers:
             from metis_core.agent.delegation.tool import DelegateTool
 
