@@ -71,6 +71,7 @@ def serve(
         policy = WebPolicy().with_names([*config.serve.allowed_hosts, *(allowed_host or [])],
                                         [*config.serve.allowed_origins, *(allowed_origin or [])])
         app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy)
+        runtime.sweep_idle_sessions()  # a server runs for days: idle sessions end on a timer
         base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
 
         def announce() -> None:  # once the port listens

@@ -89,6 +89,7 @@ def build_app() -> Starlette:
     # the event loop within 0.5 ms (not 5) when a request arrives while they work.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     runtime = Runtime()
+    runtime.sweep_idle_sessions()  # idle sessions of every process on this store end on a timer
     service = GatewayService(runtime, open_gateway_key_store(runtime.shared_database), settings_from_env())
     app = create_app(service)
     tune_collector()
