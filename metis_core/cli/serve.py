@@ -59,7 +59,11 @@ def serve(
             "(`metis gateway keys issue --scope admin`); delete the file")
     runtime = open_runtime(config, async_http="aiohttp")  # a server: the least CPU per call
     store = open_gateway_key_store(runtime.shared_database)
+    live_feed = None
     try:
+        from metis_core.trace.live_feed import open_live_feed
+
+        live_feed = open_live_feed(runtime.database)  # PostgreSQL: every instance's events, live
         per_minute = settings_from_env().auth_failure_events_per_minute
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
         access = ServerAccess.for_bind(host, keys, require_key=require_key)
@@ -70,7 +74,8 @@ def serve(
 
         policy = WebPolicy().with_names([*config.serve.allowed_hosts, *(allowed_host or [])],
                                         [*config.serve.allowed_origins, *(allowed_origin or [])])
-        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy)
+        app = build_app(runtime, access=access, workspace=workspace, client_queue=client_queue, policy=policy,
+                        live_feed=live_feed)
         base = f"http://{'127.0.0.1' if host == 'localhost' else host}:{port}"
 
         def announce() -> None:  # once the port listens
@@ -81,5 +86,7 @@ def serve(
         run_until_stopped(app, host=host, port=port, log_level="warning", access_log=False, ws="websockets-sansio",
                           announce=announce)
     finally:
+        if live_feed is not None:
+            live_feed.close()
         store.close()
         runtime.close()

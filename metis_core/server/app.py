@@ -25,6 +25,7 @@ from metis_core.server.access import AccessMiddleware, ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.event_socket import event_socket
 from metis_core.server.wiring import ServerContext
+from metis_core.trace.live_feed import LiveFeed
 
 STATIC = Path(__file__).parent / "static"
 
@@ -57,11 +58,14 @@ def build_app(
     workspace: Path | None = None,
     client_queue: int = DEFAULT_CLIENT_QUEUE,
     policy: WebPolicy | None = None,
+    live_feed: LiveFeed | None = None,
 ) -> Starlette:
     """The app over an open runtime. Chat sessions it starts ask for tool confirmations over HTTP
     (its pending-confirmation registry); the runtime's own confirmer is left alone. `policy` adds
-    the operator's allowed Host names and origins."""
-    context = ServerContext(runtime, access or ServerAccess(), workspace or Path.cwd(), client_queue)
+    the operator's allowed Host names and origins. `live_feed` (PostgreSQL; the caller opens and
+    closes it) makes the WebSocket stream every process's stored events instead of this bus's."""
+    context = ServerContext(runtime, access or ServerAccess(), workspace or Path.cwd(), client_queue,
+                            live_feed=live_feed)
     app = Starlette(
         routes=routes(),
         middleware=[Middleware(WebGuard, policy=policy or WebPolicy()),

@@ -12,6 +12,7 @@ from metis_core.agent.session import Session
 from metis_core.server.access import ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.pending_confirmations import PendingConfirmations
+from metis_core.trace.live_feed import LiveFeed
 
 
 @dataclass
@@ -24,3 +25,5 @@ class ServerContext:
     chat_sessions: dict[str, Session] = field(default_factory=dict)
     """Sessions chatted with over HTTP, kept so their per-session confirmations survive between turns."""
     running_turns: set[str] = field(default_factory=set)
+    live_feed: LiveFeed | None = None
+    """On PostgreSQL, every process's stored events (the WebSocket's live source); None: this bus."""
