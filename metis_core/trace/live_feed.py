@@ -8,6 +8,7 @@ backoff and resumes from that position, so nothing is lost or delivered twice. S
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -146,10 +147,8 @@ class LiveFeed:
     def _close_listener(self) -> None:
         listener, self._listener = self._listener, None
         if listener is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken: nothing to release
                 listener.close()
-            except Exception:  # already broken: nothing to release
-                pass
 
 
 def open_live_feed(location: Location) -> LiveFeed | None:
