@@ -9,6 +9,7 @@ from pathlib import Path
 
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
+from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.server.access import ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.pending_confirmations import PendingConfirmations
@@ -27,3 +28,5 @@ class ServerContext:
     running_turns: set[str] = field(default_factory=set)
     live_feed: LiveFeed | None = None
     """On PostgreSQL, every process's stored events (the WebSocket's live source); None: this bus."""
+    metrics: OperatorMetrics | None = None
+    """`/metrics` when on (docs/gateway.md "Metrics")."""

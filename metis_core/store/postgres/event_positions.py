@@ -79,7 +79,8 @@ class EventPositions:
                 types: Sequence[str] | None, limit: int) -> list[tuple[Any, ...]]:
         """Rows in (after, upto], in position order: a reconnecting client's replay. `after_id`
         additionally keeps only ids past it (the client's last id is not stored any more)."""
-        clauses, params = ["(txid, seq) > (%s, %s)", "(txid, seq) <= (%s, %s)"], [*after, *upto]
+        clauses = ["(txid, seq) > (%s, %s)", "(txid, seq) <= (%s, %s)"]
+        params: list[Any] = [*after, *upto]
         if after_id is not None:
             clauses.append("id > %s")
             params.append(after_id)
