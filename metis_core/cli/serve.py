@@ -72,6 +72,8 @@ def serve(
         if metrics_settings is not None:
             operator_metrics = OperatorMetrics(metrics_settings, "serve")
             operator_metrics.attach(runtime.bus)
+            if live_feed is not None:
+                operator_metrics.watch_live_feed(live_feed)
         per_minute = settings_from_env().auth_failure_events_per_minute
         keys = KeyCheck(KeyService(store, runtime.bus), failure_events_per_minute=per_minute)
         access = ServerAccess.for_bind(host, keys, require_key=require_key)

@@ -24,6 +24,7 @@ from metis_core.events.subscription import Subscription
 if TYPE_CHECKING:
     from metis_core.events.bus import EventBus, SubscriptionHandle
     from metis_core.gateway.keys import KeyService
+    from metis_core.trace.live_feed import LiveFeed
 
 METRICS_ENV: Final = "METIS_METRICS"
 BEARER_ENV: Final = "METIS_METRICS_BEARER"
@@ -180,6 +181,15 @@ class OperatorMetrics:
 
     def _degraded(self, p: dict[str, Any]) -> None:
         self.provider_degraded.labels(str(p.get("provider", ""))).inc()
+
+    def watch_live_feed(self, feed: LiveFeed) -> None:
+        """`metis serve` on PostgreSQL: the live feed's reconnects and subscribed clients, read at scrape time."""
+        from prometheus_client import Gauge
+
+        Gauge("metis_live_feed_reconnects", "Times the live event feed reconnected to PostgreSQL.",
+              registry=self.registry).set_function(lambda: feed.reconnects)
+        Gauge("metis_live_feed_clients", "WebSocket clients fed by the live event feed.",
+              registry=self.registry).set_function(lambda: feed.subscribers)
 
     # --- the scrape ------------------------------------------------------------------------
 

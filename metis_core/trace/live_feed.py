@@ -74,6 +74,10 @@ class LiveFeed:
             self._subscribers[self._next_handle] = deliver
             return self._next_handle, self.position
 
+    @property
+    def subscribers(self) -> int:
+        return len(self._subscribers)
+
     def unsubscribe(self, handle: int) -> None:
         with self._lock:
             self._subscribers.pop(handle, None)

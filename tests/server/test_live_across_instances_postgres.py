@@ -34,13 +34,16 @@ LIVE_WITHIN = 5.0
 """Seconds a call's completion may take to reach the client (bench/live_feed.py measures the real figure)."""
 
 
+METRICS_BEARER = "live-feed-metrics-bearer-0123"
+
+
 def _launch(home: Path, url: str, upstream: ReplayServer, *command: str) -> tuple[subprocess.Popen[bytes], str]:
     home.mkdir()
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and not k.endswith("_BASE_URL")}
     env.update(METIS_HOME=str(home), METIS_DATABASE_URL=url, METIS_ANTHROPIC_BASE_URL=upstream.base_url,
                ANTHROPIC_API_KEY="sk-ant-upstream-SECRET-0001", METIS_GATEWAY_WORKSPACE=str(home),
-               METIS_OLLAMA_PROBE_URL="http://127.0.0.1:9")
+               METIS_OLLAMA_PROBE_URL="http://127.0.0.1:9", METIS_METRICS_BEARER=METRICS_BEARER)
     process = subprocess.Popen([*METIS, *command, "--port", str(port)], env=env, cwd=home,
                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     return process, f"http://127.0.0.1:{port}"
@@ -99,7 +102,7 @@ def test_a_serve_client_sees_both_gateways_calls_live_in_order_across_reconnects
         viewer = KeyService(keys, bus).issue(KeyTerms(name="console", scope="admin")).token
     keys.close()
     gateways = [_launch(tmp_path / f"gw{i}", postgres_url, upstream, "gateway", "serve") for i in range(2)]
-    serve = _launch(tmp_path / "serve", postgres_url, upstream, "serve", "--require-key")
+    serve = _launch(tmp_path / "serve", postgres_url, upstream, "serve", "--require-key", "--metrics")
     processes = [p for p, _ in (*gateways, serve)]
     watchers: list[Watcher] = []
     try:
@@ -132,6 +135,7 @@ def test_a_serve_client_sees_both_gateways_calls_live_in_order_across_reconnects
         watchers.append(resumed)
         with resumed.changed:
             assert resumed.changed.wait_for(lambda: any(f["kind"] == "replay_done" for _, f in resumed.frames), 30)
+        scraped = httpx.get(serve[1] + "/metrics", headers={"authorization": f"Bearer {METRICS_BEARER}"}).text
     finally:
         for client in watchers:
             client.ws.close()
@@ -160,6 +164,7 @@ def test_a_serve_client_sees_both_gateways_calls_live_in_order_across_reconnects
     assert prompts == sorted(answered)  # both instances' calls, every one of them
     replayed = [f["event"]["id"] for _, f in resumed.frames if f["kind"] == "event" and f.get("replayed")]
     assert replayed == ids[5:]  # the reconnecting client gets exactly what it missed
+    assert "metis_live_feed_reconnects 1.0" in scraped and "metis_live_feed_clients 2.0" in scraped
     completions = [e for e in seen if e["type"] == "llm.call_completed"]
     assert max(watcher.arrival(e["id"]) for e in completions) - max(answered.values()) < LIVE_WITHIN
 
