@@ -99,7 +99,7 @@ def prune(
 @guarded
 def export(
     session_id: SessionArgument,
-    export_format: Annotated[str, typer.Option("--format", help="otel | openwop | eventlog")] = "otel",
+    export_format: Annotated[str, typer.Option("--format", help="otel | otel-metrics | openwop | eventlog")] = "otel",
     out: Annotated[Path | None, typer.Option("--out", help="File to write (default: standard output).")] = None,
     include_content: Annotated[bool, typer.Option(
         "--include-content", help="Copy message text and tool data into the export (off: hashes and sizes only).",

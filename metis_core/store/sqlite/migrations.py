@@ -348,6 +348,13 @@ def _v10_users(conn: sqlite3.Connection) -> None:
     )
 
 
+def _v13_events_live_position(conn: sqlite3.Connection) -> None:
+    """Nothing on SQLite: the PostgreSQL step gives events a commit-ordered position and a NOTIFY
+    trigger for `metis serve`'s live feed across processes; SQLite keeps the in-process bus path
+    (docs/serve.md "Live across instances"). The step exists so both backends count alike."""
+    del conn
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -359,6 +366,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("gateway_key_scope", _v8_gateway_key_scope),
     ("gateway_reservations", _v9_gateway_reservations),
     ("users", _v10_users),
+    ("events_live_position", _v13_events_live_position),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
