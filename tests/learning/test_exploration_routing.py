@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from metis_core.learning.patterns.explain import explain_turn, routed_turns
+
 from .conftest import CHEAP, STRONG
 from .test_pattern_routing import SUMMARY, learning_harness, session
 
@@ -27,5 +29,11 @@ async def test_route_decided_marks_an_explored_turn_and_pinned_turns_are_never_e
         assert slot["policy"] == "pattern" and slot["verdict"] == "chose" and slot["exploration"] is True
         assert slot["reason"].startswith(f"exploration: trying {CHEAP}") and STRONG in slot["reason"]
         assert not any(d["chain"][3].get("exploration") for d in decisions if d["chosen_model"] == STRONG)
+        turn = h.of_type("route.decided", routed[decisions.index(explored[0])])[0].turn_id
+        assert turn is not None and routed_turns(h.loop)[0] == h.of_type("route.decided", routed[-1])[0].turn_id
+        why = explain_turn(h.loop, turn)
+        assert why is not None and why.exploration and why.chosen_model == CHEAP
+        assert why.posteriors[0].model in (CHEAP, STRONG) and why.features and why.features["lead"] == "summarize"
+        assert explain_turn(h.loop, "no-such-turn") is None
     finally:
         h.runtime.close()

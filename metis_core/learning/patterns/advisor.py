@@ -21,7 +21,7 @@ from metis_core.learning.patterns.fingerprint import Embedder, fingerprint
 from metis_core.learning.patterns.store import PatternStore, _now_us
 from metis_core.learning.settings import PatternSettings
 from metis_core.routing.engine import TurnNeeds
-from metis_core.routing.pattern_slot import PatternRecommendation, ScoredModel
+from metis_core.routing.pattern_slot import FingerprintKind, PatternRecommendation, ScoredModel
 
 COST_FLOOR_USD = 1e-6
 """Free (local or unpriced) models compare as costing this much, so score per dollar stays finite."""
@@ -61,10 +61,10 @@ class PatternAdvisor:
         nearest, tallies = hood.nearest_id, hood.tallies
         if nearest is None:
             return None
-        kind = "hybrid" if self.embed is not None else "structural"
+        kind: FingerprintKind = "hybrid" if self.embed is not None else "structural"
         scored = [ScoredModel(m, t.mean, t.count, t.mean_cost) for m, t in tallies.items()]
         scored.sort(key=lambda m: (-m.score, m.mean_cost_usd, m.model))
-        pick = self._exploit(tallies)
+        pick = self.choose(tallies)
         if explore and self.explorer is not None:
             reference = pick.model if pick is not None else _best_known(tallies)
             tried = self.explorer.consider(tallies, reference, s.score_tolerance)
@@ -85,7 +85,8 @@ class PatternAdvisor:
             sample_size=pick.count, k_cluster_size=hood.size, alternatives=tuple(scored),
         )
 
-    def _exploit(self, tallies: dict[str, ModelEvidence]) -> ModelEvidence | None:
+    def choose(self, tallies: dict[str, ModelEvidence]) -> ModelEvidence | None:
+        """The model the evidence picks (no confidence floor, no exploration), or None."""
         s = self.settings
         eligible = [t for t in tallies.values() if t.evidence >= s.min_samples and t.mean >= s.success_floor]
         if not eligible:

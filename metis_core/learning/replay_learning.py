@@ -1,0 +1,242 @@
+"""`metis learn`: learn from stored turns by replaying a sample of them on cheaper candidate models.
+
+A plan picks, per task kind (stored fingerprint), the most recent turns users ran and, per
+candidate with too little evidence there, replays them with the `metis replay` machinery (tools
+answered from the recording). The evaluator judges each replayed answer (its rubric and the LLM
+judge: a judge model is required) and the pattern recorder stores the outcome; an outcome of a
+replay session reads back as source "learned". Each replay's cost (the original turn's tokens at
+the candidate's price, plus a judge call) is estimated before anything runs; the run stops
+before a replay whose estimate would take the spend past the budget.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any
+
+from metis_core.errors import LearningError, MetisError
+from metis_core.learning.patterns.evidence import ModelEvidence, tally
+from metis_core.learning.patterns.store import Outcome, _now_us
+from metis_core.replay.session_replay import replay_session
+
+if TYPE_CHECKING:
+    from metis_core.agent.runtime import Runtime
+    from metis_core.learning.loop import LearningLoop
+
+JUDGE_PROMPT_TOKENS = 600
+"""The judge's instructions and rubric, on top of the turn it reads."""
+JUDGE_ANSWER_TOKENS = 200
+
+
+class LearnPlanError(LearningError):
+    """`metis learn` cannot run as asked (no judge model, no candidate, nothing stored to learn from)."""
+
+
+@dataclass(frozen=True)
+class PlannedReplay:
+    session_id: str
+    turn_index: int
+    """1-based position of the turn in its session (what `metis replay --turns` takes)."""
+    turn_id: str
+    fingerprint_id: str
+    original_model: str
+    candidate: str
+    estimated_usd: Decimal
+
+
+@dataclass
+class LearnPlan:
+    replays: list[PlannedReplay]
+    unpriced: list[str] = field(default_factory=list)
+    """Candidates left out: the price table has no price for them, so no cost could be estimated."""
+
+    @property
+    def estimated_usd(self) -> Decimal:
+        return sum((r.estimated_usd for r in self.replays), Decimal(0))
+
+
+@dataclass(frozen=True)
+class CandidateEstimate:
+    model: str
+    outcomes: int
+    learned: int
+    success: float
+    interval: tuple[float, float]
+    mean_cost_usd: float
+    chosen: bool
+    """Whether routing would now choose it for this kind."""
+    saving_per_turn_usd: float
+    """Against the model users ran this kind on (mean cost difference; 0 unless chosen)."""
+
+
+@dataclass(frozen=True)
+class KindReport:
+    fingerprint_id: str
+    features: dict[str, Any]
+    turns: int
+    """Observed turns of this kind in the store."""
+    models: list[CandidateEstimate]
+
+    @property
+    def expected_saving_usd(self) -> float:
+        """What routing would have saved over the observed turns of this kind."""
+        return sum(m.saving_per_turn_usd for m in self.models) * self.turns
+
+    def to_json(self) -> dict[str, Any]:
+        return {"fingerprint_id": self.fingerprint_id, "features": self.features, "turns": self.turns,
+                "expected_saving_usd": round(self.expected_saving_usd, 6),
+                "models": [{"model": m.model, "outcomes": m.outcomes, "learned": m.learned,
+                            "success": round(m.success, 4), "interval": [round(x, 4) for x in m.interval],
+                            "mean_cost_usd": round(m.mean_cost_usd, 6), "chosen": m.chosen,
+                            "saving_per_turn_usd": round(m.saving_per_turn_usd, 6)} for m in self.models]}
+
+
+@dataclass
+class LearnReport:
+    plan: LearnPlan
+    budget_usd: Decimal
+    dry_run: bool
+    replayed: int = 0
+    failed: int = 0
+    stopped_at_budget: int = 0
+    """Planned replays not run because their estimate would have passed the budget."""
+    spent_usd: Decimal = Decimal(0)
+    """Replay calls plus judge calls, as priced when they ran."""
+    kinds: list[KindReport] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dry_run": self.dry_run, "budget_usd": str(self.budget_usd),
+                "estimated_usd": str(self.plan.estimated_usd), "planned": len(self.plan.replays),
+                "replayed": self.replayed, "failed": self.failed, "stopped_at_budget": self.stopped_at_budget,
+                "spent_usd": str(self.spent_usd), "unpriced_candidates": self.plan.unpriced,
+                "kinds": [k.to_json() for k in self.kinds]}
+
+
+class ReplayLearner:
+    def __init__(self, loop: LearningLoop) -> None:
+        self.loop = loop
+        self.runtime: Runtime = loop.runtime
+
+    def plan(self, candidates: list[str], *, per_kind: int = 5, limit: int = 50) -> LearnPlan:
+        """Up to `per_kind` replays per (kind, candidate) still short of that much evidence, at most
+        `limit` in all, the most recent observed turns first."""
+        if not candidates:
+            raise LearnPlanError("name the models to learn about: --candidates MODEL[,MODEL] "
+                                 "(or learning.exploration.candidates in config.yaml)")
+        judge = self.loop.settings.judge_model
+        if judge is None:
+            raise LearnPlanError("metis learn needs a judge to score the replayed answers: set learning.judge_model "
+                                 "in config.yaml (e.g. anthropic:claude-haiku-4-5)")
+        canonical = [self.runtime.registry.canonical_id(c) for c in candidates]
+        unpriced = [c for c in canonical if self.loop.estimate_cost(c, 1, 1) is None]
+        priced = [c for c in canonical if c not in unpriced]
+        stored = self.loop.patterns.fingerprints()
+        outcomes = self.loop.patterns.outcomes([f.id for f in stored])
+        by_kind: dict[str, list[Outcome]] = defaultdict(list)
+        for o in outcomes:
+            by_kind[o.fingerprint_id].append(o)
+        replays: list[PlannedReplay] = []
+        for fp in stored:  # most recently seen kinds first
+            rows = by_kind.get(fp.id, [])
+            observed = sorted((o for o in rows if o.source == "observed"), key=lambda o: o.recorded_at_us,
+                              reverse=True)
+            for candidate in priced:
+                have = sum(1 for o in rows if o.model == candidate and o.score is not None)
+                sources = [o for o in observed if o.model != candidate][: max(0, per_kind - have)]
+                for o in sources:
+                    planned = self._planned(o, candidate, judge)
+                    if planned is not None:
+                        replays.append(planned)
+        return LearnPlan(replays[:limit], unpriced)
+
+    def _planned(self, o: Outcome, candidate: str, judge: str) -> PlannedReplay | None:
+        events = self.runtime.trace.events(session_id=o.session_id)
+        starts = [e.turn_id for e in events if e.type == "turn.started"]
+        if o.turn_id not in starts:
+            return None  # the trace of that turn was pruned: nothing to replay
+        calls = [e for e in events if e.turn_id == o.turn_id and e.type == "llm.call_completed"]
+        tokens_in = sum(int(e.payload.get("input_tokens", 0)) for e in calls)
+        tokens_out = sum(int(e.payload.get("output_tokens", 0)) for e in calls)
+        replay = self.loop.estimate_cost(candidate, tokens_in, tokens_out) or Decimal(0)
+        judged = self.loop.estimate_cost(judge, JUDGE_PROMPT_TOKENS + tokens_out, JUDGE_ANSWER_TOKENS) or Decimal(0)
+        return PlannedReplay(o.session_id, starts.index(o.turn_id) + 1, o.turn_id, o.fingerprint_id, o.model,
+                             candidate, replay + judged)
+
+    async def run(self, plan: LearnPlan, budget_usd: Decimal, *, dry_run: bool = False,
+                  on_replay: Callable[[PlannedReplay, Decimal], None] | None = None) -> LearnReport:
+        report = LearnReport(plan, budget_usd, dry_run)
+        if not dry_run:
+            evaluator = self.loop.evaluator.settings
+            cap = evaluator.judge_daily_cap_usd
+            midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+            # the budget is the user's consent to this much judging today, on top of what was spent
+            evaluator.judge_daily_cap_usd = max(cap, self.loop.verdicts.judge_spend_since(midnight) + budget_usd)
+            try:
+                await self._replay_all(plan, report, on_replay)
+            finally:
+                evaluator.judge_daily_cap_usd = cap
+        report.kinds = self.kinds({r.fingerprint_id for r in plan.replays})
+        return report
+
+    async def _replay_all(self, plan: LearnPlan, report: LearnReport,
+                          on_replay: Callable[[PlannedReplay, Decimal], None] | None) -> None:
+        for index, planned in enumerate(plan.replays):
+            if report.spent_usd + planned.estimated_usd > report.budget_usd:
+                report.stopped_at_budget = len(plan.replays) - index
+                return
+            try:
+                replayed = await replay_session(self.runtime, planned.session_id, planned.candidate,
+                                                turns=(planned.turn_index, planned.turn_index))
+            except MetisError:
+                report.failed += 1
+                continue
+            self.loop.settle()  # judged at turn.completed, recorded at session.ended
+            turn = replayed.turns[0]
+            verdict = self.loop.verdicts.latest("turn", turn.replay_turn_id)
+            spent = (turn.replay.cost_usd or Decimal(0)) + (verdict.judge_cost_usd if verdict else Decimal(0))
+            report.spent_usd += spent
+            report.replayed += 1
+            if turn.replay.error:
+                report.failed += 1
+            if on_replay is not None:
+                on_replay(planned, spent)
+
+    def kinds(self, fingerprint_ids: set[str]) -> list[KindReport]:
+        """Per kind: each model's success estimate (decayed Beta posterior, 90 % interval), whether
+        routing would choose it, and what it would save over the observed turns."""
+        reports = []
+        now = _now_us()
+        for fp in self.loop.patterns.fingerprints():
+            if fp.id not in fingerprint_ids:
+                continue
+            rows = self.loop.patterns.outcomes([fp.id])
+            tallies = tally(rows, {fp.id: 0.0}, self.loop.settings.patterns, now)
+            chosen = self.loop.advisor.choose(tallies)
+            observed = [o for o in rows if o.source == "observed"]
+            baseline = _mean_cost([o for o in observed if chosen is None or o.model != chosen.model])
+            models = [_estimate(t, chosen, baseline) for t in sorted(tallies.values(), key=lambda t: -t.mean)]
+            reports.append(KindReport(fp.id, fp.fingerprint.features, len(observed), models))
+        return reports
+
+
+def _mean_cost(rows: list[Outcome]) -> float:
+    return sum(float(o.cost_usd) for o in rows) / len(rows) if rows else 0.0
+
+
+def _estimate(t: ModelEvidence, chosen: ModelEvidence | None, baseline: float) -> CandidateEstimate:
+    picked = chosen is not None and chosen.model == t.model
+    saving = max(0.0, baseline - t.mean_cost) if picked and baseline else 0.0
+    return CandidateEstimate(t.model, t.count, t.learned, t.mean, t.interval(), t.mean_cost, picked, saving)
+
+
+def learn(loop: LearningLoop, candidates: list[str], budget_usd: Decimal, *, per_kind: int = 5, limit: int = 50,
+          dry_run: bool = False) -> LearnReport:
+    """The library call behind `metis learn` (blocking; from async code use `ReplayLearner` directly)."""
+    learner = ReplayLearner(loop)
+    plan = learner.plan(candidates, per_kind=per_kind, limit=limit)
+    return asyncio.run(learner.run(plan, budget_usd, dry_run=dry_run))
