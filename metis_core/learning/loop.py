@@ -25,6 +25,7 @@ from metis_core.learning.evaluator.verdicts import VerdictStore
 from metis_core.learning.feedback import FeedbackRecorder
 from metis_core.learning.implicit import ImplicitSignals
 from metis_core.learning.patterns.advisor import PatternAdvisor
+from metis_core.learning.patterns.embeddings import HttpEmbedder
 from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Embedder
 from metis_core.learning.patterns.recorder import PatternRecorder
@@ -44,6 +45,8 @@ class LearningLoop:
                  embed: Embedder | None = None) -> None:
         self.runtime = runtime
         self.settings = settings or LearningSettings.from_config(runtime.config.learning)
+        if embed is None and self.settings.embedding_model:
+            embed = HttpEmbedder.from_config(self.settings.embedding_model, runtime.config)
         self.db = LearningDatabase(runtime.shared_database)
         self.verdicts = VerdictStore(self.db)
         self.patterns = PatternStore(self.db, self.settings.patterns)
@@ -105,4 +108,6 @@ class LearningLoop:
             log.warning("manual_swap signal not recorded: %r", error)
 
     def close(self) -> None:
+        if isinstance(self.advisor.embed, HttpEmbedder):
+            self.advisor.embed.close()
         self.db.close()

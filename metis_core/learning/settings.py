@@ -72,7 +72,8 @@ class LearningSettings(BaseModel):
     capture_rationale: bool = False
     """Opt-in: keep the LLM judge's (redacted) rationale in eval.completed (§4.4.1)."""
     embedding_model: str | None = None
-    """Reserved for hybrid fingerprints; an embedding hook must also be given (docs/learning.md)."""
+    """PROVIDER:MODEL of an embedding model (openai, gemini, ollama or an openai_compatible provider):
+    fingerprints become hybrid (structure + cosine distance of the message's embedding)."""
     patterns: PatternSettings = Field(default_factory=PatternSettings)
     exploration: ExplorationSettings = Field(default_factory=ExplorationSettings)
 

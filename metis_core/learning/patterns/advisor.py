@@ -33,6 +33,8 @@ class Neighbourhood:
     """The nearest stored fingerprint (the turn's own, if it was seen before); None without neighbours."""
     size: int
     tallies: dict[str, ModelEvidence]
+    kind: FingerprintKind = "structural"
+    """The turn's own fingerprint kind (hybrid when it was embedded)."""
 
 
 class PatternAdvisor:
@@ -49,11 +51,12 @@ class PatternAdvisor:
         fp = fingerprint(needs.user_text, estimated_tokens=needs.estimated_input_tokens, has_images=needs.has_images,
                          workspace=needs.workspace, tools_used=needs.tools_in_history, embed=self.embed)
         near = self.store.neighbors(fp, s.k, s.max_distance)
+        kind: FingerprintKind = "hybrid" if fp.embedding is not None else "structural"
         if not near:
-            return Neighbourhood(None, 0, {})
+            return Neighbourhood(None, 0, {}, kind)
         closeness = {stored.id: dist for stored, dist in near}
         return Neighbourhood(near[0][0].id, len(near),
-                             tally(self.store.outcomes(list(closeness)), closeness, s, now_us or _now_us()))
+                             tally(self.store.outcomes(list(closeness)), closeness, s, now_us or _now_us()), kind)
 
     def recommend(self, needs: TurnNeeds, *, explore: bool = True) -> PatternRecommendation | None:
         s = self.settings
@@ -61,7 +64,7 @@ class PatternAdvisor:
         nearest, tallies = hood.nearest_id, hood.tallies
         if nearest is None:
             return None
-        kind: FingerprintKind = "hybrid" if self.embed is not None else "structural"
+        kind = hood.kind
         scored = [ScoredModel(m, t.mean, t.count, t.mean_cost) for m, t in tallies.items()]
         scored.sort(key=lambda m: (-m.score, m.mean_cost_usd, m.model))
         pick = self.choose(tallies)
