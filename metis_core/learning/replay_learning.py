@@ -4,9 +4,13 @@ A plan picks, per task kind (stored fingerprint), the most recent turns users ra
 candidate with too little evidence there, replays them with the `metis replay` machinery (tools
 answered from the recording). The evaluator judges each replayed answer (its rubric and the LLM
 judge: a judge model is required) and the pattern recorder stores the outcome; an outcome of a
-replay session reads back as source "learned". Each replay's cost (the original turn's tokens at
-the candidate's price, plus a judge call) is estimated before anything runs; the run stops
-before a replay whose estimate would take the spend past the budget.
+replay session reads back as source "learned". Pairwise: the judge also scores the original
+answer, and the learned score is the user's score of the original moved by the difference
+between the two judge scores, so learned and observed evidence share the user's scale. Replays
+go round the kinds in turn, and a (kind, candidate) already settled (routing picks it there, or
+it is hopeless) is not replayed further. Each replay's cost (the original turn's tokens at the
+candidate's price, plus two judge calls) is estimated before anything runs; the run stops before
+a replay whose estimate would take the spend past the budget.
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ class PlannedReplay:
     original_model: str
     candidate: str
     estimated_usd: Decimal
+    original_score: float | None = None
 
 
 @dataclass
@@ -65,7 +70,10 @@ class CandidateEstimate:
     model: str
     outcomes: int
     learned: int
+    mean_score: float
+    """The decayed mean of its scores (what routing compares)."""
     success: float
+    """The Beta posterior's mean: the success estimate, with `interval` its 90 % interval."""
     interval: tuple[float, float]
     mean_cost_usd: float
     chosen: bool
@@ -91,7 +99,8 @@ class KindReport:
         return {"fingerprint_id": self.fingerprint_id, "features": self.features, "turns": self.turns,
                 "expected_saving_usd": round(self.expected_saving_usd, 6),
                 "models": [{"model": m.model, "outcomes": m.outcomes, "learned": m.learned,
-                            "success": round(m.success, 4), "interval": [round(x, 4) for x in m.interval],
+                            "mean_score": round(m.mean_score, 4), "success": round(m.success, 4),
+                            "interval": [round(x, 4) for x in m.interval],
                             "mean_cost_usd": round(m.mean_cost_usd, 6), "chosen": m.chosen,
                             "saving_per_turn_usd": round(m.saving_per_turn_usd, 6)} for m in self.models]}
 
@@ -105,6 +114,8 @@ class LearnReport:
     failed: int = 0
     stopped_at_budget: int = 0
     """Planned replays not run because their estimate would have passed the budget."""
+    settled: int = 0
+    """Planned replays not run because the candidate's estimate on that kind was already clear."""
     spent_usd: Decimal = Decimal(0)
     """Replay calls plus judge calls, as priced when they ran."""
     kinds: list[KindReport] = field(default_factory=list)
@@ -113,7 +124,7 @@ class LearnReport:
         return {"dry_run": self.dry_run, "budget_usd": str(self.budget_usd),
                 "estimated_usd": str(self.plan.estimated_usd), "planned": len(self.plan.replays),
                 "replayed": self.replayed, "failed": self.failed, "stopped_at_budget": self.stopped_at_budget,
-                "spent_usd": str(self.spent_usd), "unpriced_candidates": self.plan.unpriced,
+                "settled": self.settled, "spent_usd": str(self.spent_usd), "unpriced_candidates": self.plan.unpriced,
                 "kinds": [k.to_json() for k in self.kinds]}
 
 
@@ -140,19 +151,18 @@ class ReplayLearner:
         by_kind: dict[str, list[Outcome]] = defaultdict(list)
         for o in outcomes:
             by_kind[o.fingerprint_id].append(o)
-        replays: list[PlannedReplay] = []
+        per_pair: list[list[PlannedReplay]] = []
         for fp in stored:  # most recently seen kinds first
             rows = by_kind.get(fp.id, [])
             observed = sorted((o for o in rows if o.source == "observed"), key=lambda o: o.recorded_at_us,
                               reverse=True)
             for candidate in priced:
                 have = sum(1 for o in rows if o.model == candidate and o.score is not None)
-                sources = [o for o in observed if o.model != candidate][: max(0, per_kind - have)]
-                for o in sources:
-                    planned = self._planned(o, candidate, judge)
-                    if planned is not None:
-                        replays.append(planned)
-        return LearnPlan(replays[:limit], unpriced)
+                sources = [o for o in observed if o.model != candidate and o.score is not None]
+                planned = [p for o in sources[: max(0, per_kind - have)] if (p := self._planned(o, candidate, judge))]
+                per_pair.append(planned)
+        rounds = [pair[i] for i in range(max(map(len, per_pair), default=0)) for pair in per_pair if i < len(pair)]
+        return LearnPlan(rounds[:limit], unpriced)
 
     def _planned(self, o: Outcome, candidate: str, judge: str) -> PlannedReplay | None:
         events = self.runtime.trace.events(session_id=o.session_id)
@@ -165,7 +175,7 @@ class ReplayLearner:
         replay = self.loop.estimate_cost(candidate, tokens_in, tokens_out) or Decimal(0)
         judged = self.loop.estimate_cost(judge, JUDGE_PROMPT_TOKENS + tokens_out, JUDGE_ANSWER_TOKENS) or Decimal(0)
         return PlannedReplay(o.session_id, starts.index(o.turn_id) + 1, o.turn_id, o.fingerprint_id, o.model,
-                             candidate, replay + judged)
+                             candidate, replay + 2 * judged, o.score)
 
     async def run(self, plan: LearnPlan, budget_usd: Decimal, *, dry_run: bool = False,
                   on_replay: Callable[[PlannedReplay, Decimal], None] | None = None) -> LearnReport:
@@ -185,7 +195,11 @@ class ReplayLearner:
 
     async def _replay_all(self, plan: LearnPlan, report: LearnReport,
                           on_replay: Callable[[PlannedReplay, Decimal], None] | None) -> None:
+        originals: dict[str, tuple[float, Decimal]] = {}
         for index, planned in enumerate(plan.replays):
+            if self._settled(planned):
+                report.settled += 1
+                continue
             if report.spent_usd + planned.estimated_usd > report.budget_usd:
                 report.stopped_at_budget = len(plan.replays) - index
                 return
@@ -199,12 +213,48 @@ class ReplayLearner:
             turn = replayed.turns[0]
             verdict = self.loop.verdicts.latest("turn", turn.replay_turn_id)
             spent = (turn.replay.cost_usd or Decimal(0)) + (verdict.judge_cost_usd if verdict else Decimal(0))
+            llm_score = verdict.signals.get("llm_score") if verdict is not None else None
+            if llm_score is not None and planned.original_score is not None:
+                if planned.turn_id not in originals:
+                    originals[planned.turn_id] = self._judge_original(turn.user_text, turn.original.answer)
+                original_llm, judge_cost = originals[planned.turn_id]
+                spent += judge_cost
+                originals[planned.turn_id] = (original_llm, Decimal(0))
+                if original_llm >= 0:
+                    learned = min(1.0, max(0.0, planned.original_score + float(llm_score) - original_llm))
+                    self.loop.patterns.rescore(turn.replay_turn_id, round(learned, 4))
             report.spent_usd += spent
             report.replayed += 1
             if turn.replay.error:
                 report.failed += 1
             if on_replay is not None:
                 on_replay(planned, spent)
+
+    def _judge_original(self, user_text: str, answer: str) -> tuple[float, Decimal]:
+        """(the judge's score of the original answer, its cost); (-1, 0) when the judge failed."""
+        judge = self.loop.evaluator.judge
+        if judge is None:
+            return -1.0, Decimal(0)
+        try:
+            verdict = judge.judge(self.loop.rubrics.for_subject("turn"), user_text, answer)
+        except MetisError:
+            return -1.0, Decimal(0)
+        return verdict.answer.score, verdict.cost_usd
+
+    def _settled(self, planned: PlannedReplay) -> bool:
+        """Whether more replays of this (kind, candidate) would change nothing: routing already
+        chooses the candidate there, or its 90 % interval lies wholly below the best other model's
+        mean less the score tolerance (hopeless, however few the replays)."""
+        s = self.loop.settings.patterns
+        rows = self.loop.patterns.outcomes([planned.fingerprint_id])
+        tallies = tally(rows, {planned.fingerprint_id: 0.0}, s, _now_us())
+        mine = tallies.get(planned.candidate)
+        others = [t.mean for m, t in tallies.items() if m != planned.candidate and t.count >= s.min_samples]
+        if mine is None or not others:
+            return False
+        chosen = self.loop.advisor.choose(tallies)
+        return (chosen is not None and chosen.model == planned.candidate) or \
+            mine.interval()[1] < max(others) - s.score_tolerance
 
     def kinds(self, fingerprint_ids: set[str]) -> list[KindReport]:
         """Per kind: each model's success estimate (decayed Beta posterior, 90 % interval), whether
@@ -231,7 +281,8 @@ def _mean_cost(rows: list[Outcome]) -> float:
 def _estimate(t: ModelEvidence, chosen: ModelEvidence | None, baseline: float) -> CandidateEstimate:
     picked = chosen is not None and chosen.model == t.model
     saving = max(0.0, baseline - t.mean_cost) if picked and baseline else 0.0
-    return CandidateEstimate(t.model, t.count, t.learned, t.mean, t.interval(), t.mean_cost, picked, saving)
+    return CandidateEstimate(t.model, t.count, t.learned, t.mean, t.posterior_mean, t.interval(), t.mean_cost, picked,
+                             saving)
 
 
 def learn(loop: LearningLoop, candidates: list[str], budget_usd: Decimal, *, per_kind: int = 5, limit: int = 50,

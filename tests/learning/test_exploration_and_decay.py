@@ -10,7 +10,7 @@ from decimal import Decimal
 import pytest
 
 from metis_core.learning.patterns.advisor import PatternAdvisor
-from metis_core.learning.patterns.evidence import US_PER_DAY, decay, tally
+from metis_core.learning.patterns.evidence import US_PER_DAY, changed, decay, tally
 from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Fingerprint
 from metis_core.learning.patterns.store import Outcome, StoredFingerprint
@@ -87,10 +87,13 @@ def turns_until_strong(settings: PatternSettings) -> int:
     return 100
 
 
-def test_a_model_whose_success_drops_loses_its_routes_within_a_few_turns_and_decay_makes_it_faster() -> None:
-    with_decay = turns_until_strong(PatternSettings(half_life_outcomes=10))
-    without = turns_until_strong(PatternSettings(half_life_outcomes=0, half_life_days=0))
-    assert with_decay <= 4 < without
+OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_window": 0}
+
+
+def test_a_model_whose_success_drops_loses_its_routes_within_a_few_turns() -> None:
+    assert turns_until_strong(PatternSettings(**OFF)) > 4  # a long good record outweighs a few failures
+    assert turns_until_strong(PatternSettings(**{**OFF, "half_life_outcomes": 10})) <= 4  # decay alone
+    assert turns_until_strong(PatternSettings()) <= 4
 
 
 def turns_until_cheap(settings: PatternSettings) -> int:
@@ -106,9 +109,21 @@ def turns_until_cheap(settings: PatternSettings) -> int:
     return 100
 
 
-def test_a_model_that_improves_wins_its_routes_back_within_two_half_lives() -> None:
-    assert turns_until_cheap(PatternSettings(half_life_outcomes=10)) <= 20
-    assert turns_until_cheap(PatternSettings(half_life_outcomes=0, half_life_days=0)) == 100
+def test_a_model_that_improves_wins_its_routes_back() -> None:
+    assert turns_until_cheap(PatternSettings(**OFF)) == 100
+    assert turns_until_cheap(PatternSettings(**{**OFF, "half_life_outcomes": 10})) <= 20  # two half-lives
+    assert turns_until_cheap(PatternSettings()) <= 7  # the change point: its last six scores alone count
+
+
+def test_a_change_point_needs_the_recent_scores_to_differ_by_more_than_the_margin() -> None:
+    def rows(scores: list[float]) -> list[Outcome]:  # newest first
+        return [Outcome("fp1", CHEAP, x, Decimal(0), 0, NOW - i) for i, x in enumerate(scores)]
+
+    s = PatternSettings()
+    assert changed(rows([0.05] * 4 + [0.95] * 2 + [0.95] * 20), s)
+    assert changed(rows([0.95] * 6 + [0.05] * 10), s)
+    assert not changed(rows([0.95, 0.05, 0.95, 0.95, 0.05, 0.95] + [0.95] * 20), s)  # two failures in six
+    assert not changed(rows([0.05] * 6), s) and not changed(rows([0.05] * 7 + [0.95]), PatternSettings(**OFF))
 
 
 def test_exploration_tries_a_cheaper_model_with_no_evidence_and_says_why() -> None:

@@ -17,6 +17,7 @@ from .test_evaluator import judge_reply
 from .test_pattern_routing import SUMMARY, session
 
 GOOD = '{"score": 0.95, "confidence": 0.9, "rationale": "does what was asked", "criteria": {}}'
+RIGHT_ORIGINAL = '{"score": 0.85, "confidence": 0.9, "rationale": "does it, less well", "criteria": {}}'
 
 
 async def test_learn_replays_within_its_budget_and_records_learned_evidence(tmp_path: Path) -> None:
@@ -43,16 +44,17 @@ async def test_learn_replays_within_its_budget_and_records_learned_evidence(tmp_
         dry = await learner.run(plan, Decimal(1), dry_run=True)
         assert dry.replayed == 0 and not h.script.requests
         h.answers(1)
-        h.script.script("anthropic", [judge_reply(GOOD)])
+        h.script.script("anthropic", [judge_reply(GOOD), judge_reply(RIGHT_ORIGINAL)])
         report = await learner.run(plan, one * Decimal("1.5"))  # room for one replay, not two
         assert (report.replayed, report.failed, report.stopped_at_budget) == (1, 0, 1)
         assert Decimal(0) < report.spent_usd <= one * Decimal("1.5")
-        assert len(h.script.requests) == 2  # the replayed turn and its judge
+        assert len(h.script.requests) == 3  # the replayed turn, its judge, the judge on the original answer
         (kind,) = report.kinds
         assert kind.turns == 3 and kind.features["lead"] == "summarize"
         cheap = next(m for m in kind.models if m.model == CHEAP)
         assert (cheap.outcomes, cheap.learned) == (1, 1)
-        assert cheap.success == pytest.approx((0.75 * 0.4 + 0.95 * 0.9) / 1.3, abs=1e-3)
+        # pairwise: the user's 0.95 for the original, moved by the judge's 0.95 (replay) - 0.85 (original)
+        assert cheap.mean_score == pytest.approx(1.0, abs=1e-3) and cheap.success == pytest.approx(2 / 3, abs=1e-3)
         assert cheap.interval[0] < cheap.success < cheap.interval[1]
         learned = [o for o in h.loop.patterns.outcomes([kind.fingerprint_id]) if o.model == CHEAP]
         assert [o.source for o in learned] == ["learned"]

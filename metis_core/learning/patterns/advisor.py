@@ -2,8 +2,8 @@
 per dollar that is nearly as good as the best one, when the evidence clears the confidence floor.
 
 Per model over the neighbours' scored outcomes, weighted by closeness and decayed with age
-(evidence.py): mean score, its standard error, mean cost, effective sample size. Eligible: at
-least `min_samples` of evidence, a mean of at least `success_floor`, and a mean that could be
+(evidence.py): mean score, its standard error (over the effective sample size), mean cost.
+Eligible: at least `min_samples` outcomes, a mean of at least `success_floor`, and a mean that could be
 within `score_tolerance` of the best model's (mean + one standard error), so a few early failures
 do not shut a cheap model out for good; a model that keeps failing falls below the bar within a
 few half-lives. The best score per dollar wins. Confidence = n / (n + 2) × (1 − mean distance).
@@ -73,14 +73,14 @@ class PatternAdvisor:
             tried = self.explorer.consider(tallies, reference, s.score_tolerance)
             if tried is not None:
                 mine = tallies.get(tried.model, ModelEvidence(tried.model))
-                confidence = mine.evidence / (mine.evidence + 2) * (1.0 - mine.mean_distance)
+                confidence = mine.count / (mine.count + 2) * (1.0 - mine.mean_distance)
                 return PatternRecommendation(
                     model=tried.model, confidence=round(confidence, 4), fingerprint_id=nearest,
                     fingerprint_kind=kind, sample_size=mine.count, k_cluster_size=hood.size,
                     alternatives=tuple(scored), exploration=tried.why)
         if pick is None:
             return None
-        confidence = pick.evidence / (pick.evidence + 2) * (1.0 - pick.mean_distance)
+        confidence = pick.count / (pick.count + 2) * (1.0 - pick.mean_distance)
         if confidence < s.confidence_floor:
             return None
         return PatternRecommendation(
@@ -91,7 +91,7 @@ class PatternAdvisor:
     def choose(self, tallies: dict[str, ModelEvidence]) -> ModelEvidence | None:
         """The model the evidence picks (no confidence floor, no exploration), or None."""
         s = self.settings
-        eligible = [t for t in tallies.values() if t.evidence >= s.min_samples and t.mean >= s.success_floor]
+        eligible = [t for t in tallies.values() if t.count >= s.min_samples and t.mean >= s.success_floor]
         if not eligible:
             return None
         best = max(t.mean for t in eligible)

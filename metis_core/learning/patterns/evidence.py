@@ -2,8 +2,10 @@
 
 An outcome's weight is its closeness (1 − distance) times its decay: halved every
 `half_life_outcomes` newer outcomes of the same model in the neighbourhood and every
-`half_life_days` of age. A model whose quality changes therefore loses (or regains) its standing
-within a bounded number of its own turns, and evidence no one refreshes fades back to the prior.
+`half_life_days` of age; and when its last `change_window` scores differ from those before by more
+than `change_margin` (a change point), only the last ones count. A model whose quality changes
+therefore loses (or regains) its standing within a bounded number of its own turns, and evidence
+no one refreshes fades back to the prior.
 Scores in [0, 1] count as fractional successes: Beta(1 + Σ w·score, 1 + Σ w·(1 − score)).
 """
 
@@ -66,6 +68,10 @@ class ModelEvidence:
     def beta(self) -> float:
         return 1.0 + self.evidence * (1.0 - self.mean)
 
+    @property
+    def posterior_mean(self) -> float:
+        return self.alpha / (self.alpha + self.beta)
+
     def interval(self, z: float = 1.645) -> tuple[float, float]:
         """A 90 % interval of the Beta posterior (normal approximation, clipped to [0, 1])."""
         a, b = self.alpha, self.beta
@@ -81,6 +87,17 @@ def decay(rank: int, age_us: int, settings: PatternSettings) -> float:
     return by_rank * by_age
 
 
+def changed(newest_first: list[Outcome], settings: PatternSettings) -> bool:
+    """A change point: the model's last `change_window` scores on these turns differ from all of its
+    scores before them by more than `change_margin` (either way: a model got worse, or better)."""
+    window = settings.change_window
+    if not window or not settings.change_margin or len(newest_first) <= window:
+        return False
+    recent = [o.score or 0.0 for o in newest_first[:window]]
+    before = [o.score or 0.0 for o in newest_first[window:]]
+    return abs(sum(recent) / len(recent) - sum(before) / len(before)) > settings.change_margin
+
+
 def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: PatternSettings,
           now_us: int) -> dict[str, ModelEvidence]:
     """Per model, the decayed evidence of the scored outcomes (`closeness`: fingerprint id → distance)."""
@@ -92,6 +109,8 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
     for model, rows in per_model.items():
         evidence = ModelEvidence(model)
         newest_first = [o for _, o in sorted(enumerate(rows), key=lambda p: (p[1].recorded_at_us, p[0]), reverse=True)]
+        if changed(newest_first, settings):
+            newest_first = newest_first[: settings.change_window]  # what came before the change no longer counts
         for rank, outcome in enumerate(newest_first):
             assert outcome.score is not None
             dist = closeness[outcome.fingerprint_id]
