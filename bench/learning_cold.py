@@ -166,7 +166,7 @@ def _moved_back(run: Run, drop_at: int) -> int | None:
 async def measure(count: int, budget: Decimal, seed: int, patterns: dict[str, Any] | None = None) -> dict[str, Any]:
     root = Path(tempfile.mkdtemp(prefix="metis-bench-learning-cold-"))
     model = Model(seed)
-    routing = LearningSettings.model_validate({"exploration": {"share": 0.05, "usd_per_day": "0.50",
+    routing = LearningSettings.model_validate({"exploration": {"share": 0.1, "usd_per_day": "0.50",
                                                                "candidates": [CHEAP], "seed": seed},
                                                "patterns": patterns or {}})
     try:

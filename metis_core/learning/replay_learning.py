@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 JUDGE_PROMPT_TOKENS = 600
 """The judge's instructions and rubric, on top of the turn it reads."""
 JUDGE_ANSWER_TOKENS = 200
+HOPELESS_AFTER = 2
+"""Replays a candidate gets on a kind before it can be given up (one judged failure may be noise)."""
 
 
 class LearnPlanError(LearningError):
@@ -243,8 +245,8 @@ class ReplayLearner:
 
     def _settled(self, planned: PlannedReplay) -> bool:
         """Whether more replays of this (kind, candidate) would change nothing: routing already
-        chooses the candidate there, or its 90 % interval lies wholly below the best other model's
-        mean less the score tolerance (hopeless, however few the replays)."""
+        chooses the candidate there, or (after HOPELESS_AFTER replays) its 90 % interval lies wholly
+        below the best other model's mean less the score tolerance."""
         s = self.loop.settings.patterns
         rows = self.loop.patterns.outcomes([planned.fingerprint_id])
         tallies = tally(rows, {planned.fingerprint_id: 0.0}, s, _now_us())
@@ -253,8 +255,8 @@ class ReplayLearner:
         if mine is None or not others:
             return False
         chosen = self.loop.advisor.choose(tallies)
-        return (chosen is not None and chosen.model == planned.candidate) or \
-            mine.interval()[1] < max(others) - s.score_tolerance
+        hopeless = mine.learned >= HOPELESS_AFTER and mine.interval()[1] < max(others) - s.score_tolerance
+        return hopeless or (chosen is not None and chosen.model == planned.candidate)
 
     def kinds(self, fingerprint_ids: set[str]) -> list[KindReport]:
         """Per kind: each model's success estimate (decayed Beta posterior, 90 % interval), whether
