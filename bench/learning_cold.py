@@ -154,6 +154,12 @@ async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list
     return run
 
 
+def _cheap_share(served: list[tuple[str, str, bool]]) -> float | None:
+    """Of the simple-kind sessions, the share (in %) routing chose the cheap model for (not exploring)."""
+    simple = [(model, explored) for kind, model, explored in served if kind in SIMPLE]
+    return round(100.0 * sum(1 for m, e in simple if m == CHEAP and not e) / len(simple), 1) if simple else None
+
+
 def _moved_back(run: Run, drop_at: int) -> int | None:
     """Sessions after the drop until routing last chose the cheap model (not exploring) for a simple kind."""
     last = None
@@ -235,6 +241,7 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
         "drop": {"at_session": count // 2, "cheap_success_after": DROPPED_SUCCESS,
                  "success_rate": round(drop.success_rate, 2), "cost_usd": str(drop.cost),
                  "sessions_until_moved_back": _moved_back(drop, count // 2),
+                 "simple_kind_cheap_share_after_30_sessions_pct": _cheap_share(drop.served[count // 2 + 30:]),
                  "simple_kind_sessions_routed_to_cheap": [
                      i + 1 for i, (kind, model, explored) in enumerate(drop.served[count // 2:])
                      if kind in SIMPLE and model == CHEAP and not explored],
@@ -245,17 +252,30 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
     }
 
 
+def _line(run: dict[str, Any]) -> dict[str, Any]:
+    drop = run["drop"]
+    return {"seed": run["seed"], "strong_success": run["always_strong"]["success_rate"],
+            "routing_success": run["routing"]["success_rate"], "learn_usd": run["learn"]["spent_usd"],
+            "cost_share_pct": run["routing"]["share_of_strong_cost_pct"],
+            "moved_back_after": drop["sessions_until_moved_back"],
+            "cheap_share_after_30_pct": drop["simple_kind_cheap_share_after_30_sessions_pct"],
+            "met": run["targets"]["met"]}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=200)
     parser.add_argument("--budget-usd", default="0.25")
-    parser.add_argument("--seed", type=int, default=2026)
+    parser.add_argument("--seeds", default="2026", help="comma-separated; one run per seed")
     parser.add_argument("--half-life-outcomes", type=float, default=None,
                         help="learning.patterns.half_life_outcomes for the routing runs (default: the setting's)")
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args()
     patterns = {"half_life_outcomes": args.half_life_outcomes} if args.half_life_outcomes is not None else {}
-    result = asyncio.run(measure(args.sessions, Decimal(args.budget_usd), args.seed, patterns))
+    runs = [asyncio.run(measure(args.sessions, Decimal(args.budget_usd), int(seed), patterns))
+            for seed in args.seeds.split(",")]
+    result = {"bench": "learning-cold", "when": runs[0]["when"], "sessions": args.sessions,
+              "budget_usd": args.budget_usd, "patterns": patterns, "summary": [_line(r) for r in runs], "runs": runs}
     text = json.dumps(result, indent=2)
     print(text)
     if not args.no_save:
