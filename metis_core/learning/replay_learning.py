@@ -136,8 +136,8 @@ class ReplayLearner:
         self.runtime: Runtime = loop.runtime
 
     def plan(self, candidates: list[str], *, per_kind: int = 5, limit: int = 50) -> LearnPlan:
-        """Up to `per_kind` replays per (kind, candidate) still short of that much evidence, at most
-        `limit` in all, the most recent observed turns first."""
+        """Up to `per_kind` replays per (kind, candidate) still short of that much (decayed) evidence,
+        at most `limit` in all, the most recent observed turns first."""
         if not candidates:
             raise LearnPlanError("name the models to learn about: --candidates MODEL[,MODEL] "
                                  "(or learning.exploration.candidates in config.yaml)")
@@ -158,8 +158,10 @@ class ReplayLearner:
             rows = by_kind.get(fp.id, [])
             observed = sorted((o for o in rows if o.source == "observed"), key=lambda o: o.recorded_at_us,
                               reverse=True)
+            evidence = tally(rows, {fp.id: 0.0}, self.loop.settings.patterns, _now_us())
             for candidate in priced:
-                have = sum(1 for o in rows if o.model == candidate and o.score is not None)
+                # decayed evidence: after a change point or a long while, a candidate is worth replaying again
+                have = round(evidence[candidate].evidence) if candidate in evidence else 0
                 sources = [o for o in observed if o.model != candidate and o.score is not None]
                 planned = [p for o in sources[: max(0, per_kind - have)] if (p := self._planned(o, candidate, judge))]
                 per_pair.append(planned)

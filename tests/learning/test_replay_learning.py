@@ -60,5 +60,6 @@ async def test_learn_replays_within_its_budget_and_records_learned_evidence(tmp_
         assert [o.source for o in learned] == ["learned"]
         assert {m.model for m in kind.models} == {CHEAP, STRONG}
         assert report.to_json()["kinds"][0]["models"]
+        assert len(learner.plan([CHEAP], per_kind=2).replays) == 1  # one more to reach two of evidence
     finally:
         h.runtime.close()
