@@ -4,9 +4,9 @@ A plan picks, per task kind (stored fingerprint), the most recent turns users ra
 candidate with too little evidence there, replays them with the `metis replay` machinery (tools
 answered from the recording). The evaluator judges each replayed answer (its rubric and the LLM
 judge: a judge model is required) and the pattern recorder stores the outcome; an outcome of a
-replay session reads back as source "learned". Pairwise: the judge also scores the original
-answer, and the learned score is the user's score of the original moved by the difference
-between the two judge scores, so learned and observed evidence share the user's scale. Replays
+replay session reads back as source "learned". Its score is put on the user's scale: the judge's
+own score against an original the user was happy with, else (pairwise) the user's score of the
+original moved by the judge's difference between the two answers. Replays
 go round the kinds in turn, and a (kind, candidate) already settled (routing picks it there, or
 it is hopeless) is not replayed further. Each replay's cost (the original turn's tokens at the
 candidate's price, plus two judge calls) is estimated before anything runs; the run stops before
@@ -16,6 +16,7 @@ a replay whose estimate would take the spend past the budget.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -162,11 +163,24 @@ class ReplayLearner:
             for candidate in priced:
                 # decayed evidence: after a change point or a long while, a candidate is worth replaying again
                 have = round(evidence[candidate].evidence) if candidate in evidence else 0
-                sources = [o for o in observed if o.model != candidate and o.score is not None]
+                done = self._replayed_sources(rows, candidate)
+                sources = [o for o in observed if o.model != candidate and o.score is not None
+                           and o.session_id not in done]
                 planned = [p for o in sources[: max(0, per_kind - have)] if (p := self._planned(o, candidate, judge))]
                 per_pair.append(planned)
         rounds = [pair[i] for i in range(max(map(len, per_pair), default=0)) for pair in per_pair if i < len(pair)]
         return LearnPlan(rounds[:limit], unpriced)
+
+    def _replayed_sources(self, rows: list[Outcome], candidate: str) -> set[str]:
+        """The stored sessions already replayed on `candidate` for this kind (their learned outcomes)."""
+        done = set()
+        for o in rows:
+            if o.source == "learned" and o.model == candidate:
+                with contextlib.suppress(MetisError):
+                    source = self.runtime.store.get_session(o.session_id).replay_of
+                    if source:
+                        done.add(source)
+        return done
 
     def _planned(self, o: Outcome, candidate: str, judge: str) -> PlannedReplay | None:
         events = self.runtime.trace.events(session_id=o.session_id)
@@ -199,7 +213,7 @@ class ReplayLearner:
 
     async def _replay_all(self, plan: LearnPlan, report: LearnReport,
                           on_replay: Callable[[PlannedReplay, Decimal], None] | None) -> None:
-        originals: dict[str, tuple[float, Decimal]] = {}
+        originals: dict[str, float] = {}
         for index, planned in enumerate(plan.replays):
             if self._settled(planned):
                 report.settled += 1
@@ -219,13 +233,9 @@ class ReplayLearner:
             spent = (turn.replay.cost_usd or Decimal(0)) + (verdict.judge_cost_usd if verdict else Decimal(0))
             llm_score = verdict.signals.get("llm_score") if verdict is not None else None
             if llm_score is not None and planned.original_score is not None:
-                if planned.turn_id not in originals:
-                    originals[planned.turn_id] = self._judge_original(turn.user_text, turn.original.answer)
-                original_llm, judge_cost = originals[planned.turn_id]
+                learned, judge_cost = self._learned_score(planned, turn, float(llm_score), originals)
                 spent += judge_cost
-                originals[planned.turn_id] = (original_llm, Decimal(0))
-                if original_llm >= 0:
-                    learned = min(1.0, max(0.0, planned.original_score + float(llm_score) - original_llm))
+                if learned is not None:
                     self.loop.patterns.rescore(turn.replay_turn_id, round(learned, 4))
             report.spent_usd += spent
             report.replayed += 1
@@ -233,6 +243,23 @@ class ReplayLearner:
                 report.failed += 1
             if on_replay is not None:
                 on_replay(planned, spent)
+
+    def _learned_score(self, planned: PlannedReplay, turn: Any, llm_score: float,
+                       originals: dict[str, float]) -> tuple[float | None, Decimal]:
+        """(the learned score, the extra judge cost). Against an original the user was happy with
+        (score ≥ 0.5), the judge's own score of the replay, on the same 0..1 scale as the user's;
+        otherwise pairwise: the user's score of the original moved by the judge's difference
+        between the two answers (None when the judge could not score the original)."""
+        assert planned.original_score is not None
+        if planned.original_score >= 0.5:
+            return llm_score, Decimal(0)
+        cost = Decimal(0)
+        if planned.turn_id not in originals:
+            originals[planned.turn_id], cost = self._judge_original(turn.user_text, turn.original.answer)
+        original = originals[planned.turn_id]
+        if original < 0:
+            return None, cost
+        return min(1.0, max(0.0, planned.original_score + llm_score - original)), cost
 
     def _judge_original(self, user_text: str, answer: str) -> tuple[float, Decimal]:
         """(the judge's score of the original answer, its cost); (-1, 0) when the judge failed."""

@@ -38,7 +38,7 @@ class PatternSettings(BaseModel):
     half_life_days: float = Field(default=30.0, ge=0)
     """... and half as much after this many days (0 = no decay by age)."""
     change_window: int = Field(default=6, ge=0)
-    change_margin: float = Field(default=0.3, ge=0.0, le=1.0)
+    change_margin: float = Field(default=0.35, ge=0.0, le=1.0)
     """When a model's last `change_window` scores on similar turns differ from its earlier ones by more
     than this, only the last ones count (a change point: a new version, an outage of quality); 0 = off."""
 

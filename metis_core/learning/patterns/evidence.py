@@ -95,7 +95,8 @@ def changed(newest_first: list[Outcome], settings: PatternSettings) -> bool:
         return False
     recent = [o.score or 0.0 for o in newest_first[:window]]
     before = [o.score or 0.0 for o in newest_first[window:]]
-    return abs(sum(recent) / len(recent) - sum(before) / len(before)) > settings.change_margin
+    # rounded: two failures in six against a clean record is a difference of 0.3 exactly, not a hair more
+    return round(abs(sum(recent) / len(recent) - sum(before) / len(before)), 9) > settings.change_margin
 
 
 def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: PatternSettings,
