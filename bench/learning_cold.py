@@ -6,7 +6,8 @@ httpx MockTransport (Anthropic's wire format, usage sized to the task, as bench/
 1. history: N sessions on the strong model only, each answer rated /good or /bad by the scripted user;
 2. `metis learn` (the library call) on the cheap model, capped by --budget-usd, an LLM judge (the
    cheap model, right 90 % of the time) scoring each replayed answer;
-3. N sessions with pattern routing and exploration on, against the same N always on the strong model;
+3. N sessions with pattern routing and exploration on, against the same N always on the strong model
+   and the same N each sent to the model that suits its kind (the floor routing could reach);
 4. the same routing run again, with the cheap model's success on the simple kinds dropping to
    DROPPED_SUCCESS halfway through: how many sessions until routing stops choosing it for them.
 
@@ -129,12 +130,13 @@ class Run:
 
 
 async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list[tuple[str, str, float]], *,
-                    pinned: str | None = None, drop_at: int | None = None) -> Run:
+                    pinned: str | None = None, drop_at: int | None = None, by_kind: bool = False) -> Run:
     run = Run()
     for index, (kind, prompt, luck) in enumerate(plans):
         model.dropped = drop_at is not None and index >= drop_at
         model.luck = luck
-        session = runtime.sessions.create(workspace, model=pinned)
+        chosen = (CHEAP if kind in SIMPLE else STRONG) if by_kind else pinned
+        session = runtime.sessions.create(workspace, model=chosen)
         result = await runtime.turns.run(session, prompt)
         if result.error:
             raise RuntimeError(f"bench turn failed: {result.error}")
@@ -144,7 +146,7 @@ async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list
         runtime.sessions.end(session)
         runtime.bus.flush()
         explored = False
-        if pinned is None:
+        if chosen is None:
             decided = runtime.trace.events(session_id=session.id, types=("route.decided",))
             explored = bool(decided) and any(v.get("exploration") for v in decided[0].payload["chain"])
         run.sessions += 1
@@ -196,13 +198,14 @@ async def measure(count: int, budget: Decimal, seed: int, patterns: dict[str, An
             runtime.close()
         plans = _plan(count, seed=seed + 2)
         results: dict[str, Any] = {}
-        for policy in ("strong", "routing", "drop"):
+        for policy in ("strong", "oracle", "routing", "drop"):
             home = root / policy
             shutil.copytree(seeded, home)
-            runtime = _runtime(home, model, routing if policy != "strong" else LearningSettings())
+            runtime = _runtime(home, model, routing if policy in ("routing", "drop") else LearningSettings())
             try:
                 results[policy] = await _sessions(runtime, workspace, model, plans,
                                                   pinned=STRONG if policy == "strong" else None,
+                                                  by_kind=policy == "oracle",
                                                   drop_at=count // 2 if policy == "drop" else None)
             finally:
                 runtime.close()
@@ -234,6 +237,9 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
                   "stopped_at_budget": learned.stopped_at_budget, "spent_usd": str(learn_cost),
                   "kinds": [k.to_json() for k in learned.kinds]},
         "always_strong": {"success_rate": round(strong.success_rate, 2), "cost_usd": str(strong.cost)},
+        "by_kind_oracle": {"success_rate": round(results["oracle"].success_rate, 2),
+                           "cost_usd": str(results["oracle"].cost),
+                           "share_of_strong_cost_pct": round(float(results["oracle"].cost / strong.cost) * 100, 1)},
         "routing": {"success_rate": round(routing.success_rate, 2), "cost_usd": str(routing.cost),
                     "cost_with_learning_usd": str(routing.cost + learn_cost),
                     "share_of_strong_cost_pct": round(share, 1),
@@ -257,6 +263,7 @@ def _line(run: dict[str, Any]) -> dict[str, Any]:
     return {"seed": run["seed"], "strong_success": run["always_strong"]["success_rate"],
             "routing_success": run["routing"]["success_rate"], "learn_usd": run["learn"]["spent_usd"],
             "cost_share_pct": run["routing"]["share_of_strong_cost_pct"],
+            "oracle_share_pct": run["by_kind_oracle"]["share_of_strong_cost_pct"],
             "moved_back_after": drop["sessions_until_moved_back"],
             "cheap_share_after_30_pct": drop["simple_kind_cheap_share_after_30_sessions_pct"],
             "met": run["targets"]["met"]}
