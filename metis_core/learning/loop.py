@@ -13,6 +13,7 @@ import logging
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from metis_core.errors import MetisError
 from metis_core.events.envelope import Event
 from metis_core.events.subscription import SubscriptionHandle
 from metis_core.learning.database import LearningDatabase
@@ -46,7 +47,10 @@ class LearningLoop:
         self.runtime = runtime
         self.settings = settings or LearningSettings.from_config(runtime.config.learning)
         if embed is None and self.settings.embedding_model:
-            embed = HttpEmbedder.from_config(self.settings.embedding_model, runtime.config)
+            try:
+                embed = HttpEmbedder.from_config(self.settings.embedding_model, runtime.config)
+            except MetisError as error:  # a missing key or a provider without embeddings: structural fingerprints
+                log.warning("learning.embedding_model not used: %s", error)
         self.db = LearningDatabase(runtime.shared_database)
         self.verdicts = VerdictStore(self.db)
         self.patterns = PatternStore(self.db, self.settings.patterns)

@@ -124,3 +124,18 @@ async def test_a_configured_embedding_model_makes_routing_and_recording_hybrid(
         assert stored.fingerprint.embedding is not None and len(stored.fingerprint.embedding) == 3
     finally:
         h.runtime.close()
+
+
+def test_an_embedding_model_without_its_key_leaves_fingerprints_structural(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "home").mkdir()
+    with caplog.at_level(logging.WARNING, "metis_core.learning"):
+        h = LearningHarness(tmp_path / "home", tmp_path / "ws",
+                            LearningSettings(embedding_model="openai:text-embedding-3-small"))
+    try:
+        assert h.loop.advisor.embed is None and "learning.embedding_model not used" in caplog.text
+    finally:
+        h.runtime.close()
