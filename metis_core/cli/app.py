@@ -70,6 +70,7 @@ lazy("skills", "metis_core.cli.skills:app", "Skills: list, show, create, edit an
 lazy("feedback", "metis_core.cli.learning:feedback", "Rate a turn or a session (feeds the learning loop).")
 lazy("eval", "metis_core.cli.learning:eval_app", "Score turns and sessions with the evaluator.")
 lazy("patterns", "metis_core.cli.learning:patterns_app", "What the pattern store learned; clear it.")
+lazy("learn", "metis_core.cli.learning:learn", "Replay stored turns on cheaper models and learn where they do well.")
 lazy("users", "metis_core.cli.users:app", "Users behind gateway keys: create, list, disable, export, forget.")
 lazy("gateway", "metis_core.cli.gateway:app", "OpenAI/Anthropic-compatible endpoints in front of every provider.")
 
