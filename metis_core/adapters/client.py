@@ -15,7 +15,6 @@ import operator
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
-from urllib.parse import urlencode
 
 import orjson
 from pydantic import BaseModel, SecretStr
@@ -260,6 +259,8 @@ class ModelClient:
             if not self._cassette.recording:
                 return {}  # a replay sends nothing: it needs no key, so tests run where there is none
             return self._read_auth_headers(provider, adapter)  # recording registers its secrets every call
+        if adapter.refreshes_auth:
+            return self._read_auth_headers(provider, adapter)  # a cloud token: the adapter refreshes it
         kept = kept or self._kept(provider)
         if kept[2] is None:
             kept[2] = self._read_auth_headers(provider, adapter)
@@ -316,9 +317,7 @@ class ModelClient:
         ids = tool_ids if tool_ids is not None else ToolIdMap()
         request = adapter.to_wire(history, tool_list, options, ids)
         kept = self._kept(provider)  # one read of the provider's environment for the URL and the headers
-        url = self.base_url(provider, kept) + request.path
-        if request.query:
-            url += "?" + urlencode(request.query)
+        url = adapter.request_url(self.base_url(provider, kept), request)
         context = RequestContext(
             model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices,
             tools=tool_list,

@@ -1,0 +1,74 @@
+"""Canonical -> Vertex request bodies: Gemini's and Anthropic's builders, with Vertex's deviations.
+
+Gemini on Vertex takes the Gemini body as is; only the path changes (`/publishers/google/models/
+<model>:generateContent`, `:streamGenerateContent` with `alt=sse`). Claude on Vertex takes the
+Messages body without `model` (the model is in the path, `:rawPredict` / `:streamRawPredict`) and
+with `anthropic_version: vertex-2023-10-16` in the body instead of the header.
+
+Thinking signatures: Anthropic documents Claude's signatures as valid across the Claude API,
+Bedrock and Vertex, so a block signed by Anthropic direct or by this Vertex provider replays to
+the same model here (`claude-x@date` and `claude-x-date` are the same model). Gemini thinking
+issued on this provider replays to it; anything else is dropped and logged by the shared builders.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+from metis_core.adapters._common.platform_origin import restamp_origins
+from metis_core.adapters.anthropic.request import API as ANTHROPIC_API
+from metis_core.adapters.anthropic.request import PROVIDER as ANTHROPIC
+from metis_core.adapters.base import WireRequest
+from metis_core.adapters.gemini.signatures import API as GEMINI_API
+from metis_core.adapters.gemini.signatures import PROVIDER as GEMINI
+from metis_core.messages import BlockOrigin, Message
+
+ANTHROPIC_VERTEX_VERSION = "vertex-2023-10-16"
+
+
+def publisher_path(publisher: str, model: str, method: str) -> str:
+    return f"/publishers/{publisher}/models/{quote(model, safe='-._@')}:{method}"
+
+
+def claude_model_key(model: str) -> str:
+    """One spelling for a Claude model on every platform: `claude-sonnet-4@20250514` -> `claude-sonnet-4-20250514`."""
+    return model.replace("@", "-")
+
+
+def gemini_history(messages: list[Message], provider: str) -> list[Message]:
+    def own(origin: BlockOrigin) -> BlockOrigin | None:
+        if origin.provider == provider and origin.api == GEMINI_API:
+            return BlockOrigin(provider=GEMINI, api=GEMINI_API, model=origin.model)
+        if origin.provider == GEMINI:  # the Gemini API's own: kept apart from this provider's
+            return BlockOrigin(provider="gemini_api", api=origin.api, model=origin.model)
+        return None
+
+    return restamp_origins(messages, own)
+
+
+def claude_history(messages: list[Message], provider: str, model: str) -> list[Message]:
+    key = claude_model_key(model)
+
+    def signed_for_this_model(origin: BlockOrigin) -> BlockOrigin | None:
+        if (origin.provider in (provider, ANTHROPIC) and origin.api == ANTHROPIC_API
+                and claude_model_key(origin.model) == key):
+            return BlockOrigin(provider=ANTHROPIC, api=ANTHROPIC_API, model=model)
+        return None  # another model's or platform's signature: the builder drops it and logs why
+
+    return restamp_origins(messages, signed_for_this_model)
+
+
+def gemini_on_vertex(request: WireRequest, model: str) -> WireRequest:
+    method = "streamGenerateContent" if request.stream else "generateContent"
+    request.path = publisher_path("google", model, method)
+    return request
+
+
+def claude_on_vertex(request: WireRequest, model: str) -> WireRequest:
+    body: dict[str, Any] = {"anthropic_version": ANTHROPIC_VERTEX_VERSION}
+    body.update((key, value) for key, value in request.body.items() if key != "model")
+    request.body = body
+    request.headers.pop("anthropic-version", None)
+    request.path = publisher_path("anthropic", model, "streamRawPredict" if request.stream else "rawPredict")
+    return request
