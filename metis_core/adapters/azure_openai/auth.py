@@ -9,6 +9,7 @@ CloudCredentialsError naming the way to log in; the token itself is never put in
 
 from __future__ import annotations
 
+import importlib
 import threading
 import time
 from typing import Any, Protocol
@@ -28,10 +29,10 @@ class TokenCredential(Protocol):
 
 def default_credential() -> TokenCredential:
     try:
-        from azure.identity import DefaultAzureCredential
+        identity = importlib.import_module("azure.identity")  # optional: typed only by the Protocol above
     except ImportError:
         raise CloudExtraMissingError("azure", "azure", "azure-identity") from None
-    credential: TokenCredential = DefaultAzureCredential()
+    credential: TokenCredential = identity.DefaultAzureCredential()
     return credential
 
 

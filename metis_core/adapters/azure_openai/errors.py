@@ -37,7 +37,8 @@ def _error_object(body: bytes) -> dict[str, Any]:
 
 def content_filter_error(error: dict[str, Any], *, provider: str, status: int | None,
                          request_id: str | None = None) -> ContentFilterBlockedError:
-    inner = error.get("innererror") if isinstance(error.get("innererror"), dict) else {}
+    inner = error.get("innererror")
+    inner = inner if isinstance(inner, dict) else {}
     results = inner.get("content_filter_result") or inner.get("content_filter_results") or {}
     categories = tripped_categories(results) or ["unspecified"]
     return ContentFilterBlockedError(

@@ -154,7 +154,7 @@ def test_model_not_enabled_throttling_and_refused_credentials_are_named(vertex: 
                        "status": "RESOURCE_EXHAUSTED",
                        "details": [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "12s"}]}}
     refused = {"error": {"code": 401, "status": "UNAUTHENTICATED",
-                         "message": f"Request had invalid authentication credentials. Got Bearer {{token}}"}}
+                         "message": "Request had invalid authentication credentials. Got Bearer {token}"}}
     vertex.script(GEMINI + ":generateContent",
                   Reply(404, (CLOUD / "error__404_publisher_model_not_found.json").read_bytes()),
                   Reply(429, json.dumps(quota).encode()))
