@@ -20,8 +20,10 @@ from cli.replay_server import ANTHROPIC, ReplayServer
 from cli.replay_server import Reply as ReplayReply
 from cloud_server import TOKEN_PATH, CloudServer, Reply, service_account_file
 from fixture_files import read_bytes
+from typer.testing import CliRunner
 
 from metis_core.adapters.client import ModelClient
+from metis_core.cli.app import app
 from metis_core.transport.retry import RetryPolicy
 
 from .gateway_harness import GatewayHarness
@@ -101,7 +103,8 @@ def test_anthropic_sdk_through_the_gateway_to_claude_on_vertex(gateway: GatewayH
     assert cloud.tokens_issued[-1] not in events
 
 
-def test_a_chain_falls_back_from_anthropic_direct_to_claude_on_vertex(gateway: GatewayHarness) -> None:
+def test_a_chain_falls_back_from_anthropic_direct_to_claude_on_vertex_and_cost_groups_by_provider(
+        gateway: GatewayHarness, monkeypatch: pytest.MonkeyPatch) -> None:
     cloud: CloudServer = gateway.cloud  # type: ignore[attr-defined]
     gateway.upstream.script(ANTHROPIC, ReplayReply.recording("anthropic", "error__529_overloaded_error.json", 529))
     cloud.script(CLAUDE_PATH + ":rawPredict", Reply(200, read_bytes("anthropic", "response__text.json")))
@@ -114,3 +117,15 @@ def test_a_chain_falls_back_from_anthropic_direct_to_claude_on_vertex(gateway: G
     assert len(gateway.upstream.requests) == 1 and len(cloud.calls()) == 1
     [completed] = gateway.of_type("llm.call_completed")
     assert completed.payload["model"] == "vertex_anthropic:claude-haiku-4-5@20251001"
+    cloud.script("/openai/v1/chat/completions",
+                 Reply(200, (CLOUD_DATA / "azure" / "chat__annotations_with_filter_results.json").read_bytes()))
+    openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token, max_retries=0).chat.completions.create(
+        model="azure:gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    gateway.drain()
+    monkeypatch.setenv("METIS_HOME", str(gateway.runtime.home))
+    result = CliRunner().invoke(app, ["cost", "--by", "provider", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["key"]: row for row in json.loads(result.output)["provider"]}
+    assert set(rows) == {"vertex_anthropic", "azure"}
+    assert Decimal(rows["vertex_anthropic"]["cost_usd"]) == Decimal(str(completed.payload["cost_usd"]))
+    assert Decimal(rows["azure"]["cost_usd"]) == Decimal("0.0004275")

@@ -206,3 +206,15 @@ def test_responses_on_azure_round_trip_replays_reasoning_to_the_same_deployment_
 ])
 def test_endpoint_forms(base: str, version: str, expected: str) -> None:
     assert azure_url(base, "/chat/completions", "my/dep", {}, version) == expected
+
+
+def test_cloud_providers_need_no_key_and_count_as_configured_once_set_up(tmp_path: Path) -> None:
+    bare = load_config(tmp_path, environ={})
+    assert bare.require_api_key("azure") is None and bare.require_api_key("vertex_anthropic") is None
+    assert not bare.cloud_configured("azure") and not bare.cloud_configured("vertex")
+    assert not bare.cloud_configured("openai")
+    set_up = load_config(tmp_path, environ={"AZURE_OPENAI_ENDPOINT": "https://r.openai.azure.com",
+                                            "GOOGLE_CLOUD_PROJECT": "p"})
+    assert set_up.cloud_configured("azure_responses") and set_up.cloud_configured("vertex_anthropic")
+    assert set_up.base_url("azure") == "https://r.openai.azure.com"
+    assert set_up.base_url("vertex") == "https://aiplatform.googleapis.com"
