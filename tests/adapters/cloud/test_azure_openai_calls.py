@@ -181,7 +181,8 @@ def test_responses_on_azure_round_trip_replays_reasoning_to_the_same_deployment_
                  Reply(200, read_bytes("openai_responses", "response__reasoning_encrypted_content_summary.json")))
     with client(tmp_path) as models:
         answer = models.complete(ask(), "azure_responses:gpt-5")
-    assert azure.calls()[0].json()["model"] == "gpt-5"
+    sent = azure.calls()[0].json()
+    assert sent["model"] == "gpt-5" and sent["include"] == ["reasoning.encrypted_content"]  # replayable
     reasoning = [b for b in answer.content if isinstance(b, ThinkingBlock)]
     assert reasoning and reasoning[0].origin is not None and reasoning[0].origin.provider == "azure_responses"
     adapter = AzureResponsesAdapter()
