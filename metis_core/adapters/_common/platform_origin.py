@@ -1,11 +1,9 @@
 """Signed thinking issued on a cloud platform, presented to the shared translator as its own.
 
-A cloud platform (Azure OpenAI, Vertex AI) speaks a provider's API through that provider's
-translator, which replays a signature only to its own origin. Before delegating, the platform's
-request module passes the history through `restamp_origins`: copies of the messages whose thinking
-blocks were issued by the accepted origins are stamped with the origin the translator checks, so
-exactly those replay and every other block is still dropped (and logged) by the translator. The
-caller's messages are never changed.
+A platform speaks a provider's API through that provider's translator, which replays signatures
+only to its own origin. `restamp_origins` gives the translator copies of the messages whose
+thinking blocks an origin rule accepts, stamped with the origin it checks; every other block is
+still dropped and logged by the translator. The caller's messages are never changed.
 """
 
 from __future__ import annotations

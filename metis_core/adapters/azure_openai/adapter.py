@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
 
 
-class _AzureAuth:
+class _AzurePlatform:
     """The parts both Azure adapters share: URL, credentials, errors."""
 
     provider: ClassVar[str]
@@ -49,7 +49,7 @@ class _AzureAuth:
         return classify_azure_error(response, self.provider)
 
 
-class AzureChatAdapter(_AzureAuth, OpenAIChatAdapter):
+class AzureChatAdapter(_AzurePlatform, OpenAIChatAdapter):
     provider = "azure"
     default_base_url = ""
     translator_class: ClassVar[type[ChatStreamTranslator]] = AzureChatStreamTranslator
@@ -64,7 +64,7 @@ class AzureChatAdapter(_AzureAuth, OpenAIChatAdapter):
         return parse_azure_chat_response(response, translator)
 
 
-class AzureResponsesAdapter(_AzureAuth, OpenAIResponsesAdapter):
+class AzureResponsesAdapter(_AzurePlatform, OpenAIResponsesAdapter):
     provider = "azure_responses"
     default_base_url = ""
 

@@ -1,10 +1,9 @@
 """Azure credentials: the `api-key` header, or a Microsoft Entra ID bearer token via azure-identity.
 
-With AZURE_OPENAI_API_KEY (or a configured key) set, the key goes in `api-key`. Without one, a
-token for the Cognitive Services scope comes from `azure.identity.DefaultAzureCredential`
-(environment service principal, workload/managed identity, `az login`), imported only then
-(`pip install 'metis-core[azure]'`), kept until five minutes before it expires. Failures become
-CloudCredentialsError naming the way to log in; the token itself is never put in a message.
+With no key, `azure.identity.DefaultAzureCredential` (service principal variables, workload or
+managed identity, `az login`) is imported on first use (`metis-core[azure]`) and its token kept
+until five minutes before it expires. Failures are CloudCredentialsError naming how to log in;
+neither the token nor the credential's own error text is ever put in a message.
 """
 
 from __future__ import annotations

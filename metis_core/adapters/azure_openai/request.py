@@ -1,10 +1,8 @@
 """Canonical -> Azure request bodies: OpenAI's builders, the deployment name as `model`.
 
-Chat Completions bodies are OpenAI's unchanged (adapters/openai_chat). For the Responses API,
-encrypted reasoning issued by this Azure provider is presented to the OpenAI builder as its own,
-so it replays to the same deployment; reasoning from OpenAI direct or another deployment is
-dropped and logged as usual (a deployment is its own origin: Azure does not document accepting
-reasoning encrypted elsewhere).
+Chat Completions bodies are OpenAI's unchanged. On the Responses API, encrypted reasoning issued
+by this Azure provider replays to the same deployment; reasoning from OpenAI direct or another
+deployment is dropped and logged (Azure does not document accepting reasoning encrypted elsewhere).
 """
 
 from __future__ import annotations

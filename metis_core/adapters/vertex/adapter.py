@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
 
 
-class _VertexAuth:
+class _VertexPlatform:
     """The parts both Vertex adapters share: URL, credentials, the front end's errors."""
 
     provider: ClassVar[str]
@@ -46,7 +46,7 @@ class _VertexAuth:
         return named if named is not None else renamed(publisher_error, self.provider)
 
 
-class VertexGeminiAdapter(_VertexAuth, GeminiAdapter):
+class VertexGeminiAdapter(_VertexPlatform, GeminiAdapter):
     provider = "vertex"
     default_base_url = DEFAULT_HOST
 
@@ -63,7 +63,7 @@ class VertexGeminiAdapter(_VertexAuth, GeminiAdapter):
         return self.vertex_error(response, super().classify_error(response))
 
 
-class VertexAnthropicAdapter(_VertexAuth, AnthropicAdapter):
+class VertexAnthropicAdapter(_VertexPlatform, AnthropicAdapter):
     provider = "vertex_anthropic"
     default_base_url = DEFAULT_HOST
 

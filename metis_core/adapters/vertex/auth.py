@@ -1,10 +1,9 @@
 """Google Application Default Credentials for Vertex AI, through google-auth (imported on first use).
 
-`google.auth.default()` finds the credential the way every Google client does: the
-GOOGLE_APPLICATION_CREDENTIALS file (a service account key, signed into a JWT and exchanged at its
-token endpoint), gcloud's `application-default login` user credentials, or the metadata server on
-Google Cloud. Tokens are refreshed when they expire (`credentials.valid`). A missing package,
-missing or expired credentials become named errors that say what to run; tokens never appear in one.
+`google.auth.default()` finds the GOOGLE_APPLICATION_CREDENTIALS file (a service-account key,
+signed into a JWT and traded at its token endpoint), gcloud's `application-default login`, or the
+metadata server. Tokens are refreshed when they expire. A missing package or missing, expired or
+revoked credentials are named errors saying what to run; a token never appears in one.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
 """Canonical -> Vertex request bodies: Gemini's and Anthropic's builders, with Vertex's deviations.
 
-Gemini on Vertex takes the Gemini body as is; only the path changes (`/publishers/google/models/
-<model>:generateContent`, `:streamGenerateContent` with `alt=sse`). Claude on Vertex takes the
-Messages body without `model` (the model is in the path, `:rawPredict` / `:streamRawPredict`) and
-with `anthropic_version: vertex-2023-10-16` in the body instead of the header.
-
-Thinking signatures: Anthropic documents Claude's signatures as valid across the Claude API,
-Bedrock and Vertex, so a block signed by Anthropic direct or by this Vertex provider replays to
-the same model here (`claude-x@date` and `claude-x-date` are the same model). Gemini thinking
-issued on this provider replays to it; anything else is dropped and logged by the shared builders.
+Gemini: the same body, the path `/publishers/google/models/<m>:generateContent` (or stream). Claude:
+the Messages body without `model`, with `anthropic_version: vertex-2023-10-16`, `:rawPredict` or
+`:streamRawPredict`. Claude signatures from Anthropic direct or this provider replay to the same
+model (Anthropic documents them as valid across platforms); everything else is dropped and logged.
 """
 
 from __future__ import annotations
