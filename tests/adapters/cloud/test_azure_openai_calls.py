@@ -219,3 +219,14 @@ def test_cloud_providers_need_no_key_and_count_as_configured_once_set_up(tmp_pat
     assert set_up.cloud_configured("azure_responses") and set_up.cloud_configured("vertex_anthropic")
     assert set_up.base_url("azure") == "https://r.openai.azure.com"
     assert set_up.base_url("vertex") == "https://aiplatform.googleapis.com"
+
+
+def test_a_second_azure_resource_as_a_named_provider(azure: CloudServer, tmp_path: Path) -> None:
+    port = azure.base_url.rsplit(":", 1)[1]
+    environ = {"METIS_PROVIDER_WESTEU": f"azure+http://{KEY}@127.0.0.1:{port}/openai/v1"}
+    azure.script(V1_CHAT, Reply(200, (AZURE / "chat__annotations_with_filter_results.json").read_bytes()))
+    with ModelClient(config=load_config(tmp_path, environ=environ), retry=RetryPolicy(max_retries=0)) as models:
+        answer = models.complete(ask(), "westeu:gpt-4o")
+    assert azure.calls()[0].headers["api-key"] == KEY
+    assert answer.metadata.provider == "westeu" and "content_filter" in (answer.metadata.provider_raw or {})
+    assert answer.metadata.usage is not None and answer.metadata.usage.cost_usd is not None

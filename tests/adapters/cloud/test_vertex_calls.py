@@ -199,3 +199,15 @@ def test_an_expired_token_is_refreshed_and_never_logged(vertex: CloudServer, tmp
     assert first != second
     assert [c.headers["authorization"] for c in vertex.calls()] == [f"Bearer {first}", f"Bearer {second}"]
     assert first not in caplog.text and second not in caplog.text
+
+
+def test_a_cut_off_claude_stream_on_vertex_ends_as_a_named_network_failure(vertex: CloudServer,
+                                                                          tmp_path: Path) -> None:
+    whole = read_bytes("anthropic", "stream__cache_read_usage.sse")
+    vertex.script(CLAUDE + ":streamRawPredict", Reply(200, whole[: whole.index(b"event: message_delta")],
+                                                      "text/event-stream"))
+    with client(tmp_path) as models:
+        events = list(models.stream(ask(), "vertex_anthropic:claude-sonnet-4-5@20250929"))
+    failure = [e for e in events if e.type == "error"]
+    assert failure and failure[0].error_class == "network" and failure[0].retryable  # type: ignore[attr-defined]
+    assert events[-1].message.metadata.status.value in ("partial", "error")  # type: ignore[union-attr]
