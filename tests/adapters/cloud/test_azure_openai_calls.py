@@ -207,6 +207,8 @@ def test_responses_on_azure_round_trip_replays_reasoning_to_the_same_deployment_
 ])
 def test_endpoint_forms(base: str, version: str, expected: str) -> None:
     assert azure_url(base, "/chat/completions", "my/dep", {}, version) == expected
+    responses = azure_url(base, "/responses", "my/dep", {}, version)
+    assert "/deployments/" not in responses and responses.split("?")[0].endswith("/responses")
 
 
 def test_cloud_providers_need_no_key_and_count_as_configured_once_set_up(tmp_path: Path) -> None:

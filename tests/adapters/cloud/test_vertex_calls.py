@@ -24,7 +24,7 @@ from metis_core.adapters.cloud_errors import CloudCredentialsError, CloudExtraMi
 from metis_core.adapters.vertex.adapter import VertexAnthropicAdapter
 from metis_core.adapters.vertex.endpoint import vertex_url
 from metis_core.config import load_config
-from metis_core.errors import RateLimitError
+from metis_core.errors import ConfigError, RateLimitError
 from metis_core.messages import BlockOrigin, Message, Role, TextBlock, ThinkingBlock
 from metis_core.transport.retry import RetryPolicy
 
@@ -147,6 +147,8 @@ def test_regional_and_global_hosts() -> None:
                            environ={"CLOUD_ML_REGION": "global", "GOOGLE_CLOUD_PROJECT": "p2"})
     assert on_global.startswith("https://aiplatform.googleapis.com/v1/projects/p2/locations/global/")
     assert on_global.endswith("?alt=sse")
+    with pytest.raises(ConfigError, match="GOOGLE_CLOUD_PROJECT"):
+        vertex_url(default, path, {}, lambda: None, "vertex", environ={})
 
 
 def test_model_not_enabled_throttling_and_refused_credentials_are_named(vertex: CloudServer, tmp_path: Path) -> None:
