@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import quote
 
-from metis_core.adapters._common.platform_origin import restamp_origins
+from metis_core.adapters._common.platform_origin import claude_signature_travels, restamp_origins
 from metis_core.adapters.anthropic.request import API as ANTHROPIC_API
 from metis_core.adapters.anthropic.request import PROVIDER as ANTHROPIC
 from metis_core.adapters.base import WireRequest
@@ -26,11 +26,6 @@ def publisher_path(publisher: str, model: str, method: str) -> str:
     return f"/publishers/{publisher}/models/{quote(model, safe='-._@')}:{method}"
 
 
-def claude_model_key(model: str) -> str:
-    """One spelling for a Claude model on every platform: `claude-sonnet-4@20250514` -> `claude-sonnet-4-20250514`."""
-    return model.replace("@", "-")
-
-
 def gemini_history(messages: list[Message], provider: str) -> list[Message]:
     def own(origin: BlockOrigin) -> BlockOrigin | None:
         if origin.provider == provider and origin.api == GEMINI_API:
@@ -43,11 +38,9 @@ def gemini_history(messages: list[Message], provider: str) -> list[Message]:
 
 
 def claude_history(messages: list[Message], provider: str, model: str) -> list[Message]:
-    key = claude_model_key(model)
-
     def signed_for_this_model(origin: BlockOrigin) -> BlockOrigin | None:
-        if (origin.provider in (provider, ANTHROPIC) and origin.api == ANTHROPIC_API
-                and claude_model_key(origin.model) == key):
+        own = origin.provider == provider and origin.api == ANTHROPIC_API and origin.model == model
+        if own or claude_signature_travels(origin, model):
             return BlockOrigin(provider=ANTHROPIC, api=ANTHROPIC_API, model=model)
         return None  # another model's or platform's signature: the builder drops it and logs why
 

@@ -137,6 +137,16 @@ def test_claude_thinking_signatures_across_anthropic_and_vertex(provider: str, m
     assert history[1].content[0].origin.provider == provider  # type: ignore[union-attr]  # caller's copy untouched
 
 
+def test_claude_thinking_signed_on_vertex_replays_to_anthropic_direct_for_the_same_model() -> None:
+    from metis_core.adapters.anthropic.adapter import AnthropicAdapter
+
+    history = [*ask(), _signed("vertex_anthropic", "claude-sonnet-4-5@20250929"), *ask("again")]
+    same = AnthropicAdapter().to_wire(history, [], AdapterOptions(model="anthropic:claude-sonnet-4-5-20250929"))
+    assert same.body["messages"][1]["content"][0]["signature"] == "EqQBCkYIBxgCKkB-sig" and not same.dropped
+    other = AnthropicAdapter().to_wire(history, [], AdapterOptions(model="anthropic:claude-opus-4-1-20250805"))
+    assert other.body["messages"][1]["content"][0]["type"] == "text" and other.dropped
+
+
 def test_regional_and_global_hosts() -> None:
     default = "https://aiplatform.googleapis.com"
     path = "/publishers/google/models/gemini-2.5-pro:generateContent"
