@@ -2,10 +2,9 @@
 
 System messages are hoisted to the top-level `system`; TOOL messages become tool_result blocks of
 one user turn (user text that follows joins it); consecutive same-role turns are merged as the
-API requires. Thinking blocks are replayed only to the model that signed them (on any Claude
-platform, _common/platform_origin.py); what Anthropic cannot take (foreign thinking, `file_ref`
-images, images to a text-only model) is dropped through the lossy log. Plain dicts are built
-straight from the model attributes: this is a hot path.
+API requires. Thinking replays only to the model that signed it, on any Claude platform; what
+Anthropic cannot take (foreign thinking, `file_ref` images, images to a text-only model) is dropped
+through the lossy log. Plain dicts are built straight from the model attributes: a hot path.
 """
 
 from __future__ import annotations
