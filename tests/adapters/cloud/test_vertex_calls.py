@@ -7,6 +7,7 @@ recordings, whose bodies Vertex returns unchanged.
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
 import sys
@@ -25,7 +26,7 @@ from metis_core.adapters.vertex.adapter import VertexAnthropicAdapter
 from metis_core.adapters.vertex.endpoint import vertex_url
 from metis_core.config import load_config
 from metis_core.errors import ConfigError, RateLimitError
-from metis_core.messages import BlockOrigin, Message, Role, TextBlock, ThinkingBlock
+from metis_core.messages import BlockOrigin, Message, Role, TextBlock, ThinkingBlock, ToolDefinition
 from metis_core.transport.retry import RetryPolicy
 
 CLOUD = Path(__file__).parents[2] / "data" / "cloud" / "vertex"
@@ -103,6 +104,31 @@ def test_claude_on_vertex_sends_anthropic_version_in_the_body_and_no_model(verte
     assert thinking and thinking[0].signature
     assert thinking[0].origin == BlockOrigin(provider="vertex_anthropic", api="messages",
                                              model="claude-sonnet-4-5@20250929")
+
+
+def test_a_vertex_round_trip_sends_back_every_signature(vertex: CloudServer, tmp_path: Path) -> None:
+    gemini_answer = read_bytes("gemini", "response__function_call_thought_signature.json")
+    vertex.script(GEMINI + ":generateContent", Reply(200, gemini_answer))
+    vertex.script(CLAUDE + ":rawPredict", Reply(200, read_bytes("anthropic", "response__thinking_with_signature.json")))
+    multiply = ToolDefinition(name="multiply", description="a*b", input_schema={
+        "type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}})
+    with client(tmp_path) as models:
+        gemini = models.complete(ask(), "vertex:gemini-2.5-flash", tools=[multiply])
+        claude = models.complete(ask(), "vertex_anthropic:claude-sonnet-4-5@20250929")
+        gemini_again = models.adapter("vertex").to_wire([*ask(), gemini], [multiply],
+                                                        AdapterOptions(model="vertex:gemini-2.5-flash"))
+        claude_again = models.adapter("vertex_anthropic").to_wire(
+            [*ask(), claude, *ask("more")], [], AdapterOptions(model="vertex_anthropic:claude-sonnet-4-5@20250929"))
+    recorded = json.loads(gemini_answer)["candidates"][0]["content"]["parts"]
+    sent = gemini_again.body["contents"][1]["parts"]
+    def signature_bytes(parts: list[dict[str, str]]) -> list[bytes]:  # base64 or base64url: the same bytes
+        return [base64.b64decode(p["thoughtSignature"].replace("-", "+").replace("_", "/"))
+                for p in parts if "thoughtSignature" in p]
+
+    assert signature_bytes(sent) == signature_bytes(recorded) != []
+    assert not gemini_again.dropped and not claude_again.dropped
+    signed = [b for b in claude.content if isinstance(b, ThinkingBlock)]
+    assert claude_again.body["messages"][1]["content"][0]["signature"] == signed[0].signature
 
 
 def test_claude_stream_uses_stream_raw_predict(vertex: CloudServer, tmp_path: Path) -> None:
