@@ -333,6 +333,12 @@ class ModelClient:
         auth = self._auth_headers(call.adapter.provider, call.adapter, call.kept)
         return {"content-type": "application/json", **call.request.headers, **auth}
 
+    async def _aheaders(self, call: _PreparedCall) -> dict[str, str]:
+        """`_headers` in a worker thread: a cloud token refresh is a blocking HTTP call (docs/adapters/vertex.md)."""
+        import asyncio
+
+        return await asyncio.to_thread(self._headers, call)
+
     @staticmethod
     def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
         if not 200 <= response.status < 300:
@@ -426,7 +432,7 @@ class ModelClient:
                                     {"tool_ids": tool_ids, "routing": routing})
             return await acomplete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
-        headers = self._headers(call)
+        headers = await self._aheaders(call) if call.adapter.refreshes_auth else self._headers(call)
         provider = call.adapter.provider
         retry = self.retry
         if type(retry).acall is RetryPolicy.acall:

@@ -232,3 +232,34 @@ def test_a_second_azure_resource_as_a_named_provider(azure: CloudServer, tmp_pat
     assert azure.calls()[0].headers["api-key"] == KEY
     assert answer.metadata.provider == "westeu" and "content_filter" in (answer.metadata.provider_raw or {})
     assert answer.metadata.usage is not None and answer.metadata.usage.cost_usd is not None
+
+
+def test_an_async_call_fetches_the_token_off_the_event_loop(azure: CloudServer, tmp_path: Path) -> None:
+    import asyncio
+    import threading
+
+    class ThreadNoting(FakeEntraCredential):
+        def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+            self.thread = threading.current_thread()
+            return super().get_token(*scopes, **kwargs)
+
+    azure.script(V1_CHAT, Reply(200, (AZURE / "chat__annotations_with_filter_results.json").read_bytes()),
+                 Reply(200, (AZURE / "chat_stream__gpt-5.4-mini_with_filter_results.sse").read_bytes(),
+                       "text/event-stream"))
+    credential = ThreadNoting(lifetime=0)  # expired at once: every call fetches a token
+
+    async def calls() -> tuple[Message, list[Any]]:
+        async with ModelClient(config=load_config(tmp_path), retry=RetryPolicy(max_retries=0),
+                               async_http="httpx") as models:
+            models.adapter("azure").tokens = EntraTokenSource("azure", credential)  # type: ignore[attr-defined]
+            answer = await models.acomplete(ask(), "azure:gpt-4o")
+            assert credential.thread is not threading.main_thread()
+            credential.thread = threading.main_thread()
+            events = [e async for e in models.astream(ask(), "azure:gpt-4o")]
+            return answer, events
+
+    answer, events = asyncio.run(calls())
+    assert answer.content and events[-1].message.content  # type: ignore[union-attr]
+    assert credential.thread is not threading.main_thread()
+    assert [c.headers["authorization"] for c in azure.calls()] == [
+        "Bearer eyJ0eXAiOiJKV1Qi.entra-token-1.sig", "Bearer eyJ0eXAiOiJKV1Qi.entra-token-2.sig"]
