@@ -158,7 +158,7 @@ class Runtime:
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider) or self.config.cloud_configured(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers
