@@ -96,13 +96,9 @@ def restore(
     path = _path(user)
     chosen = _version(path, version)
     terminal = Terminal.open()
-    if not yes:
-        if not terminal.interactive:
-            raise UsageProblem(f"restoring {path.name} needs --yes when there is no terminal to ask")
-        if input(f"replace {path} with version {version} ({chosen.entries} entries)? [y/N] ").strip().lower() \
-                not in ("y", "yes"):
-            terminal.out.print("kept", markup=False)
-            return
+    if not terminal.confirmed(f"replace {path} with version {version} ({chosen.entries} entries)?", yes=yes,
+                              act=f"restoring {path.name}"):
+        return
     before, after = snapshots.restore(path, version, load_cli_config().memory.history_keep)
     with trace_store() as trace:
         trace.append(make_event("memory.updated", {

@@ -155,13 +155,9 @@ def forget(
 
     user_id = _checked(user_id)
     terminal = Terminal.open()
-    if not yes:
-        if not terminal.interactive:
-            raise UsageProblem(f"forgetting {user_id} needs --yes when there is no terminal to ask")
-        answer = input(f"erase everything recorded about {user_id}? This cannot be undone [y/N] ")
-        if answer.strip().lower() not in ("y", "yes"):
-            terminal.out.print("kept", markup=False)
-            return
+    if not terminal.confirmed(f"erase everything recorded about {user_id}? This cannot be undone", yes=yes,
+                              act=f"forgetting {user_id}"):
+        return
     with _stores() as (users, keys), session_store() as sessions, trace_store() as trace:
         result = forget_user(user_id, users=users, keys=keys, sessions=sessions, trace=trace)
     terminal.out.print(f"forgot {user_id}: {result.sessions_deleted} session(s), {result.messages_deleted} "
