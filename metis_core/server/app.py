@@ -1,7 +1,8 @@
 """`build_app`: the ASGI application of `metis serve` — every route in one table.
 
 Routes: the web view (`/` and `/static/`), the event WebSocket (`/ws/events`), the JSON API
-(`/api/...`) and chat (`/api/chat/...`). Errors become JSON with the named error's message;
+(`/api/...`), the console's API (`/api/console/...`) and chat (`/api/chat/...`). Errors become
+JSON with the named error's message;
 `WebGuard` (Host, Origin, content type, security headers) runs first, then the access middleware.
 The app owns no runtime: the caller opens and closes it.
 """
@@ -20,7 +21,7 @@ from starlette.staticfiles import StaticFiles
 from metis_core.agent.runtime import Runtime
 from metis_core.errors import MetisError, ServeAccessError, SessionNotFoundError
 from metis_core.gateway.web_guard import WebGuard, WebPolicy
-from metis_core.server import api_routes, chat_routes, gateway_routes
+from metis_core.server import api_routes, chat_routes, console_routes, gateway_routes
 from metis_core.server.access import AccessMiddleware, ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.event_socket import event_socket
@@ -45,6 +46,7 @@ def routes() -> list[BaseRoute]:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         WebSocketRoute("/ws/events", event_socket),
         *api_routes.ROUTES,
+        *console_routes.ROUTES,
         *chat_routes.ROUTES,
         *gateway_routes.ROUTES,
     ]
