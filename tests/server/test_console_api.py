@@ -131,10 +131,10 @@ def test_a_cursor_of_another_shape_is_refused(console: tuple[httpx.Client, Recor
 def test_the_timeline_has_a_bar_per_span_with_status_tokens_and_cost(console: tuple[httpx.Client, Recorded]) -> None:
     http, r = console
     body = http.get(f"/api/console/sessions/{r.routed}/timeline").json()
+    haiku = "anthropic:claude-haiku-4-5"
     kinds = [(s["kind"], s["name"], s["status"]) for s in body["spans"]]
-    assert kinds == [("turn", "turn.started", "ok"), ("routing", "anthropic:claude-haiku-4-5", "ok"),
-                     ("routing", "anthropic:claude-haiku-4-5", "ok"), ("model call", "anthropic:claude-haiku-4-5", "ok"),
-                     ("tool call", "get_weather", "ok"), ("model call", "anthropic:claude-haiku-4-5", "ok")]
+    assert kinds == [("turn", "turn.started", "ok"), ("routing", haiku, "ok"), ("routing", haiku, "ok"),
+                     ("model call", haiku, "ok"), ("tool call", "get_weather", "ok"), ("model call", haiku, "ok")]
     turn, call, tool = body["spans"][0], body["spans"][3], body["spans"][4]
     assert call["parent"] == turn["id"] and tool["parent"] == call["id"]
     assert (call["input_tokens"], call["output_tokens"], call["cost_usd"]) == (120, 30, "0.0002")
@@ -152,7 +152,8 @@ def test_usage_by_model_key_and_hour_with_a_csv_of_the_same_rows(console: tuple[
     http, _ = console
     by_model = http.get("/api/console/usage", params={"by": "model"}).json()
     groups = {g["key"]: g for g in by_model["groups"]}
-    assert groups["anthropic:claude-haiku-4-5"]["calls"] == 2 and groups["anthropic:claude-haiku-4-5"]["cost_usd"] == "0.0005"
+    haiku = groups["anthropic:claude-haiku-4-5"]
+    assert haiku["calls"] == 2 and haiku["cost_usd"] == "0.0005"
     assert groups["local:llama"]["cost_usd"] is None and groups["local:llama"]["unpriced_calls"] == 1
     assert by_model["total"]["calls"] == 5 and by_model["total"]["unpriced_calls"] == 1
     by_key = http.get("/api/console/usage", params={"by": "key", "bucket": "hour"}).json()
@@ -180,7 +181,9 @@ def test_gateway_operations_count_errors_and_latency_per_model(console: tuple[ht
     assert http.get("/api/console/gateway", params={"scope": "mine"}).status_code == 400
 
 
-def test_quality_has_feedback_verdicts_per_model_and_the_routers_reasons(console: tuple[httpx.Client, Recorded]) -> None:
+def test_quality_has_feedback_verdicts_per_model_and_the_routers_reasons(
+    console: tuple[httpx.Client, Recorded],
+) -> None:
     http, r = console
     body = http.get("/api/console/quality").json()
     per_session = {s["session_id"]: s for s in body["sessions"]}
