@@ -62,6 +62,8 @@ def _figures(span: Span) -> dict[str, Any]:
 
 
 def _name(event: Event) -> str:
+    if event.type == "turn.started":
+        return event.turn_id or ""
     p = event.payload or {}
     for key in ("model", "chosen_model", "tool_name", "resolved_model"):
         if p.get(key):

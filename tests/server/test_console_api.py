@@ -133,7 +133,7 @@ def test_the_timeline_has_a_bar_per_span_with_status_tokens_and_cost(console: tu
     body = http.get(f"/api/console/sessions/{r.routed}/timeline").json()
     haiku = "anthropic:claude-haiku-4-5"
     kinds = [(s["kind"], s["name"], s["status"]) for s in body["spans"]]
-    assert kinds == [("turn", "turn.started", "ok"), ("routing", haiku, "ok"), ("routing", haiku, "ok"),
+    assert kinds == [("turn", "turn_01JCONSOLEROUTED", "ok"), ("routing", haiku, "ok"), ("routing", haiku, "ok"),
                      ("model call", haiku, "ok"), ("tool call", "get_weather", "ok"), ("model call", haiku, "ok")]
     turn, call, tool = body["spans"][0], body["spans"][3], body["spans"][4]
     assert call["parent"] == turn["id"] and tool["parent"] == call["id"]
