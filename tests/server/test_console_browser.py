@@ -58,9 +58,11 @@ def _rows(driver: Any) -> list[str]:
 
 
 def _until(driver: Any, check: Any) -> None:
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    WebDriverWait(driver, 5, poll_frequency=0.02).until(lambda d: check())
+    WebDriverWait(driver, 5, poll_frequency=0.02, ignored_exceptions=[
+        StaleElementReferenceException, NoSuchElementException]).until(lambda d: check())
 
 
 def test_the_sessions_table_sorts_filters_searches_and_pages(page: tuple[Any, LiveServer, Recorded]) -> None:

@@ -234,6 +234,7 @@ async function route() {
   if (state.turn) state.turn.abort();  // leaving a chat mid-turn cancels the turn, as Ctrl-C does
   say("");
   const hash = location.hash || "#/";
+  state.routed = hash;
   try {
     if (hash.startsWith("#/session/")) await showSession(decodeURIComponent(hash.slice(10)));
     else if (hash.startsWith("#/chat/")) await showChat(decodeURIComponent(hash.slice(7)));
@@ -257,5 +258,6 @@ document.getElementById("token-form").addEventListener("submit", (e) => {
   e.target.hidden = true;
   route();
 });
-window.addEventListener("hashchange", route);
+// "#" and "#/" are one page: going from the first to the second must not draw it twice.
+window.addEventListener("hashchange", () => { if ((location.hash || "#/") !== state.routed) route(); });
 route();
