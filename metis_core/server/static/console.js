@@ -154,7 +154,8 @@ async function showSessionsTable() {
   show(el("h1", {}, "Sessions"), form,
     rows.length ? table("sessions", "", [header("Title"), "Models", "Status", { label: "Turns", num: true },
       header("Tokens in", true), header("Tokens out", true), header("Cost", true), { label: "Latency", num: true },
-      "Key · user · team", "Score · feedback", header("Started"), header("Updated")], rows) : el("p", {}, "No sessions found."), pager);
+      "Key · user · team", "Score · feedback", header("Started"), header("Updated")], rows) : el("p", {}, "No sessions found."),
+    pager.childNodes.length ? pager : null);
 }
 
 // --- a session's waterfall -------------------------------------------------------------------------
