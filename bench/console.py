@@ -20,6 +20,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -107,7 +108,7 @@ def measure(store: SessionStore, runs: int) -> dict[str, dict[str, float]]:
         "search common word": SessionQuery(q="weather"),
         "search rare word": SessionQuery(q="zanzibar"),
     }
-    return {name: _timed(runs, lambda q=query: store.session_page(q)) for name, query in queries.items()}
+    return {name: _timed(runs, partial(store.session_page, query)) for name, query in queries.items()}
 
 
 def main() -> None:

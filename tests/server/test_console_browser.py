@@ -73,7 +73,8 @@ def test_the_sessions_table_sorts_filters_searches_and_pages(page: tuple[Any, Li
     driver.get(server.url + "/#/")
     _wait(driver, "#sessions tbody tr")
     assert set(_rows(driver)) == {r.routed, r.flaky, r.hostile, r.refused}
-    status = {row: driver.find_element(By.CSS_SELECTOR, f"tr[data-session-id='{row}'] .badge").text for row in _rows(driver)}
+    status = {row: driver.find_element(By.CSS_SELECTOR, f"tr[data-session-id='{row}'] .badge").text
+              for row in _rows(driver)}
     assert status == {r.routed: "ok", r.flaky: "error", r.hostile: "cancelled", r.refused: "refused"}
     assert "cost unknown" in driver.find_element(By.CSS_SELECTOR, f"tr[data-session-id='{r.hostile}']").text
     driver.save_screenshot(str(ARTEFACTS / "console-1-sessions.png"))
