@@ -12,17 +12,23 @@ from typing import Any
 
 import httpx
 import pytest
+from event_payload_samples import minimal
+from postgres_server import shared_server
+from store_backends import BACKENDS, _postgres_session  # noqa: F401
 from support_servers import ScriptedTransport
 
 from .console_store import XSS_USER, Recorded, record_console_store
 from .server_support import LiveServer, WeatherTool, scripted_runtime
 
 
-@pytest.fixture(scope="module")
-def console(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, Recorded]]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def console(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+            _postgres_session: None) -> Iterator[tuple[httpx.Client, Recorded]]:  # noqa: F811
+    """One recorded store and server per backend, shared by the module's tests."""
     root: Path = tmp_path_factory.mktemp("console")
     (root / "home").mkdir()
-    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool())
+    database = shared_server().fresh_database_url() if request.param == "postgres" else None
+    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool(), database)
     recorded = record_console_store(runtime)
     server = LiveServer(runtime, root)
     with server.client() as http:
@@ -195,3 +201,20 @@ def test_quality_has_feedback_verdicts_per_model_and_the_routers_reasons(
     assert decided[0]["policy"] == "pattern" and decided[0]["reason"] == "similar trips went well"
     assert decided[0]["alternatives"] == [{"model": "openai:gpt-4o", "score": 0.6, "sample_size": 4}]
     assert any(d["type"] == "pattern.matched" and "hybrid fingerprint" in d["reason"] for d in body["decisions"])
+
+
+def test_a_timeline_for_a_viewer_names_no_private_payload() -> None:
+    from metis_core.events.catalog import make_event
+    from metis_core.events.envelope import Sensitivity
+    from metis_core.server.console_routes import visible
+    from metis_core.server.console_timeline import timeline_json
+
+    started = make_event("turn.started", minimal("turn.started"), session_id="sess_1", turn_id="t1")
+    called = make_event("tool.called", minimal("tool.called", tool_name="secret_tool"), session_id="sess_1",
+                        turn_id="t1", parent=started)
+    done = make_event("tool.completed", minimal("tool.completed"), session_id="sess_1", turn_id="t1", parent=called)
+    events = [started, called, done]
+    assert timeline_json(visible(events, Sensitivity.PRIVATE))["spans"][1]["name"] == "secret_tool"
+    for_viewer = timeline_json(visible(events, Sensitivity.PSEUDONYMOUS))
+    assert "secret_tool" not in str(for_viewer) and for_viewer["spans"][1]["name"] == "tool.called"
+    assert for_viewer["spans"][1]["status"] == "ok"  # the envelope still closes the span
