@@ -67,6 +67,40 @@ function barChart(id, rows, format, caption) {
   return el("figure", { class: "chart" }, chart, el("figcaption", {}, caption));
 }
 
+// Bars per bucket stacked by group (a colour per group, up to eight, then grey), with a legend.
+function stackedChart(id, series, value, format, caption) {
+  const width = 760, height = 240, pad = 40;
+  const buckets = [...new Set(series.map((r) => r.bucket))].sort();
+  const keys = [...new Set(series.map((r) => r.key))].sort();
+  const totals = new Map(buckets.map((b) => [b, 0]));
+  series.forEach((r) => totals.set(r.bucket, totals.get(r.bucket) + value(r)));
+  const max = Math.max(...totals.values(), 1e-9);
+  const chart = svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img", id, "aria-label": caption });
+  chart.append(svg("title", {}, caption + ": " + buckets.map((b) => b + " " + format(totals.get(b))).join(", ")));
+  const slot = (width - pad * 2) / Math.max(buckets.length, 1);
+  const barWidth = Math.min(slot * 0.7, 48);
+  const every = Math.ceil(buckets.length / 16);
+  buckets.forEach((bucket, i) => {
+    let top = height - pad;
+    for (const r of series.filter((row) => row.bucket === bucket)) {
+      const h = (value(r) / max) * (height - pad * 2);
+      top -= h;
+      const bar = svg("rect", { class: "bar series-" + Math.min(keys.indexOf(r.key), 8), x: pad + i * slot + (slot - barWidth) / 2,
+        y: top, width: barWidth, height: Math.max(h, 1), "data-key": r.key, "data-bucket": bucket });
+      bar.append(svg("title", {}, bucket + " · " + r.key + ": " + format(value(r))));
+      chart.append(bar);
+    }
+    if (i % every === 0) {
+      chart.append(svg("text", { x: pad + i * slot + slot / 2, y: height - pad + 14, "text-anchor": "middle" },
+        bucket.length > 10 ? bucket.slice(5) : bucket));
+    }
+  });
+  chart.append(svg("text", { x: 4, y: pad - 10 }, format(max)));
+  const legend = el("ul", { class: "legend" }, keys.map((key, i) => el("li", {},
+    el("span", { class: "swatch series-" + Math.min(i, 8), "aria-hidden": "true" }), key)));
+  return el("figure", { class: "chart" }, chart, el("figcaption", {}, caption), legend);
+}
+
 function table(id, caption, headers, rows) {
   if (!rows.length) return el("p", { id }, caption + ": nothing in this range.");
   return el("table", { id }, caption ? el("caption", {}, caption) : null,
@@ -212,8 +246,6 @@ async function showUsage() {
   (data) => { location.hash = toHash("costs", data); });
   const data = await api("/api/console/usage?" + query.toString());
   const [title, value, format] = METRICS[metric];
-  const perBucket = new Map();
-  for (const row of data.series) perBucket.set(row.bucket, (perBucket.get(row.bucket) || 0) + value(row));
   const csv = el("button", { type: "button", id: "usage-csv" }, "Export CSV");
   csv.addEventListener("click", async () => {
     const headers = state.token ? { Authorization: "Bearer " + state.token } : {};
@@ -232,7 +264,7 @@ async function showUsage() {
   show(el("h1", {}, "Usage and costs"), form,
     el("p", { class: "meta" }, "In range: " + data.total.calls + " calls · " + data.total.input_tokens + " in / " +
       data.total.output_tokens + " out tokens · " + spend(data.total.cost_usd, data.total.unpriced_calls)),
-    barChart("cost-chart", [...perBucket].map(([label, v]) => ({ label, value: v })), format, title + " per " + data.bucket),
+    stackedChart("cost-chart", data.series, value, format, title + " per " + data.bucket + " by " + data.by),
     el("p", {}, csv),
     table("usage-groups", "By " + data.by, [data.by, ...heads],
       data.groups.map((r) => el("tr", {}, el("td", {}, r.key), numbers(r)))),
