@@ -91,9 +91,13 @@ def gateway_operations(events: list[Event], bucket: str, gateway_only: bool) -> 
     series: dict[tuple[str, str], _Ops] = defaultdict(_Ops)
     totals: dict[str, _Ops] = defaultdict(_Ops)
     health: list[dict[str, Any]] = []
+    refusals: list[dict[str, Any]] = []
     for event in events:
         if event.type.startswith("routing.provider_"):
             health.append({"time": event.timestamp.isoformat(), "type": event.type, **event.payload})
+            continue
+        if event.type == "gateway.quota_exceeded":
+            refusals.append({"time": event.timestamp.isoformat(), **event.payload})
             continue
         if gateway_only and event.session_id not in gateway_sessions:
             continue
@@ -109,7 +113,7 @@ def gateway_operations(events: list[Event], bucket: str, gateway_only: bool) -> 
     return {"bucket": bucket, "gateway_only": gateway_only,
             "models": [{"key": k, **o.json(span * max(1, len(buckets)))} for k, o in sorted(totals.items())],
             "series": [{"bucket": b, "key": k, **o.json(span)} for (b, k), o in sorted(series.items())],
-            "health": health}
+            "health": health, "quota_refusals": refusals}
 
 
 def quality(events: list[Event], model_of: dict[str, str], bucket: str) -> dict[str, Any]:

@@ -153,7 +153,7 @@ async def console_gateway(request: Request) -> JSONResponse:
     bucket = _choice(request, "bucket", BUCKETS, "hour")
     scope = _choice(request, "scope", ("gateway", "all"), "gateway")
     events = await _events(request, ["llm.call_completed", "llm.call_failed", "routing.provider_unavailable",
-                                     "routing.provider_recovered"])
+                                     "routing.provider_recovered", "gateway.quota_exceeded"])
     return JSONResponse(gateway_operations(events, bucket, scope == "gateway"))
 
 

@@ -32,8 +32,9 @@ SORTS = {
 
 STATUSES = {"ok": "disposition = 'completed'", "error": "disposition = 'error'",
             "cancelled": "disposition = 'abandoned'", "open": "disposition IS NULL"}
-REFUSAL_TYPES = ("llm.output_refused", "gateway.quota_exceeded")
-"""Events that make a session `refused`: the model declined, or the gateway refused it a call."""
+REFUSAL_TYPES = ("llm.output_refused",)
+"""Events that make a session `refused` (so does a completed call whose stop reason is `refusal`).
+A gateway quota refusal belongs to no session: the gateway page lists those."""
 _CALL_FIELDS = {"model": "model", "key": "gateway_key_id", "user": "user_id", "team": "team_id"}
 _JSON_FIELD = {"sqlite": "json_extract({column}, '$.{key}')", "postgres": "{column}->>'{key}'"}
 _LIKE = {"sqlite": "LIKE", "postgres": "ILIKE"}
@@ -151,7 +152,9 @@ def _where(db: Database, query: SessionQuery) -> tuple[list[str], list[Any]]:
         params.append(to_us(query.until))
     if query.status == "refused":
         marks = ", ".join("?" for _ in REFUSAL_TYPES)
-        clauses.append(f"EXISTS (SELECT 1 FROM events e WHERE e.session_id = sessions.id AND e.type IN ({marks}))")
+        stop = field_sql.format(column="e.payload_json", key="stop_reason")
+        clauses.append(f"EXISTS (SELECT 1 FROM events e WHERE e.session_id = sessions.id AND (e.type IN ({marks}) "
+                       f"OR (e.type = 'llm.call_completed' AND {stop} = 'refusal')))")
         params.extend(REFUSAL_TYPES)
     elif query.status is not None:
         clauses.append(STATUSES[query.status])
@@ -234,6 +237,8 @@ def _enrich(db: Database, rows: list[SessionRow], q: str | None) -> None:
             f"AND type IN ({kind_marks}) ORDER BY id", [*ids, *kinds]):
         row, payload = by_id[session_id], _payload(payload_value)
         if kind == "llm.call_completed":
+            if payload.get("stop_reason") == "refusal" and row.status != "error":
+                row.status = "refused"
             row.calls += 1
             row.latency_ms += int(payload.get("latency_ms") or 0)
             for values, name in ((row.models, "model"), (row.keys, "gateway_key_id"), (row.users, "user_id"),

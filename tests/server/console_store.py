@@ -140,6 +140,7 @@ def record_console_store(runtime: Runtime) -> Recorded:
     w.call(refused, turn, started, gpt, 400, input_tokens=50, output_tokens=5, cost_usd=0.0001, latency_ms=400,
            stop_reason="refusal", gateway_key_id="key_blue", user_id="bob", team_id="blue", inbound_shape="openai")
     w.emit("llm.output_refused", refused, turn=turn, parent=started, model=gpt)
+    w.emit("gateway.quota_exceeded", "system", gateway_key_id="key_blue", user_id="bob")
 
     verdicts = VerdictStore(LearningDatabase(runtime.shared_database))
     for session_id, score in ((routed, 0.9), (flaky, 0.2)):

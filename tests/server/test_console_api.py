@@ -182,6 +182,8 @@ def test_gateway_operations_count_errors_and_latency_per_model(console: tuple[ht
     gpt = ops["openai · openai:gpt-4o"]
     assert (gpt["requests"], gpt["errors"], gpt["error_rate"]) == (3, 1, 0.3333)
     assert (gpt["p50_ms"], gpt["p95_ms"]) == (400, 2100)
+    refusals = http.get("/api/console/gateway").json()["quota_refusals"]
+    assert [(q["gateway_key_id"], q["cap_type"]) for q in refusals] == [("key_blue", "daily")]
     everything = http.get("/api/console/gateway", params={"scope": "all"}).json()["models"]
     assert len(everything) == 3
     assert http.get("/api/console/gateway", params={"scope": "mine"}).status_code == 400

@@ -179,4 +179,5 @@ def test_usage_quality_and_gateway_pages(page: tuple[Any, LiveServer, Recorded])
     ops = driver.find_element(By.ID, "gateway-models").text
     assert "openai:gpt-4o" in ops and "33.3%" in ops and "2.10 s" in ops
     assert driver.find_element(By.CSS_SELECTOR, "#requests-chart rect.bar.has-errors")
+    assert "key_blue" in driver.find_element(By.ID, "quota-refusals").text
     driver.save_screenshot(str(ARTEFACTS / "console-8-gateway.png"))

@@ -347,5 +347,9 @@ async function showGateway() {
     table("gateway-health", "Upstream health", ["When", "Event", "Provider", "Details"],
       data.health.map((h) => el("tr", {}, el("td", {}, when(h.time)), el("td", {}, h.type), el("td", {}, h.provider || ""),
         el("td", {}, el("code", {}, JSON.stringify(h)))))),
+    table("quota-refusals", "Quota refusals", ["When", "Key", "Cap", "Subject", "Model"],
+      data.quota_refusals.map((q) => el("tr", {}, el("td", {}, when(q.time)), el("td", {}, q.gateway_key_id),
+        el("td", {}, q.cap_type), el("td", {}, (q.scope || "") + (q.user_id ? " " + q.user_id : "") + (q.team_id ? " " + q.team_id : "")),
+        el("td", {}, q.requested_model || "")))),
     keys);
 }
