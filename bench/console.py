@@ -4,7 +4,8 @@
 (each session: a user question, a priced answer, an llm.call_completed event with a gateway key,
 user and team; every tenth a tool call; a session in twelve ended with an error), then times
 `SessionStore.session_page` (what GET /api/console/sessions runs) for the first page, a deep page
-reached through the keyset cursor, other sorts, filters and the message search. Reports the median
+reached through the keyset cursor, other sorts, filters and the message search, and the usage and
+gateway figures over the calls of the last 30 days. Reports the median
 and best of --runs per query (milliseconds). Writes the JSON to --out (default
 bench/results/console-<UTC time>.json).
 """
@@ -27,9 +28,12 @@ from typing import Any
 import orjson
 
 from metis_core.ids import new_ulid
+from metis_core.server.console_metrics import gateway_operations, usage_over_time
 from metis_core.store.records import to_us
 from metis_core.store.session_page import SessionQuery
 from metis_core.store.sessions import SessionStore
+from metis_core.trace.call_rows import call_rows
+from metis_core.trace.store import TraceStore
 
 MODELS = ("anthropic:claude-haiku-4-5", "openai:gpt-4o", "google:gemini-2.5-flash")
 WORDS = ("invoice", "weather", "refactor", "summary", "translate", "schedule", "budget", "poem")
@@ -111,6 +115,21 @@ def measure(store: SessionStore, runs: int) -> dict[str, dict[str, float]]:
     return {name: _timed(runs, partial(store.session_page, query)) for name, query in queries.items()}
 
 
+def measure_metrics(trace: TraceStore, runs: int) -> dict[str, dict[str, float]]:
+    """What GET /api/console/usage and /gateway run over the last 30 days (reading and summing the events)."""
+    since = datetime.now(UTC) - timedelta(days=30)
+
+    def usage() -> object:
+        return usage_over_time(call_rows(trace, ("llm.call_completed",), since, None), "day", "model")
+
+    def gateway() -> object:
+        return gateway_operations(call_rows(trace, ("llm.call_completed", "llm.call_failed"), since, None), [],
+                                  "hour", False)
+
+    return {"usage by model per day (30 days)": _timed(runs, usage),
+            "gateway ops per hour (30 days)": _timed(runs, gateway)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sessions", type=int, default=100_000)
@@ -125,6 +144,8 @@ def main() -> None:
         built = time.perf_counter() - started
         with SessionStore(path) as store:
             figures = measure(store, args.runs)
+        with TraceStore(path) as trace:
+            figures.update(measure_metrics(trace, args.runs))
     result = {"bench": "console", "sessions": args.sessions, "runs": args.runs, "build_s": round(built, 1),
               "python": platform.python_version(), "sqlite": sqlite3.sqlite_version, "queries": figures}
     out = args.out or Path(__file__).parent / "results" / f"console-{stamp}.json"

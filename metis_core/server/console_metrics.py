@@ -1,8 +1,9 @@
 """The console's figures over time, computed from stored events: usage and spend, gateway operations
 (requests/s, error rate, latency percentiles) and quality (feedback, eval verdicts, routing decisions).
 
-Spend is added up by `CallSpend` (messages/call_spend.py): a call without a price is counted as
-unpriced, never as free. Every function takes events already read for one date range.
+Calls come as plain rows (trace/call_rows.py); a call without a price (`pricing_version`
+"unpriced", the rule of messages/call_spend.py) is counted as unpriced, never as free, and priced
+costs are summed as Decimals. Every function takes what was read for one date range.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from decimal import Decimal
 from typing import Any
 
 from metis_core.events.envelope import Event
-from metis_core.messages.call_spend import CallSpend
-from metis_core.messages.metadata import Usage
+from metis_core.store.records import from_us
+from metis_core.trace.call_rows import CallRow
 
 BUCKETS = {"day": 86_400, "hour": 3_600}
 GROUPS = {"model": "model", "provider": "provider", "key": "gateway_key_id", "user": "user_id", "team": "team_id"}
@@ -27,35 +28,58 @@ def bucket_of(when: datetime, bucket: str) -> str:
     return when.strftime("%Y-%m-%d" if bucket == "day" else "%Y-%m-%dT%H:00Z")
 
 
-def _usage(payload: dict[str, Any]) -> Usage:
-    priced = payload.get("pricing_version") != "unpriced"
-    return Usage(input_tokens=int(payload.get("input_tokens") or 0),
-                 output_tokens=int(payload.get("output_tokens") or 0),
-                 cost_usd=Decimal(str(payload.get("cost_usd", 0))) if priced else None,
-                 latency_ms=int(payload.get("latency_ms") or 0))
+@dataclass
+class _Spend:
+    """Calls added up: tokens, the priced calls' cost, and how many calls had no price."""
+
+    calls: int = 0
+    unpriced: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost: Decimal = Decimal(0)
+
+    def add(self, call: CallRow) -> None:
+        self.calls += 1
+        self.input_tokens += call.input_tokens
+        self.output_tokens += call.output_tokens
+        if call.pricing_version == "unpriced" or call.cost_usd is None:
+            self.unpriced += 1
+        else:
+            self.cost += Decimal(call.cost_usd)
+
+    def json(self) -> dict[str, Any]:
+        return {"calls": self.calls, "input_tokens": self.input_tokens, "output_tokens": self.output_tokens,
+                "cost_usd": None if self.unpriced == self.calls else format(self.cost, "f"),
+                "unpriced_calls": self.unpriced}
 
 
-def _spend_json(spend: CallSpend) -> dict[str, Any]:
-    usage = spend.usage
-    cost = None if usage is None or usage.cost_usd is None else format(usage.cost_usd, "f")
-    return {"calls": spend.calls, "input_tokens": usage.input_tokens if usage else 0,
-            "output_tokens": usage.output_tokens if usage else 0, "cost_usd": cost, "unpriced_calls": spend.unpriced}
+class _Buckets:
+    """Bucket labels by integer bucket number, each formatted once."""
+
+    def __init__(self, bucket: str) -> None:
+        self.bucket, self.width_us, self.labels = bucket, BUCKETS[bucket] * 1_000_000, dict[int, str]()
+
+    def label(self, timestamp_us: int) -> str:
+        number = timestamp_us // self.width_us
+        found = self.labels.get(number)
+        if found is None:
+            found = self.labels[number] = bucket_of(from_us(number * self.width_us), self.bucket)
+        return found
 
 
-def usage_over_time(calls: list[Event], bucket: str, by: str) -> dict[str, Any]:
-    """llm.call_completed events summed per bucket and group, per group, and in all."""
-    series: dict[tuple[str, str], CallSpend] = defaultdict(CallSpend)
-    groups: dict[str, CallSpend] = defaultdict(CallSpend)
-    total = CallSpend()
-    for event in calls:
-        p = event.payload
-        usage = _usage(p)
-        key = str(p.get(GROUPS[by]) or UNKNOWN)
-        for spend in (series[(bucket_of(event.timestamp, bucket), key)], groups[key], total):
-            spend.add(usage)
-    return {"bucket": bucket, "by": by, "total": _spend_json(total),
-            "groups": [{"key": k, **_spend_json(s)} for k, s in sorted(groups.items())],
-            "series": [{"bucket": b, "key": k, **_spend_json(s)} for (b, k), s in sorted(series.items())]}
+def usage_over_time(calls: list[CallRow], bucket: str, by: str) -> dict[str, Any]:
+    """Completed calls summed per bucket and group, per group, and in all."""
+    series: dict[tuple[str, str], _Spend] = defaultdict(_Spend)
+    groups: dict[str, _Spend] = defaultdict(_Spend)
+    total = _Spend()
+    labels, field_name = _Buckets(bucket), GROUPS[by]
+    for call in calls:
+        key = call.get(field_name) or UNKNOWN
+        for spend in (series[(labels.label(call.timestamp_us), key)], groups[key], total):
+            spend.add(call)
+    return {"bucket": bucket, "by": by, "total": total.json(),
+            "groups": [{"key": k, **s.json()} for k, s in sorted(groups.items())],
+            "series": [{"bucket": b, "key": k, **s.json()} for (b, k), s in sorted(series.items())]}
 
 
 USAGE_CSV_COLUMNS = ("bucket", "key", "calls", "input_tokens", "output_tokens", "cost_usd", "unpriced_calls")
@@ -83,37 +107,33 @@ class _Ops:
                 "p50_ms": percentile(self.latencies, 0.5), "p95_ms": percentile(self.latencies, 0.95)}
 
 
-def gateway_operations(events: list[Event], bucket: str, gateway_only: bool) -> dict[str, Any]:
-    """Requests, errors and latency per bucket and provider/model from llm.call_completed and
-    llm.call_failed; `gateway_only` keeps the sessions a gateway served (a call with an inbound shape)."""
-    gateway_sessions = {e.session_id for e in events
-                        if e.type == "llm.call_completed" and e.payload.get("inbound_shape")}
+def gateway_operations(calls: list[CallRow], events: list[Event], bucket: str, gateway_only: bool) -> dict[str, Any]:
+    """Requests, errors and latency per bucket and provider/model from completed and failed calls;
+    `gateway_only` keeps the sessions a gateway served (a call with an inbound shape). `events`:
+    upstream health and quota refusals, listed as they are."""
+    gateway_sessions = {c.session_id for c in calls if c.type == "llm.call_completed" and c.inbound_shape}
     series: dict[tuple[str, str], _Ops] = defaultdict(_Ops)
     totals: dict[str, _Ops] = defaultdict(_Ops)
-    health: list[dict[str, Any]] = []
-    refusals: list[dict[str, Any]] = []
-    for event in events:
-        if event.type.startswith("routing.provider_"):
-            health.append({"time": event.timestamp.isoformat(), "type": event.type, **event.payload})
+    labels = _Buckets(bucket)
+    for call in calls:
+        if gateway_only and call.session_id not in gateway_sessions:
             continue
-        if event.type == "gateway.quota_exceeded":
-            refusals.append({"time": event.timestamp.isoformat(), **event.payload})
-            continue
-        if gateway_only and event.session_id not in gateway_sessions:
-            continue
-        p = event.payload
-        name = f"{p.get('provider')} · {p.get('model')}"
-        for ops in (series[(bucket_of(event.timestamp, bucket), name)], totals[name]):
+        name = f"{call.provider} · {call.model}"
+        for ops in (series[(labels.label(call.timestamp_us), name)], totals[name]):
             ops.requests += 1
-            ops.errors += event.type == "llm.call_failed"
-            if event.type == "llm.call_completed":
-                ops.latencies.append(int(p.get("latency_ms") or 0))
+            if call.type == "llm.call_failed":
+                ops.errors += 1
+            else:
+                ops.latencies.append(call.latency_ms)
     span = BUCKETS[bucket]
     buckets = {b for b, _ in series}
     return {"bucket": bucket, "gateway_only": gateway_only,
             "models": [{"key": k, **o.json(span * max(1, len(buckets)))} for k, o in sorted(totals.items())],
             "series": [{"bucket": b, "key": k, **o.json(span)} for (b, k), o in sorted(series.items())],
-            "health": health, "quota_refusals": refusals}
+            "health": [{"time": e.timestamp.isoformat(), "type": e.type, **e.payload} for e in events
+                       if e.type.startswith("routing.provider_")],
+            "quota_refusals": [{"time": e.timestamp.isoformat(), **e.payload} for e in events
+                               if e.type == "gateway.quota_exceeded"]}
 
 
 def quality(events: list[Event], model_of: dict[str, str], bucket: str) -> dict[str, Any]:

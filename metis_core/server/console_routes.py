@@ -30,6 +30,7 @@ from metis_core.server.console_metrics import (
 )
 from metis_core.server.console_timeline import timeline_json
 from metis_core.store.session_page import SessionQuery, SessionRow
+from metis_core.trace.call_rows import CallRow, call_rows
 
 DEFAULT_DAYS = 30
 MAX_DAYS = 366
@@ -128,11 +129,20 @@ async def _events(request: Request, types: list[str]) -> list[Event]:
     return [e for e in found if e.sensitivity.rank >= clearance.rank]
 
 
+async def _calls(request: Request, types: tuple[str, ...]) -> list[CallRow]:
+    runtime = context_of(request).runtime
+    since, until = _range(request, default_days=DEFAULT_DAYS)
+    await runtime.bus.aflush()
+    found = await asyncio.to_thread(call_rows, runtime.trace, types, since, until)
+    rank = clearance_of(request).rank
+    return [c for c in found if Sensitivity(c.sensitivity).rank >= rank]
+
+
 async def console_usage(request: Request) -> Response:
     bucket = _choice(request, "bucket", BUCKETS, "day")
     by = _choice(request, "by", GROUPS, "model")
     output = _choice(request, "format", ("json", "csv"), "json")
-    data = usage_over_time(await _events(request, ["llm.call_completed"]), bucket, by)
+    data = usage_over_time(await _calls(request, ("llm.call_completed",)), bucket, by)
     if output == "json":
         return JSONResponse(data)
     text = io.StringIO()
@@ -152,17 +162,18 @@ def _cell(value: Any) -> Any:
 async def console_gateway(request: Request) -> JSONResponse:
     bucket = _choice(request, "bucket", BUCKETS, "hour")
     scope = _choice(request, "scope", ("gateway", "all"), "gateway")
-    events = await _events(request, ["llm.call_completed", "llm.call_failed", "routing.provider_unavailable",
-                                     "routing.provider_recovered", "gateway.quota_exceeded"])
-    return JSONResponse(gateway_operations(events, bucket, scope == "gateway"))
+    calls = await _calls(request, ("llm.call_completed", "llm.call_failed"))
+    events = await _events(request, ["routing.provider_unavailable", "routing.provider_recovered",
+                                     "gateway.quota_exceeded"])
+    return JSONResponse(gateway_operations(calls, events, bucket, scope == "gateway"))
 
 
 async def console_quality(request: Request) -> JSONResponse:
     bucket = _choice(request, "bucket", BUCKETS, "day")
     events = await _events(request, ["feedback.explicit", "feedback.implicit", "eval.completed", "route.decided",
-                                     "pattern.matched", "llm.call_completed"])
-    model_of = {e.session_id: str(e.payload.get("model")) for e in events if e.type == "llm.call_completed"}
-    return JSONResponse(quality([e for e in events if e.type != "llm.call_completed"], model_of, bucket))
+                                     "pattern.matched"])
+    model_of = {c.session_id: str(c.model) for c in await _calls(request, ("llm.call_completed",))}
+    return JSONResponse(quality(events, model_of, bucket))
 
 
 ROUTES = [
