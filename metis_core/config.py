@@ -128,7 +128,10 @@ class SessionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     inactivity_timeout_hours: float = Field(default=24.0, gt=0)
-    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
+    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis
+    command, and by `metis serve` / `metis gateway serve` on a timer."""
+    sweep_interval_minutes: float = Field(default=10.0, ge=0)
+    """How often a long-running server ends idle sessions; 0 leaves it to the CLI commands."""
     share_traces: bool = False
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
@@ -252,7 +255,7 @@ class MetisConfig(BaseModel):
         from metis_core.provider_dsn import dsn_variable, parse_provider_dsn
 
         value = self._environ.get(dsn_variable(name), "").strip()
-        found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else None
+        found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else _vendor_provider(name)
         self._named[name] = found
         return found
 
@@ -275,6 +278,9 @@ class MetisConfig(BaseModel):
         return named.kind if named is not None else provider
 
     def is_keyless(self, provider: str) -> bool:
+        """Local kinds run without a key; a named vendor (provider_presets.py) always needs one."""
+        if provider in _vendor_names():
+            return False
         return self.provider_kind(provider) in KEYLESS_PROVIDERS
 
     def base_url(self, provider: str) -> str:
@@ -326,7 +332,8 @@ class MetisConfig(BaseModel):
         if key is not None or self.is_keyless(provider):
             return key
         named = self.named_provider(provider)
-        variable = f"{named.variable} with a key (kind://KEY@host)" if named else self.api_key_env_vars(provider)[0]
+        variable = f"{named.variable} with a key (kind://KEY@host)" if named and named.variable \
+            else self.api_key_env_vars(provider)[0]
         raise MissingAPIKeyError(provider, variable)
 
     def provider_environment(self, provider: str) -> tuple[str | None, ...]:
@@ -431,3 +438,24 @@ def _require_private_file(path: Path) -> None:
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
         raise InsecureKeyFileError(str(path), mode)
+
+
+@lru_cache(maxsize=1)
+def _vendor_names() -> frozenset[str]:
+    from metis_core.provider_presets import VENDOR_PRESETS
+
+    return frozenset(VENDOR_PRESETS)
+
+
+def _vendor_provider(name: str) -> "NamedProvider | None":
+    """A vendor metis knows by name (provider_presets.py), as a named openai_compatible provider;
+    its key comes from the vendor's usual variable (`api_key`'s default), not from here."""
+    from metis_core.provider_presets import VENDOR_PRESETS
+
+    preset = VENDOR_PRESETS.get(name)
+    if preset is None:
+        return None
+    from metis_core.provider_dsn import NamedProvider
+
+    return NamedProvider(name=name, kind="openai_compatible", base_url=preset.base_url)
+

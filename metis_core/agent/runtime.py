@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
 from metis_core.agent.cost import CostAccumulator
+from metis_core.agent.idle_sweep import IdleSweep
 from metis_core.agent.route_advice import RouteAdviceAsker
 from metis_core.agent.session import Session, SessionManager
 from metis_core.agent.system_prefix import session_prefix_source
@@ -109,7 +110,7 @@ class Runtime:
         if self.config.memory.enabled:
             from metis_core.agent.memory.tool import MemoryTool
 
-            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes))
+            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes, self.config.memory.history_keep))
         if self.config.delegation.tiers:
             from metis_core.agent.delegation.tool import DelegateTool
 
@@ -125,6 +126,8 @@ class Runtime:
         """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
         self.on_close: list[Callable[[], None]] = []
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
+        self.idle_sweep: IdleSweep | None = None
+        """The long-running servers' idle-session timer (`sweep_idle_sessions`)."""
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -180,7 +183,20 @@ class Runtime:
 
     # --- lifecycle --------------------------------------------------------------------------
 
+    def sweep_idle_sessions(self, interval_seconds: float | None = None) -> IdleSweep | None:
+        """End idle sessions now and on a timer until close (`metis serve`, `metis gateway serve`);
+        the interval defaults to config sessions.sweep_interval_minutes (0: no timer, None returned)."""
+        seconds = self.config.sessions.sweep_interval_minutes * 60 if interval_seconds is None else interval_seconds
+        if seconds <= 0:
+            return None
+        if self.idle_sweep is None:
+            self.idle_sweep = IdleSweep(self.sessions.end_inactive, seconds).start()
+        return self.idle_sweep
+
     def close(self) -> None:
+        if self.idle_sweep is not None:
+            self.idle_sweep.stop()  # before the bus it emits on closes
+            self.idle_sweep = None
         if not self.bus.closed:
             # Let batch subscribers (the learning layer) finish what they were handed while the bus
             # still accepts the events they emit: feedback → verdict → pattern outcome is a chain of
