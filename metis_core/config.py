@@ -34,6 +34,9 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "gemini": "https://generativelanguage.googleapis.com",
     "ollama": "http://127.0.0.1:11434",
     "openrouter": "https://openrouter.ai/api/v1",
+    # Cloud platforms (docs/adapters/azure.md, vertex.md): Vertex picks its regional host itself.
+    "vertex": "https://aiplatform.googleapis.com",
+    "vertex_anthropic": "https://aiplatform.googleapis.com",
 }
 
 # The variables each provider's official SDK reads, so an existing shell setup just works.
@@ -42,6 +45,8 @@ SDK_BASE_URL_ENV: dict[str, str] = {
     "openai": "OPENAI_BASE_URL",
     "openai_responses": "OPENAI_BASE_URL",
     "ollama": "OLLAMA_HOST",
+    "azure": "AZURE_OPENAI_ENDPOINT",
+    "azure_responses": "AZURE_OPENAI_ENDPOINT",
 }
 STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -51,9 +56,21 @@ STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
     "openrouter": ("OPENROUTER_API_KEY",),
     "ollama": ("OLLAMA_API_KEY",),
     "openai_compatible": ("OPENAI_COMPATIBLE_API_KEY",),
+    "azure": ("AZURE_OPENAI_API_KEY",),
+    "azure_responses": ("AZURE_OPENAI_API_KEY",),
+    "vertex": (),
+    "vertex_anthropic": (),
 }
 # Local servers usually run without authentication; a key is used when one is configured.
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
+CLOUD_CREDENTIAL_ENV: dict[str, tuple[str, ...]] = {
+    "azure": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
+    "azure_responses": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
+    "vertex": ("GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS"),
+    "vertex_anthropic": ("GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_APPLICATION_CREDENTIALS"),
+}
+"""Cloud platforms, which fall back to their own credential (Entra ID, Google ADC) when no key is
+set, and the variables whose presence says the platform is set up here."""
 PROVIDER_KINDS = frozenset(STANDARD_KEY_ENV)
 """The built-in provider keys, each an adapter kind a named provider may speak through."""
 
@@ -283,6 +300,15 @@ class MetisConfig(BaseModel):
             return False
         return self.provider_kind(provider) in KEYLESS_PROVIDERS
 
+    def cloud_configured(self, provider: str) -> bool:
+        """True for a cloud platform set up here: a base URL in the file or one of its variables set."""
+        kind = self.provider_kind(provider)
+        if kind not in CLOUD_CREDENTIAL_ENV:
+            return False
+        configured = self.providers.get(provider)
+        names = (base_url_env_var(provider), *CLOUD_CREDENTIAL_ENV[kind])
+        return bool(configured and configured.base_url) or any(self._environ.get(name, "").strip() for name in names)
+
     def base_url(self, provider: str) -> str:
         """Env METIS_<PROVIDER>_BASE_URL, a named provider's DSN, the SDK variable, the file, the default."""
         env = self._environ
@@ -329,7 +355,7 @@ class MetisConfig(BaseModel):
         of those kinds) with no key set.
         """
         key = self.api_key(provider)
-        if key is not None or self.is_keyless(provider):
+        if key is not None or self.is_keyless(provider) or self.provider_kind(provider) in CLOUD_CREDENTIAL_ENV:
             return key
         named = self.named_provider(provider)
         variable = f"{named.variable} with a key (kind://KEY@host)" if named and named.variable \

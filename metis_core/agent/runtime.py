@@ -46,8 +46,6 @@ if TYPE_CHECKING:
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
 
 
-SUBSCRIBER_CHAIN_DEPTH = 3
-"""Batch handlers that may each emit what the next one reads (the learning layer's longest chain)."""
 
 class Runtime:
     def __init__(
@@ -160,7 +158,7 @@ class Runtime:
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider) or self.config.cloud_configured(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers
@@ -200,10 +198,9 @@ class Runtime:
         if not self.bus.closed:
             # Let batch subscribers (the learning layer) finish what they were handed while the bus
             # still accepts the events they emit: feedback → verdict → pattern outcome is a chain of
-            # up to three batch handlers, each emitting what the next reads; shutdown drains the rest.
+            # batch handlers, each emitting what the next reads; shutdown drains the rest.
             with contextlib.suppress(MetisError):
-                for _ in range(SUBSCRIBER_CHAIN_DEPTH):
-                    self.bus.flush(timeout=30.0)
+                self.bus.settle(timeout=30.0)
             self.bus.shutdown(drain=True)
         if self.mcp is not None:
             self.mcp.close()

@@ -89,11 +89,9 @@ class LearningLoop:
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until feedback given so far has been evaluated and its pattern outcomes rescored:
-        feedback → verdict → outcome is a chain of batch subscribers, one bus flush per link."""
-        from metis_core.agent.runtime import SUBSCRIBER_CHAIN_DEPTH
-
-        for _ in range(SUBSCRIBER_CHAIN_DEPTH):
-            self.runtime.bus.flush(timeout)
+        feedback → verdict → outcome is a chain of batch subscribers: the bus is flushed until
+        nothing new is emitted."""
+        self.runtime.bus.settle(timeout)
 
     def estimate_cost(self, model: str, input_tokens: int, output_tokens: int) -> Decimal | None:
         """What a call of this size would cost on `model` by the price table (None: unpriced)."""
