@@ -681,3 +681,7 @@ class ServeContentTypeError(ServeError):
 
 class StreamRequestError(ServeError):
     """A WebSocket or SSE subscription named something invalid (an unknown type, domain or sensitivity)."""
+
+
+class ConsoleQueryError(MetisError):
+    """A console API request named something invalid (a bad date, an unknown sort, column or bucket): 400."""

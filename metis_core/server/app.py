@@ -1,7 +1,8 @@
 """`build_app`: the ASGI application of `metis serve` — every route in one table.
 
 Routes: the web view (`/` and `/static/`), the event WebSocket (`/ws/events`), the JSON API
-(`/api/...`) and chat (`/api/chat/...`). Errors become JSON with the named error's message;
+(`/api/...`), the console's API (`/api/console/...`) and chat (`/api/chat/...`). Errors become
+JSON with the named error's message;
 `WebGuard` (Host, Origin, content type, security headers) runs first, then the access middleware.
 The app owns no runtime: the caller opens and closes it.
 """
@@ -24,7 +25,7 @@ from metis_core.gateway.key_check import presented_token
 from metis_core.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.gateway.web_guard import WebGuard, WebPolicy
-from metis_core.server import api_routes, chat_routes, gateway_routes
+from metis_core.server import api_routes, chat_routes, console_routes, gateway_routes
 from metis_core.server.access import METRICS_PATH, AccessMiddleware, ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.event_socket import event_socket
@@ -65,6 +66,7 @@ def routes() -> list[BaseRoute]:
         Mount("/static", StaticFiles(directory=STATIC), name="static"),
         WebSocketRoute("/ws/events", event_socket),
         *api_routes.ROUTES,
+        *console_routes.ROUTES,
         *chat_routes.ROUTES,
         *gateway_routes.ROUTES,
     ]

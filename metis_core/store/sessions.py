@@ -51,6 +51,7 @@ from metis_core.store.records import (
     to_us,
     tool_call_from_row,
 )
+from metis_core.store.session_page import SessionPage, SessionQuery, read_session_page
 
 
 class _Unset:
@@ -394,6 +395,11 @@ class SessionStore:
         with self._lock, self._db.errors():
             rows = self._db.execute(query, (pattern, limit)).fetchall()
         return [session_from_row(row) for row in rows]
+
+    def session_page(self, query: SessionQuery) -> SessionPage:
+        """One page of the console's sessions table (store/session_page.py)."""
+        with self._lock, self._db.errors():
+            return read_session_page(self._db, query)
 
     def update_session(
         self,

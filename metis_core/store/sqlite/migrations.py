@@ -355,6 +355,12 @@ def _v13_events_live_position(conn: sqlite3.Connection) -> None:
     del conn
 
 
+def _v12_console_indexes(conn: sqlite3.Connection) -> None:
+    """The console's sessions table sorted by start time, and its keyset pages, walk an index
+    (store/session_page.py) instead of sorting every session."""
+    conn.execute("CREATE INDEX idx_sessions_created ON sessions(created_at, id)")
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -367,6 +373,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("gateway_reservations", _v9_gateway_reservations),
     ("users", _v10_users),
     ("events_live_position", _v13_events_live_position),
+    ("console_indexes", _v12_console_indexes),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 
