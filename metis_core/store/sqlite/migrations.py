@@ -348,7 +348,7 @@ def _v10_users(conn: sqlite3.Connection) -> None:
     )
 
 
-def _v13_events_live_position(conn: sqlite3.Connection) -> None:
+def _v11_events_live_position(conn: sqlite3.Connection) -> None:
     """Nothing on SQLite: the PostgreSQL step gives events a commit-ordered position and a NOTIFY
     trigger for `metis serve`'s live feed across processes; SQLite keeps the in-process bus path
     (docs/serve.md "Live across instances"). The step exists so both backends count alike."""
@@ -372,7 +372,7 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("gateway_key_scope", _v8_gateway_key_scope),
     ("gateway_reservations", _v9_gateway_reservations),
     ("users", _v10_users),
-    ("events_live_position", _v13_events_live_position),
+    ("events_live_position", _v11_events_live_position),
     ("console_indexes", _v12_console_indexes),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
