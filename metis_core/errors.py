@@ -51,6 +51,10 @@ class InsecureKeyFileError(ConfigError):
         )
 
 
+class CompactionConfigError(ConfigError):
+    """Compaction settings out of range (threshold outside (0, 1], a negative count); the message names the field."""
+
+
 class PriceTableError(ConfigError):
     """The price table (built-in or a user override) is malformed; the message names the entry."""
 

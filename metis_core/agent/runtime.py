@@ -40,6 +40,7 @@ from metis_core.trace.store import TraceStore
 from metis_core.transport.http import AsyncHttp
 
 if TYPE_CHECKING:
+    from metis_core.agent.compaction.compactor import Compactor
     from metis_core.agent.mcp.hub import McpHub
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
@@ -125,6 +126,7 @@ class Runtime:
         """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
         self.on_close: list[Callable[[], None]] = []
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
+        self._compactor: Compactor | None = None
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -147,6 +149,15 @@ class Runtime:
         hub.start()
         hub.register_into(self.tools)
         return hub
+
+    @property
+    def compactor(self) -> Compactor:
+        """Keeps each request inside its model's window (config `compaction:`; docs/context.md)."""
+        if self._compactor is None:
+            from metis_core.agent.compaction.compactor import Compactor
+
+            self._compactor = Compactor(self, self.config.compaction)
+        return self._compactor
 
     def attach_prefix(self, session: Session, parts: tuple[PromptPart, ...]) -> None:
         session.prefix_parts = parts
