@@ -113,7 +113,7 @@ class Compactor:
         cut = view.kept_tail_start(base.live, keep)
         covered = base.live[:cut]
         if not covered:  # only the current turn is left: cut its older tool results short too
-            squeezed, more = view.trim_tool_results(base.live, s.tool_result_chars, len(base.live) - 1)
+            squeezed, _ = view.trim_tool_results(base.live, s.tool_result_chars, len(base.live) - 1)
             messages = view.assemble(base, squeezed)
             return Prepared(messages, view.view_tokens(system, messages, tools), parent)
         model = session.engine.expand(s.model)[0] if s.model else models[0]

@@ -1,0 +1,44 @@
+"""`/compact` in `metis chat`: the older turns are summarised now, the summarising call shows in
+`metis cost`, and every message stays in the store (recorded Anthropic replies)."""
+
+from __future__ import annotations
+
+import json
+import re
+from decimal import Decimal
+from pathlib import Path
+
+from .cli_harness import cli_env, metis
+from .replay_server import ANTHROPIC, ReplayServer, Reply
+
+TEXT = Reply.recording("anthropic", "stream__text_basic.sse")
+SUMMARY = Reply.recording("anthropic", "response__text.json")
+
+
+def test_slash_compact_summarises_the_older_turns_and_the_call_is_charged(
+    home: Path, server: ReplayServer, workspace: Path
+) -> None:
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text("compaction:\n  keep_last_turns: 1\n")
+    server.script(ANTHROPIC, TEXT, TEXT, SUMMARY, TEXT)
+    env = cli_env(home, server.base_url)
+    done = metis(["chat"], env, workspace, stdin="first question\nsecond question\n/compact\nthird question\n")
+    assert done.returncode == 0, done.stderr
+    assert "compacted: ~" in done.stdout and "2 messages summarised by anthropic:" in done.stdout
+    bodies = server.bodies(ANTHROPIC)
+    assert len(bodies) == 4 and "stream" not in bodies[2]  # the summarising call, then the third turn
+    assert "first question" in json.dumps(bodies[2]["messages"])
+    sent = bodies[3]["messages"]
+    assert [m["role"] for m in sent] == ["user", "assistant", "user"]  # the summary folded into the kept turn
+    lead = json.dumps(sent[0])
+    assert "[Summary of the earlier conversation]" in lead and "Hello there!" not in lead  # the first answer
+    assert lead.index("[The conversation goes on]") < lead.index("second question")  # the kept turn, verbatim
+    assert "[Pinned earlier messages, verbatim]" in lead and "first question" in lead  # the task stays verbatim
+
+    cost = metis(["cost", "--session", "latest", "--json"], env, workspace)
+    assert cost.returncode == 0, cost.stderr
+    total = json.loads(cost.stdout)["total"]
+    summary_cost = Decimal(re.search(r"summarised by \S+ · \$(\S+)", done.stdout).group(1))
+    turn_costs = [Decimal(c) for c in re.findall(r"1 call · .* · \$(\S+) ·", done.stdout)]
+    assert total["calls"] == 4 and len(turn_costs) == 3
+    assert Decimal(total["cost_usd"]) == sum(turn_costs) + summary_cost > sum(turn_costs)
