@@ -8,6 +8,10 @@ import re
 from decimal import Decimal
 from pathlib import Path
 
+from typer.testing import CliRunner
+
+from metis_core.cli.app import app
+
 from .cli_harness import cli_env, metis
 from .replay_server import ANTHROPIC, ReplayServer, Reply
 
@@ -35,8 +39,8 @@ def test_slash_compact_summarises_the_older_turns_and_the_call_is_charged(
     assert lead.index("[The conversation goes on]") < lead.index("second question")  # the kept turn, verbatim
     assert "[Pinned earlier messages, verbatim]" in lead and "first question" in lead  # the task stays verbatim
 
-    cost = metis(["cost", "--session", "latest", "--json"], env, workspace)
-    assert cost.returncode == 0, cost.stderr
+    cost = CliRunner().invoke(app, ["cost", "--session", "latest", "--json"], env=env, catch_exceptions=False)
+    assert cost.exit_code == 0, cost.stderr
     total = json.loads(cost.stdout)["total"]
     summary_cost = Decimal(re.search(r"summarised by \S+ · \$(\S+)", done.stdout).group(1))
     turn_costs = [Decimal(c) for c in re.findall(r"1 call · .* · \$(\S+) ·", done.stdout)]
