@@ -53,11 +53,15 @@ class WindowedAnthropic:
         self.largest: dict[str, int] = {}
         self.summaries = 0
         self.turns = 0
+        self.counted = 0
 
     def handler(self, request: httpx.Request) -> httpx.Response:
         body = json.loads(request.content)
         model = "anthropic:" + body["model"]
         tokens = len(request.content) // 4
+        if request.url.path.endswith("/count_tokens"):
+            self.counted += 1
+            return httpx.Response(200, json={"input_tokens": tokens})
         self.largest[model] = max(self.largest.get(model, 0), tokens)
         window = self.windows[model]
         if tokens > window:
@@ -139,6 +143,7 @@ async def test_a_400_turn_chat_on_a_32k_model_never_overflows_and_keeps_every_me
     compacted = [e for e in events if e.type == "memory.compacted"]
     by_summary = [e for e in compacted if e.payload["method"] == "summary"]
     assert len(summaries) == len(by_summary) >= 10 and fake.summaries >= len(summaries)
+    assert fake.counted >= len(summaries)  # the exact count confirmed each compaction the estimate asked for
     for event in by_summary:
         payload = event.payload
         assert payload["tokens_after"] < payload["tokens_before"] and payload["window_tokens"] == WINDOW

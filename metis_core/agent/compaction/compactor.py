@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.token_count import count_input_tokens
 from metis_core.agent.call_events import completed_payload
 from metis_core.agent.compaction import view
 from metis_core.agent.compaction.transcript import SUMMARY_INSTRUCTIONS, transcript_chunks
@@ -65,8 +66,12 @@ class Compactor:
     def __init__(self, runtime: Any, settings: CompactionConfig) -> None:
         self.rt = runtime
         self.settings = settings
-        self._trim_marks: dict[str, tuple[str | None, str | None]] = {}
-        """session -> (summary id, first verbatim message id) of the last recorded trim."""
+        self._trim_marks: dict[str, tuple[str | None, int]] = {}
+        """session -> (summary id, tool results trimmed) of the last recorded trim: one event per change."""
+        self._sent: dict[str, int] = {}
+        """session -> the estimate of the last request sent, to compare with what the provider counted."""
+        self._offsets: dict[str, tuple[str, int]] = {}
+        """session -> (answer id, reported minus estimated input tokens): the provider's own overhead."""
 
     def window(self, models: Sequence[str]) -> int:
         return min(self.rt.registry.capabilities(m).max_context_tokens for m in models)
@@ -77,11 +82,12 @@ class Compactor:
         base = view.baseline(session.history, session.pinned_ids, s.pin_first_user_message)
         current = view.view_tokens(system, view.assemble(base, base.live), tools)
         if not s.enabled:
-            return current
+            return current + self._offsets.get(session.id, ("", 0))[1]
         live = base.live[view.kept_tail_start(base.live, 1):]
         trimmed, _ = view.trim_tool_results(live, s.tool_result_chars, len(live) - 1)
         pinned = estimate_tokens(base.pinned, []) if base.pinned else 0
-        return min(current, view.view_tokens(system, trimmed, tools) + pinned + s.summary_max_tokens)
+        offset = self._offsets.get(session.id, ("", 0))[1]
+        return min(current, view.view_tokens(system, trimmed, tools) + pinned + s.summary_max_tokens) + offset
 
     async def prepare(
         self, session: Session, system: list[Message], tools: list[ToolDefinition], models: Sequence[str],
@@ -90,48 +96,76 @@ class Compactor:
         s = self.settings
         base = view.baseline(session.history, session.pinned_ids, s.pin_first_user_message)
         messages = view.assemble(base, base.live)
-        before = view.view_tokens(system, messages, tools)
+        offset = self._offset(session)
+        before = view.view_tokens(system, messages, tools) + offset
         if not s.enabled and not force:
-            return Prepared(messages, before, parent)
+            return self._sending(session, Prepared(messages, before, parent), offset)
         window = self.window(models)
         budget = int(window * s.threshold)
         if before <= budget and not force:
-            return Prepared(messages, before, parent)
+            return self._sending(session, Prepared(messages, before, parent), offset)
         tail = view.kept_tail_start(base.live, s.keep_last_turns)
         trimmed_live, trimmed = view.trim_tool_results(base.live, s.tool_result_chars, tail)
         messages = view.assemble(base, trimmed_live)
-        tokens = view.view_tokens(system, messages, tools)
+        tokens = view.view_tokens(system, messages, tools) + offset
+        if tokens > budget and not force:  # the estimate says summarise: an exact count, where one is free, decides
+            counted = await count_input_tokens(self.rt.client, models[0], [*system, *messages], tools)
+            tokens = counted if counted is not None else tokens
         if tokens <= budget and not force:
-            mark = (base.summary_message_id, base.live[tail].id if base.live else None)
+            mark = (base.summary_message_id, trimmed)
             compacted = None
-            if trimmed and self._trim_marks.get(session.id) != mark:
+            known = self._trim_marks.get(session.id)
+            if trimmed and (known is None or known[0] != mark[0] or known[1] < trimmed):
                 self._trim_marks[session.id] = mark
                 compacted = self._record(recorder, parent, "trim_tool_results", trigger, None, window, before, tokens,
                                          0, len(messages), trimmed, None, CallSpend())
-            return Prepared(messages, tokens, compacted or parent, compacted)
-        keep = self._turns_to_keep(base, system, tools, budget)
+            return self._sending(session, Prepared(messages, tokens, compacted or parent, compacted), offset)
+        keep = self._turns_to_keep(base, system, tools, budget - offset)
         cut = view.kept_tail_start(base.live, keep)
         covered = base.live[:cut]
         if not covered:  # only the current turn is left: cut its older tool results short too
             squeezed, _ = view.trim_tool_results(base.live, s.tool_result_chars, len(base.live) - 1)
             messages = view.assemble(base, squeezed)
-            return Prepared(messages, view.view_tokens(system, messages, tools), parent)
+            return self._sending(session, Prepared(messages, view.view_tokens(system, messages, tools) + offset,
+                                                   parent), offset)
         model = session.engine.expand(s.model)[0] if s.model else models[0]
         try:
             text, spend, last = await self._summarise(session, recorder, parent, model, base, covered)
         except MetisError as error:  # the turn goes on with the trimmed view; the failure is on the record
             log.warning("compaction: the summarising call to %s failed: %s", model, error)
-            return Prepared(messages, tokens, parent)
+            return self._sending(session, Prepared(messages, tokens, parent), offset)
         stored = self._store(session, model, text, covered, base, spend)
         after_base = view.baseline(session.history, session.pinned_ids, s.pin_first_user_message)
         after_live, trimmed_after = view.trim_tool_results(
             after_base.live, s.tool_result_chars, view.kept_tail_start(after_base.live, keep))
         messages = view.assemble(after_base, after_live)
-        after = view.view_tokens(system, messages, tools)
+        after = view.view_tokens(system, messages, tools) + offset
         compacted = self._record(recorder, last, "summary", trigger, model, window, before, after, len(covered),
                                  len(after_live), trimmed_after, stored.id, spend)
         self._trim_marks.pop(session.id, None)
-        return Prepared(messages, after, compacted or parent, compacted)
+        return self._sending(session, Prepared(messages, after, compacted or parent, compacted), offset)
+
+    def _offset(self, session: Session) -> int:
+        """What the provider counted beyond the estimate on this session's last answered request
+        (tool-use system prompts, hosted tool definitions, tokenizer differences); 0 before one."""
+        known = self._offsets.get(session.id)
+        sent = self._sent.get(session.id)
+        for message in reversed(session.history):
+            usage = message.metadata.usage
+            if message.role is not Role.ASSISTANT or usage is None or view.summary_block(message) is not None:
+                continue
+            if known is not None and known[0] == message.id:
+                return known[1]
+            if sent is None or not usage.total_input_tokens:
+                return known[1] if known is not None else 0
+            offset = usage.total_input_tokens - sent
+            self._offsets[session.id] = (message.id, offset)
+            return offset
+        return 0
+
+    def _sending(self, session: Session, prepared: Prepared, offset: int) -> Prepared:
+        self._sent[session.id] = prepared.tokens - offset
+        return prepared
 
     async def compact_now(self, session: Session) -> Prepared:
         """`/compact`: summarise all but the last turns now, whatever the size (the view it leaves)."""
