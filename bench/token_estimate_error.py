@@ -112,10 +112,10 @@ def main() -> int:
     print(f"{'provider':<17} {'request':<58} {'reported':>8} {'estimate':>8} {'error':>7} {'tiktoken':>8}")
     errors = []
     for provider, name, reported, estimate, counted in rows:
-        error = (estimate - reported) / reported
-        errors.append(error)
+        relative = (estimate - reported) / reported
+        errors.append(relative)
         shown = "-" if counted is None else str(counted)
-        print(f"{provider:<17} {name[:58]:<58} {reported:>8} {estimate:>8} {error:>+7.0%} {shown:>8}")
+        print(f"{provider:<17} {name[:58]:<58} {reported:>8} {estimate:>8} {relative:>+7.0%} {shown:>8}")
     if errors:
         absolute = [abs(e) for e in errors]
         print(f"\n{len(errors)} recorded exchanges: median |error| {statistics.median(absolute):.0%}, "

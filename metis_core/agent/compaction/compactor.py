@@ -74,7 +74,8 @@ class Compactor:
         """session -> (answer id, reported minus estimated input tokens): the provider's own overhead."""
 
     def window(self, models: Sequence[str]) -> int:
-        return min(self.rt.registry.capabilities(m).max_context_tokens for m in models)
+        """The smallest context window among the models a call may go to (its fallback chain)."""
+        return min(int(self.rt.registry.capabilities(m).max_context_tokens) for m in models)
 
     def floor_tokens(self, session: Session, system: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
         """The fewest tokens this conversation can be compacted to: what routing and /model swaps check."""
