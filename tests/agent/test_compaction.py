@@ -17,6 +17,7 @@ from support_servers import API_KEYS, BASE_URLS
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.compaction.view import SUMMARY_HEADER, summary_block
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.structured_turn import run_structured_turn
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.agent_config import compaction_config
 from metis_core.config import load_config
@@ -24,6 +25,7 @@ from metis_core.errors import CompactionConfigError, ConfigError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.messages import Role, SideEffects, ToolDefinition
+from metis_core.structured.spec import output_spec
 from metis_core.transport.retry import RetryPolicy
 
 WINDOW = 32_768
@@ -75,6 +77,8 @@ class WindowedAnthropic:
                                                      "decisions and facts so far are noted here."}],
                 "stop_reason": "end_turn", "stop_sequence": None,
                 "usage": {"input_tokens": tokens, "output_tokens": 40}})
+        if "output_config" in body:  # a structured turn: the schema travelled as output_config.format
+            return self._sse(body["model"], '{"verdict": "fits"}', tokens)
         last = body["messages"][-1]
         if last["role"] == "user" and isinstance(last["content"], list) and \
                 last["content"][-1].get("type") == "tool_result":
@@ -173,6 +177,25 @@ async def test_a_swap_to_a_smaller_window_compacts_instead_of_refusing(home: Pat
     compacted = [e for e in events if e.type == "memory.compacted"]
     assert [(e.payload["method"], e.payload["trigger"]) for e in compacted] == [("summary", "model_swap")]
     assert not [e for e in events if e.type == "routing.constraint_failure"]
+
+
+async def test_a_structured_turn_on_a_long_history_compacts_too(home: Path) -> None:
+    fake = WindowedAnthropic({SMALL: WINDOW, LARGE: 200_000})
+    runtime = _runtime(home, fake)
+    try:
+        session = runtime.sessions.create(home.parent / "workspace", model=LARGE)
+        for turn in range(60):
+            await runtime.turns.run(session, f"Question {turn}: " + "please explain this part. " * 40)
+        runtime.sessions.swap_model(session, SMALL)
+        spec = output_spec({"type": "object", "properties": {"verdict": {"type": "string"}},
+                            "required": ["verdict"], "additionalProperties": False})
+        outcome = await run_structured_turn(runtime.turns, session, "Does it fit?", spec)
+        events = _events(runtime, session.id)
+    finally:
+        runtime.close()
+    assert outcome.output is not None and outcome.output.value == {"verdict": "fits"}
+    assert fake.largest[SMALL] <= WINDOW
+    assert [e.payload["trigger"] for e in events if e.type == "memory.compacted"] == ["model_swap"]
 
 
 async def test_slash_compact_summarises_now_and_the_view_carries_the_summary_and_the_pins(home: Path) -> None:
