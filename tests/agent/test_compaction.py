@@ -15,7 +15,7 @@ from anthropic_sse import anthropic_stream
 from support_servers import API_KEYS, BASE_URLS
 
 from metis_core.adapters.client import ModelClient
-from metis_core.agent.compaction.view import SUMMARY_HEADER, summary_block
+from metis_core.agent.compaction.view import SUMMARY_HEADER, baseline, summary_block
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.structured_turn import run_structured_turn
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
@@ -24,7 +24,19 @@ from metis_core.config import load_config
 from metis_core.errors import CompactionConfigError, ConfigError
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
-from metis_core.messages import Role, SideEffects, ToolDefinition
+from metis_core.messages import (
+    BlockOrigin,
+    CompactionBlock,
+    Message,
+    MessageMetadata,
+    Role,
+    RoutingDecisionRecord,
+    RoutingMode,
+    SideEffects,
+    TextBlock,
+    ToolDefinition,
+    Usage,
+)
 from metis_core.structured.spec import output_spec
 from metis_core.transport.retry import RetryPolicy
 
@@ -230,3 +242,24 @@ def test_bad_compaction_settings_are_a_named_error(values: dict[str, Any], field
     (tmp_path / "config.yaml").write_text(f"compaction:\n  {key}: {value}\n")
     with pytest.raises(ConfigError, match=field):
         load_config(tmp_path).compaction  # noqa: B018 - reading it validates it
+
+
+def test_a_provider_compaction_block_starts_the_view_at_its_turn() -> None:
+    origin = BlockOrigin(provider="anthropic", api="messages", model="claude-opus-4-6")
+
+    answered = MessageMetadata(model="anthropic:claude-opus-4-6", provider="anthropic", usage=Usage(),
+                               routing=RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="anthropic:x",
+                                                             reason="test"))
+
+    def said(role: Role, text: str) -> Message:
+        return Message(role=role, content=[TextBlock(text=text)],
+                       metadata=answered if role is Role.ASSISTANT else MessageMetadata())
+
+    compacted = Message(role=Role.ASSISTANT, metadata=answered, content=[
+        CompactionBlock(text="Summary of turns 1-2", payload={"type": "compaction"}, origin=origin),
+        TextBlock(text="second answer")])
+    history = [said(Role.USER, "first"), said(Role.ASSISTANT, "first answer"), said(Role.USER, "second"),
+               compacted, said(Role.USER, "third")]
+    base = baseline(history, set(), pin_first_user=True)
+    assert base.summary is None and base.pinned == []  # nothing of metis's own: the provider summarised
+    assert [m.text() for m in base.live] == ["second", "second answer", "third"]
