@@ -1,4 +1,4 @@
-"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /save /compact /help /exit.
+"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /save /compact /pin /help /exit.
 
 Each command reads or changes the chat's session through the library (swap_model, the stores,
 the trace) and prints the outcome; a refusal is one red line and changes nothing.
@@ -42,6 +42,7 @@ HELP = [
     ("/route override|ignore", "about a pattern suggestion a rule outranked: use it, or dismiss it"),
     ("/save [PATH]", "write the last answer to PATH (default answer-<time>.md in the workspace)"),
     ("/compact", "summarise the older turns now (the stored messages stay; see docs/context.md)"),
+    ("/pin", "keep your last message verbatim through every compaction of this chat"),
     ("!multi … !end", "a message of several lines (a pasted block, or a line ending in \\, also works)"),
     ("!edit", "write the message in $EDITOR"),
     ("/help", "this list"),
@@ -56,7 +57,7 @@ class SlashCommands:
             "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
             "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/save": self.save,
             "/help": self.help, "/exit": self.exit, "/quit": self.exit, "/good": self.good, "/bad": self.bad,
-            "/route": self.route, "/compact": self.compact,
+            "/route": self.route, "/compact": self.compact, "/pin": self.pin,
             "/memory": lambda argument: memory_command(self.chat, argument),
         }  # fmt: skip
 
@@ -217,6 +218,16 @@ class SlashCommands:
         self.out.print(f"compacted: ~{payload['tokens_before']:,} -> ~{payload['tokens_after']:,} tokens · "
                        f"{payload['messages_summarised']} messages summarised by {payload['model']} · "
                        f"{format_usd(Decimal(str(payload['cost_usd'])))}", markup=False)
+        return True
+
+    def pin(self, argument: str) -> bool:
+        session = self.chat.session
+        last = next((m for m in reversed(session.history) if m.role is Role.USER), None)
+        if last is None:
+            self.chat.terminal.fail("nothing to pin yet: send a message first")
+            return True
+        session.pin(last.id)
+        self.out.print(f"pinned: {last.text()[:60]!r} stays verbatim through compaction", markup=False)
         return True
 
     def help(self, argument: str) -> bool:
