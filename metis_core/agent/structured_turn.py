@@ -202,6 +202,9 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
         prepared = await rt.compactor.prepare(session, [], [], decision.members, recorder, started,
                                               trigger=session.compaction_trigger)
         session.compaction_trigger = "threshold"
+        if prepared.summary is not None:  # the summarising calls are this turn's calls too
+            result.llm_calls += int(getattr(prepared.summary.metadata, "model_calls", 1))
+            TurnRunner._count_usage(result, prepared.summary)
         runs = MemberRuns(rt.client, spec, resolve_file_refs(prepared.messages, session.workspace), options, policy,
                           steps)
         parent: Event | None = prepared.parent

@@ -199,6 +199,9 @@ class TurnRunner:
                                                    trigger=session.compaction_trigger)
                 session.compaction_trigger = "threshold"
                 parent = prepared.parent
+                if prepared.summary is not None:  # the summarising calls are this turn's calls too
+                    result.llm_calls += int(getattr(prepared.summary.metadata, "model_calls", 1))
+                    self._count_usage(result, prepared.summary)
                 observer = CallObserver(recorder, parent, prepared.tokens, composed,
                                         is_worker=session.is_worker, request_options=asked)
                 tracker = StreamTracker()

@@ -170,6 +170,11 @@ async def test_a_400_turn_chat_on_a_32k_model_never_overflows_and_keeps_every_me
     assert charged == pytest.approx(Decimal(str(sum(e.payload["cost_usd"] for e in by_summary))), rel=Decimal("1e-6"))
     completed = [e for e in events if e.type == "llm.call_completed"]
     assert len(completed) == fake.summaries + fake.turns + TURNS // 10
+    turns = [e.payload for e in events if e.type == "turn.completed"]
+    assert sum(t["llm_call_count"] for t in turns) == len(completed)  # the turns count their summarising calls
+    stored_cost = sum((m.metadata.usage.cost_usd for m in stored if m.metadata.usage and m.metadata.usage.cost_usd),
+                      Decimal(0))
+    assert sum(Decimal(str(t["total_cost_usd"])) for t in turns) == pytest.approx(stored_cost, rel=Decimal("1e-6"))
 
 
 async def test_a_swap_to_a_smaller_window_compacts_instead_of_refusing(home: Path) -> None:
@@ -206,6 +211,7 @@ async def test_a_structured_turn_on_a_long_history_compacts_too(home: Path) -> N
     finally:
         runtime.close()
     assert outcome.output is not None and outcome.output.value == {"verdict": "fits"}
+    assert outcome.turn.llm_calls == 1 + fake.summaries  # the answer and the summarising calls
     assert fake.largest[SMALL] <= WINDOW
     assert [e.payload["trigger"] for e in events if e.type == "memory.compacted"] == ["model_swap"]
 

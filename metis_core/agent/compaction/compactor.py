@@ -58,6 +58,8 @@ class Prepared:
     tokens: int
     parent: Event | None
     compacted: Event | None = None
+    summary: Message | None = None
+    """The compaction message stored for this call, carrying the summarising calls' usage and cost."""
 
 
 class Compactor:
@@ -144,7 +146,7 @@ class Compactor:
         compacted = self._record(recorder, last, "summary", trigger, model, window, before, after, len(covered),
                                  len(after_live), trimmed_after, stored.id, spend)
         self._trim_marks.pop(session.id, None)
-        return self._sending(session, Prepared(messages, after, compacted or parent, compacted), offset)
+        return self._sending(session, Prepared(messages, after, compacted or parent, compacted, stored), offset)
 
     def _offset(self, session: Session) -> int:
         """What the provider counted beyond the estimate on this session's last answered request
