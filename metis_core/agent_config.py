@@ -104,8 +104,6 @@ class CompactionConfig(BaseModel):
     """Characters an old tool result keeps when trimmed (the cheap step, tried before summarising)."""
     summary_max_tokens: int = 2048
     """Output cap of the summarising call."""
-    provider_native: bool = True
-    """Use a provider's own compaction where it offers one, the portable summary elsewhere."""
 
     @field_validator("threshold")
     @classmethod
