@@ -37,8 +37,8 @@ class MemoryEvictionPayload(PayloadModel):
 class MemoryCompactedPayload(PayloadModel):
     """What the model is sent was made smaller (docs/context.md); the stored messages are unchanged."""
 
-    method: Literal["trim_tool_results", "summary", "provider"]
-    """Old tool results cut short (no model call), older turns summarised by a model, or the provider's own."""
+    method: Literal["trim_tool_results", "summary"]
+    """Old tool results cut short (no model call), or older turns summarised by a model."""
     trigger: Literal["threshold", "manual", "model_swap"]
     model: str | None
     """The summarising model (None for a trim)."""
