@@ -32,6 +32,8 @@ from metis_core.messages import (
     CompactionBlock,
     Message,
     MessageMetadata,
+    ProviderToolCallBlock,
+    ProviderToolResultBlock,
     Role,
     RoutingDecisionRecord,
     RoutingMode,
@@ -159,9 +161,11 @@ class Compactor:
                 continue
             if known is not None and known[0] == message.id:
                 return known[1]
-            if sent is None or not usage.total_input_tokens:
+            if sent is None or not usage.total_input_tokens or _hosted(message):
                 return known[1] if known is not None else 0
-            offset = usage.total_input_tokens - sent
+            # at most double the estimate, at least half of it: a reported figure far outside that range
+            # counts something else (e.g. a provider's internal iterations), not this request's size
+            offset = max(-sent // 2, min(usage.total_input_tokens - sent, sent))
             self._offsets[session.id] = (message.id, offset)
             return offset
         return 0
@@ -261,3 +265,8 @@ class Compactor:
             "cost_usd": float(cost),
             "pricing_version": (usage.pricing_version if usage is not None else None) or "unpriced",
         }, parent, actor=Actor.USER if trigger == "manual" else Actor.AGENT)
+
+
+def _hosted(message: Message) -> bool:
+    """An answer with hosted-tool work: its reported input spans the provider's own inner calls."""
+    return any(isinstance(b, ProviderToolCallBlock | ProviderToolResultBlock) for b in message.content)
