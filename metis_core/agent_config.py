@@ -66,12 +66,14 @@ class DelegationConfig(BaseModel):
 
 
 class MemoryConfig(BaseModel):
-    """`memory:` — the size cap of each memory file."""
+    """`memory:` — the size cap of each memory file, and how many of its versions are kept."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_bytes: int = Field(default=8192, ge=256)
     enabled: bool = True
+    history_keep: int = Field(default=50, ge=1)
+    """Versions of each memory file kept in `.memory-history/` (`metis memory history`)."""
 
 
 class SkillsConfig(BaseModel):

@@ -361,6 +361,10 @@ class SessionNotFoundError(StoreError):
     """No session with that id exists in the store."""
 
 
+class UserNotFoundError(StoreError):
+    """No user with that id is in the registry, and no gateway key names it."""
+
+
 class SessionExistsError(StoreError):
     """An import or create names a session id that is already stored."""
 
@@ -375,6 +379,16 @@ class EventLogIntegrityError(MetisError):
     def __init__(self, message: str, *, line: int | None = None, sequence: int | None = None) -> None:
         super().__init__(message)
         self.line, self.sequence = line, sequence
+
+
+class TraceIntegrityError(MetisError):
+    """The stored trace fails `metis trace verify --store`: events point at parents that were never
+    stored (and not pruned by retention)."""
+
+    def __init__(self, message: str, *, missing_parents: int) -> None:
+        super().__init__(message)
+        self.missing_parents = missing_parents
+
 # --- record and replay ---------------------------------------------------------------------
 
 

@@ -341,6 +341,11 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "dry_run": False,
         "swept_at": WHEN,
     },
+    "analytics.user_exported": {"user_id": "usr_01J0000000000000000000000A", "sessions": 2, "messages": 6,
+                                "events": 14, "exported_at": WHEN},
+    "analytics.user_forgotten": {"user_id": "usr_01J0000000000000000000000A", "sessions_deleted": 2,
+                                 "messages_deleted": 6, "events_deleted": 12, "audit_events_kept": 2,
+                                 "keys_revoked": 1, "forgotten_at": WHEN},
 }
 
 DEFAULT_RECORDING: dict[str, Sensitivity] = {"eval.completed": Sensitivity.PSEUDONYMOUS}

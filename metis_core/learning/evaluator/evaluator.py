@@ -141,6 +141,7 @@ class Evaluator:
                 llm = self._llm(subject, rubric)
                 model, cost, kind = llm.model, llm.cost_usd, planned
                 signals["criteria"] = llm.answer.criteria
+                signals["llm_score"] = llm.answer.score  # the judge's own score, before blending
                 pricing_version, latency_ms = llm.pricing_version if cost > 0 else None, llm.latency_ms
                 if self.settings.capture_rationale and llm.answer.rationale:
                     signals[RATIONALE_SIGNAL] = redact(llm.answer.rationale, 1000)
