@@ -22,7 +22,14 @@ from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.yaml_text import read_yaml_file
 
 if TYPE_CHECKING:
-    from metis_core.agent_config import AgentSections, DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
+    from metis_core.agent_config import (
+        AgentSections,
+        CompactionConfig,
+        DelegationConfig,
+        McpServerConfig,
+        MemoryConfig,
+        SkillsConfig,
+    )
     from metis_core.provider_dsn import NamedProvider
 
 CONFIG_FILE_NAME = "config.yaml"
@@ -74,7 +81,7 @@ set, and the variables whose presence says the platform is set up here."""
 PROVIDER_KINDS = frozenset(STANDARD_KEY_ENV)
 """The built-in provider keys, each an adapter kind a named provider may speak through."""
 
-AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills")
+AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills", "compaction")
 """Sections validated by agent_config.AgentSections, only when the file has them (else defaults on first use)."""
 
 _OLLAMA_DEFAULT_PORT = 11434
@@ -238,6 +245,10 @@ class MetisConfig(BaseModel):
     @property
     def skills(self) -> "SkillsConfig":
         return self.agent_sections.skills
+
+    @property
+    def compaction(self) -> "CompactionConfig":
+        return self.agent_sections.compaction
 
     @field_validator("chains", mode="before")
     @classmethod

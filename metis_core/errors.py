@@ -10,6 +10,7 @@ echo the key it was sent), so `str`, `repr` and `.detail` are clean.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,10 @@ class InsecureKeyFileError(ConfigError):
         super().__init__(
             f"{path} holds secrets but has mode {mode:04o}; run `chmod 600 {path}` and try again"
         )
+
+
+class CompactionConfigError(ConfigError):
+    """Compaction settings out of range (threshold outside (0, 1], a negative count); the message names the field."""
 
 
 class PriceTableError(ConfigError):
@@ -505,15 +510,25 @@ class EvalSubjectNotFoundError(EvaluationError):
 
 
 class JudgeOutputInvalidError(EvaluationError):
-    """The LLM judge answered with something that is not a valid verdict."""
+    """The LLM judge answered with something that is not a valid verdict (after its retries)."""
 
     failure_mode = "judge_output_invalid"
+
+    def __init__(self, message: str, *, cost_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(message)
+        self.cost_usd = cost_usd
+        """What the judge's attempts cost before it gave up."""
 
 
 class JudgeCallFailedError(EvaluationError):
     """The LLM judge's model call failed (provider down, auth, budget)."""
 
     failure_mode = "judge_call_failed"
+
+    def __init__(self, message: str, *, cost_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(message)
+        self.cost_usd = cost_usd
+        """What the judge's earlier attempts cost before the call that failed."""
 
 
 # --- the gateway ---------------------------------------------------------------------------

@@ -41,6 +41,7 @@ from metis_core.trace.store import TraceStore
 from metis_core.transport.http import AsyncHttp
 
 if TYPE_CHECKING:
+    from metis_core.agent.compaction.compactor import Compactor
     from metis_core.agent.mcp.hub import McpHub
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
@@ -126,6 +127,7 @@ class Runtime:
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
         self.idle_sweep: IdleSweep | None = None
         """The long-running servers' idle-session timer (`sweep_idle_sessions`)."""
+        self._compactor: Compactor | None = None
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -148,6 +150,15 @@ class Runtime:
         hub.start()
         hub.register_into(self.tools)
         return hub
+
+    @property
+    def compactor(self) -> Compactor:
+        """Keeps each request inside its model's window (config `compaction:`; docs/context.md)."""
+        if self._compactor is None:
+            from metis_core.agent.compaction.compactor import Compactor
+
+            self._compactor = Compactor(self, self.config.compaction)
+        return self._compactor
 
     def attach_prefix(self, session: Session, parts: tuple[PromptPart, ...]) -> None:
         session.prefix_parts = parts

@@ -60,6 +60,19 @@ class Session:
     """Memory and skills, built at create/resume; composed into every turn's system prompt, never stored."""
     skills: SkillState | None = None
     """The skills found for this session and those loaded into its context."""
+    pinned_ids: set[str] = field(default_factory=set)
+    """User messages compaction always sends verbatim (`pin`; docs/context.md)."""
+    compaction_trigger: str = "threshold"
+    """Why the next compaction happens: "model_swap" after a swap to a smaller window."""
+
+    def pin(self, message_id: str) -> None:
+        """Keep a user message verbatim through every compaction; CompactionConfigError for any other id."""
+        message = next((m for m in self.history if m.id == message_id), None)
+        if message is None or message.role is not Role.USER:
+            from metis_core.errors import CompactionConfigError
+
+            raise CompactionConfigError(f"only a user message of this session can be pinned; {message_id!r} is not one")
+        self.pinned_ids.add(message_id)
 
     def prefix_text(self) -> str:
         """The stable prefix as the model reads it (for /memory, tests and debugging)."""
@@ -151,8 +164,10 @@ class SessionManager:
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
         tools = (session.tools or rt.tools).definitions()
+        compactor = rt.compactor
+        fits = compactor.floor_tokens(session, [], tools)  # a smaller window compacts instead of refusing
         try:
-            check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+            check_fits(session.history, tools, capabilities, members[0], fits)
         except CapabilityMismatchError as error:
             rt.bus.emit_new("routing.constraint_failure", {
                 "action": "model_swap", "requested": model, "candidate_model": members[0],
@@ -162,6 +177,8 @@ class SessionManager:
             }, session_id=session.id, actor=Actor.SYSTEM)
             raise
         previous = session.sticky_model
+        if estimate_tokens(session.history, tools) > capabilities.max_context_tokens * compactor.settings.threshold:
+            session.compaction_trigger = "model_swap"
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
         for listener in self.swap_listeners:

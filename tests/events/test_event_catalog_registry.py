@@ -21,12 +21,13 @@ SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
 OUTPUT_STEPS = {"llm.output_retried", "llm.output_exhausted", "llm.output_refused", "llm.output_truncated",
                 "llm.output_nl_to_format", "llm.output_recovered"}
 DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", "routing.constraint_failure",
-                 "llm.prompt_composed", *OUTPUT_STEPS}
+                 "llm.prompt_composed", "memory.compacted", *OUTPUT_STEPS}
 """Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set; turn.replay_diverged
 for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
 `routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
 was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`); the llm.output_* structured-output steps
-(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`)."""
+(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`); `memory.compacted`, a conversation's
+context made smaller for the model (docs/context.md)."""
 ADDED_HERE = {"session.deleted", "analytics.user_exported", "analytics.user_forgotten"}
 """Audit types this repo added beyond the spec's catalog headings: `metis sessions delete` (docs/cli.md),
 and the two analytics types §7.3 names as audit-flagged without a payload (`metis users`, docs/users.md)."""
