@@ -79,6 +79,8 @@ class CallRecord:
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
         self.produced: list[Message] = []
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
+        self.spent: Message | None = None
+        """A run that ended without an answer after priced calls: the one message carrying their usage."""
         self._ending: list[Callable[[], object]] | None = None
         """While a call's ending is submitted: its pieces, to go to the writer as one job."""
 
@@ -220,6 +222,12 @@ class CallRecord:
         self._stamp(answer)
         self.produced.append(answer)
 
+    def keep_spent(self, kept: Message) -> None:
+        """A structured run ended without an answer after priced calls: `kept` (status error or
+        cancelled, carrying every call's usage) is stored and closes the turn with their spend."""
+        self._stamp(kept)
+        self.spent = kept
+
     def output_step(self, step: OutputStep) -> None:
         """A structured-output step (an OutputObserver): its llm.output_* event, after the call it follows."""
         event_type, payload = output_step_event(step)
@@ -243,8 +251,9 @@ class CallRecord:
         """No answer (every member failed, or the request could not be sent)."""
         works = self._job_begun()
         try:
-            self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
-            self._persist(None)
+            self._turn_completed(self.spent, redact(str(error)) if isinstance(error, MetisError)
+                                 else type(error).__name__)
+            self._persist(self.spent)
         finally:
             self._job_ended(works)
 
@@ -259,6 +268,8 @@ class CallRecord:
                    "partial_tool_calls": 0}
         # a client that leaves is a disconnect the system records, not a cancel the user asked for
         self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.SYSTEM))
+        if self.spent is not None:
+            self.produced.append(self.spent)
         self._persist(partial)
 
     def _turn_completed(self, final: Message | None, error: str | None) -> None:
