@@ -199,9 +199,11 @@ class CallRecord:
             self._job_ended(works)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
-        """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
+        """One upstream answer: llm.call_completed with the gateway identity and its quota alerts. An
+        answer that ended incomplete but was billed (usage: a tool call cut by max_tokens) is a completed
+        call too, as the store counts it; one without usage is a failed call."""
         meta = final.metadata
-        if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
+        if meta.usage is not None and meta.model and meta.provider:
             payload = completed_payload(final)  # then the gateway identity, in the record's key order
             key = self.key
             payload["gateway_key_id"], payload["inbound_shape"] = key.id, self.shape
