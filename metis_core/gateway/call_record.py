@@ -30,7 +30,16 @@ from metis_core.events.payloads.llm import RequestOptions
 from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    MessageMetadata,
+    MessageStatus,
+    Role,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -259,13 +268,22 @@ class CallRecord:
         finally:
             self._job_ended(works)
 
-    def cancelled(self, partial: Message | None, why: str) -> None:
-        """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
-        charged: a cancelled request's usage is unknown, or a stream's partial, as for a streamed call)."""
+    def cancelled(self, partial: Message | None, why: str, used: Usage | None = None) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived. With `used`
+        (call_budget.cut_usage: what the cut call used, as charged), the call is a completed one on the
+        record, its partial answer (or an empty one) carrying that usage; without, a failed one."""
+        if used is not None and self.started_any:
+            if partial is None:
+                partial = Message(role=Role.ASSISTANT, session_id=self.session_id, content=[],
+                                  metadata=MessageMetadata(model=self.model, provider=self.model.partition(":")[0]))
+            partial.metadata.usage = used
+            partial.metadata.stop_reason = "cancelled"
+            self._stamp(partial)
+            self.call_completed(partial)
+        elif self.started_any:
+            self.failed(self.model, "cancelled", why)
         if partial is not None:
             partial.metadata.status = MessageStatus.CANCELLED
-        if self.started_any:
-            self.failed(self.model, "cancelled", why)
         payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
                    "partial_tool_calls": 0}
         # a client that leaves is a disconnect the system records, not a cancel the user asked for
