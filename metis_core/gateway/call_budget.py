@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.token_estimate import CHARS_PER_TOKEN
+from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
 from metis_core.errors import GatewayRequestError, GatewayUnpricedModelError
 from metis_core.ids import new_ulid
 from metis_core.messages import Message, MessageStatus, TextBlock, ThinkingBlock, ToolUseBlock, Usage
