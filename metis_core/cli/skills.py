@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from metis_core.agent.skills.catalog import (
     SKILL_FILE,
@@ -32,7 +31,9 @@ from metis_core.agent.skills.catalog import (
 )
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.config import metis_home
 from metis_core.errors import SkillFormatError
 from metis_core.hashing import sha256_hex
@@ -110,18 +111,16 @@ def _report_scan(terminal: Terminal, skill: Skill) -> None:
 
 @app.command("list")
 @guarded
-def list_skills(workspace: WorkspaceOption = Path(".")) -> None:
+def list_skills(workspace: WorkspaceOption = Path("."), plain: PlainOption = False) -> None:
     """Every skill: name, version, where it lives, always or on demand, scan verdict."""
     terminal = Terminal.open()
     catalog = _catalog(workspace)
-    table = Table()
-    for column in ("skill", "version", "source", "loads", "tokens", "scan", "description"):
-        table.add_column(column, overflow="fold")
+    rows = Rows(("skill", "version", "source", "loads", "tokens", "scan", "description"))
     for skill in sorted(catalog.skills.values(), key=lambda s: s.name):
         loads = "never (blocked)" if skill.blocked else ("always" if skill.always else "on demand")
-        table.add_row(skill.name, skill.version, skill.source, loads, str(skill.tokens), skill.scan.verdict,
-                      skill.description)
-    terminal.out.print(table, soft_wrap=False)
+        rows.rows.append((skill.name, skill.version, skill.source, loads, str(skill.tokens), skill.scan.verdict,
+                          skill.description))
+    print_rows(terminal, rows, plain=plain)
     for problem in catalog.problems:
         terminal.warn(f"not a valid skill: {problem}")
 
