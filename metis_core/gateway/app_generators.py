@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 import anyio
 
 from metis_core.errors import MetisError
-from metis_core.gateway.call_budget import cut_usage
 from metis_core.gateway.service import upstream_failure
 
 if TYPE_CHECKING:
@@ -51,9 +50,7 @@ async def stream_frames(app: GatewayApp, record: CallRecord, run: ContinuedCall,
     except (asyncio.CancelledError, GeneratorExit):
         tracker = run.tracker  # what the upstream call in flight streamed (earlier calls are stored)
         partial = tracker.cancelled_message(record.session_id, record.model) if tracker.has_content() else None
-        charged = run.budget.cut(partial)
-        used = cut_usage(partial, record.estimated_tokens, charged, app.service.rt.client.prices, record.model)
-        record.cancelled(partial, "the client disconnected mid-stream", used)
+        app.cut(record, run.budget, partial, "the client disconnected mid-stream")
         with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
             await events.aclose()
         raise

@@ -272,10 +272,12 @@ class CallRecord:
         """The client disconnected: the upstream request was cancelled; keep what arrived. With `used`
         (call_budget.cut_usage: what the cut call used, as charged), the call is a completed one on the
         record, its partial answer (or an empty one) carrying that usage; without, a failed one."""
+        payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
+                   "partial_tool_calls": 0}  # a partial answer had arrived, or nothing had
         if used is not None and self.started_any:
-            if partial is None:
-                partial = Message(role=Role.ASSISTANT, session_id=self.session_id, content=[],
-                                  metadata=MessageMetadata(model=self.model, provider=self.model.partition(":")[0]))
+            if partial is None:  # the input was sent, nothing came back: an empty cancelled answer carries it
+                partial = Message(role=Role.ASSISTANT, session_id=self.session_id, content=[], metadata=MessageMetadata(
+                    model=self.model, provider=self.model.partition(":")[0], status=MessageStatus.CANCELLED))
             partial.metadata.usage = used
             partial.metadata.stop_reason = "cancelled"
             self._stamp(partial)
@@ -284,8 +286,6 @@ class CallRecord:
             self.failed(self.model, "cancelled", why)
         if partial is not None:
             partial.metadata.status = MessageStatus.CANCELLED
-        payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
-                   "partial_tool_calls": 0}
         # a client that leaves is a disconnect the system records, not a cancel the user asked for
         self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.SYSTEM))
         if self.spent is not None:
