@@ -237,7 +237,13 @@ class TurnRunner:
                 self._count_usage(result, final)
                 if final.status is not MessageStatus.COMPLETE or stream_error is not None:
                     message = stream_error.message if stream_error else "the response ended incomplete"
-                    observer.failed(observer.model, stream_error.error_class if stream_error else "other", message)
+                    if final.metadata.usage is not None:  # billed (a cut tool call, usage before a break):
+                        # a completed call, as the store counts it; why the turn failed is on turn.completed
+                        recorder.emit("llm.call_completed", completed_payload(final), observer.started,
+                                      actor=Actor.AGENT)
+                    else:
+                        observer.failed(observer.model, stream_error.error_class if stream_error else "other",
+                                        message)
                     result.error = message
                     result.stop_reason = "max_tokens" if final.metadata.stop_reason == "max_tokens" else "end_turn"
                     break

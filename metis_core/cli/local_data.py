@@ -18,9 +18,9 @@ import typer
 from metis_core.cli.output import Terminal
 from metis_core.store.backend import Location, database_location
 from metis_core.store.db import default_db_path
-from metis_core.store.sessions import SessionStore
 
 if TYPE_CHECKING:
+    from metis_core.store.sessions import SessionStore
     from metis_core.trace.store import TraceStore
 
 ProgressUpdate = Callable[[int, int], None]
@@ -39,6 +39,8 @@ def database() -> Location:
 
 
 def session_store() -> SessionStore:
+    from metis_core.store.sessions import SessionStore  # the message model: not for commands that list keys
+
     return SessionStore(database())
 
 

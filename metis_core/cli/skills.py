@@ -16,10 +16,9 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from metis_core.agent.skills.catalog import (
     SKILL_FILE,
@@ -32,13 +31,15 @@ from metis_core.agent.skills.catalog import (
 )
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
-from metis_core.cli.local_data import trace_store
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.config import metis_home
 from metis_core.errors import SkillFormatError
-from metis_core.events.bus import EventBus
-from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
 from metis_core.hashing import sha256_hex
+
+if TYPE_CHECKING:  # the bus and the event catalog load only for the commands that record (new, edit, import)
+    from metis_core.events.bus import EventBus
 
 app = typer.Typer(help="Skills: SKILL.md folders in METIS_HOME/skills and <workspace>/.metis/skills.",
                   no_args_is_help=True)
@@ -61,6 +62,9 @@ Write the instructions here: when this skill applies, the steps, and what to avo
 @contextmanager
 def _recorder() -> Iterator[EventBus]:
     """A bus whose events land in the trace (system session), drained on exit."""
+    from metis_core.cli.local_data import trace_store
+    from metis_core.events.bus import EventBus
+
     bus = EventBus()
     with trace_store() as trace:
         trace.attach(bus)
@@ -88,6 +92,8 @@ def _target_dir(workspace: Path, in_workspace: bool) -> tuple[Path, SkillSource]
 
 
 def _created(bus: EventBus, skill: Skill, source: str) -> None:
+    from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+
     bus.emit_new("skill.created", {
         "skill_id": skill.name, "source": source, "source_session_id": None,
         "size_tokens": text_tokens(skill.body), "security_scan_result": skill.scan.verdict,
@@ -105,18 +111,16 @@ def _report_scan(terminal: Terminal, skill: Skill) -> None:
 
 @app.command("list")
 @guarded
-def list_skills(workspace: WorkspaceOption = Path(".")) -> None:
+def list_skills(workspace: WorkspaceOption = Path("."), plain: PlainOption = False) -> None:
     """Every skill: name, version, where it lives, always or on demand, scan verdict."""
     terminal = Terminal.open()
     catalog = _catalog(workspace)
-    table = Table()
-    for column in ("skill", "version", "source", "loads", "tokens", "scan", "description"):
-        table.add_column(column, overflow="fold")
+    rows = Rows(("skill", "version", "source", "loads", "tokens", "scan", "description"))
     for skill in sorted(catalog.skills.values(), key=lambda s: s.name):
         loads = "never (blocked)" if skill.blocked else ("always" if skill.always else "on demand")
-        table.add_row(skill.name, skill.version, skill.source, loads, str(skill.tokens), skill.scan.verdict,
-                      skill.description)
-    terminal.out.print(table, soft_wrap=False)
+        rows.rows.append((skill.name, skill.version, skill.source, loads, str(skill.tokens), skill.scan.verdict,
+                          skill.description))
+    print_rows(terminal, rows, plain=plain)
     for problem in catalog.problems:
         terminal.warn(f"not a valid skill: {problem}")
 
@@ -188,6 +192,8 @@ def edit(
         terminal.warn(f"{error}; the skill will not load until this is fixed")
         changed = None
     bumped = changed is not None and changed.version != skill.version
+    from metis_core.events.envelope import SYSTEM_SESSION_ID, Actor
+
     with _recorder() as bus:
         bus.emit_new("skill.modified", {
             "skill_id": skill.name, "modification_type": "version_bump" if bumped else "edit",

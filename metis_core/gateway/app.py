@@ -40,7 +40,7 @@ from metis_core.errors import (
     ToolSchemaError,
 )
 from metis_core.gateway.app_generators import closing_lifespan, stream_frames
-from metis_core.gateway.call_budget import CallBudget
+from metis_core.gateway.call_budget import CallBudget, cut_usage
 from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.disconnect_watch import DisconnectWatcher
@@ -346,8 +346,8 @@ class GatewayApp:
             final = await self.answer_unless_gone(request, record, run.answer())
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error, budget)
-        if final is None:  # the client went away; the upstream request was cancelled and the turn recorded
-            budget.cut(None)  # its input was sent: charged at the estimate
+        if final is None:  # the client went away; the upstream request was cancelled
+            self.cut(record, budget, None, "the client disconnected before the answer")
             return Response(status_code=499)
         self.finish(record, final, run)
         return json_response(shape.response_body(final, str(asked), inbound.tool_ids))
@@ -355,8 +355,8 @@ class GatewayApp:
     async def answer_unless_gone(self, request: Incoming, record: CallRecord,
                                  work: Coroutine[Any, Any, Answer]) -> Answer | None:
         """What `work` (the upstream calls of a non-streamed answer) returns, or None when the client
-        disconnected first: then `work` is cancelled (the upstream request in flight is closed) and the
-        turn recorded as cancelled; that call is not charged (calls already finished were).
+        disconnected first: then `work` is cancelled (the upstream request in flight is closed), and the
+        caller charges and records the cut call (`cut`); calls already finished were charged as they ended.
 
         `work` runs in this handler's own task; one watcher task cancels it when the client leaves
         (cheaper than running `work` as a task of its own and waiting on both)."""
@@ -370,8 +370,14 @@ class GatewayApp:
         else:
             if not watcher.stop():
                 return answer
-        record.cancelled(None, "the client disconnected before the answer")
         return None
+
+    def cut(self, record: CallRecord, budget: CallBudget, partial: Message | None, why: str) -> None:
+        """The client left the call in flight: charge what it used and record it at that price
+        (call_budget.cut_usage), so the key's counter, the store and the trace agree."""
+        charged = budget.cut(partial)
+        record.cancelled(partial, why, cut_usage(partial, record.estimated_tokens, charged,
+                                                 self.service.rt.client.prices, record.model))
 
     async def structured(self, request: Incoming, shape: InboundShape, record: CallRecord, members: list[str],
                          budget: CallBudget, ask: StructuredAsk) -> Response:
@@ -383,8 +389,8 @@ class GatewayApp:
                 request, record, answer_structured(self.service, record, members, ask, budget))
         except Exception as error:  # every failure is answered in the shape's format
             return self.failed(shape, record, error, budget)
-        if answer is None:  # the client went away; the attempt in flight was cancelled and the turn recorded
-            budget.cut(None)
+        if answer is None:  # the client went away; the attempt in flight was cancelled
+            self.cut(record, budget, None, "the client disconnected before the answer")
             return Response(status_code=499)
         budget.close()  # every attempt was charged as it ended: release what is left
         record.answered(answer)

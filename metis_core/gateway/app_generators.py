@@ -50,8 +50,7 @@ async def stream_frames(app: GatewayApp, record: CallRecord, run: ContinuedCall,
     except (asyncio.CancelledError, GeneratorExit):
         tracker = run.tracker  # what the upstream call in flight streamed (earlier calls are stored)
         partial = tracker.cancelled_message(record.session_id, record.model) if tracker.has_content() else None
-        run.budget.cut(partial)
-        record.cancelled(partial, "the client disconnected mid-stream")
+        app.cut(record, run.budget, partial, "the client disconnected mid-stream")
         with anyio.CancelScope(shield=True):  # close the upstream response even while cancelled
             await events.aclose()
         raise

@@ -4,7 +4,8 @@
 `max_tokens` (else the configured cap, else the model's max output) at the output rate, the dearest
 member of a fallback chain. `CallBudget` is the call's handle on the reservation (quotas.py holds it
 in the store): `charge` each upstream answer, `top_up` before another upstream call of the same
-request, `cut` a call that used tokens but gave no priced answer, `close` to release what is left.
+request, `cut` a call that used tokens but gave no priced answer (`cut_usage` is its record), `close` to
+release what is left.
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.token_estimate import CHARS_PER_TOKEN
+from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
 from metis_core.errors import GatewayRequestError, GatewayUnpricedModelError
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, MessageStatus, TextBlock, ThinkingBlock, ToolUseBlock
+from metis_core.messages import Message, MessageStatus, TextBlock, ThinkingBlock, ToolUseBlock, Usage
 
 if TYPE_CHECKING:
     from metis_core.gateway.quotas import QuotaGate, Subject
@@ -165,17 +166,37 @@ class CallBudget:
         self.open = self.open and more
         return alerts
 
-    def cut(self, partial: Message | None) -> None:
+    def cut(self, partial: Message | None) -> Decimal | None:
         """The upstream call in flight ended without a priced answer (the client left, the stream broke):
-        charge what it used, as far as it is known, and release the rest."""
+        charge what it used, as far as it is known, and release the rest. Returns what was charged
+        (None: nothing was held, so nothing was charged)."""
         if not self.open:
-            return
-        self.gate.charge(self.subjects, self.used(partial), 0, reservation_id=self.reservation_id,
-                         holds=self.holds, more=False)
+            return None
+        used = self.used(partial)
+        self.gate.charge(self.subjects, used, 0, reservation_id=self.reservation_id, holds=self.holds, more=False)
         self.open = False
+        return used
 
     def close(self) -> None:
         """Release what is still held (a failed call, the end of a run whose calls were charged)."""
         if self.open:
             self.open = False
             self.gate.release(self.reservation_id)
+
+
+CUT_PRICING = "estimated"
+"""The pricing_version of a cut call's usage: its tokens estimated from what was sent and streamed."""
+
+
+def cut_usage(partial: Message | None, input_tokens: int, charged: Decimal | None, prices: PriceTable | None,
+              model: str) -> Usage:
+    """What a call cut mid-answer used, for the record: the input estimate and what it streamed, priced
+    at what the key's budget was charged for it, else at the answering model's price (None: unpriced),
+    so the record, the trace and the key's counter tell the same spend."""
+    usage = Usage(input_tokens=input_tokens, output_tokens=streamed_tokens(partial), pricing_version=CUT_PRICING)
+    if charged is not None:
+        usage.cost_usd = charged
+        return usage
+    price = prices.price_for(model) if prices is not None and model else None
+    usage.cost_usd = price.cost_of(usage) if price is not None else None
+    return usage

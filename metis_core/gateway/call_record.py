@@ -30,7 +30,16 @@ from metis_core.events.payloads.llm import RequestOptions
 from metis_core.events.trusted_event import trusted_dump
 from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
-from metis_core.messages import ImageBlock, Message, MessageStatus, Role, TextBlock, ToolUseBlock, Usage
+from metis_core.messages import (
+    ImageBlock,
+    Message,
+    MessageMetadata,
+    MessageStatus,
+    Role,
+    TextBlock,
+    ToolUseBlock,
+    Usage,
+)
 from metis_core.store.records import now_us
 from metis_core.store.sessions import StoredConversation
 
@@ -79,6 +88,8 @@ class CallRecord:
         """The latest llm.call_completed (set on the writer thread); parent of llm.output_* steps."""
         self.produced: list[Message] = []
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
+        self.spent: Message | None = None
+        """A run that ended without an answer after priced calls: the one message carrying their usage."""
         self._ending: list[Callable[[], object]] | None = None
         """While a call's ending is submitted: its pieces, to go to the writer as one job."""
 
@@ -197,9 +208,11 @@ class CallRecord:
             self._job_ended(works)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
-        """One upstream answer: llm.call_completed with the gateway identity and its quota alerts."""
+        """One upstream answer: llm.call_completed with the gateway identity and its quota alerts. An
+        answer that ended incomplete but was billed (usage: a tool call cut by max_tokens) is a completed
+        call too, as the store counts it; one without usage is a failed call."""
         meta = final.metadata
-        if final.status is MessageStatus.COMPLETE and meta.usage is not None and meta.model and meta.provider:
+        if meta.usage is not None and meta.model and meta.provider:
             payload = completed_payload(final)  # then the gateway identity, in the record's key order
             key = self.key
             payload["gateway_key_id"], payload["inbound_shape"] = key.id, self.shape
@@ -219,6 +232,12 @@ class CallRecord:
         """One upstream answer of several (a paused answer, its continuation), stored as its own message."""
         self._stamp(answer)
         self.produced.append(answer)
+
+    def keep_spent(self, kept: Message) -> None:
+        """A structured run ended without an answer after priced calls: `kept` (status error or
+        cancelled, carrying every call's usage) is stored and closes the turn with their spend."""
+        self._stamp(kept)
+        self.spent = kept
 
     def output_step(self, step: OutputStep) -> None:
         """A structured-output step (an OutputObserver): its llm.output_* event, after the call it follows."""
@@ -243,22 +262,34 @@ class CallRecord:
         """No answer (every member failed, or the request could not be sent)."""
         works = self._job_begun()
         try:
-            self._turn_completed(None, redact(str(error)) if isinstance(error, MetisError) else type(error).__name__)
-            self._persist(None)
+            self._turn_completed(self.spent, redact(str(error)) if isinstance(error, MetisError)
+                                 else type(error).__name__)
+            self._persist(self.spent)
         finally:
             self._job_ended(works)
 
-    def cancelled(self, partial: Message | None, why: str) -> None:
-        """The client disconnected: the upstream request was cancelled; keep what arrived (nothing is
-        charged: a cancelled request's usage is unknown, or a stream's partial, as for a streamed call)."""
+    def cancelled(self, partial: Message | None, why: str, used: Usage | None = None) -> None:
+        """The client disconnected: the upstream request was cancelled; keep what arrived. With `used`
+        (call_budget.cut_usage: what the cut call used, as charged), the call is a completed one on the
+        record, its partial answer (or an empty one) carrying that usage; without, a failed one."""
+        payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
+                   "partial_tool_calls": 0}  # a partial answer had arrived, or nothing had
+        if used is not None and self.started_any:
+            if partial is None:  # the input was sent, nothing came back: an empty cancelled answer carries it
+                partial = Message(role=Role.ASSISTANT, session_id=self.session_id, content=[], metadata=MessageMetadata(
+                    model=self.model, provider=self.model.partition(":")[0], status=MessageStatus.CANCELLED))
+            partial.metadata.usage = used
+            partial.metadata.stop_reason = "cancelled"
+            self._stamp(partial)
+            self.call_completed(partial)
+        elif self.started_any:
+            self.failed(self.model, "cancelled", why)
         if partial is not None:
             partial.metadata.status = MessageStatus.CANCELLED
-        if self.started_any:
-            self.failed(self.model, "cancelled", why)
-        payload = {"reason": "client_disconnect", "partial_llm_calls": 1 if partial is not None else 0,
-                   "partial_tool_calls": 0}
         # a client that leaves is a disconnect the system records, not a cancel the user asked for
         self._later(lambda: self.recorder.emit("turn.cancelled", payload, self.turn, actor=Actor.SYSTEM))
+        if self.spent is not None:
+            self.produced.append(self.spent)
         self._persist(partial)
 
     def _turn_completed(self, final: Message | None, error: str | None) -> None:

@@ -9,6 +9,7 @@ Every attempt (a paused one continued first) is charged and recorded; the JSON g
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -35,6 +36,7 @@ from metis_core.messages import (
     CompactionBlock,
     Message,
     MessageComplete,
+    MessageStatus,
     ProviderToolCallBlock,
     ProviderToolResultBlock,
     RedactedThinkingBlock,
@@ -125,12 +127,36 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
     run (its own plan: Claude's output_config, OpenAI's response_format ...); a corrective retry goes
     to the member that answered first (agent/structured_turn.py's MemberRuns). A paused answer is
     continued on the model that paused, from the request it was sent. Every attempt after the first
-    holds its worst case in the budget again before it is sent (GatewayBudgetError when it does not fit)."""
-    request, client = record.request, service.rt.client
+    holds its worst case in the budget again before it is sent (GatewayBudgetError when it does not fit).
+    A run that ends without an answer after priced calls (exhausted, failed, cancelled) leaves one
+    error / cancelled message carrying their summed usage on the record (`record.keep_spent`)."""
     capable = _capable(service, members, ask.spec)
-    runs = MemberRuns(client, ask.spec, list(request.messages), ask.options, None, record.output_step,
+    runs = MemberRuns(service.rt.client, ask.spec, list(record.request.messages), ask.options, None, record.output_step,
                       tools=ask.tools)
     spend = CallSpend()  # every attempt's usage, and how many calls the one stored answer stands for
+    last: list[Message] = []  # the latest upstream answer, for the message a failed run keeps
+    try:
+        return await _run(service, record, capable, runs, ask, budget, spend, last)
+    except BaseException as ending:
+        if spend.calls and last:  # priced calls were made: the record keeps them whatever ended the run
+            status = MessageStatus.CANCELLED if isinstance(ending, asyncio.CancelledError) else MessageStatus.ERROR
+            record.keep_spent(_kept(record, last[-1], spend, status))
+        raise
+
+
+def _kept(record: CallRecord, last: Message, spend: CallSpend, status: MessageStatus) -> Message:
+    """The one message a run without an answer stores: the last answer's content in `status`,
+    carrying every completed call's usage (as a failed `metis run --schema` keeps it)."""
+    kept = Message(role=Role.ASSISTANT, session_id=record.session_id, content=list(last.content),
+                   metadata=last.metadata.model_copy(update={"status": status, "stop_reason": status.value,
+                                                             "provider_raw": None}))
+    spend.stamp(kept)
+    return kept
+
+
+async def _run(service: GatewayService, record: CallRecord, capable: list[str], runs: MemberRuns, ask: StructuredAsk,
+               budget: CallBudget, spend: CallSpend, last: list[Message]) -> Message:
+    request, client = record.request, service.rt.client
     paused_answers: list[Message] = []  # a paused answer is continued before the run judges it
     answered_by = ""
     attempts = 0
@@ -157,6 +183,7 @@ async def answer_structured(service: GatewayService, record: CallRecord, members
         answered_by = record.model
         usage = final.metadata.usage
         spend.add(usage)
+        last[:] = [final]
         record.call_completed(final, service.charge(budget, final, more=True))
         if continuable(final) and len(paused_answers) < MAX_CONTINUATIONS:
             paused_answers.append(final)

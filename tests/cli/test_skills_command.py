@@ -109,3 +109,12 @@ def test_unknown_and_invalid_skills_are_named_errors(cli: SkillsCli, tmp_path: P
     result = cli("import", str(bad.parent))
     assert result.exit_code == 3 and "must start with front matter" in result.stderr
     assert cli("new", "Bad Name").exit_code == 2
+
+
+def test_skills_list_piped_is_one_tab_separated_line_per_skill_with_its_whole_name(cli: SkillsCli) -> None:
+    name = "a-skill-with-a-rather-long-name-to-keep-whole"
+    assert cli("new", name, "--description", "Something long enough to need folding in a narrow table").exit_code == 0
+    listed = cli("list", COLUMNS="40")  # CliRunner's stdout is no terminal: rows for other programs
+    assert listed.exit_code == 0, listed.stderr
+    [row] = listed.stdout.splitlines()
+    assert row.split("\t")[:6] == [name, "1", "global", "on demand", row.split("\t")[4], "clean"]

@@ -88,3 +88,16 @@ def test_listing_commands_do_not_import_what_they_do_not_use(args: list[str], tm
                           timeout=60, check=True, env=env, cwd=tmp_path)
     loaded = json.loads(done.stdout.strip().splitlines()[-1])["loaded"]
     assert [m for m in loaded if m in LISTING_HEAVY or m.startswith(tuple(f"{h}." for h in LISTING_HEAVY))] == []
+
+
+@pytest.mark.parametrize(("args", "unused"), [
+    (["gateway", "keys", "list"], ("metis_core.messages", "metis_core.store.sessions", "metis_core.events")),
+    (["skills", "list"], ("metis_core.messages", "metis_core.events", "metis_core.store", "metis_core.agent.runtime")),
+])  # fmt: skip
+def test_a_listing_loads_neither_the_message_model_nor_the_event_catalog(args: list[str], unused: tuple[str, ...],
+                                                                        tmp_path: Path) -> None:
+    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "METIS_HOME": str(tmp_path / "home")}
+    done = subprocess.run([sys.executable, "-c", PROBE.replace("ARGS", repr(args))], capture_output=True, text=True,
+                          timeout=60, check=True, env=env, cwd=tmp_path)
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])["loaded"]
+    assert [m for m in loaded if m in unused or m.startswith(tuple(f"{u}." for u in unused))] == []

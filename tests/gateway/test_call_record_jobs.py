@@ -20,7 +20,7 @@ from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.shapes.base import InboundRequest
 from metis_core.ids import new_session_id
-from metis_core.messages import Message, MessageMetadata, Role, TextBlock, Usage
+from metis_core.messages import Message, MessageMetadata, MessageStatus, Role, TextBlock, Usage
 from metis_core.messages.message import user_message
 from metis_core.messages.metadata import RoutingDecisionRecord, RoutingMode
 from metis_core.store.sessions import SessionStore
@@ -99,3 +99,19 @@ def _failing_for(event_type: str, emit: Callable[..., Any]) -> Callable[..., Any
         return emit(kind, *args, **kwargs)
 
     return emit_or_fail
+
+
+def test_an_incomplete_answer_with_usage_is_a_completed_call_as_the_store_counts_it(tmp_path: Path) -> None:
+    record, writer, recorder, store, answer = _call(tmp_path)
+    answer.metadata.status, answer.metadata.stop_reason = MessageStatus.PARTIAL, "max_tokens"
+    record.begin(5)
+    record.attempt_started("anthropic:claude-haiku-4-5", 1)
+    record.completed(answer)
+    writer.drain()
+    writer.bus.flush()  # type: ignore[union-attr]
+    assert recorder.of_type("llm.call_failed") == []
+    [call] = recorder.of_type("llm.call_completed")
+    assert call.payload["cost_usd"] == 0.00001 and call.payload["stop_reason"] == "max_tokens"
+    session = store.get_session(record.session_id)
+    assert session is not None and session.total_cost_usd == Decimal("0.00001")
+    writer.close()

@@ -160,11 +160,31 @@ def test_a_cut_stream_is_charged_for_what_it_streamed(tmp_path: Path, upstream: 
         [started] = gateway.of_type("turn.started")
         estimate = started.payload["estimated_input_tokens"]
         streamed = 3  # "Hello there!": 12 characters, ~4 a token
-        assert gateway.spent_today(key_id) == estimate * CACHE_WRITE_RATE + streamed * OUTPUT_RATE
+        charged = estimate * CACHE_WRITE_RATE + streamed * OUTPUT_RATE
+        assert gateway.spent_today(key_id) == charged
         day = int(datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0).timestamp())
         assert gateway.service.key_store.reserved("gateway_key", key_id, day, to_us(datetime.now(UTC))) == 0
+        if how == "client_left":  # the record prices the cut call as the counter charged it
+            traced = cut_call_on_the_record(gateway, started.session_id)
+            assert traced == charged
     finally:
         gateway.stop()
+
+
+def cut_call_on_the_record(gateway: GatewayHarness, session_id: str) -> Decimal:
+    """The cut call's cost, checked to be the same in the trace, the stored answer and the session row."""
+    deadline = time.monotonic() + 10
+    while not gateway.of_type("turn.cancelled") and time.monotonic() < deadline:
+        time.sleep(0.02)
+    [call] = gateway.of_type("llm.call_completed")
+    assert gateway.of_type("llm.call_failed") == [] and call.payload["pricing_version"] == "estimated"
+    [answer] = [m for m in gateway.runtime.store.load_messages(session_id) if m.role.value == "assistant"]
+    usage = answer.metadata.usage
+    assert answer.status.value == "cancelled" and answer.text().startswith("Hello") and usage is not None
+    assert usage.cost_usd is not None and Decimal(str(call.payload["cost_usd"])) == usage.cost_usd
+    session = gateway.runtime.store.get_session(session_id)
+    assert session is not None and session.total_cost_usd == usage.cost_usd
+    return usage.cost_usd
 
 
 def test_bad_max_tokens_and_an_unpriced_model_get_named_errors_before_upstream(

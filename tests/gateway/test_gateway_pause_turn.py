@@ -249,9 +249,13 @@ def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness
 def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
     cancelled = harness.cancelled_turn()
     assert cancelled.payload["reason"] == "client_disconnect"
-    [completed] = harness.of_type("llm.call_completed")  # the paused answer: received, recorded, charged
-    [failed] = harness.of_type("llm.call_failed")  # the continuation in flight
-    assert failed.payload["error_class"] == "cancelled" and completed.payload["gateway_key_id"] == key_id
+    # the paused answer (received, recorded, charged), then the continuation cut in flight: priced on the
+    # record as the key was charged for it
+    completed, cut = harness.of_type("llm.call_completed")
+    assert harness.of_type("llm.call_failed") == [] and cut.payload["pricing_version"] == "estimated"
+    assert harness.spent_today(key_id) == Decimal(str(completed.payload["cost_usd"])) + Decimal(
+        str(cut.payload["cost_usd"]))
+    assert completed.payload["gateway_key_id"] == key_id
     assert harness.of_type("turn.completed") == []
     paid = Decimal(str(completed.payload["cost_usd"]))
     # the continuation in flight was sent: its input is charged at the estimate (docs/gateway.md "Budgets and
@@ -275,7 +279,8 @@ def test_a_client_leaving_mid_continuation_cancels_it_and_keeps_the_paused_call_
         cancelled = check_left_mid_continuation(harness, key_id)
         assert cancelled.payload["partial_llm_calls"] == 0
         stored = harness.runtime.store.load_messages(cancelled.session_id)
-        assert [m.role.value for m in stored] == ["user", "assistant"]  # the paused answer is on the record
+        # the paused answer is on the record, and the cut continuation's empty answer carrying its input
+        assert [m.role.value for m in stored] == ["user", "assistant", "assistant"]
     finally:
         harness.stop()
 

@@ -20,6 +20,9 @@ import pytest
 from cli.replay_server import ANTHROPIC, OPENAI, Reply
 from pydantic import BaseModel
 from structured_wire import WIRES, Wire
+from typer.testing import CliRunner
+
+from metis_core.cli.app import app
 
 from .gateway_harness import GatewayHarness
 
@@ -175,6 +178,28 @@ def test_exhaustion_is_the_openai_shape_error(gateway: GatewayHarness) -> None:
     [exhausted] = gateway.of_type("llm.output_exhausted")
     assert exhausted.payload["total_attempts"] == 3 and exhausted.payload["final_reason"] == "schema-violation"
     assert len(gateway.of_type("llm.call_completed")) == 3
+
+
+def test_an_exhausted_ask_keeps_every_priced_attempt_in_the_store_as_in_the_trace(
+    gateway: GatewayHarness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key_id, token = gateway.issue(budget_usd=Decimal(1), budget_period="day")
+    gateway.upstream.script(ANTHROPIC, *[reply(CLAUDE, '{"age": "old"}') for _ in range(3)])
+    with pytest.raises(openai.APIStatusError):
+        parse_chat(gateway, token)
+    calls = gateway.of_type("llm.call_completed")
+    traced = sum((Decimal(str(c.payload["cost_usd"])) for c in calls), Decimal(0))
+    assert len(calls) == 3 and traced > 0
+    [turn] = gateway.of_type("turn.completed")
+    assert Decimal(str(turn.payload["total_cost_usd"])) == traced and turn.payload["stop_reason"] == "error"
+    [kept] = [m for m in gateway.runtime.store.load_messages(turn.session_id) if m.role.value == "assistant"]
+    assert kept.metadata.status.value == "error" and (kept.metadata.model_extra or {})["gateway_key_id"] == key_id
+    monkeypatch.setenv("METIS_HOME", str(gateway.runtime.home))
+    result = CliRunner().invoke(app, ["cost", "--session", turn.session_id, "--json"])
+    assert result.exit_code == 0, result.output
+    total = json.loads(result.output)["total"]
+    assert total["calls"] == 3 and Decimal(total["cost_usd"]) == traced
+    assert gateway.spent_today(key_id) == traced
 
 
 def test_exhaustion_is_the_anthropic_shape_error(gateway: GatewayHarness) -> None:

@@ -2,8 +2,9 @@
 
 The structured run (StructuredRun: recovery, corrective retries) happens before the first byte, so
 a client waiting on it, streamed or not, is watched for `http.disconnect` as a plain call is: the
-upstream request in flight is cancelled at the socket, the turn is `llm.call_failed` (cancelled) +
-`turn.cancelled` (client_disconnect), and only attempts that had already finished stay charged.
+upstream request in flight is cancelled at the socket and charged its input at the estimate, the
+record pricing it the same (`llm.call_completed`, pricing_version estimated) before `turn.cancelled`
+(client_disconnect); attempts that had already finished stay charged.
 """
 
 from __future__ import annotations
@@ -65,15 +66,15 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_
         assert cancelled.payload == {"reason": "client_disconnect", "partial_llm_calls": 0,
                                      "partial_tool_calls": 0}
         assert cancelled.actor.value == "system"  # the client left: no cancel the user asked for
-        [failed] = harness.of_type("llm.call_failed")
-        assert failed.payload["error_class"] == "cancelled" and failed.payload["model"] == CLAUDE.model
-        assert harness.of_type("llm.call_completed") == [] and harness.of_type("turn.completed") == []
+        assert harness.of_type("llm.call_failed") == [] and harness.of_type("turn.completed") == []
+        [cut] = harness.of_type("llm.call_completed")  # the sent input, priced as the key was charged
+        assert cut.payload["model"] == CLAUDE.model and cut.payload["pricing_version"] == "estimated"
         assert harness.of_type("llm.output_retried") == [] and harness.of_type("llm.output_exhausted") == []
         session_id = cancelled.session_id
-        assert [m.role.value for m in harness.runtime.store.load_messages(session_id)] == ["user"]
+        assert [m.role.value for m in harness.runtime.store.load_messages(session_id)] == ["user", "assistant"]
         session = harness.runtime.store.get_session(session_id)
-        assert session.total_cost_usd == 0 and session.total_output_tokens == 0
-        assert 0 < harness.spent_today(key_id) < Decimal("0.0001")  # the sent input, at the estimate
+        assert session.total_output_tokens == 0 and Decimal(str(cut.payload["cost_usd"])) == session.total_cost_usd
+        assert 0 < harness.spent_today(key_id) == session.total_cost_usd < Decimal("0.0001")  # the input
     finally:
         harness.stop()
 
@@ -88,14 +89,15 @@ def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_atte
         _, second = (json.loads(r) for r in stalling.requests)
         assert "$.age" in second["messages"][-1]["content"][-1]["text"]  # the stalled call is the correction
         cancelled = harness.cancelled_turn()
-        [completed] = harness.of_type("llm.call_completed")
+        completed, cut = harness.of_type("llm.call_completed")
         [retried] = harness.of_type("llm.output_retried")
-        [failed] = harness.of_type("llm.call_failed")
-        assert retried.parent_event_id == completed.id and failed.payload["error_class"] == "cancelled"
-        assert completed.payload["gateway_key_id"] == key_id
+        assert retried.parent_event_id == completed.id and harness.of_type("llm.call_failed") == []
+        assert completed.payload["gateway_key_id"] == key_id and cut.payload["pricing_version"] == "estimated"
         assert cancelled.payload["reason"] == "client_disconnect"
         assert harness.of_type("turn.completed") == []
         # the first attempt was answered and paid; the second, cancelled, is charged its input at the estimate
         assert ONE_CALL < harness.spent_today(key_id) < ONE_CALL + Decimal("0.0005")
+        session = harness.runtime.store.get_session(cancelled.session_id)  # the record tells the same spend
+        assert session is not None and session.total_cost_usd == harness.spent_today(key_id)
     finally:
         harness.stop()

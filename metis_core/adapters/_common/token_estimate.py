@@ -13,6 +13,7 @@ from typing import Final
 
 import orjson
 
+from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
@@ -32,7 +33,6 @@ from metis_core.models.fit import HistoryShape
 _SYSTEM: Final = Role.SYSTEM
 _TOOL: Final = Role.TOOL
 _COMPLETE: Final = MessageStatus.COMPLETE
-CHARS_PER_TOKEN: Final = 4
 IMAGE_TOKENS: Final = 1_600
 """A typical image at the providers' default resolution (Anthropic: ~1.15 MP -> ~1,600 tokens)."""
 BLOCK_OVERHEAD_CHARS: Final = 20

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from metis_core.adapters._common.token_estimate import CHARS_PER_TOKEN
+from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
 from metis_core.agent.skills.scan import ScanResult, scan_skill
 from metis_core.errors import SkillFormatError
 from metis_core.hashing import sha256_hex
