@@ -102,9 +102,10 @@ class Usage(BaseModel):
     cost_usd: Decimal | None = None
     pricing_version: str | None = None
     latency_ms: int = 0
-    details: UsageDetails | None = None
+    details: UsageDetails | None = Field(default=None, exclude_if=lambda value: value is None)
     """Per-API detail counts (cache TTLs, hosted tool requests, audio, predictions, modalities);
-    None when the provider reported none. Stored messages without it load unchanged."""
+    None when the provider reported none, and then left out of dumps: records written before it
+    existed load unchanged, and ones without details are written as they were."""
 
     @field_serializer("cost_usd", when_used="json")
     def _decimal_as_string(self, value: Decimal | None) -> str | None:

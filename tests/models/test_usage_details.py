@@ -17,10 +17,11 @@ from mock_http import serve, sse_response
 from metis_core.adapters.anthropic.usage import usage_from_wire
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import PriceTableError
-from metis_core.messages import Message, MessageComplete, Usage, UsageDetails, user_message
+from metis_core.messages import Message, MessageComplete, MessageMetadata, Usage, UsageDetails, user_message
 from metis_core.models.price_file import PriceEntry, PriceVersion
 from metis_core.models.pricing import PriceTable
 from metis_core.store import SessionStore
+from metis_core.store.message_rows import message_row, message_row_general
 
 
 def _stored_and_reloaded(message: Message, tmp_path: Path) -> Message:
@@ -121,3 +122,13 @@ def test_config_prices_accept_a_one_hour_cache_write_rate_and_reject_a_float() -
     assert entry.rate("cache_write_1h") == Decimal("6.5")
     with pytest.raises(PriceTableError, match="cache_write_1h"):
         PriceEntry.from_raw({"input": "3", "output": "15", "cache_write_1h": 6.5}, "config.yaml: prices.x")
+
+
+def test_a_plain_message_with_details_is_stored_with_them(tmp_path: Path) -> None:
+    """The store's fast metadata dump stands down for detail counts; without them it writes what it did."""
+    usage = Usage(input_tokens=7, output_tokens=2, details=UsageDetails(web_fetch_requests=2, cache_write_1h_tokens=5))
+    plain = user_message("hi").model_copy(update={"metadata": MessageMetadata(usage=usage)})
+    assert message_row(plain) == message_row_general(plain)
+    assert _stored_and_reloaded(plain, tmp_path).metadata.usage == usage
+    without = plain.model_copy(update={"metadata": MessageMetadata(usage=Usage(input_tokens=7))})
+    assert "details" not in message_row(without)[4] and message_row(without) == message_row_general(without)
