@@ -448,6 +448,10 @@ def load_config(home: Path | None = None, *, environ: Mapping[str, str] | None =
     data = _read_yaml(path) if path.is_file() else {}
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: the top level must be a mapping (key: value), got {type(data).__name__}")
+    if (root / "openrouter-models.json").is_file():  # written by `metis models update openrouter`
+        from metis_core.models.openrouter_catalog import with_catalog
+
+        data = dict(with_catalog(root, data))
     try:
         config = MetisConfig.from_file_data(data, root, path)
     except ValidationError as exc:

@@ -3,12 +3,14 @@
 Built from the registry and price table as the configuration shapes them (user models, aliases
 and price overrides included). It lists catalog entries; providers that accept any model name
 (ollama, openrouter, openai_compatible) take names beyond these. `default` shows or sets
-`defaults.model` in config.yaml, after checking the name resolves.
+`defaults.model` in config.yaml, after checking the name resolves. `update openrouter` reads
+OpenRouter's published model list into METIS_HOME (models/openrouter_catalog.py).
 """
 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -20,8 +22,11 @@ from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import fallback_default_model, load_cli_config
 from metis_core.cli.tables import models_rows, print_rows
+from metis_core.models.openrouter_catalog import LISTING_URL, ModelListError, catalog_from_listing, write_catalog
+from metis_core.models.price_file import PriceEntry
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
+from metis_core.models.registry_file import check_model_entry, user_model_entry
 
 app = typer.Typer(help="The model registry: capabilities, context windows and prices per million tokens.",
                   invoke_without_command=True, add_completion=False)
@@ -93,3 +98,44 @@ def default(
     terminal.out.print(f"default model: {model} (in {change.path})", markup=False)
     if change.commented_copy:
         terminal.warn(f"config.yaml was rewritten without its comments; the old text is in {change.commented_copy}")
+
+
+@app.command("update")
+@guarded
+def update(
+    provider: Annotated[str, typer.Argument(help="Whose published model list to read: openrouter.")],
+    from_file: Annotated[Path | None, typer.Option("--from", help="A saved JSON of the list; omit to fetch it.")]
+    = None,
+) -> None:
+    """Read a provider's published model list into the registry and price table (METIS_HOME)."""
+    if provider != "openrouter":
+        raise UsageProblem(f"no published model list is read for {provider!r}; only openrouter has one")
+    config = load_cli_config()
+    terminal = Terminal.open(config)
+    if from_file is None:
+        text, source = _fetch_listing(), LISTING_URL
+    else:
+        try:
+            text, source = from_file.read_bytes(), str(from_file)
+        except OSError as exc:
+            raise UsageProblem(f"cannot read {from_file}: {exc.strerror or exc}") from None
+    catalog = catalog_from_listing(text, source)
+    for model_id, raw in catalog["models"].items():  # what the registry and price table will accept
+        check_model_entry(model_id, user_model_entry(model_id, raw, source), source)
+    for model_id, raw in catalog["prices"].items():
+        PriceEntry.from_raw(raw, f"{source}: {model_id}")
+    path = write_catalog(config.home, catalog)
+    terminal.out.print(f"{len(catalog['models'])} openrouter models ({len(catalog['prices'])} priced) "
+                       f"written to {path}", markup=False)
+
+
+def _fetch_listing() -> bytes:
+    import httpx
+
+    try:
+        response = httpx.get(LISTING_URL, timeout=30.0, follow_redirects=True)
+        response.raise_for_status()
+    except httpx.HTTPError as exc:
+        raise ModelListError(f"could not fetch {LISTING_URL} ({type(exc).__name__}: {exc}); save it from a "
+                             "connected machine and pass it with --from FILE") from None
+    return response.content

@@ -38,6 +38,7 @@ from metis_core.messages.metadata import (
     RoutingMode,
     StopReason,
     Usage,
+    UsageDetails,
 )
 from metis_core.messages.stream import (
     BLOCK_EVENTS,
@@ -91,6 +92,7 @@ __all__ = [
     "ToolUseInputDelta",
     "ToolUseStart",
     "Usage",
+    "UsageDetails",
     "UsageUpdate",
     "WholeBlock",
     "check_message",

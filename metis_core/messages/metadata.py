@@ -62,6 +62,30 @@ class RoutingDecisionRecord(BaseModel):
     alternatives_considered: list[str] = Field(default_factory=empty_list)
 
 
+class UsageDetails(BaseModel):
+    """Finer counts a provider reports beside the totals; each is already inside a `Usage` total.
+
+    `cache_write_1h_tokens` is the part of `cache_creation_input_tokens` written with a one-hour TTL
+    (priced at its own rate); the request counts are hosted tool calls, recorded and not priced.
+    `modalities` maps a Gemini count's name (prompt, candidates, cache, tool_use_prompt) to tokens per
+    modality (TEXT, IMAGE, AUDIO, VIDEO, DOCUMENT).
+    """
+
+    cache_write_1h_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    web_search_requests: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    web_fetch_requests: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    audio_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    audio_output_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    accepted_prediction_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    rejected_prediction_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    tool_use_prompt_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    """Gemini's built-in tool prompt tokens, already counted in `input_tokens`."""
+    modalities: dict[str, dict[str, int]] | None = None
+
+    def any_reported(self) -> bool:
+        return any(value for value in self.__dict__.values())
+
+
 class Usage(BaseModel):
     """Normalized token counts: `input_tokens` never includes cached or cache-write tokens.
 
@@ -78,6 +102,10 @@ class Usage(BaseModel):
     cost_usd: Decimal | None = None
     pricing_version: str | None = None
     latency_ms: int = 0
+    details: UsageDetails | None = Field(default=None, exclude_if=lambda value: value is None)
+    """Per-API detail counts (cache TTLs, hosted tool requests, audio, predictions, modalities);
+    None when the provider reported none, and then left out of dumps: records written before it
+    existed load unchanged, and ones without details are written as they were."""
 
     @field_serializer("cost_usd", when_used="json")
     def _decimal_as_string(self, value: Decimal | None) -> str | None:

@@ -131,6 +131,7 @@ def token_count(value: object) -> bool:
 _USAGE_FIELDS: Final[dict[str, Any]] = {
     "input_tokens": 0, "output_tokens": 0, "cached_input_tokens": 0, "cache_creation_input_tokens": 0,
     "reasoning_tokens": 0, "cost_usd": None, "pricing_version": None, "latency_ms": 0,
+    "details": None,
 }  # fmt: skip
 """Usage's fields in declaration order, copied and filled in by `usage`: a copy of a dict of the same
 keys is cheaper than a new dict of twelve entries."""

@@ -34,26 +34,35 @@ def exact_price(value: Any) -> Decimal:
     return price
 
 
+CACHE_WRITE_1H = "cache_write_1h"
+"""The rate of cache writes with a one-hour TTL (Anthropic); it defaults to twice the input rate."""
+
+
 class Rates(PlainValue):
     """Per-million-token USD prices (plain values, made from checked data: price_schema validates,
     checked_price_data trusts a checked form). cache_read and cache_write default to input,
-    reasoning to output."""
+    reasoning to output, cache_write_1h to twice input."""
 
-    __slots__ = RATE_KINDS
+    __slots__ = (*RATE_KINDS, CACHE_WRITE_1H)
     input: Decimal
     output: Decimal
     cache_read: Decimal | None
     cache_write: Decimal | None
     reasoning: Decimal | None
+    cache_write_1h: Decimal | None
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
-                 cache_write: Decimal | None = None, reasoning: Decimal | None = None) -> None:
-        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning)
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None,
+                 cache_write_1h: Decimal | None = None) -> None:
+        self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning,
+                     cache_write_1h=cache_write_1h)
 
     def rate(self, kind: str) -> Decimal:
         value: Decimal | None = getattr(self, kind)
         if value is not None:
             return value
+        if kind == CACHE_WRITE_1H:
+            return self.input * 2
         return self.output if kind == "reasoning" else self.input
 
     def per_million(self) -> dict[str, Decimal]:
@@ -67,9 +76,9 @@ class LongContextPrice(Rates):
     threshold_tokens: int
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
-                 cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
-                 threshold_tokens: int) -> None:
-        super().__init__(input, output, cache_read, cache_write, reasoning)
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None,
+                 cache_write_1h: Decimal | None = None, *, threshold_tokens: int) -> None:
+        super().__init__(input, output, cache_read, cache_write, reasoning, cache_write_1h)
         self._assign(threshold_tokens=threshold_tokens)
 
 
@@ -78,9 +87,9 @@ class PriceEntry(Rates):
     long_context: LongContextPrice | None
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal | None = None,
-                 cache_write: Decimal | None = None, reasoning: Decimal | None = None, *,
-                 long_context: LongContextPrice | None = None) -> None:
-        super().__init__(input, output, cache_read, cache_write, reasoning)
+                 cache_write: Decimal | None = None, reasoning: Decimal | None = None,
+                 cache_write_1h: Decimal | None = None, *, long_context: LongContextPrice | None = None) -> None:
+        super().__init__(input, output, cache_read, cache_write, reasoning, cache_write_1h)
         self._assign(long_context=long_context)
 
     @classmethod
@@ -156,7 +165,7 @@ def _checked_entry(raw: Mapping[str, Any]) -> PriceEntry:
 
 
 def _checked_rates(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {kind: None if raw.get(kind) is None else exact_price(raw[kind]) for kind in RATE_KINDS}
+    return {kind: None if raw.get(kind) is None else exact_price(raw[kind]) for kind in (*RATE_KINDS, CACHE_WRITE_1H)}
 
 
 def read_price_file(path: Path) -> list[PriceVersion]:

@@ -11,7 +11,14 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from metis_core.field_defaults import empty_dict
-from metis_core.models.price_file import RATE_KINDS, LongContextPrice, PriceEntry, PriceVersion, exact_price
+from metis_core.models.price_file import (
+    CACHE_WRITE_1H,
+    RATE_KINDS,
+    LongContextPrice,
+    PriceEntry,
+    PriceVersion,
+    exact_price,
+)
 
 Price = Annotated[Any, BeforeValidator(exact_price)]
 
@@ -26,9 +33,10 @@ class RatesSchema(BaseModel):
     cache_read: Price | None = None
     cache_write: Price | None = None
     reasoning: Price | None = None
+    cache_write_1h: Price | None = None
 
     def rates(self) -> dict[str, Any]:
-        return {kind: getattr(self, kind) for kind in RATE_KINDS}
+        return {kind: getattr(self, kind) for kind in (*RATE_KINDS, CACHE_WRITE_1H)}
 
 
 class LongContextSchema(RatesSchema):

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Final
 from metis_core.errors import MetisError, PriceTableError
 from metis_core.messages.metadata import Usage
 from metis_core.models.price_file import (
+    CACHE_WRITE_1H,
     RATE_KINDS,
     PriceEntry,
     PriceVersion,
@@ -50,26 +51,29 @@ USER_PRICING_SUFFIX = "+user"
 
 
 class TokenRates(PlainValue):
-    """USD per single token, for each kind of token."""
+    """USD per single token, for each kind of token; `cache_write_1h` prices the one-hour part of
+    cache writes (outside `scaled`: most calls have none)."""
 
-    __slots__ = (*RATE_KINDS, "scaled")
+    __slots__ = (*RATE_KINDS, CACHE_WRITE_1H, "scaled")
     input: Decimal
     output: Decimal
     cache_read: Decimal
     cache_write: Decimal
     reasoning: Decimal
+    cache_write_1h: Decimal
     scaled: tuple[int, int, int, int, int, int] | None
     """Derived from the five rates: (exponent, then each rate's integer at that common exponent, in
     RATE_KINDS order), for `ModelPrice.cost_of`'s integer path; None when a rate is negative or not finite."""
 
     def __init__(self, input: Decimal, output: Decimal, cache_read: Decimal, cache_write: Decimal,
-                 reasoning: Decimal) -> None:
+                 reasoning: Decimal, cache_write_1h: Decimal | None = None) -> None:
         self._assign(input=input, output=output, cache_read=cache_read, cache_write=cache_write, reasoning=reasoning,
+                     cache_write_1h=input * 2 if cache_write_1h is None else cache_write_1h,
                      scaled=_scaled((input, output, cache_read, cache_write, reasoning)))
 
     @classmethod
     def per_token(cls, rates: Rates) -> TokenRates:
-        return cls(*(rates.rate(kind) / _PER_TOKEN for kind in RATE_KINDS))
+        return cls(*(rates.rate(kind) / _PER_TOKEN for kind in (*RATE_KINDS, CACHE_WRITE_1H)))
 
 
 def _scaled(rates: tuple[Decimal, ...]) -> tuple[int, int, int, int, int, int] | None:
@@ -177,26 +181,43 @@ class ModelPrice(PlainValue):
             )
         ):
             rates = self.long_context_rates
-        output = usage.output_tokens
-        reasoning = min(usage.reasoning_tokens, output)
-        scaled = rates.scaled
-        if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
-            fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
-                                              usage.cache_creation_input_tokens)
-            if fresh >= 0 and answered >= 0 and read >= 0 and written >= 0 and reasoning >= 0:  # not min(): a call
-                total = (scaled[1] * fresh + scaled[2] * answered + scaled[3] * read + scaled[4] * written
-                         + scaled[5] * reasoning)
-                if total < _EXACT_BELOW:  # exact in both forms: the same value, normalized the same
-                    return _normalized(total, scaled[0])
-        add, times = _ARITHMETIC.add, _ARITHMETIC.multiply  # (a * b + c * d ...) under the default settings
-        cost = add(
-            add(add(times(rates.input, usage.input_tokens), times(rates.cache_read, usage.cached_input_tokens)),
-                times(rates.cache_write, usage.cache_creation_input_tokens)),
-            times(rates.output, output - reasoning),
-        )
-        if reasoning:
-            cost = add(cost, times(rates.reasoning, reasoning))
-        return cost.normalize(_ARITHMETIC)  # exact value, no trailing zeros from the per-token scaling
+        details = usage.details
+        if details is not None and details.cache_write_1h_tokens:
+            return _with_1h_writes(usage, rates, details.cache_write_1h_tokens)
+        return _cost_at(usage, rates)
+
+
+def _with_1h_writes(usage: Usage, rates: TokenRates, written_1h: int) -> Decimal:
+    """The one-hour cache writes (part of cache_creation_input_tokens) at their own rate, the rest as usual."""
+    written_1h = min(written_1h, usage.cache_creation_input_tokens)
+    rest = usage.model_copy(update={"cache_creation_input_tokens": usage.cache_creation_input_tokens - written_1h,
+                                    "details": None})
+    add, times = _ARITHMETIC.add, _ARITHMETIC.multiply
+    return add(_cost_at(rest, rates), times(rates.cache_write_1h, written_1h)).normalize(_ARITHMETIC)
+
+
+def _cost_at(usage: Usage, rates: TokenRates) -> Decimal:
+    """The cost of `usage` at `rates`, its cache writes all at the five-minute rate."""
+    output = usage.output_tokens
+    reasoning = min(usage.reasoning_tokens, output)
+    scaled = rates.scaled
+    if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
+        fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,
+                                          usage.cache_creation_input_tokens)
+        if fresh >= 0 and answered >= 0 and read >= 0 and written >= 0 and reasoning >= 0:  # not min(): a call
+            total = (scaled[1] * fresh + scaled[2] * answered + scaled[3] * read + scaled[4] * written
+                     + scaled[5] * reasoning)
+            if total < _EXACT_BELOW:  # exact in both forms: the same value, normalized the same
+                return _normalized(total, scaled[0])
+    add, times = _ARITHMETIC.add, _ARITHMETIC.multiply  # (a * b + c * d ...) under the default settings
+    cost = add(
+        add(add(times(rates.input, usage.input_tokens), times(rates.cache_read, usage.cached_input_tokens)),
+            times(rates.cache_write, usage.cache_creation_input_tokens)),
+        times(rates.output, output - reasoning),
+    )
+    if reasoning:
+        cost = add(cost, times(rates.reasoning, reasoning))
+    return cost.normalize(_ARITHMETIC)  # exact value, no trailing zeros from the per-token scaling
 
 
 def _model_price(key: str, entry: PriceEntry, version: PriceVersion, suffix: str = "") -> ModelPrice:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from metis_core.messages.metadata import Usage
+from metis_core.messages.metadata import MAX_TOKEN_COUNT, Usage, UsageDetails
 
 log = logging.getLogger("metis_core.models.usage")
 
@@ -88,3 +88,19 @@ def normalize_anthropic_style(
         cache_creation_input_tokens=max(cache_creation_input_tokens or 0, 0),
         latency_ms=latency_ms,
     )
+
+
+def detail_count(mapping: object, key: str) -> int:
+    """A detail count from a provider's usage object: a positive int, else 0 (absent, null, malformed)."""
+    if not isinstance(mapping, dict):
+        return 0
+    value = mapping.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKEN_COUNT else 0
+
+
+def with_details(usage: Usage, **counts: object) -> Usage:
+    """`usage` with a UsageDetails of the given counts, or unchanged when every count is zero or empty."""
+    if not any(counts.values()):
+        return usage
+    usage.details = UsageDetails.model_validate(counts)
+    return usage

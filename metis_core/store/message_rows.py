@@ -104,7 +104,7 @@ def message_row(message: Message) -> tuple[str, str, str, str, str, int, int]:
 _METADATA_FIELDS = ("model", "provider", "routing", "usage", "parent_tool_use_id", "status", "stop_reason",
                     "provider_raw", "user_id", "team_id", "tool_input_violations", "critical_blocks")
 _USAGE_FIELDS = ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens",
-                 "reasoning_tokens", "cost_usd", "pricing_version", "latency_ms")
+                 "reasoning_tokens", "cost_usd", "pricing_version", "latency_ms", "details")
 _ROUTING_FIELDS = ("mode", "chosen_model", "reason", "rule_name", "confidence", "alternatives_considered")
 _PLAIN_DUMPS = (
     tuple(MessageMetadata.model_fields) == _METADATA_FIELDS
@@ -227,8 +227,8 @@ def _usage_dump(usage: Usage | None) -> dict[str, Any] | bool | None:
     """Usage's dump (its cost as `Usage._decimal_as_string` writes it); None for none; False when not plain."""
     if usage is None:
         return None
-    if type(usage) is not Usage or usage.__pydantic_extra__:
-        return False
+    if type(usage) is not Usage or usage.__pydantic_extra__ or usage.details is not None:
+        return False  # detail counts: the general dump writes them
     fields = usage.__dict__
     cost = fields["cost_usd"]
     for name in ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens",

@@ -1,7 +1,9 @@
 """Anthropic usage -> canonical Usage.
 
 Anthropic's `input_tokens` already excludes cache reads and cache writes, so it maps straight
-across; `cache_read_input_tokens` becomes `cached_input_tokens`. Streams report usage twice
+across; `cache_read_input_tokens` becomes `cached_input_tokens`. The one-hour part of the cache
+writes (`cache_creation.ephemeral_1h_input_tokens`) and `server_tool_use` request counts go to
+`Usage.details`. Streams report usage twice
 (message_start, then cumulative figures in message_delta); callers merge the raw dicts first.
 """
 
@@ -12,6 +14,7 @@ from typing import Any
 
 from metis_core.messages import Usage, prechecked
 from metis_core.messages.prechecked import token_count
+from metis_core.models.usage_normalization import detail_count, with_details
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
@@ -23,9 +26,17 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     written = raw.get("cache_creation_input_tokens") or 0
     if token_count(fresh) and token_count(output) and token_count(read) and token_count(written):
         # plain ints, as a real answer holds: nothing to validate
-        return prechecked.usage(fresh, output, read, written)
-    return Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
-                 cache_creation_input_tokens=written)
+        usage = prechecked.usage(fresh, output, read, written)
+    else:
+        usage = Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
+                      cache_creation_input_tokens=written)
+    by_ttl, server_tools = raw.get("cache_creation"), raw.get("server_tool_use")
+    if by_ttl is None and server_tools is None:
+        return usage
+    return with_details(usage, cache_write_1h_tokens=min(detail_count(by_ttl, "ephemeral_1h_input_tokens"),
+                                                         usage.cache_creation_input_tokens),
+                        web_search_requests=detail_count(server_tools, "web_search_requests"),
+                        web_fetch_requests=detail_count(server_tools, "web_fetch_requests"))
 
 
 def merge_usage(current: dict[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 `promptTokenCount` includes `cachedContentTokenCount`, so input is prompt minus cached (plus
 `toolUsePromptTokenCount`, billed as input). `candidatesTokenCount` excludes thoughts, so output is
-candidates plus `thoughtsTokenCount`, which is also reported as reasoning. Arithmetic lives in
+candidates plus `thoughtsTokenCount`, which is also reported as reasoning. The tool-use prompt count
+and the per-modality breakdowns (`promptTokensDetails` ...) go to `Usage.details`. Arithmetic lives in
 models/usage_normalization.py; this module only reads Gemini's field names. It never prices.
 """
 
@@ -11,7 +12,11 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.messages import Usage
-from metis_core.models.usage_normalization import normalize_gemini_style
+from metis_core.models.usage_normalization import normalize_gemini_style, with_details
+
+MODALITY_DETAILS = {"prompt": "promptTokensDetails", "candidates": "candidatesTokensDetails",
+                    "cache": "cacheTokensDetails", "tool_use_prompt": "toolUsePromptTokensDetails"}
+"""UsageDetails.modalities key -> the usageMetadata list of {modality, tokenCount} it is read from."""
 
 
 def _count(meta: dict[str, Any], name: str) -> int:
@@ -20,13 +25,26 @@ def _count(meta: dict[str, Any], name: str) -> int:
 
 
 def usage_from_gemini(meta: dict[str, Any]) -> Usage:
-    return normalize_gemini_style(
+    usage = normalize_gemini_style(
         _count(meta, "promptTokenCount"),
         _count(meta, "candidatesTokenCount"),
         cached_content_token_count=_count(meta, "cachedContentTokenCount"),
         thoughts_token_count=_count(meta, "thoughtsTokenCount"),
         tool_use_prompt_token_count=_count(meta, "toolUsePromptTokenCount"),
     )
+    return with_details(usage, tool_use_prompt_tokens=_count(meta, "toolUsePromptTokenCount"),
+                        modalities=_modalities(meta))
+
+
+def _modalities(meta: dict[str, Any]) -> dict[str, dict[str, int]] | None:
+    found: dict[str, dict[str, int]] = {}
+    for name, field in MODALITY_DETAILS.items():
+        entries = meta.get(field)
+        counts = {entry["modality"]: _count(entry, "tokenCount") for entry in entries or ()
+                  if isinstance(entry, dict) and isinstance(entry.get("modality"), str)}
+        if counts:
+            found[name] = counts
+    return found or None
 
 
 REFUSAL_REASONS = frozenset(

@@ -2,7 +2,8 @@
 
 OpenAI counts cached prompt tokens (and, in newer bodies, cache-write tokens) INSIDE
 `prompt_tokens`; canonical `input_tokens` excludes both, so they are subtracted here and nowhere
-else. Reasoning tokens stay inside `output_tokens` and are also reported on their own. Cost is not
+else. Reasoning tokens stay inside `output_tokens` and are also reported on their own; audio and
+accepted/rejected prediction counts go to `Usage.details`. Cost is not
 read from the body: the price table computes it (RequestContext.finish_usage).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
+from metis_core.models.usage_normalization import detail_count, with_details
 
 
 def _count(mapping: dict[str, Any] | None, key: str) -> int:
@@ -34,6 +36,13 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     counts = (max(0, prompt - cached - cache_write), _count(raw, "completion_tokens"), cached, cache_write,
               _count(completion_details, "reasoning_tokens"))
     if all(prechecked.token_count(count) for count in counts):
-        return prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
-    return Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
-                 cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
+        usage = prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
+    else:
+        usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
+                      cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
+    if prompt_details is None and completion_details is None:
+        return usage
+    return with_details(usage, audio_input_tokens=detail_count(prompt_details, "audio_tokens"),
+                        audio_output_tokens=detail_count(completion_details, "audio_tokens"),
+                        accepted_prediction_tokens=detail_count(completion_details, "accepted_prediction_tokens"),
+                        rejected_prediction_tokens=detail_count(completion_details, "rejected_prediction_tokens"))
