@@ -34,7 +34,6 @@ from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import HistoryShape, check_fits
 from metis_core.models.model_id import parse_model_id
 from metis_core.secret_scrub import remember_secret
-from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import AsyncHttp, HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
 from metis_core.transport.wire import WireResponse
@@ -332,7 +331,12 @@ class ModelClient:
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
         auth = self._auth_headers(call.adapter.provider, call.adapter, call.kept)
-        return {"content-type": "application/json", **call.request.headers, **auth}
+        headers = {"content-type": "application/json", **call.request.headers, **auth}
+        adapter = call.adapter
+        if type(adapter).sign_request is not Adapter.sign_request and (
+                self._cassette is None or self._cassette.recording):  # a replay sends nothing to sign for
+            headers = adapter.sign_request(call.request.method, call.url, call.body, headers)
+        return headers
 
     @staticmethod
     def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
@@ -516,7 +520,7 @@ class ModelClient:
         ) as wire:
             if not 200 <= wire.status < 300:
                 raise classify_checked(adapter, wire.read())
-            decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
+            decoder = adapter.chunk_decoder()
             translator = adapter.stream_translator(call.context)
             try:
                 for raw in wire.iter_raw():
