@@ -9,6 +9,7 @@ botocore. Every credential part is remembered as a secret so no error or event c
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import threading
@@ -125,12 +126,26 @@ class SigV4Signer:
         return sign_with(frozen, region, method, url, body, headers)
 
 
+class _NoSigningTrace(logging.Filter):
+    """Drops botocore.auth's DEBUG lines: its canonical request holds the session token."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return record.levelno > logging.DEBUG
+
+
+_SIGNING_TRACE = _NoSigningTrace()
+
+
 def sign_with(credentials: Any, region: str, method: str, url: str, body: bytes,
               headers: Mapping[str, str], service: str = SERVICE) -> dict[str, str]:
     """SigV4 by botocore's signer for given credentials (what `SigV4Signer.sign` and the test vectors call)."""
     require_botocore()
     from botocore.auth import SigV4Auth
     from botocore.awsrequest import AWSRequest
+
+    auth_log = logging.getLogger("botocore.auth")
+    if _SIGNING_TRACE not in auth_log.filters:
+        auth_log.addFilter(_SIGNING_TRACE)
 
     request = AWSRequest(method=method, url=url, data=body, headers=dict(headers))
     SigV4Auth(credentials, service, region).add_auth(request)
