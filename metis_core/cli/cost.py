@@ -31,8 +31,8 @@ def cost(
     since: Annotated[str | None, typer.Option(
         help="Only calls since this date/time (UTC) or age: 2026-05-01, 7d, 12h.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
-    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, day, or (gateway "
-                                                       "traffic) key, user, team.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, provider, day, or "
+                                                       "(gateway traffic) key, user, team.")] = None,
     reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
                                                            "beside what was recorded; changes nothing.")] = False,
 ) -> None:
@@ -49,6 +49,7 @@ def cost(
     keys: dict[str, Callable[[Message], str]] = {
         "session": lambda m: m.session_id,
         "model": lambda m: m.metadata.model or "?",
+        "provider": lambda m: m.metadata.provider or (m.metadata.model or "?").partition(":")[0],
         "day": lambda m: m.created_at.strftime("%Y-%m-%d"),
         "key": lambda m: extra_field(m, "gateway_key_id"),
         "user": lambda m: m.metadata.user_id or "-",

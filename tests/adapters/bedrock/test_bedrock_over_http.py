@@ -35,11 +35,18 @@ def path_of(name: str) -> str:
     return "/model/" + index()[name]["request_uri"].split("/model/", 1)[1]
 
 
+@pytest.fixture(scope="module")
+def server() -> Iterator[ReplayServer]:
+    replay = ReplayServer().start()
+    yield replay
+    replay.stop()
+
+
 @pytest.fixture
-def upstream() -> Iterator[ReplayServer]:
-    server = ReplayServer().start()
-    yield server
-    server.stop()
+def upstream(server: ReplayServer) -> ReplayServer:
+    server.requests.clear()
+    server.queues.clear()
+    return server
 
 
 @pytest.fixture
