@@ -9,7 +9,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.base import Adapter, AdapterOptions, ChunkDecoder, RequestContext, StreamTranslator, WireRequest
+from metis_core.adapters.base import (
+    Adapter,
+    AdapterOptions,
+    ChunkDecoder,
+    RequestContext,
+    StreamTranslator,
+    WireRequest,
+)
 from metis_core.adapters.bedrock.errors import PROVIDER, classify_error
 from metis_core.adapters.bedrock.request import API, build_request
 from metis_core.adapters.bedrock.response import parse_response

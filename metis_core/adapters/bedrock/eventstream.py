@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from metis_core.adapters.bedrock.errors import PROVIDER
 from metis_core.adapters.bedrock.signing import require_botocore
 from metis_core.errors import MalformedResponseError, TruncatedStreamError
@@ -68,6 +70,4 @@ def _chunk(headers: dict[str, Any], payload: bytes) -> WireChunk:
 
 
 def _json_string(value: object) -> str:
-    import orjson
-
     return orjson.dumps(str(value or "")).decode()

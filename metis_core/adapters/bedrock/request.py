@@ -115,7 +115,8 @@ class _Builder:
             result["status"] = "error"
         return {"toolResult": result}
 
-    def reasoning(self, message: Message, index: int, block: ThinkingBlock | RedactedThinkingBlock) -> dict[str, Any] | None:
+    def reasoning(self, message: Message, index: int,
+                  block: ThinkingBlock | RedactedThinkingBlock) -> dict[str, Any] | None:
         if not replayable_to(block, self.provider, API, self.model_name):
             self.drop(message, index, block.type, origin_mismatch_reason(block, self.provider, API, self.model_name))
             return None

@@ -93,7 +93,8 @@ def add_block(asm: MessageAssembler, key: Hashable, block: dict[str, Any], skipp
         if "redactedContent" in reasoning:
             asm.redacted_thinking(key, reasoning["redactedContent"])
             return []
-        text = reasoning.get("reasoningText") if isinstance(reasoning.get("reasoningText"), dict) else {}
+        found = reasoning.get("reasoningText")
+        text: dict[str, Any] = found if isinstance(found, dict) else {}
         events: list[StreamEvent] = [asm.thinking(key, text.get("text") or "")]
         if text.get("signature") is not None:
             asm.thinking_signature(key, text["signature"])
@@ -127,4 +128,5 @@ def parse_response(response: WireResponse, context: RequestContext) -> Message:
     if skipped:
         asm.provider_raw["skipped_block_types"] = skipped
     events = asm.complete(canonical_stop_reason(data.get("stopReason")))
-    return next(event.message for event in events if isinstance(event, MessageComplete))
+    answer: Message = next(event.message for event in events if isinstance(event, MessageComplete))
+    return answer

@@ -45,7 +45,8 @@ def require_botocore() -> ModuleType:
             "pip install 'metis-core[bedrock]' (or set AWS_BEARER_TOKEN_BEDROCK for non-streaming calls "
             "with a Bedrock API key)"
         ) from None
-    return botocore
+    module: ModuleType = botocore
+    return module
 
 
 def region_from_host(url: str) -> str | None:

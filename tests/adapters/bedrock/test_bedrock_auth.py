@@ -11,8 +11,8 @@ from pathlib import Path
 
 import botocore.auth
 import pytest
-from botocore.credentials import Credentials
 from bedrock_recordings import DATA
+from botocore.credentials import Credentials
 
 from metis_core.adapters.bedrock.adapter import BedrockAdapter
 from metis_core.adapters.bedrock.errors import BedrockCredentialsError

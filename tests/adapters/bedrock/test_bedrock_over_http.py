@@ -13,7 +13,7 @@ import pytest
 from bedrock_recordings import body, index, model_of
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
-from cli.replay_server import Reply, ReplayServer, SeenRequest
+from cli.replay_server import ReplayServer, Reply, SeenRequest
 
 from metis_core.adapters.bedrock.errors import (
     BedrockCredentialsError,
@@ -27,7 +27,8 @@ from metis_core.errors import ProviderError
 from metis_core.messages import MessageComplete, StreamError, user_message
 from metis_core.transport.retry import RetryPolicy
 
-KEY_ID, SECRET, TOKEN = "AKIAZ7TESTKEY0SECRET", "s3cr3t/AWS+secret+access+key+0123456789", "IQoJb3JpZ2luX2VjEXAMPLEtoken0123"
+KEY_ID, SECRET = "AKIAZ7TESTKEY0SECRET", "s3cr3t/AWS+secret+access+key+0123456789"
+TOKEN = "IQoJb3JpZ2luX2VjEXAMPLEtoken0123"
 EVENTSTREAM = "application/vnd.amazon.eventstream"
 
 

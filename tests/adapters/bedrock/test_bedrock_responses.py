@@ -116,7 +116,8 @@ def test_cache_reads_and_writes_are_counted_and_priced_with_decimal_prices() -> 
     # Sonnet 4.5 on Bedrock: $3 in, $15 out, $0.30 cache read, $3.75 cache write per million tokens
     expected = (Decimal(2) * 3 + Decimal(1322) * Decimal("0.30") + read.output_tokens * 15) / 1_000_000
     assert read.cost_usd == expected
-    assert written.cost_usd == (Decimal(2) * 3 + Decimal(1322) * Decimal("3.75") + written.output_tokens * 15) / 1_000_000
+    write_cost = Decimal(2) * 3 + Decimal(1322) * Decimal("3.75") + written.output_tokens * 15
+    assert written.cost_usd == write_cost / 1_000_000
 
 
 def test_guardrail_trace_is_kept_on_the_record() -> None:
