@@ -130,3 +130,23 @@ def test_an_application_inference_profile_arn_is_a_model_id() -> None:
     message = parse("converse_application_profile_arn")
     assert message.metadata.model.startswith("bedrock:arn:aws:bedrock:us-east-1:123456789012:application-")
     assert message.text() == "Hello"
+
+
+def test_a_streamed_guardrail_intervention_is_a_refusal_with_its_trace() -> None:
+    from stream_frames import event_message
+
+    frames = b"".join([
+        event_message("messageStart", b'{"role":"assistant"}'),
+        event_message("contentBlockDelta", b'{"contentBlockIndex":0,"delta":{"text":"Sorry, blocked."}}'),
+        event_message("contentBlockStop", b'{"contentBlockIndex":0}'),
+        event_message("messageStop", b'{"stopReason":"guardrail_intervened"}'),
+        event_message("metadata", b'{"usage":{"inputTokens":9,"outputTokens":3},'
+                                  b'"trace":{"guardrail":{"outputAssessments":{"g1":[{"topicPolicy":{}}]}}}}'),
+    ])
+    decoder = ADAPTER.chunk_decoder()
+    translator = ADAPTER.stream_translator(RequestContext("bedrock:amazon.nova-micro-v1:0"))
+    events = [e for chunk in decoder.feed(frames) for e in translator.feed(chunk)] + translator.finish()
+    message = events[-1].message  # type: ignore[attr-defined]
+    assert message.metadata.stop_reason == "refusal"
+    assert (message.metadata.provider_raw or {})["refusal"] == "guardrail_intervened"
+    assert "outputAssessments" in (message.metadata.provider_raw or {})["trace"]["guardrail"]
