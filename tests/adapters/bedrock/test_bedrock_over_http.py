@@ -110,6 +110,8 @@ async def test_the_async_stream_reads_the_same_event_stream(client: ModelClient,
     events = [event async for event in client.astream([user_message("temperature?")], model_of(name))]
     message = events[-1].message  # type: ignore[attr-defined]
     assert [b.type for b in message.content] == ["text", "tool_use"]
+    assert upstream.requests[0].path == path_of(name)  # aiohttp sends the %3A as built: what was signed
+    assert_signed_by_test_credentials(upstream.requests[0], upstream.base_url)
 
 
 def test_a_body_cut_inside_an_event_stream_message_keeps_the_partial_answer(client: ModelClient,
