@@ -1,4 +1,4 @@
-"""The config.yaml sections of the agent's reach: MCP servers, delegation tiers, memory and skills.
+"""The config.yaml sections of the agent's reach: MCP servers, delegation tiers, memory, skills, compaction.
 
 Plain validated settings, read by `config.load_config` into `MetisConfig` only when the file has one
 of these sections (a process that only calls models never imports this module); the agent packages that
@@ -66,12 +66,14 @@ class DelegationConfig(BaseModel):
 
 
 class MemoryConfig(BaseModel):
-    """`memory:` — the size cap of each memory file."""
+    """`memory:` — the size cap of each memory file, and how many of its versions are kept."""
 
     model_config = ConfigDict(extra="forbid")
 
     max_bytes: int = Field(default=8192, ge=256)
     enabled: bool = True
+    history_keep: int = Field(default=50, ge=1)
+    """Versions of each memory file kept in `.memory-history/` (`metis memory history`)."""
 
 
 class SkillsConfig(BaseModel):
@@ -84,6 +86,54 @@ class SkillsConfig(BaseModel):
     session_budget_tokens: int = Field(default=12000, ge=0)
     """Budget for every skill body a session may hold, always plus on demand."""
     enabled: bool = True
+
+
+class CompactionConfig(BaseModel):
+    """`compaction:` — when and how a conversation is made to fit its model's window (docs/context.md)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    enabled: bool = True
+    threshold: float = 0.8
+    """Compact when a request would fill this share of the model's context window (0 < threshold <= 1)."""
+    model: str | None = None
+    """The summarising model (id or alias); None: the model the turn is routed to."""
+    keep_last_turns: int = 4
+    """Turns (a user message and everything after it) always sent verbatim."""
+    pin_first_user_message: bool = True
+    """Keep the conversation's first user message (usually the task) verbatim."""
+    tool_result_chars: int = 400
+    """Characters an old tool result keeps when trimmed (the cheap step, tried before summarising)."""
+    summary_max_tokens: int = 2048
+    """Output cap of the summarising call."""
+
+    @field_validator("threshold")
+    @classmethod
+    def _share(cls, value: float) -> float:
+        if not 0 < value <= 1:
+            raise ValueError(f"compaction.threshold is a share of the context window, 0 < threshold <= 1, "
+                             f"not {value}; e.g. 0.8")
+        return value
+
+    @field_validator("keep_last_turns", "tool_result_chars", "summary_max_tokens")
+    @classmethod
+    def _not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError(f"must be 0 or more, not {value}")
+        return value
+
+
+def compaction_config(**values: object) -> CompactionConfig:
+    """A CompactionConfig from keyword values; CompactionConfigError (a ConfigError) naming the bad field."""
+    from pydantic import ValidationError
+
+    from metis_core.errors import CompactionConfigError
+
+    try:
+        return CompactionConfig.model_validate(values)
+    except ValidationError as exc:
+        problems = "; ".join(f"compaction.{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise CompactionConfigError(f"invalid compaction settings: {problems}") from None
 
 
 def check_server_names(servers: dict[str, McpServerConfig]) -> dict[str, McpServerConfig]:
@@ -100,6 +150,7 @@ class AgentSections(BaseModel):
     delegation: DelegationConfig = Field(default_factory=DelegationConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @field_validator("mcp_servers")
     @classmethod

@@ -22,7 +22,14 @@ from metis_core.field_defaults import empty_dict, empty_list
 from metis_core.yaml_text import read_yaml_file
 
 if TYPE_CHECKING:
-    from metis_core.agent_config import AgentSections, DelegationConfig, McpServerConfig, MemoryConfig, SkillsConfig
+    from metis_core.agent_config import (
+        AgentSections,
+        CompactionConfig,
+        DelegationConfig,
+        McpServerConfig,
+        MemoryConfig,
+        SkillsConfig,
+    )
     from metis_core.provider_dsn import NamedProvider
 
 CONFIG_FILE_NAME = "config.yaml"
@@ -34,6 +41,9 @@ DEFAULT_BASE_URLS: dict[str, str] = {
     "gemini": "https://generativelanguage.googleapis.com",
     "ollama": "http://127.0.0.1:11434",
     "openrouter": "https://openrouter.ai/api/v1",
+    # Cloud platforms (docs/adapters/azure.md, vertex.md): Vertex picks its regional host itself.
+    "vertex": "https://aiplatform.googleapis.com",
+    "vertex_anthropic": "https://aiplatform.googleapis.com",
 }
 
 # The variables each provider's official SDK reads, so an existing shell setup just works.
@@ -42,6 +52,8 @@ SDK_BASE_URL_ENV: dict[str, str] = {
     "openai": "OPENAI_BASE_URL",
     "openai_responses": "OPENAI_BASE_URL",
     "ollama": "OLLAMA_HOST",
+    "azure": "AZURE_OPENAI_ENDPOINT",
+    "azure_responses": "AZURE_OPENAI_ENDPOINT",
 }
 STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
     "anthropic": ("ANTHROPIC_API_KEY",),
@@ -52,16 +64,28 @@ STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
     "ollama": ("OLLAMA_API_KEY",),
     "openai_compatible": ("OPENAI_COMPATIBLE_API_KEY",),
     "bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
+    "azure": ("AZURE_OPENAI_API_KEY",),
+    "azure_responses": ("AZURE_OPENAI_API_KEY",),
+    "vertex": (),
+    "vertex_anthropic": (),
 }
 # Local servers usually run without authentication; a key is used when one is configured.
 # Bedrock without a bearer API key signs with the AWS credential chain (adapters/bedrock/signing.py).
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible", "bedrock"})
 REGION_ENV: dict[str, tuple[str, ...]] = {"bedrock": ("AWS_REGION", "AWS_DEFAULT_REGION")}
 """Variables a regional provider's default base URL is built from (watched like the key variables)."""
+CLOUD_CREDENTIAL_ENV: dict[str, tuple[str, ...]] = {
+    "azure": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
+    "azure_responses": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
+    "vertex": ("GOOGLE_CLOUD_PROJECT", "GOOGLE_APPLICATION_CREDENTIALS"),
+    "vertex_anthropic": ("GOOGLE_CLOUD_PROJECT", "ANTHROPIC_VERTEX_PROJECT_ID", "GOOGLE_APPLICATION_CREDENTIALS"),
+}
+"""Cloud platforms, which fall back to their own credential (Entra ID, Google ADC) when no key is
+set, and the variables whose presence says the platform is set up here."""
 PROVIDER_KINDS = frozenset(STANDARD_KEY_ENV)
 """The built-in provider keys, each an adapter kind a named provider may speak through."""
 
-AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills")
+AGENT_SECTION_KEYS = ("mcp_servers", "delegation", "memory", "skills", "compaction")
 """Sections validated by agent_config.AgentSections, only when the file has them (else defaults on first use)."""
 
 _OLLAMA_DEFAULT_PORT = 11434
@@ -145,7 +169,10 @@ class SessionsConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation (a file)
 
     inactivity_timeout_hours: float = Field(default=24.0, gt=0)
-    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis run."""
+    """An open session idle this long is ended as `abandoned` (session.ended) by the next metis
+    command, and by `metis serve` / `metis gateway serve` on a timer."""
+    sweep_interval_minutes: float = Field(default=10.0, ge=0)
+    """How often a long-running server ends idle sessions; 0 leaves it to the CLI commands."""
     share_traces: bool = False
     """Opt in: turn.started carries the user's message, scrubbed, recorded as user_controlled."""
 
@@ -236,6 +263,10 @@ class MetisConfig(BaseModel):
     def skills(self) -> "SkillsConfig":
         return self.agent_sections.skills
 
+    @property
+    def compaction(self) -> "CompactionConfig":
+        return self.agent_sections.compaction
+
     @field_validator("chains", mode="before")
     @classmethod
     def _chain_strings(cls, value: Any) -> Any:
@@ -269,7 +300,7 @@ class MetisConfig(BaseModel):
         from metis_core.provider_dsn import dsn_variable, parse_provider_dsn
 
         value = self._environ.get(dsn_variable(name), "").strip()
-        found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else None
+        found = parse_provider_dsn(name, value, PROVIDER_KINDS) if value else _vendor_provider(name)
         self._named[name] = found
         return found
 
@@ -292,7 +323,19 @@ class MetisConfig(BaseModel):
         return named.kind if named is not None else provider
 
     def is_keyless(self, provider: str) -> bool:
+        """Local kinds run without a key; a named vendor (provider_presets.py) always needs one."""
+        if provider in _vendor_names():
+            return False
         return self.provider_kind(provider) in KEYLESS_PROVIDERS
+
+    def cloud_configured(self, provider: str) -> bool:
+        """True for a cloud platform set up here: a base URL in the file or one of its variables set."""
+        kind = self.provider_kind(provider)
+        if kind not in CLOUD_CREDENTIAL_ENV:
+            return False
+        configured = self.providers.get(provider)
+        names = (base_url_env_var(provider), *CLOUD_CREDENTIAL_ENV[kind])
+        return bool(configured and configured.base_url) or any(self._environ.get(name, "").strip() for name in names)
 
     def base_url(self, provider: str) -> str:
         """Env METIS_<PROVIDER>_BASE_URL, a named provider's DSN, the SDK variable, the file, the default."""
@@ -343,10 +386,11 @@ class MetisConfig(BaseModel):
         of those kinds) with no key set.
         """
         key = self.api_key(provider)
-        if key is not None or self.is_keyless(provider):
+        if key is not None or self.is_keyless(provider) or self.provider_kind(provider) in CLOUD_CREDENTIAL_ENV:
             return key
         named = self.named_provider(provider)
-        variable = f"{named.variable} with a key (kind://KEY@host)" if named else self.api_key_env_vars(provider)[0]
+        variable = f"{named.variable} with a key (kind://KEY@host)" if named and named.variable \
+            else self.api_key_env_vars(provider)[0]
         raise MissingAPIKeyError(provider, variable)
 
     def provider_environment(self, provider: str) -> tuple[str | None, ...]:
@@ -452,3 +496,24 @@ def _require_private_file(path: Path) -> None:
     mode = stat.S_IMODE(path.stat().st_mode)
     if mode & 0o077:
         raise InsecureKeyFileError(str(path), mode)
+
+
+@lru_cache(maxsize=1)
+def _vendor_names() -> frozenset[str]:
+    from metis_core.provider_presets import VENDOR_PRESETS
+
+    return frozenset(VENDOR_PRESETS)
+
+
+def _vendor_provider(name: str) -> "NamedProvider | None":
+    """A vendor metis knows by name (provider_presets.py), as a named openai_compatible provider;
+    its key comes from the vendor's usual variable (`api_key`'s default), not from here."""
+    from metis_core.provider_presets import VENDOR_PRESETS
+
+    preset = VENDOR_PRESETS.get(name)
+    if preset is None:
+        return None
+    from metis_core.provider_dsn import NamedProvider
+
+    return NamedProvider(name=name, kind="openai_compatible", base_url=preset.base_url)
+

@@ -10,6 +10,7 @@ echo the key it was sent), so `str`, `repr` and `.detail` are clean.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from decimal import Decimal
 from enum import StrEnum
 from typing import TYPE_CHECKING
 
@@ -49,6 +50,10 @@ class InsecureKeyFileError(ConfigError):
         super().__init__(
             f"{path} holds secrets but has mode {mode:04o}; run `chmod 600 {path}` and try again"
         )
+
+
+class CompactionConfigError(ConfigError):
+    """Compaction settings out of range (threshold outside (0, 1], a negative count); the message names the field."""
 
 
 class PriceTableError(ConfigError):
@@ -356,6 +361,10 @@ class SessionNotFoundError(StoreError):
     """No session with that id exists in the store."""
 
 
+class UserNotFoundError(StoreError):
+    """No user with that id is in the registry, and no gateway key names it."""
+
+
 class SessionExistsError(StoreError):
     """An import or create names a session id that is already stored."""
 
@@ -370,6 +379,16 @@ class EventLogIntegrityError(MetisError):
     def __init__(self, message: str, *, line: int | None = None, sequence: int | None = None) -> None:
         super().__init__(message)
         self.line, self.sequence = line, sequence
+
+
+class TraceIntegrityError(MetisError):
+    """The stored trace fails `metis trace verify --store`: events point at parents that were never
+    stored (and not pruned by retention)."""
+
+    def __init__(self, message: str, *, missing_parents: int) -> None:
+        super().__init__(message)
+        self.missing_parents = missing_parents
+
 # --- record and replay ---------------------------------------------------------------------
 
 
@@ -491,15 +510,25 @@ class EvalSubjectNotFoundError(EvaluationError):
 
 
 class JudgeOutputInvalidError(EvaluationError):
-    """The LLM judge answered with something that is not a valid verdict."""
+    """The LLM judge answered with something that is not a valid verdict (after its retries)."""
 
     failure_mode = "judge_output_invalid"
+
+    def __init__(self, message: str, *, cost_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(message)
+        self.cost_usd = cost_usd
+        """What the judge's attempts cost before it gave up."""
 
 
 class JudgeCallFailedError(EvaluationError):
     """The LLM judge's model call failed (provider down, auth, budget)."""
 
     failure_mode = "judge_call_failed"
+
+    def __init__(self, message: str, *, cost_usd: Decimal = Decimal(0)) -> None:
+        super().__init__(message)
+        self.cost_usd = cost_usd
+        """What the judge's earlier attempts cost before the call that failed."""
 
 
 # --- the gateway ---------------------------------------------------------------------------
@@ -667,3 +696,7 @@ class ServeContentTypeError(ServeError):
 
 class StreamRequestError(ServeError):
     """A WebSocket or SSE subscription named something invalid (an unknown type, domain or sensitivity)."""
+
+
+class ConsoleQueryError(MetisError):
+    """A console API request named something invalid (a bad date, an unknown sort, column or bucket): 400."""

@@ -223,6 +223,12 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "size_before_bytes": 5000,
         "size_after_bytes": 4000,
     },
+    "memory.compacted": {
+        "method": "summary", "trigger": "threshold", "model": "anthropic:claude-haiku-4-5",
+        "window_tokens": 32768, "tokens_before": 30000, "tokens_after": 4000, "messages_summarised": 40,
+        "messages_kept": 8, "tool_results_trimmed": 3, "compaction_message_id": "msg_01",
+        "cost_usd": 0.0012, "pricing_version": "2026-05",
+    },
     "delegate.started": {
         "tool_use_id": "tu_02",
         "worker_session_id": "sess_43",
@@ -335,6 +341,11 @@ MINIMAL_PAYLOADS: dict[str, dict[str, Any]] = {
         "dry_run": False,
         "swept_at": WHEN,
     },
+    "analytics.user_exported": {"user_id": "usr_01J0000000000000000000000A", "sessions": 2, "messages": 6,
+                                "events": 14, "exported_at": WHEN},
+    "analytics.user_forgotten": {"user_id": "usr_01J0000000000000000000000A", "sessions_deleted": 2,
+                                 "messages_deleted": 6, "events_deleted": 12, "audit_events_kept": 2,
+                                 "keys_revoked": 1, "forgotten_at": WHEN},
 }
 
 DEFAULT_RECORDING: dict[str, Sensitivity] = {"eval.completed": Sensitivity.PSEUDONYMOUS}

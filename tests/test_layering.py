@@ -34,6 +34,7 @@ NEVER_IMPORTS: dict[str, set[str]] = {
     "learning": {"cli", "gateway", "server"},
     "replay": {"cli", "gateway", "server"},
     "gateway": {"cli"},
+    "users": {"adapters", "routing", "agent", "cli", "gateway", "server", "learning", "replay", "export"},
 }
 EDGES = {"cli", "gateway", "server", "testing"}
 """Nothing below imports an edge; an edge may import another edge only through the CLI's commands."""

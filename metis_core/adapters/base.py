@@ -152,6 +152,9 @@ class Adapter(ABC):
     """API surface, e.g. "messages", "chat_completions"; part of a signature's origin."""
     framing: ClassVar[Literal["sse", "ndjson", "eventstream"]] = "sse"
     default_base_url: ClassVar[str] = ""
+    refreshes_auth: ClassVar[bool] = False
+    """True when `auth_headers` hands out a short-lived cloud token (Entra ID, Google ADC) that the
+    adapter refreshes itself: the client then asks for the headers on every call, never keeps them."""
 
     def __init__(self, registry: ModelRegistry | None = None) -> None:
         self._registry = registry
@@ -207,6 +210,14 @@ class Adapter(ABC):
         """The headers to send, for APIs that sign each request over its URL and body (SigV4). Called at
         send time, after `auth_headers`; the default sends the headers as they are."""
         return headers
+    def request_url(self, base_url: str, request: WireRequest) -> str:
+        """The URL a request goes to: the base URL, the request's path and its query. Cloud adapters
+        whose URL carries a deployment, project or region override this."""
+        if not request.query:
+            return base_url + request.path
+        from urllib.parse import urlencode
+
+        return f"{base_url}{request.path}?{urlencode(request.query)}"
 
     def stream_response(
         self, chunks: AsyncIterator[WireChunk], context: RequestContext

@@ -15,7 +15,6 @@ import operator
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
-from urllib.parse import urlencode
 
 import orjson
 from pydantic import BaseModel, SecretStr
@@ -259,6 +258,8 @@ class ModelClient:
             if not self._cassette.recording:
                 return {}  # a replay sends nothing: it needs no key, so tests run where there is none
             return self._read_auth_headers(provider, adapter)  # recording registers its secrets every call
+        if adapter.refreshes_auth:
+            return self._read_auth_headers(provider, adapter)  # a cloud token: the adapter refreshes it
         kept = kept or self._kept(provider)
         if kept[2] is None:
             kept[2] = self._read_auth_headers(provider, adapter)
@@ -315,9 +316,7 @@ class ModelClient:
         ids = tool_ids if tool_ids is not None else ToolIdMap()
         request = adapter.to_wire(history, tool_list, options, ids)
         kept = self._kept(provider)  # one read of the provider's environment for the URL and the headers
-        url = self.base_url(provider, kept) + request.path
-        if request.query:
-            url += "?" + urlencode(request.query)
+        url = adapter.request_url(self.base_url(provider, kept), request)
         context = RequestContext(
             model=model_id, session_id=options.session_id, tool_ids=ids, routing=routing, prices=self.prices,
             tools=tool_list,
@@ -337,6 +336,12 @@ class ModelClient:
                 self._cassette is None or self._cassette.recording):  # a replay sends nothing to sign for
             headers = adapter.sign_request(call.request.method, call.url, call.body, headers)
         return headers
+
+    async def _aheaders(self, call: _PreparedCall) -> dict[str, str]:
+        """`_headers` in a worker thread: a cloud token refresh is a blocking HTTP call (docs/adapters/vertex.md)."""
+        import asyncio
+
+        return await asyncio.to_thread(self._headers, call)
 
     @staticmethod
     def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
@@ -431,7 +436,7 @@ class ModelClient:
                                     {"tool_ids": tool_ids, "routing": routing})
             return await acomplete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
-        headers = self._headers(call)
+        headers = await self._aheaders(call) if call.adapter.refreshes_auth else self._headers(call)
         provider = call.adapter.provider
         retry = self.retry
         if type(retry).acall is RetryPolicy.acall:

@@ -45,7 +45,7 @@ async def model_stream(
 ) -> AsyncIterator[StreamEvent]:
     """`client.astream`'s events: retried (with the client's backoff) only until the first content."""
     call = client._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
-    headers = client._headers(call)
+    headers = await client._aheaders(call) if call.adapter.refreshes_auth else client._headers(call)
     attempt = 0
     while True:
         gate = FirstContentGate(call.adapter.provider)

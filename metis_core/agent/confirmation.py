@@ -28,6 +28,8 @@ class ConfirmationRequest:
     projected_modifications: list[str] | None
     command_summary: str | None
     expires_at: datetime
+    note: str | None = None
+    """Shown with the question: why a tool asks (one that declares no side effects) and what to do."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -109,7 +109,7 @@ class ToolDispatcher:
             input_summary=_summary(use.input),
             projected_modifications=writes,
             command_summary=command[:SUMMARY_LIMIT] if isinstance(command, str) else None,
-            expires_at=expires,
+            expires_at=expires, note=self.registry.undeclared_note(use.name),
         )
         requested = recorder.emit("tool.confirmation_requested", {
             "tool_use_id": use.id, "tool_name": use.name, "side_effects": request.side_effects,

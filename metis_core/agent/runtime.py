@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationPolicy, Confirmer, deny_all
 from metis_core.agent.cost import CostAccumulator
+from metis_core.agent.idle_sweep import IdleSweep
 from metis_core.agent.route_advice import RouteAdviceAsker
 from metis_core.agent.session import Session, SessionManager
 from metis_core.agent.system_prefix import session_prefix_source
@@ -40,13 +41,12 @@ from metis_core.trace.store import TraceStore
 from metis_core.transport.http import AsyncHttp
 
 if TYPE_CHECKING:
+    from metis_core.agent.compaction.compactor import Compactor
     from metis_core.agent.mcp.hub import McpHub
 
 KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
 
 
-SUBSCRIBER_CHAIN_DEPTH = 3
-"""Batch handlers that may each emit what the next one reads (the learning layer's longest chain)."""
 
 class Runtime:
     def __init__(
@@ -109,7 +109,7 @@ class Runtime:
         if self.config.memory.enabled:
             from metis_core.agent.memory.tool import MemoryTool
 
-            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes))
+            self.tools.register(MemoryTool(self.home, self.config.memory.max_bytes, self.config.memory.history_keep))
         if self.config.delegation.tiers:
             from metis_core.agent.delegation.tool import DelegateTool
 
@@ -125,6 +125,9 @@ class Runtime:
         """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
         self.on_close: list[Callable[[], None]] = []
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
+        self.idle_sweep: IdleSweep | None = None
+        """The long-running servers' idle-session timer (`sweep_idle_sessions`)."""
+        self._compactor: Compactor | None = None
         self.sessions = SessionManager(self)
         self.turns = TurnRunner(self)
         self.trace.check_gaps(self.bus)
@@ -148,6 +151,15 @@ class Runtime:
         hub.register_into(self.tools)
         return hub
 
+    @property
+    def compactor(self) -> Compactor:
+        """Keeps each request inside its model's window (config `compaction:`; docs/context.md)."""
+        if self._compactor is None:
+            from metis_core.agent.compaction.compactor import Compactor
+
+            self._compactor = Compactor(self, self.config.compaction)
+        return self._compactor
+
     def attach_prefix(self, session: Session, parts: tuple[PromptPart, ...]) -> None:
         session.prefix_parts = parts
         if parts:
@@ -157,7 +169,7 @@ class Runtime:
 
     def is_configured(self, model: str) -> bool:
         provider = parse_model_id(model).provider
-        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider):
+        if provider in KEYLESS_PROVIDERS or self.config.is_keyless(provider) or self.config.cloud_configured(provider):
             return True
         if self.configured_providers is not None:
             return provider in self.configured_providers
@@ -180,14 +192,26 @@ class Runtime:
 
     # --- lifecycle --------------------------------------------------------------------------
 
+    def sweep_idle_sessions(self, interval_seconds: float | None = None) -> IdleSweep | None:
+        """End idle sessions now and on a timer until close (`metis serve`, `metis gateway serve`);
+        the interval defaults to config sessions.sweep_interval_minutes (0: no timer, None returned)."""
+        seconds = self.config.sessions.sweep_interval_minutes * 60 if interval_seconds is None else interval_seconds
+        if seconds <= 0:
+            return None
+        if self.idle_sweep is None:
+            self.idle_sweep = IdleSweep(self.sessions.end_inactive, seconds).start()
+        return self.idle_sweep
+
     def close(self) -> None:
+        if self.idle_sweep is not None:
+            self.idle_sweep.stop()  # before the bus it emits on closes
+            self.idle_sweep = None
         if not self.bus.closed:
             # Let batch subscribers (the learning layer) finish what they were handed while the bus
             # still accepts the events they emit: feedback → verdict → pattern outcome is a chain of
-            # up to three batch handlers, each emitting what the next reads; shutdown drains the rest.
+            # batch handlers, each emitting what the next reads; shutdown drains the rest.
             with contextlib.suppress(MetisError):
-                for _ in range(SUBSCRIBER_CHAIN_DEPTH):
-                    self.bus.flush(timeout=30.0)
+                self.bus.settle(timeout=30.0)
             self.bus.shutdown(drain=True)
         if self.mcp is not None:
             self.mcp.close()

@@ -31,7 +31,11 @@ from metis_core.prompts import PromptPart, compose
 if TYPE_CHECKING:
     from metis_core.agent.skills.session_skills import SkillState
     from metis_core.routing.engine import RoutingEngine
+    from metis_core.store.records import SessionRecord
     from metis_core.store.sessions import SessionStore
+
+IDLE_BATCH = 500
+"""Idle sessions read and ended per query by `end_inactive`."""
 
 
 @dataclass
@@ -56,6 +60,19 @@ class Session:
     """Memory and skills, built at create/resume; composed into every turn's system prompt, never stored."""
     skills: SkillState | None = None
     """The skills found for this session and those loaded into its context."""
+    pinned_ids: set[str] = field(default_factory=set)
+    """User messages compaction always sends verbatim (`pin`; docs/context.md)."""
+    compaction_trigger: str = "threshold"
+    """Why the next compaction happens: "model_swap" after a swap to a smaller window."""
+
+    def pin(self, message_id: str) -> None:
+        """Keep a user message verbatim through every compaction; CompactionConfigError for any other id."""
+        message = next((m for m in self.history if m.id == message_id), None)
+        if message is None or message.role is not Role.USER:
+            from metis_core.errors import CompactionConfigError
+
+            raise CompactionConfigError(f"only a user message of this session can be pinned; {message_id!r} is not one")
+        self.pinned_ids.add(message_id)
 
     def prefix_text(self) -> str:
         """The stable prefix as the model reads it (for /memory, tests and debugging)."""
@@ -147,8 +164,10 @@ class SessionManager:
         members = session.engine.expand(model)
         capabilities = rt.registry.capabilities(members[0])
         tools = (session.tools or rt.tools).definitions()
+        compactor = rt.compactor
+        fits = compactor.floor_tokens(session, [], tools)  # a smaller window compacts instead of refusing
         try:
-            check_fits(session.history, tools, capabilities, members[0], estimate_tokens(session.history, tools))
+            check_fits(session.history, tools, capabilities, members[0], fits)
         except CapabilityMismatchError as error:
             rt.bus.emit_new("routing.constraint_failure", {
                 "action": "model_swap", "requested": model, "candidate_model": members[0],
@@ -158,6 +177,8 @@ class SessionManager:
             }, session_id=session.id, actor=Actor.SYSTEM)
             raise
         previous = session.sticky_model
+        if estimate_tokens(session.history, tools) > capabilities.max_context_tokens * compactor.settings.threshold:
+            session.compaction_trigger = "model_swap"
         session.sticky_model = model
         rt.store.update_session(session.id, active_model=model)
         for listener in self.swap_listeners:
@@ -165,19 +186,28 @@ class SessionManager:
 
     def end_inactive(self, *, idle_hours: float | None = None, now: datetime | None = None) -> list[str]:
         """End every open session idle for `idle_hours` (config sessions.inactivity_timeout_hours) as
-        `abandoned`, with session.ended; returns their ids. Ended sessions can still be resumed."""
+        `abandoned`, with session.ended; returns their ids. Ended sessions can still be resumed. A
+        session another process ends or touches meanwhile is left to it (each is ended once)."""
         rt = self.rt
         hours = rt.config.sessions.inactivity_timeout_hours if idle_hours is None else idle_hours
         cutoff = (now or datetime.now(UTC)) - timedelta(hours=hours)
-        stale = [r for r in rt.store.list_sessions(limit=1_000_000) if r.ended_at is None and r.updated_at < cutoff]
-        for record in stale:
-            turns = sum(1 for m in rt.store.load_messages(record.id) if m.role is Role.USER)
-            rt.bus.emit_new("session.ended", {
-                "disposition": "abandoned", "turn_count": turns, "total_cost_usd": float(record.total_cost_usd),
-                "duration_seconds": round((record.updated_at - record.created_at).total_seconds(), 3),
-            }, session_id=record.id, actor=Actor.SYSTEM)
-            rt.store.end_session(record.id, "abandoned")
-        return [r.id for r in stale]
+        ended: list[str] = []
+        while True:  # in batches: a store left for weeks may hold thousands
+            batch = rt.store.idle_sessions(cutoff, limit=IDLE_BATCH)
+            for record in batch:
+                if rt.store.end_if_idle(record.id, cutoff):
+                    self._emit_abandoned(record)
+                    ended.append(record.id)
+            if len(batch) < IDLE_BATCH:  # every one handled leaves the idle set, so this ends
+                break
+        return ended
+
+    def _emit_abandoned(self, record: SessionRecord) -> None:
+        turns = sum(1 for m in self.rt.store.load_messages(record.id) if m.role is Role.USER)
+        self.rt.bus.emit_new("session.ended", {
+            "disposition": "abandoned", "turn_count": turns, "total_cost_usd": float(record.total_cost_usd),
+            "duration_seconds": round((record.updated_at - record.created_at).total_seconds(), 3),
+        }, session_id=record.id, actor=Actor.SYSTEM)
 
     def end(self, session: Session, disposition: str = "completed") -> None:
         rt = self.rt

@@ -194,12 +194,20 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
     observer: CallObserver | None = None
     in_call = False  # between a call's llm.call_started and the end of its stream
     try:
-        decision = session.engine.decide(needs, override=override, sticky=session.sticky_model)
+        fits = rt.compactor.floor_tokens(session, [], [])  # a long history compacts (docs/context.md)
+        decision = session.engine.decide(dataclasses.replace(needs, estimated_input_tokens=fits), override=override,
+                                         sticky=session.sticky_model)
         recorder.emit("route.decided", decision.payload(), started, actor=Actor.SYSTEM)
         result.model = decision.chosen_model
-        runs = MemberRuns(rt.client, spec, resolve_file_refs(session.history, session.workspace), options, policy,
+        prepared = await rt.compactor.prepare(session, [], [], decision.members, recorder, started,
+                                              trigger=session.compaction_trigger)
+        session.compaction_trigger = "threshold"
+        if prepared.summary is not None:  # the summarising calls are this turn's calls too
+            result.llm_calls += int(getattr(prepared.summary.metadata, "model_calls", 1))
+            TurnRunner._count_usage(result, prepared.summary)
+        runs = MemberRuns(rt.client, spec, resolve_file_refs(prepared.messages, session.workspace), options, policy,
                           steps)
-        parent: Event | None = started
+        parent: Event | None = prepared.parent
         while True:
             observer = CallObserver(recorder, parent, needs.estimated_input_tokens, request_options=asked)
             chain = FallbackChain(rt.client, runs.order(decision.members), health=rt.health,

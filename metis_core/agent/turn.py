@@ -145,6 +145,8 @@ class TurnRunner:
         system, composed = self._compose(session, user_text)
         hosted_tools = options.hosted_tools if options is not None else dict(rt.config.defaults.hosted_tools)
         needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
+        compactor = rt.compactor
+        fits = compactor.floor_tokens(session, system, tools)  # what compaction can bring it down to
         shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
         started = recorder.emit("turn.started", {
             "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
@@ -153,7 +155,8 @@ class TurnRunner:
         }, None, actor=Actor.USER)
 
         try:
-            decision = session.engine.decide(needs, override=override, sticky=session.sticky_model,
+            decision = session.engine.decide(replace(needs, estimated_input_tokens=fits), override=override,
+                                             sticky=session.sticky_model,
                                              delegate=session.delegate_model)
         except MetisError as error:  # no model can take this turn: close it on the record, then say why
             result.error = str(error)
@@ -192,14 +195,21 @@ class TurnRunner:
         continuations = 0  # paused answers sent back to resume (adapters/continuation.py)
         try:
             while True:
-                observer = CallObserver(recorder, parent, needs.estimated_input_tokens, composed,
+                prepared = await compactor.prepare(session, system, tools, members, recorder, parent,
+                                                   trigger=session.compaction_trigger)
+                session.compaction_trigger = "threshold"
+                parent = prepared.parent
+                if prepared.summary is not None:  # the summarising calls are this turn's calls too
+                    result.llm_calls += int(getattr(prepared.summary.metadata, "model_calls", 1))
+                    self._count_usage(result, prepared.summary)
+                observer = CallObserver(recorder, parent, prepared.tokens, composed,
                                         is_worker=session.is_worker, request_options=asked)
                 tracker = StreamTracker()
                 awaiting = []
                 in_call = True
                 final: Message | None = None
                 stream_error: StreamError | None = None
-                history = [*system, *resolve_file_refs(session.history, session.workspace)]
+                history = [*system, *resolve_file_refs(prepared.messages, session.workspace)]
                 async for event in chain.astream(
                     history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
                     routing=record, observer=observer,

@@ -65,10 +65,13 @@ lazy("audit", "metis_core.cli.admin:audit_app", "Export the audit trail.")
 lazy("serve", "metis_core.cli.serve:serve", "Web view, JSON API, HTTP chat and live events on localhost.")
 lazy("replay", "metis_core.cli.replay:replay", "Replay stored sessions on another model and compare.")
 lazy("mcp", "metis_core.cli.mcp_servers:app", "MCP servers of config.yaml and the tools they offer.")
+lazy("memory", "metis_core.cli.memory_history:app", "Saved versions of MEMORY.md and USER.md: history, show, restore.")
 lazy("skills", "metis_core.cli.skills:app", "Skills: list, show, create, edit and import SKILL.md folders.")
 lazy("feedback", "metis_core.cli.learning:feedback", "Rate a turn or a session (feeds the learning loop).")
 lazy("eval", "metis_core.cli.learning:eval_app", "Score turns and sessions with the evaluator.")
 lazy("patterns", "metis_core.cli.learning:patterns_app", "What the pattern store learned; clear it.")
+lazy("learn", "metis_core.cli.learning:learn", "Replay stored turns on cheaper models and learn where they do well.")
+lazy("users", "metis_core.cli.users:app", "Users behind gateway keys: create, list, disable, export, forget.")
 lazy("gateway", "metis_core.cli.gateway:app", "OpenAI/Anthropic-compatible endpoints in front of every provider.")
 
 

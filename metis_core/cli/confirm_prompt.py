@@ -74,6 +74,8 @@ class TerminalConfirmer:
         for path in request.projected_modifications or []:
             out.print(f"  writes: {path}", markup=False)
         out.print(f"  input: {request.input_summary}", style="dim", markup=False)
+        if request.note:
+            out.print(f"  note: {request.note}", style="dim", markup=False)
         out.print(f"  allow once [y] · allow for this session [a] · deny [n]  (denied automatically in {seconds}s)",
                   markup=False)
         out.print("confirm> ", end="", markup=False)

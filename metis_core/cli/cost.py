@@ -31,8 +31,8 @@ def cost(
     since: Annotated[str | None, typer.Option(
         help="Only calls since this date/time (UTC) or age: 2026-05-01, 7d, 12h.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
-    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, provider, day, or "
-                                                       "(gateway traffic) key, user, team.")] = None,
+    by: Annotated[str | None, typer.Option("--by", help="One grouping: session, model, provider, day, or (gateway "
+                                                       "traffic) key, user, team.")] = None,
     reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
                                                            "beside what was recorded; changes nothing.")] = False,
 ) -> None:

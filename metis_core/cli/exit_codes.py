@@ -33,6 +33,7 @@ from metis_core.errors import (
     ServeError,
     StoreError,
     ToolModuleError,
+    TraceIntegrityError,
     UnknownModelError,
     UnsupportedProviderError,
 )
@@ -81,7 +82,7 @@ def exit_code_for(error: BaseException) -> ExitCode:
         return ExitCode.PROVIDER
     if isinstance(error, CapabilityMismatchError | OutputRefusedError) or _is_routing_refusal(error):
         return ExitCode.REFUSED
-    if isinstance(error, EventLogIntegrityError):
+    if isinstance(error, EventLogIntegrityError | TraceIntegrityError):
         return ExitCode.INTEGRITY
     if isinstance(error, StoreError | SchemaMigrationError):
         return ExitCode.STORAGE

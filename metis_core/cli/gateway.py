@@ -139,6 +139,8 @@ def serve(
     allowed_origin: Annotated[list[str] | None, typer.Option(
         "--allowed-origin", help="An origin whose pages may send writes (repeatable; config `serve.allowed_origins`).")
     ] = None,
+    metrics: Annotated[bool, typer.Option("--metrics", help="Serve Prometheus metrics at /metrics (admin key or "
+                                                            "METIS_METRICS_BEARER; also METIS_METRICS=1).")] = False,
 ) -> None:
     """Serve /v1/chat/completions, /v1/messages, /v1/models, /healthz and /readyz."""
     import os
@@ -150,6 +152,10 @@ def serve(
     from metis_core.gateway.serve import server_stack
     from metis_core.gateway.web_guard import ALLOWED_HOSTS_ENV, ALLOWED_ORIGINS_ENV
 
+    if metrics:  # the workers read it from the environment
+        from metis_core.gateway.metrics import METRICS_ENV
+
+        os.environ[METRICS_ENV] = "1"
     names = load_cli_config().serve  # the workers read the names from the environment
     os.environ[ALLOWED_HOSTS_ENV] = ",".join([*names.allowed_hosts, *(allowed_host or [])])
     os.environ[ALLOWED_ORIGINS_ENV] = ",".join([*names.allowed_origins, *(allowed_origin or [])])

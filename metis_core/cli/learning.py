@@ -6,6 +6,7 @@ here scores, fingerprints or routes by itself.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -165,3 +166,98 @@ def _models(outcomes: list[Any]) -> str:
         if o.score is not None:
             per.setdefault(o.model, []).append(o.score)
     return "; ".join(f"{m} {sum(s) / len(s):.2f} · {len(s)}" for m, s in sorted(per.items())) or "-"
+
+
+@patterns_app.command("explain")
+@guarded
+def patterns_explain(
+    turn: Annotated[str, typer.Argument(help="A turn id, a unique prefix of one, or `latest`.")],
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+) -> None:
+    """Why a turn went to its model: the routing chain, the pattern, its evidence and posterior."""
+    from metis_core.cli.session_ids import pick_id
+    from metis_core.learning.patterns.explain import explain_turn, routed_turns
+
+    terminal = Terminal.open()
+    with learning_runtime() as (_, learning):
+        turn_id = pick_id(turn, routed_turns(learning), id_prefix="", what="routed turn",
+                          hint="`metis trace show SESSION` lists a session's turns")
+        found = explain_turn(learning, turn_id)
+    if found is None:
+        raise UsageProblem(f"no routing decision recorded for turn {turn_id}")
+    if as_json:
+        terminal.out.print_json(json.dumps(found.to_json()))
+        return
+    what = "exploration" if found.exploration else "routing"
+    terminal.out.print(f"turn {found.turn_id} (session {found.session_id}) → {found.chosen_model} by {what}",
+                       style="bold", markup=False)
+    chain = Table("policy", "verdict", "model", "reason")
+    for v in found.chain:
+        chain.add_row(v["policy"], v["verdict"] + (" (exploration)" if v.get("exploration") else ""),
+                      v.get("candidate_model") or "-", v["reason"])
+    terminal.out.print(chain, soft_wrap=False)
+    if found.fingerprint_id is None:
+        terminal.out.print("no pattern: the turn was not recorded and the pattern slot matched nothing",
+                           markup=False)
+        return
+    terminal.out.print(f"pattern {found.fingerprint_id}: {_features(found.features or {})} "
+                       f"({found.neighbours} neighbouring fingerprint(s))", markup=False)
+    table = Table("model", "outcomes (learned)", "evidence", "posterior Beta(α, β)", "mean [90 %]", "mean cost")
+    for p in found.posteriors:
+        table.add_row(p.model, f"{p.outcomes} ({p.learned})", f"{p.evidence:.2f}", f"Beta({p.alpha:.2f}, {p.beta:.2f})",
+                      f"{p.mean:.2f} [{p.interval[0]:.2f}, {p.interval[1]:.2f}]", f"${p.mean_cost_usd:.6f}")
+    terminal.out.print(table, soft_wrap=False)
+    terminal.out.print(f"the evidence picks now: {found.evidence_picks or 'nothing yet (too little evidence)'}",
+                       markup=False)
+
+
+@guarded
+def learn(
+    candidates: Annotated[str | None, typer.Option(help="Models to learn about, comma-separated (default: "
+                                                        "learning.exploration.candidates).")] = None,
+    budget_usd: Annotated[str, typer.Option("--budget-usd", help="Stop before spending more than this "
+                                                                 "(replays and judge calls).")] = "1.00",
+    per_kind: Annotated[int, typer.Option(min=1, help="Replays per task kind and candidate.")] = 5,
+    limit: Annotated[int, typer.Option(min=1, help="Replays at most.")] = 50,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Show the plan and its cost; run nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
+) -> None:
+    """Replay a sample of stored turns on cheaper models, judge the answers, learn where they do well."""
+    import asyncio
+    from decimal import Decimal, InvalidOperation
+
+    from metis_core.learning.replay_learning import ReplayLearner
+
+    terminal = Terminal.open()
+    try:
+        budget = Decimal(budget_usd)
+    except InvalidOperation:
+        raise UsageProblem(f"--budget-usd {budget_usd!r} is not an amount; write e.g. 0.50") from None
+    if budget < 0:
+        raise UsageProblem("--budget-usd cannot be negative")
+    with learning_runtime() as (_, learning):
+        chosen = [c.strip() for c in candidates.split(",") if c.strip()] if candidates else \
+            list(learning.settings.exploration.candidates)
+        learner = ReplayLearner(learning)
+        plan = learner.plan(chosen, per_kind=per_kind, limit=limit)
+        if not as_json:
+            terminal.out.print(f"plan: {len(plan.replays)} replay(s) on {', '.join(chosen)}, estimated "
+                               f"${plan.estimated_usd:.4f} (budget ${budget})", markup=False)
+            for model in plan.unpriced:
+                terminal.warn(f"{model} has no price in the price table; left out (add it under prices:)")
+        report = asyncio.run(learner.run(plan, budget, dry_run=dry_run))
+    if as_json:
+        terminal.out.print_json(json.dumps(report.to_json()))
+        return
+    if not dry_run:
+        terminal.out.print(f"replayed {report.replayed} ({report.failed} failed), spent ${report.spent_usd:.4f}"
+                           + (f"; {report.stopped_at_budget} left out at the budget" if report.stopped_at_budget
+                              else ""), markup=False)
+    table = Table("kind", "turns", "model", "outcomes (learned)", "success [90 %]", "mean cost", "routed",
+                  "expected saving")
+    for kind in report.kinds:
+        for m in kind.models:
+            table.add_row(_features(kind.features), str(kind.turns), m.model, f"{m.outcomes} ({m.learned})",
+                          f"{m.success:.2f} [{m.interval[0]:.2f}, {m.interval[1]:.2f}]", f"${m.mean_cost_usd:.6f}",
+                          "yes" if m.chosen else "", f"${m.saving_per_turn_usd * kind.turns:.4f}" if m.chosen else "")
+    terminal.out.print(table, soft_wrap=False)

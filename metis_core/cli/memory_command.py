@@ -22,7 +22,8 @@ USAGE = "/memory · /memory add [user] TEXT · /memory remove [user] N"
 
 def memory_command(chat: ChatLoop, argument: str) -> bool:
     runtime, session = chat.runtime, chat.session
-    files = MemoryFiles(session.workspace, runtime.home, runtime.config.memory.max_bytes)
+    files = MemoryFiles(session.workspace, runtime.home, runtime.config.memory.max_bytes,
+                        runtime.config.memory.history_keep)
     out = chat.terminal.out
     verb, _, rest = argument.partition(" ")
     if not verb:

@@ -91,6 +91,20 @@ class Terminal:
         """stdin and stdout are both terminals: prompting is possible."""
         return sys.stdin.isatty() and self.out.is_terminal
 
+    def confirmed(self, question: str, *, yes: bool, act: str) -> bool:
+        """True when `--yes` was given or the person answers y to `question`; "kept" is printed on a
+        no. Without a terminal to ask, UsageProblem: `act` (e.g. "deleting X") needs --yes."""
+        if yes:
+            return True
+        if not self.interactive:
+            from metis_core.cli.exit_codes import UsageProblem
+
+            raise UsageProblem(f"{act} needs --yes when there is no terminal to ask")
+        if input(f"{question} [y/N] ").strip().lower() in ("y", "yes"):
+            return True
+        self.out.print("kept", markup=False)
+        return False
+
     def fail(self, message: str) -> None:
         """One red line on stderr, whatever the message's own line breaks."""
         line = " ".join(part.strip() for part in message.splitlines() if part.strip())

@@ -17,7 +17,6 @@ from typing import Annotated
 import typer
 from rich.text import Text
 
-from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
 from metis_core.cli.memory_withheld import withhold_memory_text
@@ -169,13 +168,9 @@ def delete(
         session_id = resolve_session_id(store, session_id)
         record = store.get_session(session_id)
         count = store.message_count(session_id)
-        if not yes:
-            if not terminal.interactive:
-                raise UsageProblem(f"deleting {session_id} needs --yes when there is no terminal to ask")
-            answer = input(f"delete {session_id} ({record.title or 'untitled'}, {count} messages)? [y/N] ")
-            if answer.strip().lower() not in ("y", "yes"):
-                terminal.out.print("kept", markup=False)
-                return
+        if not terminal.confirmed(f"delete {session_id} ({record.title or 'untitled'}, {count} messages)?",
+                                  yes=yes, act=f"deleting {session_id}"):
+            return
         deletion = store.delete_session(session_id)
     record_deletion(deletion)
     terminal.out.print(f"deleted session {session_id} ({deletion.messages_deleted} messages, "

@@ -1,4 +1,4 @@
-"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /save /help /exit.
+"""The chat's slash commands: /model /cost /tools /trace /sessions /resume /attach /save /compact /pin /help /exit.
 
 Each command reads or changes the chat's session through the library (swap_model, the stores,
 the trace) and prints the outcome; a refusal is one red line and changes nothing.
@@ -41,6 +41,8 @@ HELP = [
     ("/good, /bad [TEXT]", "rate the last answer (add --session to rate the whole session)"),
     ("/route override|ignore", "about a pattern suggestion a rule outranked: use it, or dismiss it"),
     ("/save [PATH]", "write the last answer to PATH (default answer-<time>.md in the workspace)"),
+    ("/compact", "summarise the older turns now (the stored messages stay; see docs/context.md)"),
+    ("/pin", "keep your last message verbatim through every compaction of this chat"),
     ("!multi … !end", "a message of several lines (a pasted block, or a line ending in \\, also works)"),
     ("!edit", "write the message in $EDITOR"),
     ("/help", "this list"),
@@ -55,7 +57,7 @@ class SlashCommands:
             "/model": self.model, "/cost": self.cost, "/tools": self.tools, "/trace": self.trace,
             "/sessions": self.sessions, "/resume": self.resume, "/attach": self.attach, "/save": self.save,
             "/help": self.help, "/exit": self.exit, "/quit": self.exit, "/good": self.good, "/bad": self.bad,
-            "/route": self.route,
+            "/route": self.route, "/compact": self.compact, "/pin": self.pin,
             "/memory": lambda argument: memory_command(self.chat, argument),
         }  # fmt: skip
 
@@ -202,6 +204,30 @@ class SlashCommands:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(answer if answer.endswith("\n") else answer + "\n", encoding="utf-8")
         self.out.print(f"saved the last answer ({len(answer)} characters) to {path}", markup=False)
+        return True
+
+    def compact(self, argument: str) -> bool:
+        chat = self.chat
+        prepared = chat.runner.run(chat.runtime.compactor.compact_now(chat.session))
+        event = prepared.compacted
+        if event is None:
+            self.out.print("nothing to compact: the conversation is no longer than the turns kept verbatim",
+                           markup=False)
+            return True
+        payload = event.payload
+        self.out.print(f"compacted: ~{payload['tokens_before']:,} -> ~{payload['tokens_after']:,} tokens · "
+                       f"{payload['messages_summarised']} messages summarised by {payload['model']} · "
+                       f"{format_usd(Decimal(str(payload['cost_usd'])))}", markup=False)
+        return True
+
+    def pin(self, argument: str) -> bool:
+        session = self.chat.session
+        last = next((m for m in reversed(session.history) if m.role is Role.USER), None)
+        if last is None:
+            self.chat.terminal.fail("nothing to pin yet: send a message first")
+            return True
+        session.pin(last.id)
+        self.out.print(f"pinned: {last.text()[:60]!r} stays verbatim through compaction", markup=False)
         return True
 
     def help(self, argument: str) -> bool:

@@ -99,7 +99,7 @@ def prune(
 @guarded
 def export(
     session_id: SessionArgument,
-    export_format: Annotated[str, typer.Option("--format", help="otel | openwop | eventlog")] = "otel",
+    export_format: Annotated[str, typer.Option("--format", help="otel | otel-metrics | openwop | eventlog")] = "otel",
     out: Annotated[Path | None, typer.Option("--out", help="File to write (default: standard output).")] = None,
     include_content: Annotated[bool, typer.Option(
         "--include-content", help="Copy message text and tool data into the export (off: hashes and sizes only).",
@@ -127,18 +127,27 @@ def export(
 @app.command("verify")
 @guarded
 def verify(
-    file: Annotated[Path, typer.Argument(help="An event log v0.2 (JSON Lines) written by `trace export`.",
-                                         exists=True, dir_okay=False)],
+    file: Annotated[Path | None, typer.Argument(help="An event log v0.2 (JSON Lines) written by `trace export`.",
+                                                exists=True, dir_okay=False)] = None,
+    store: Annotated[bool, typer.Option("--store", help="Check the whole trace store instead: every event's "
+                                                        "parent is stored (or was pruned by retention).")] = False,
     head: Annotated[str | None, typer.Option("--head", help="The head hash recorded at export time; a log "
                                                            "cut short ends elsewhere.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as one JSON document.")] = False,
 ) -> None:
-    """Check an exported event log: hash chain, payload hashes, schemas; name the first broken entry."""
+    """Check an exported event log (hash chain, payload hashes, schemas; the first broken entry named),
+    or with --store the stored trace (every parent_event_id exists)."""
     import orjson
 
     from metis_core.cli.exit_codes import UsageProblem
     from metis_core.errors import EventLogIntegrityError
     from metis_core.export import verify_event_log
+
+    if (file is None) == (not store):
+        raise UsageProblem("give an exported event log FILE, or --store to check the trace store (not both)")
+    if file is None:
+        verify_store(as_json)
+        return
 
     try:
         with file.open("rb") as lines:
@@ -168,3 +177,36 @@ def verify(
         raise failure
     if not as_json:
         terminal.out.print(f"{file}: intact, {result.entries} entries, head {result.head_hash}", markup=False)
+
+
+def verify_store(as_json: bool) -> None:
+    """`trace verify --store`: every parent_event_id in the store names a stored event."""
+    import orjson
+
+    from metis_core.errors import TraceIntegrityError
+
+    with trace_store() as trace:
+        check = trace.check_parents()
+    failure: TraceIntegrityError | None = None
+    if check.gaps:
+        first = check.gaps[0]
+        failure = TraceIntegrityError(
+            f"{check.missing_parents} parent event(s) in {len(check.gaps)} gap(s) were never stored, first in "
+            f"session {first.session_id} (missing {first.missing_ids[0]}); "
+            "`metis trace verify --store --json` lists them all. Events emitted but lost (a crash before "
+            "the trace writer committed) cannot be recovered; "
+            "the sessions themselves are intact", missing_parents=check.missing_parents)
+    terminal = Terminal.open()
+    if as_json:
+        terminal.raw(orjson.dumps({
+            "store": True, "ok": failure is None, "events": check.events, "with_parent": check.with_parent,
+            "pruned_parents": check.pruned_parents, "missing_parents": check.missing_parents,
+            "gaps": [{"session_id": g.session_id, "missing_ids": list(g.missing_ids)} for g in check.gaps],
+            "error": None if failure is None else str(failure),
+        }).decode() + "\n")
+    if failure is not None:
+        raise failure
+    if not as_json:
+        pruned = f" (or pruned by retention: {check.pruned_parents})" if check.pruned_parents else ""
+        terminal.out.print(f"trace store intact: {check.events} events; the parents of all {check.with_parent} "
+                           f"that name one are stored{pruned}", markup=False)

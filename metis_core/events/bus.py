@@ -128,6 +128,8 @@ class EventBus:
         self.queue_capacity = queue_capacity
         self._strict = self.mode is BusMode.STRICT
         self._closed = False
+        self.enqueued = 0
+        """Events accepted so far (`settle` compares it across a flush)."""
         self._routes: tuple[_Route, ...] = ()
         self._route_cache: tuple[tuple[_Route, ...], dict[str, tuple[tuple[_Route, bool], ...]]] = ((), {})
         self._routes_lock = threading.Lock()
@@ -238,6 +240,7 @@ class EventBus:
     def _enqueue(self, event: Event) -> None:
         depth = self._dispatcher.put(event, wake=not getattr(self._holding, "active", False))
         if depth is None:
+            self.enqueued += 1
             if self._overflow.active:
                 self._overflow.recovered("event bus overflow ended")
             return
@@ -400,6 +403,16 @@ class EventBus:
                 f"event bus did not drain within {timeout}s ({self._dispatcher.pending} events still "
                 "queued); a handler is blocking"
             )
+
+    def settle(self, timeout: float | None = 10.0, max_rounds: int = 16) -> None:
+        """Flush until a flush ends with no new event accepted during it: handlers that emit what
+        other handlers read (feedback → verdict → outcome) have all run, however their threads
+        interleaved. At most `max_rounds` flushes (a handler emitting forever is not waited for)."""
+        for _ in range(max_rounds):
+            before = self.enqueued
+            self.flush(timeout)
+            if self.enqueued == before:
+                return
 
     async def aflush(self, timeout: float | None = 10.0) -> None:
         """`flush` for async callers: waits without blocking the running event loop."""

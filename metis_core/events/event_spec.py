@@ -19,7 +19,7 @@ from metis_core.events.envelope import Actor, Sensitivity
 CATALOG_DOMAINS: frozenset[str] = frozenset(
     {
         "session", "turn", "llm", "tool", "route", "routing", "skill", "memory", "delegate",
-        "feedback", "bus", "pattern", "provider", "eval", "gateway", "quota", "trace",
+        "feedback", "bus", "pattern", "provider", "eval", "gateway", "quota", "trace", "analytics",
     }
 )  # fmt: skip
 """Closed list (spec §4.5 plus the routing/gateway/quota/trace domains the catalog uses)."""

@@ -6,8 +6,10 @@ attempt retries the same node), its composed system prompt prompt.composed (hash
 calls agent.toolCalled/toolReturned, routing agent.decided, a replay's turn.replay_diverged
 replay.diverged (sourceRunId = the original turn). A refused call is envelope.refusal and
 node.failed `envelope_refusal` (RFC 0032 §B.3); the other structured-output steps (llm.output_*)
-are envelope.* on their call's node (openwop_envelope.py). Sequences start at 0 per run. Events
-without a counterpart are skipped and counted.
+are envelope.* on their call's node (openwop_envelope.py). Thinking, delegation, refused swaps, the
+prompt's source and a replay that differs at a refusal are the agent's acts (openwop_acts.py); a
+worker session's runs name their planner's run as `parentRunId`. Sequences start at 0 per run.
+Events without a counterpart are skipped and counted.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import Any
 from metis_core import __version__
 from metis_core.events.envelope import Event
 from metis_core.events.redaction import redact
+from metis_core.export import openwop_acts as acts
 from metis_core.export.message_rendering import tool_result_text
 from metis_core.export.openwop_envelope import ENVELOPE_TYPES, envelope_payload
 from metis_core.export.options import ExportOptions
@@ -62,8 +65,12 @@ def _error(code: str, message: str | None, *, retryable: bool) -> dict[str, Any]
 class _RunBuilder:
     """The documents of one run (one turn), in event order."""
 
-    def __init__(self, recording: SessionRecording, turn: TurnEvents, options: ExportOptions) -> None:
+    def __init__(self, recording: SessionRecording, turn: TurnEvents, options: ExportOptions,
+                 refused_swaps: list[Event] | None = None) -> None:
         assert turn.started is not None
+        self.refused_swaps = refused_swaps or []
+        """Model swaps refused before this turn (no turn of their own): placed after run.started."""
+        self.worker_tiers: dict[str, str] = {}
         self.rec, self.turn, self.options = recording, turn, options
         self.started = turn.started
         self.agent = options.agent_name
@@ -103,6 +110,8 @@ class _RunBuilder:
             "turn.completed": self._run_finished, "turn.cancelled": self._run_cancelled,
             "llm.prompt_composed": self._prompt_composed,
             "turn.replay_diverged": self._replay_diverged,
+            "delegate.started": self._handoff_out, "delegate.completed": self._handoff_back,
+            "delegate.failed": self._handoff_back,
         }.get(event.type) or (self._envelope if event.type in ENVELOPE_TYPES else None)
         if handler is None or (event.type == "turn.started" and event is not self.started):
             return False
@@ -119,11 +128,18 @@ class _RunBuilder:
         user = self.rec.messages.user_message_before(event.id)
         if self.options.include_content and user is not None:
             inputs["userMessage"] = user.text()
-        self.add(event, "run.started", {
+        payload: dict[str, Any] = {
             "workflowId": WORKFLOW_ID, "inputs": inputs, "engineVersion": ENGINE_VERSION, "tags": ["metis"],
             "metadata": {"sessionId": self.rec.session_id, "turnId": self.turn.turn_id,
                          "traceId": trace_id_for_session(self.rec.session_id)},
-        })
+        }
+        if self.rec.parent_run_id is not None:  # a delegated worker's run: its planner's run started it
+            payload["parentRunId"] = self.rec.parent_run_id
+            payload["metadata"]["parentSessionId"] = self.rec.session.parent_session_id
+        self.add(event, "run.started", payload)
+        for swap in self.refused_swaps:
+            self.add(swap, "model.capability.insufficient", acts.capability_insufficient(swap, "llm-call-1"),
+                     node_id="llm-call-1")
         return True
 
     def _run_finished(self, event: Event) -> bool:
@@ -197,6 +213,10 @@ class _RunBuilder:
         """`atSequence` / `originalEventId`: the original run's document the replay differs from (the
         model call index when the original's trace did not have it)."""
         p = event.payload
+        if p["divergence_point"] == "refusal":
+            refused = any(d["type"] == "envelope.refusal" for d in self.docs)
+            self.add(event, "replay.divergedAtRefusal", acts.diverged_at_refusal(event, refused))
+            return True
         at = p.get("original_sequence")
         payload: dict[str, Any] = {
             "sourceRunId": p["source_turn_id"], "atSequence": at if at is not None else p["step"],
@@ -210,6 +230,18 @@ class _RunBuilder:
         if p.get("original_event_id"):
             payload["originalEventId"] = p["original_event_id"]
         self.add(event, "replay.diverged", payload)
+        return True
+
+    # --- delegation ------------------------------------------------------------------------
+
+    def _handoff_out(self, event: Event) -> bool:
+        self.worker_tiers[str(event.payload["tool_use_id"])] = str(event.payload["tier"])
+        self.add(event, "agent.handoff", acts.handoff_out(self.agent, event))
+        return True
+
+    def _handoff_back(self, event: Event) -> bool:
+        tier = self.worker_tiers.get(str(event.payload["tool_use_id"]))
+        self.add(event, "agent.handoff", acts.handoff_back(self.agent, event, tier))
         return True
 
     # --- model calls as nodes --------------------------------------------------------------
@@ -250,6 +282,10 @@ class _RunBuilder:
                 outputs["text"] = message.text()
             self.add(event, "node.completed", {"nodeId": node_id, "outputs": outputs,
                                                "durationMs": _duration_ms(started, event)}, node_id=node_id)
+        thought = acts.reasoned(self.agent, node_id, message, include_content=self.options.include_content) \
+            if message is not None else None
+        if thought is not None:
+            self.add(event, "agent.reasoned", thought, suffix="-reasoned", node_id=node_id)
         input_tokens = p["input_tokens"] + p["cached_input_tokens"] + p["cache_creation_input_tokens"]
         usage: dict[str, Any] = {
             "provider": p["provider"], "model": str(p["model"]).partition(":")[2] or p["model"],
@@ -285,6 +321,8 @@ class _RunBuilder:
         node_id = node[0]
         p = event.payload
         refs = [part["ref"] for part in p["parts"] if part["ref"] is not None]
+        self.add(event, "agent.promptResolved", acts.prompt_resolved(event, node_id), suffix="-resolved",
+                 node_id=node_id)
         self.add(event, "prompt.composed", {
             "nodeId": node_id, "refs": list(dict.fromkeys(refs)), "kind": p["kind"], "hash": f"sha256:{p['hash']}",
             "variableHashes": {name: f"sha256:{value}" for name, value in p["variable_hashes"].items()},
@@ -376,10 +414,14 @@ def openwop_documents(
     summary = ExportSummary("openwop", recording.session_id, events_read=len(recording.events))
     documents: list[dict[str, Any]] = []
     in_runs: set[str] = set()
+    swaps = [e for e in recording.events if e.type == "routing.constraint_failure" and e.turn_id is None]
     for turn in recording.turns():
         if turn.started is None:
             continue  # no run.started to open the run with (pruned by retention): skipped below
-        run = _RunBuilder(recording, turn, options)
+        before = [e for e in swaps if e.id < turn.started.id]
+        swaps = [e for e in swaps if e.id > turn.started.id]
+        in_runs.update(e.id for e in before)
+        run = _RunBuilder(recording, turn, options, before)
         for event in turn.events:
             if run.handle(event):
                 in_runs.add(event.id)

@@ -82,6 +82,8 @@ class SessionRecording:
         self.events: tuple[Event, ...] = tuple(sorted(events, key=lambda e: e.id))
         self.messages = messages
         self._by_id = {event.id: event for event in self.events}
+        self.parent_run_id: str | None = None
+        """A delegated worker session's: the planner turn whose delegate.started opened it."""
 
     @property
     def session_id(self) -> str:
@@ -136,5 +138,10 @@ def load_recording(session_id: str, sessions: SessionStore, trace: TraceStore) -
     if session_id == SYSTEM_SESSION_ID:
         return SessionRecording(system_record(events), events, MessageIndex([]))
     record = sessions.get_session(session_id)
-    return SessionRecording(record, events, MessageIndex(sessions.load_messages(session_id)))
+    recording = SessionRecording(record, events, MessageIndex(sessions.load_messages(session_id)))
+    if record.parent_session_id is not None:
+        recording.parent_run_id = next(
+            (e.turn_id for e in trace.events(session_id=record.parent_session_id, types=["delegate.started"])
+             if e.payload.get("worker_session_id") == session_id), None)
+    return recording
 

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import Any, Final, Protocol, TypeVar
 
@@ -44,6 +45,8 @@ from metis_core.gateway.call_record import CallRecord
 from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.gateway.disconnect_watch import DisconnectWatcher
 from metis_core.gateway.key_check import presented_token, token_in_headers
+from metis_core.gateway.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.gateway.service import GatewayService, upstream_failure
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
 from metis_core.gateway.shapes.base import InboundShape, is_output_refusal
@@ -60,6 +63,8 @@ CALL_FAILURES: Final = (ProviderError, CapabilityMismatchError, AllModelsFailedE
 OPENAI: Final = OpenAIChatShape()
 RESPONSES: Final = OpenAIResponsesShape()
 ANTHROPIC: Final = AnthropicMessagesShape()
+CALL_RECORD_KEY: Final = "metis.call_record"
+"""Where `call` leaves the request's CallRecord in the ASGI scope (the metrics read its model)."""
 
 
 class JsonAnswer(Response):
@@ -237,11 +242,30 @@ class CallEndpoint(Endpoint):
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.app.metrics is not None:
+            await self.measured(self.app.metrics, scope, receive, send)
+            return
         try:
             response = await self.app.call(CallRequest(scope, receive), self.shape)
         except Exception as error:
             response = self.escaped(scope, error)
         await response(scope, receive, send)
+
+    async def measured(self, metrics: OperatorMetrics, scope: Scope, receive: Receive, send: Send) -> None:
+        """`__call__` with the request counted and timed (to the answer's last byte) once it ends."""
+        started = time.perf_counter()
+        response: Response | None = None
+        try:
+            try:
+                response = await self.app.call(CallRequest(scope, receive), self.shape)
+            except Exception as error:
+                response = self.escaped(scope, error)
+            await response(scope, receive, send)
+        finally:
+            record: CallRecord | None = scope.get(CALL_RECORD_KEY)
+            status = response.status_code if response is not None else 500
+            model, provider = (record.asked_model, record.model.partition(":")[0]) if record else ("", "")
+            metrics.observe_request(scope["path"], model, provider, status, time.perf_counter() - started)
 
 
 class GatewayStarlette(Starlette):
@@ -281,8 +305,9 @@ class GatewayStarlette(Starlette):
 class GatewayApp:
     """Routes bound to one GatewayService."""
 
-    def __init__(self, service: GatewayService) -> None:
+    def __init__(self, service: GatewayService, metrics: OperatorMetrics | None = None) -> None:
         self.service = service
+        self.metrics = metrics
 
     # --- the two call shapes ----------------------------------------------------------------
 
@@ -311,6 +336,7 @@ class GatewayApp:
         except ClientDisconnect:
             return Response(status_code=499)
         record = service.open_call(key, shape, inbound, session_id, str(asked))
+        request.scope[CALL_RECORD_KEY] = record
         if ask is not None:
             return await self.structured(request, shape, record, members, budget, ask)
         run = ContinuedCall(service, record, members, budget)
@@ -434,6 +460,17 @@ class GatewayApp:
             for n in names
         ]})  # fmt: skip
 
+    async def metrics_text(self, request: Request) -> Response:
+        """`GET /metrics` (present only when metrics are on): Prometheus text for a scrape with the
+        metrics bearer or an admin key; 401 / 403 otherwise."""
+        assert self.metrics is not None
+        try:
+            self.metrics.check_scrape(presented_token(request), self.service.keys)
+        except GatewayError as error:
+            return error_response(OPENAI, error.status, error.kind, str(error))
+        body = await anyio.to_thread.run_sync(self.metrics.render)
+        return Response(body, headers={"content-type": METRICS_CONTENT_TYPE, "cache-control": "no-store"})
+
     async def healthz(self, request: Request) -> Response:
         return json_response({"status": "ok"})
 
@@ -448,10 +485,12 @@ class GatewayApp:
         return json_response({"status": "ready"})
 
 
-def create_app(service: GatewayService, policy: WebPolicy | None = None) -> Starlette:
+def create_app(service: GatewayService, policy: WebPolicy | None = None,
+               metrics: OperatorMetrics | None = None) -> Starlette:
     """The ASGI application: the route table below is the whole gateway surface. `policy`: the
-    allowed Host names and origins (default: METIS_ALLOWED_HOSTS / METIS_ALLOWED_ORIGINS)."""
-    app = GatewayApp(service)
+    allowed Host names and origins (default: METIS_ALLOWED_HOSTS / METIS_ALLOWED_ORIGINS).
+    `metrics` adds `GET /metrics` and counts every call (docs/gateway.md "Metrics")."""
+    app = GatewayApp(service, metrics)
     table = [
         # the call routes hand the request to `call` itself (what `chat_completions`, `responses` and
         # `messages` do, without their coroutine in between: one frame fewer on every resume of a call)
@@ -462,6 +501,7 @@ def create_app(service: GatewayService, policy: WebPolicy | None = None) -> Star
         ("/v1/models", "GET", Endpoint(app.models, OPENAI)),
         ("/healthz", "GET", Endpoint(app.healthz, OPENAI)),
         ("/readyz", "GET", Endpoint(app.readyz, OPENAI)),
+        *([("/metrics", "GET", Endpoint(app.metrics_text, OPENAI))] if metrics is not None else []),
     ]
     routes = [Route(path, endpoint, methods=[method]) for path, method, endpoint in table]
 

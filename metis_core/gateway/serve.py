@@ -5,7 +5,8 @@ sharing one metis.db: counters there are atomic). uvloop and httptools are used 
 (the `gateway` extra brings them), else asyncio and h11. Settings come from the environment:
 METIS_GATEWAY_MAX_BODY_BYTES, METIS_GATEWAY_AUTH_EVENTS_PER_MINUTE, METIS_GATEWAY_WORKSPACE,
 METIS_GATEWAY_RECORD_BACKLOG, and for budget reservations METIS_GATEWAY_RESERVATION_LEASE_SECONDS,
-METIS_GATEWAY_RESERVE_OUTPUT_TOKENS, METIS_GATEWAY_UNPRICED_RESERVE_USD (docs/gateway.md).
+METIS_GATEWAY_RESERVE_OUTPUT_TOKENS, METIS_GATEWAY_UNPRICED_RESERVE_USD, and METIS_METRICS /
+METIS_METRICS_BEARER for `/metrics` (docs/gateway.md).
 """
 
 from __future__ import annotations
@@ -82,15 +83,22 @@ def build_app() -> Starlette:
     """One worker's app: a Runtime on METIS_HOME, its key store, and the routes."""
     from metis_core.agent.runtime import Runtime
     from metis_core.gateway.app import create_app
+    from metis_core.gateway.metrics import OperatorMetrics, metrics_settings_from_env
     from metis_core.gateway.service import GatewayService
     from metis_core.store.gateway_keys import open_gateway_key_store
 
     # The record is written on background threads; a short switch interval hands the GIL back to
     # the event loop within 0.5 ms (not 5) when a request arrives while they work.
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
+    metrics_settings = metrics_settings_from_env()  # a bad setting fails before anything opens
     runtime = Runtime()
+    runtime.sweep_idle_sessions()  # idle sessions of every process on this store end on a timer
     service = GatewayService(runtime, open_gateway_key_store(runtime.shared_database), settings_from_env())
-    app = create_app(service)
+    metrics = None
+    if metrics_settings is not None:
+        metrics = OperatorMetrics(metrics_settings, "gateway")
+        metrics.attach(runtime.bus)
+    app = create_app(service, metrics=metrics)
     tune_collector()
     return app
 

@@ -10,8 +10,10 @@ never import this package; without it they work as before.
 from __future__ import annotations
 
 import logging
+from decimal import Decimal
 from typing import TYPE_CHECKING
 
+from metis_core.errors import MetisError
 from metis_core.events.envelope import Event
 from metis_core.events.subscription import SubscriptionHandle
 from metis_core.learning.database import LearningDatabase
@@ -24,10 +26,13 @@ from metis_core.learning.evaluator.verdicts import VerdictStore
 from metis_core.learning.feedback import FeedbackRecorder
 from metis_core.learning.implicit import ImplicitSignals
 from metis_core.learning.patterns.advisor import PatternAdvisor
+from metis_core.learning.patterns.embeddings import HttpEmbedder
+from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Embedder
 from metis_core.learning.patterns.recorder import PatternRecorder
 from metis_core.learning.patterns.store import PatternStore
 from metis_core.learning.settings import LearningSettings
+from metis_core.messages.metadata import Usage
 
 if TYPE_CHECKING:
     from metis_core.agent.runtime import Runtime
@@ -41,6 +46,11 @@ class LearningLoop:
                  embed: Embedder | None = None) -> None:
         self.runtime = runtime
         self.settings = settings or LearningSettings.from_config(runtime.config.learning)
+        if embed is None and self.settings.embedding_model:
+            try:
+                embed = HttpEmbedder.from_config(self.settings.embedding_model, runtime.config)
+            except MetisError as error:  # a missing key or a provider without embeddings: structural fingerprints
+                log.warning("learning.embedding_model not used: %s", error)
         self.db = LearningDatabase(runtime.shared_database)
         self.verdicts = VerdictStore(self.db)
         self.patterns = PatternStore(self.db, self.settings.patterns)
@@ -55,7 +65,8 @@ class LearningLoop:
         self.feedback = FeedbackRecorder(runtime.bus, runtime.trace)
         self.recorder = PatternRecorder(runtime.bus, runtime.trace, runtime.store, self.patterns, self.evaluator,
                                         embed)
-        self.advisor = PatternAdvisor(self.patterns, self.settings.patterns, embed)
+        self.explorer = Explorer(self.settings.exploration, self.cost_ratio)
+        self.advisor = PatternAdvisor(self.patterns, self.settings.patterns, embed, self.explorer)
         self._handles: list[SubscriptionHandle] = []
 
     @classmethod
@@ -78,11 +89,19 @@ class LearningLoop:
 
     def settle(self, timeout: float = 30.0) -> None:
         """Wait until feedback given so far has been evaluated and its pattern outcomes rescored:
-        feedback → verdict → outcome is a chain of batch subscribers, one bus flush per link."""
-        from metis_core.agent.runtime import SUBSCRIBER_CHAIN_DEPTH
+        feedback → verdict → outcome is a chain of batch subscribers: the bus is flushed until
+        nothing new is emitted."""
+        self.runtime.bus.settle(timeout)
 
-        for _ in range(SUBSCRIBER_CHAIN_DEPTH):
-            self.runtime.bus.flush(timeout)
+    def estimate_cost(self, model: str, input_tokens: int, output_tokens: int) -> Decimal | None:
+        """What a call of this size would cost on `model` by the price table (None: unpriced)."""
+        usage = Usage(input_tokens=input_tokens, output_tokens=output_tokens)
+        return self.runtime.prices.cost(usage, model)[0]
+
+    def cost_ratio(self, model: str, reference: str) -> float | None:
+        """`model`'s price as a share of `reference`'s, for a typical turn (1,000 tokens in, 300 out)."""
+        mine, theirs = self.estimate_cost(model, 1000, 300), self.estimate_cost(reference, 1000, 300)
+        return float(mine / theirs) if mine is not None and theirs else None
 
     def _model_swapped(self, session: Session, previous: str | None, new: str) -> None:
         try:
@@ -91,4 +110,6 @@ class LearningLoop:
             log.warning("manual_swap signal not recorded: %r", error)
 
     def close(self) -> None:
+        if isinstance(self.advisor.embed, HttpEmbedder):
+            self.advisor.embed.close()
         self.db.close()

@@ -32,6 +32,38 @@ class PatternSettings(BaseModel):
     soft_cap_rows: int = Field(default=5_000, ge=1)
     hard_cap_rows: int = Field(default=10_000, ge=1)
     max_age_days: float = Field(default=180.0, gt=0)
+    half_life_outcomes: float = Field(default=10.0, ge=0)
+    """An outcome counts half as much after this many newer outcomes of its model on similar turns
+    (0 = no decay by count), so a model whose quality changes loses or regains its routes quickly."""
+    half_life_days: float = Field(default=30.0, ge=0)
+    """... and half as much after this many days (0 = no decay by age)."""
+    change_window: int = Field(default=6, ge=0)
+    change_margin: float = Field(default=0.35, ge=0.0, le=1.0)
+    """When a model's last `change_window` scores on similar turns differ from its earlier ones by more
+    than this, only the last ones count (a change point: a new version, an outage of quality); 0 = off."""
+
+
+class ExplorationSettings(BaseModel):
+    """Online exploration: now and then route a turn to a cheaper model with little evidence on
+    turns like it (Thompson sampling on the pattern store's Beta posteriors), within a budget."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    share: float = Field(default=0.0, ge=0.0, le=1.0)
+    """At most 1 + share × (turns routed) turns explored per process; 0 (the default) turns exploration
+    off: a try spends a user's turn on a model that may answer worse, so it is opted into."""
+    usd_per_day: Decimal = Field(default=Decimal("0.50"), ge=0)
+    """At most this much estimated spend on explored turns per UTC day and process; 0 turns it off."""
+    candidates: list[str] = Field(default_factory=list)
+    """Models to try even before any evidence for them (models already in the store are tried too)."""
+    until_evidence: float = Field(default=20.0, ge=0)
+    """A model with at least this much (decayed) evidence on turns like this one is not explored."""
+    seed: int | None = None
+    """Seed of the sampling (tests, benchmarks); None draws from the system."""
+
+    @property
+    def enabled(self) -> bool:
+        return self.share > 0 and self.usd_per_day > 0
 
 
 class LearningSettings(BaseModel):
@@ -44,8 +76,10 @@ class LearningSettings(BaseModel):
     capture_rationale: bool = False
     """Opt-in: keep the LLM judge's (redacted) rationale in eval.completed (§4.4.1)."""
     embedding_model: str | None = None
-    """Reserved for hybrid fingerprints; an embedding hook must also be given (docs/learning.md)."""
+    """PROVIDER:MODEL of an embedding model (openai, gemini, ollama or an openai_compatible provider):
+    fingerprints become hybrid (structure + cosine distance of the message's embedding)."""
     patterns: PatternSettings = Field(default_factory=PatternSettings)
+    exploration: ExplorationSettings = Field(default_factory=ExplorationSettings)
 
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> LearningSettings:

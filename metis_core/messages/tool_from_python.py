@@ -79,7 +79,7 @@ def definition_from_function(
     *,
     name: str | None,
     description: str | None,
-    side_effects: SideEffects,
+    side_effects: SideEffects | None,
     requires_workspace: bool,
     skip: Collection[str] = (),
 ) -> ToolDefinition:
@@ -87,8 +87,9 @@ def definition_from_function(
     model = input_model_for_function(fn, tool_name=tool_name, skip=skip)
     schema = model.model_json_schema()
     schema.pop("description", None)  # the tool's description says it once
+    declared = {} if side_effects is None else {"side_effects": side_effects}  # None: left undeclared
     return cls(name=tool_name, description=description if description is not None else docstring_summary(fn),
-               input_schema=schema, side_effects=side_effects, requires_workspace=requires_workspace)
+               input_schema=schema, requires_workspace=requires_workspace, **declared)
 
 
 def definition_from_model(
@@ -97,11 +98,11 @@ def definition_from_model(
     *,
     name: str,
     description: str | None,
-    side_effects: SideEffects,
+    side_effects: SideEffects | None,
     requires_workspace: bool,
 ) -> ToolDefinition:
     schema = model.model_json_schema()
     summary = description if description is not None else (schema.pop("description", None) or "")
     schema.pop("description", None)
-    return cls(name=name, description=summary, input_schema=schema, side_effects=side_effects,
-               requires_workspace=requires_workspace)
+    declared = {} if side_effects is None else {"side_effects": side_effects}  # None: left undeclared
+    return cls(name=name, description=summary, input_schema=schema, requires_workspace=requires_workspace, **declared)

@@ -52,6 +52,12 @@ class ToolDefinition(BaseModel):
         return self
 
     @property
+    def declares_side_effects(self) -> bool:
+        """Whether `side_effects` was given (the spec requires it); an undeclared tool is run as
+        possibly writing (`ToolRegistry.register`)."""
+        return "side_effects" in self.model_fields_set
+
+    @property
     def needs_confirmation(self) -> bool:
         return self.side_effects in CONFIRMATION_SIDE_EFFECTS
 
@@ -74,14 +80,15 @@ class ToolDefinition(BaseModel):
         *,
         name: str | None = None,
         description: str | None = None,
-        side_effects: SideEffects | str = SideEffects.NONE,
+        side_effects: SideEffects | str | None = None,
         requires_workspace: bool = False,
     ) -> ToolDefinition:
-        """A definition from a function's signature, type hints, defaults and docstring."""
+        """A definition from a function's signature, type hints, defaults and docstring. Without
+        `side_effects` it is undeclared: a ToolRegistry then treats the tool as possibly writing."""
         from metis_core.messages.tool_from_python import definition_from_function
 
         return definition_from_function(cls, fn, name=name, description=description,
-                                        side_effects=SideEffects(side_effects),
+                                        side_effects=None if side_effects is None else SideEffects(side_effects),
                                         requires_workspace=requires_workspace)
 
     @classmethod
@@ -91,12 +98,13 @@ class ToolDefinition(BaseModel):
         *,
         name: str,
         description: str | None = None,
-        side_effects: SideEffects | str = SideEffects.NONE,
+        side_effects: SideEffects | str | None = None,
         requires_workspace: bool = False,
     ) -> ToolDefinition:
-        """A definition whose input is the pydantic model's fields; the description defaults to its docstring."""
+        """A definition whose input is the pydantic model's fields; the description defaults to its
+        docstring. Without `side_effects` it is undeclared (see `from_function`)."""
         from metis_core.messages.tool_from_python import definition_from_model
 
         return definition_from_model(cls, model, name=name, description=description,
-                                     side_effects=SideEffects(side_effects),
+                                     side_effects=None if side_effects is None else SideEffects(side_effects),
                                      requires_workspace=requires_workspace)

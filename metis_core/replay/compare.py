@@ -14,7 +14,7 @@ from typing import Any, Literal
 from metis_core.replay.source import ToolCall, TurnSide, parses_as_json
 
 DivergenceKind = Literal["output", "missing", "extra", "type-mismatch"]
-DivergencePoint = Literal["tool_call", "text", "structured_output", "error"]
+DivergencePoint = Literal["tool_call", "text", "structured_output", "error", "refusal"]
 DEFAULT_TEXT_THRESHOLD = 0.8
 SIMILARITY_CHARS = 20_000
 """Longer answers are compared on their first characters (difflib is quadratic)."""
@@ -77,6 +77,10 @@ def compare_sides(original: TurnSide, replay: TurnSide, threshold: float = DEFAU
         return found
     if original.error and not replay.error:
         found.append(Divergence("output", "error", last, "the replay answered where the original failed"))
+    if original.refused != replay.refused:  # a safety-policy shift: reported apart from other output
+        found.append(Divergence("output", "refusal", last, "the original refused; the replay answered"
+                                if original.refused else "the replay refused; the original answered"))
+        return found
     similarity = text_similarity(original.answer, replay.answer)
     if similarity < threshold:
         found.append(Divergence("output", "text", last, f"answer text similarity {similarity:.2f} is below "

@@ -3,7 +3,8 @@
 The source session is exported once as OpenWOP run events (one run per turn); a divergence at a
 model call is located in its turn's run: a tool-call divergence at the first `agent.toolCalled`
 after that call's `node.completed` (or the node itself when the original called nothing there), a
-text or JSON divergence at the run's last `node.completed`, an error at the last `node.failed`.
+text or JSON divergence at the run's last `node.completed`, an error at the last `node.failed`, a
+refusal at the original's `envelope.refusal` (or its answer when the replay is the one that refused).
 """
 
 from __future__ import annotations
@@ -46,6 +47,10 @@ class OriginalRunIndex:
             failed = _last(run, "node.failed")
             if failed is not None:
                 return failed
+        elif divergence.point == "refusal":
+            refused = _last(run, "envelope.refusal")
+            if refused is not None:
+                return refused
         found = _last(run, "node.completed")
         return found if found is not None else run[-1]
 

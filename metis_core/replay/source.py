@@ -13,7 +13,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from metis_core.messages import Message, Role, TextBlock, ToolResultBlock
+from metis_core.messages import Message, Role, StopReason, TextBlock, ToolResultBlock
 from metis_core.replay.recorded_options import RecordedRequest
 
 
@@ -42,6 +42,8 @@ class TurnSide:
     structured_valid: bool | None = None
     """Whether the answer parses as JSON, when the original answered in JSON; None when not applicable."""
     error: str | None = None
+    refused: bool = False
+    """The last model call refused to answer (stop reason `refusal`)."""
 
     @property
     def tool_calls(self) -> list[ToolCall]:
@@ -75,6 +77,7 @@ def side_of(messages: list[Message], error: str | None = None) -> TurnSide:
         model=assistants[-1].metadata.model if assistants else None,
         steps=[[ToolCall(u.name, dict(u.input)) for u in m.tool_uses()] for m in assistants],
         answer=assistants[-1].text() if assistants else "", error=error,
+        refused=bool(assistants) and assistants[-1].metadata.stop_reason == StopReason.REFUSAL,
     )
     for message in assistants:
         usage = message.metadata.usage

@@ -87,9 +87,14 @@ class PolicyVerdict:
     confidence: float | None = None
     pattern_alternatives: list[dict[str, Any]] | None = None
     validation_failure: str | None = None
+    exploration: bool | None = None
+    """True when the pattern slot chose a model to explore it (a bounded try, not the evidence's pick)."""
 
     def to_payload(self) -> dict[str, Any]:
-        return asdict(self)
+        payload = asdict(self)
+        if self.exploration is None:
+            del payload["exploration"]
+        return payload
 
 
 @dataclass(slots=True)
@@ -240,11 +245,12 @@ class RoutingEngine:
         advice: PatternRecommendation | None = None
         for name, spec, why, slot_rule in candidates:
             if name == "pattern" and (decision is None or chain[decision.winner_index].policy == "rule"):
-                advice = self._advice(needs)  # asked only when it can choose or be deferred
+                advice = self._advice(needs, explore=decision is None)  # only when it can choose or be deferred
             if name == "pattern" and advice is not None:
                 if decision is None:
                     spec, why = advice.model, _pattern_reason(advice)
-                elif chain[decision.winner_index].policy == "rule" and advice.model != decision.chosen_model:
+                elif (chain[decision.winner_index].policy == "rule" and advice.model != decision.chosen_model
+                      and advice.exploration is None):
                     chain.append(self._deferred(advice, decision, needs))
                     continue
             if decision is not None:
@@ -262,6 +268,7 @@ class RoutingEngine:
             if name == "pattern" and advice is not None:
                 verdict.confidence = advice.confidence
                 verdict.pattern_alternatives = _alternatives(advice)
+                verdict.exploration = advice.exploration is not None or None
             chain.append(verdict)
             if verdict.verdict == "chose":
                 decision = RouteDecision(
@@ -288,12 +295,12 @@ class RoutingEngine:
             raise NoRoutableModelError([verdict])
         return members
 
-    def _advice(self, needs: TurnNeeds) -> PatternRecommendation | None:
+    def _advice(self, needs: TurnNeeds, *, explore: bool) -> PatternRecommendation | None:
         """The advisor's recommendation; an advisor that fails is logged and routing goes on without it."""
         if self.advisor is None:
             return None
         try:
-            return self.advisor.recommend(needs)
+            return self.advisor.recommend(needs, explore=explore)
         except Exception as error:  # the learning layer must never break a turn
             log.warning("pattern advisor failed; routing without it: %r", error)
             return None
@@ -343,6 +350,10 @@ class RoutingEngine:
 
 
 def _pattern_reason(advice: PatternRecommendation) -> str:
+    tried = advice.exploration
+    if tried is not None:
+        return (f"exploration: trying {advice.model} on turns like this ({tried.evidence:.1f} outcomes of evidence; "
+                f"Thompson draw {tried.draw:.2f} against {tried.reference_draw:.2f} for {tried.reference_model})")
     return (f"pattern store: {advice.model} scored best per dollar on {advice.sample_size} similar turns "
             f"(confidence {advice.confidence:.2f})")
 

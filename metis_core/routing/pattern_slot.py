@@ -28,6 +28,18 @@ class ScoredModel:
 
 
 @dataclass(frozen=True, slots=True)
+class ExplorationDraw:
+    """Why a turn was sent to a model with little evidence: its Thompson draw against the reference's."""
+
+    reference_model: str
+    """The model the evidence would have chosen (or the best-known one)."""
+    draw: float
+    reference_draw: float
+    evidence: float
+    """The explored model's (decayed) evidence on turns like this one."""
+
+
+@dataclass(frozen=True, slots=True)
 class PatternRecommendation:
     """The model the pattern store recommends for a turn, with the evidence behind it."""
 
@@ -42,9 +54,12 @@ class PatternRecommendation:
     """Neighbouring fingerprints found (at most k)."""
     alternatives: tuple[ScoredModel, ...] = ()
     """Every model scored on the neighbours, best first (the recommendation included)."""
+    exploration: ExplorationDraw | None = None
+    """Set when the recommendation explores (bounded by the exploration budget) rather than exploits."""
 
 
 class PatternAdvisor(Protocol):
-    def recommend(self, needs: TurnNeeds) -> PatternRecommendation | None:
-        """A recommendation above the advisor's confidence floor, or None (too little history)."""
+    def recommend(self, needs: TurnNeeds, *, explore: bool = True) -> PatternRecommendation | None:
+        """A recommendation above the advisor's confidence floor, or None (too little history).
+        `explore` False: the slot can only be deferred (a rule chose), so no exploration."""
         ...

@@ -29,6 +29,8 @@ CLEARANCE: dict[KeyScope, Sensitivity] = {"admin": Sensitivity.PRIVATE, "viewer"
 NEEDED_FOR = "the web view, its JSON API and event stream"
 ISSUE_HINT = "metis gateway keys issue --name web --scope admin"
 OPEN_PATHS = ("/static/", "/favicon.ico")
+METRICS_PATH = "/metrics"
+"""Checked by its own route (an admin key or the metrics bearer), never opened by the launch cookie."""
 LAUNCH_HINT = ("open the link `metis serve` printed when it started (it sets this browser's cookie for the "
                "local user), or send a gateway key as `Authorization: Bearer <key>`")
 
@@ -115,6 +117,10 @@ class AccessMiddleware:
         state: dict[str, Any] = scope.setdefault("state", {})
         if scope["type"] == "http" and (path == "/" or path.startswith(OPEN_PATHS)):
             state["clearance"] = Sensitivity.AGGREGATABLE  # the page and its scripts hold no data
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] == "http" and path == METRICS_PATH:
+            state["clearance"] = Sensitivity.AGGREGATABLE
             await self.app(scope, receive, send)
             return
         if scope["type"] == "http" and path == LAUNCH_PATH:

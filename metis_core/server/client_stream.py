@@ -5,7 +5,9 @@ Order of operations makes resumption exact: subscribe first (live events start q
 the bus (everything emitted before is in the trace store), replay after the client's last id,
 then serve the queue skipping ids the replay already sent — no gap, no duplicate. The handler
 runs on the subscription's own worker, never on the fast path; when the queue is full the client
-is marked overflowed, and the caller drops it with reason `removed_after_errors`.
+is marked overflowed, and the caller drops it with reason `removed_after_errors`. Given a
+PostgreSQL `LiveFeed`, the feed (every process's stored events) replaces the bus as the live source:
+subscribing returns the feed's position, and the replay reads the store up to exactly that position.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from metis_core.events.envelope import Event
 from metis_core.events.subscription import Subscription, SubscriptionHandle
 from metis_core.ids import new_ulid
 from metis_core.server.stream_filter import StreamFilter
+from metis_core.trace.live_feed import LiveFeed
 from metis_core.trace.store import TraceStore
 
 DEFAULT_CLIENT_QUEUE = 1_000
@@ -30,8 +33,11 @@ class ClientStream:
     until it returns None (overflowed) and finally `await close(reason)`."""
 
     def __init__(self, bus: EventBus, trace: TraceStore, stream_filter: StreamFilter, *,
-                 capacity: int = DEFAULT_CLIENT_QUEUE, name: str | None = None) -> None:
+                 capacity: int = DEFAULT_CLIENT_QUEUE, name: str | None = None,
+                 feed: LiveFeed | None = None) -> None:
         self.bus, self.trace, self.filter, self.capacity = bus, trace, stream_filter, capacity
+        self.feed = feed
+        self._feed_handle: int | None = None
         self.name = name or f"ws-client:{new_ulid()}"
         self._queue: deque[Event] = deque()
         self._lock = threading.Lock()
@@ -71,6 +77,9 @@ class ClientStream:
     async def start(self, last_event_id: str | None) -> None:
         """Subscribe, and when `last_event_id` is given (\"\" = from the start) load the replay."""
         self._loop = asyncio.get_running_loop()
+        if self.feed is not None:
+            await self._start_on_feed(self.feed, last_event_id)
+            return
         subscription = Subscription(self.filter.bus_filter, self._deliver, self.name, fast_path=False)
         self._handle = await asyncio.to_thread(self.bus.subscribe, subscription)
         if last_event_id is None:
@@ -78,6 +87,17 @@ class ClientStream:
         await self.bus.aflush()
         self._replay = await asyncio.to_thread(self._stored_after, last_event_id)
         self._replayed = {event.id for event in self._replay}
+
+    async def _start_on_feed(self, feed: LiveFeed, last_event_id: str | None) -> None:
+        self._feed_handle, upto = feed.subscribe(self._deliver)
+        if last_event_id is None:
+            return
+        f = self.filter.bus_filter
+        sessions = sorted(f.session_ids) if f.session_ids is not None else None
+        types = sorted(f.event_types) if f.event_types is not None else None
+        stored = await asyncio.to_thread(feed.replay, last_event_id, upto, session_ids=sessions, types=types,
+                                         limit=REPLAY_LIMIT)
+        self._replay = [event for event in stored if self.filter.admits(event)]
 
     def _stored_after(self, last_event_id: str) -> list[Event]:
         f = self.filter.bus_filter
@@ -128,6 +148,9 @@ class ClientStream:
         return self._not_replayed(batch) if batch else batch
 
     async def close(self, reason: UnsubscribeReason) -> None:
+        feed_handle, self._feed_handle = self._feed_handle, None
+        if self.feed is not None and feed_handle is not None:
+            self.feed.unsubscribe(feed_handle)
         handle, self._handle = self._handle, None
         if handle is not None and not self.bus.closed:
             await asyncio.to_thread(self.bus.unsubscribe, handle, reason)

@@ -61,7 +61,8 @@ async def event_socket(websocket: WebSocket) -> None:
         await websocket.send_text(_frame("error", detail=str(error)))
         await websocket.close(BAD_REQUEST_CLOSE_CODE)
         return
-    stream = ClientStream(context.runtime.bus, context.runtime.trace, stream_filter, capacity=context.client_queue)
+    stream = ClientStream(context.runtime.bus, context.runtime.trace, stream_filter, capacity=context.client_queue,
+                          feed=context.live_feed)
     await stream.start(last_event_id)
     reason = await _serve(websocket, stream)
     await stream.close(reason)

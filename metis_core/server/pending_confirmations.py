@@ -42,7 +42,8 @@ class PendingConfirmations:
     def waiting(self) -> list[dict[str, Any]]:
         return [{"request_id": p.request.request_id, "tool_use_id": p.request.tool_use_id,
                  "tool_name": p.request.tool_name, "side_effects": p.request.side_effects,
-                 "input_summary": p.request.input_summary, "expires_at": p.request.expires_at.isoformat()}
+                 "input_summary": p.request.input_summary, "note": p.request.note,
+                 "expires_at": p.request.expires_at.isoformat()}
                 for p in self._pending.values()]
 
     def answer(self, request_id: str, choice: str) -> None:

@@ -9,9 +9,11 @@ from pathlib import Path
 
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
+from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.server.access import ServerAccess
 from metis_core.server.client_stream import DEFAULT_CLIENT_QUEUE
 from metis_core.server.pending_confirmations import PendingConfirmations
+from metis_core.trace.live_feed import LiveFeed
 
 
 @dataclass
@@ -24,3 +26,7 @@ class ServerContext:
     chat_sessions: dict[str, Session] = field(default_factory=dict)
     """Sessions chatted with over HTTP, kept so their per-session confirmations survive between turns."""
     running_turns: set[str] = field(default_factory=set)
+    live_feed: LiveFeed | None = None
+    """On PostgreSQL, every process's stored events (the WebSocket's live source); None: this bus."""
+    metrics: OperatorMetrics | None = None
+    """`/metrics` when on (docs/gateway.md "Metrics")."""

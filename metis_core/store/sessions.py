@@ -51,6 +51,7 @@ from metis_core.store.records import (
     to_us,
     tool_call_from_row,
 )
+from metis_core.store.session_page import SessionPage, SessionQuery, read_session_page
 
 
 class _Unset:
@@ -329,6 +330,17 @@ class SessionStore:
             self._db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
         return SessionDeletion(record, int(messages), int(events), int(kept))
 
+    def reclaim_deleted(self) -> None:
+        """After deleting what must not be kept (`metis users forget`): on SQLite, rewrite the file
+        without the freed pages (VACUUM) and empty the write-ahead log, so deleted text is gone from
+        the bytes on disk and from any backup made afterwards. PostgreSQL's deleted rows are already
+        invisible to every query and dump; autovacuum reclaims their space."""
+        if self._db.backend != "sqlite":
+            return
+        with self._lock, self._db.errors():
+            self._db.execute("VACUUM")
+            self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def session_ids_starting_with(self, prefix: str, limit: int = 10) -> list[str]:
         """Stored session ids that begin with `prefix`, most recently updated first."""
         pattern = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
@@ -338,6 +350,28 @@ class SessionStore:
                 (pattern, limit),
             ).fetchall()
         return [str(row[0]) for row in rows]
+
+    def idle_sessions(self, before: datetime, limit: int = 1000) -> list[SessionRecord]:
+        """Open sessions last updated before `before`, the longest idle first. The gateway's (one
+        per call, workspace `gateway:<key id>`) are not among them: each records one whole request."""
+        with self._lock, self._db.errors():
+            rows = self._db.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions WHERE ended_at IS NULL AND updated_at < ?"
+                " AND workspace_path NOT LIKE 'gateway:%' ORDER BY updated_at, id LIMIT ?", (to_us(before), limit),
+            ).fetchall()
+        return [session_from_row(row) for row in rows]
+
+    def end_if_idle(self, session_id: str, before: datetime, disposition: str = "abandoned") -> bool:
+        """End the session only if it is still open and untouched since before `before`; False when
+        another process ended or used it meanwhile (several servers may sweep one store at once)."""
+        stamp = now_us()
+        with self._lock, self._db.transaction():
+            cursor = self._db.execute(
+                "UPDATE sessions SET updated_at = ?, ended_at = ?, disposition = ?"
+                " WHERE id = ? AND ended_at IS NULL AND updated_at < ?",
+                (stamp, stamp, disposition, session_id, to_us(before)),
+            )
+            return bool(cursor.rowcount)
 
     def list_sessions(self, limit: int = 50, workspace: str | Path | None = None) -> list[SessionRecord]:
         """Most recently updated first, optionally only those of one workspace."""
@@ -361,6 +395,11 @@ class SessionStore:
         with self._lock, self._db.errors():
             rows = self._db.execute(query, (pattern, limit)).fetchall()
         return [session_from_row(row) for row in rows]
+
+    def session_page(self, query: SessionQuery) -> SessionPage:
+        """One page of the console's sessions table (store/session_page.py)."""
+        with self._lock, self._db.errors():
+            return read_session_page(self._db, query)
 
     def update_session(
         self,

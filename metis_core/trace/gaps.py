@@ -112,6 +112,37 @@ def detect_gaps(conn: Database) -> list[Gap]:
     ]
 
 
+@dataclass(frozen=True)
+class ParentCheck:
+    """`metis trace verify --store`: every stored event's `parent_event_id` looked up."""
+
+    events: int
+    """Events in the store."""
+    with_parent: int
+    """Of them, the ones that name a parent."""
+    pruned_parents: int
+    """Distinct parents absent because retention deleted them (older than its floor): not a fault."""
+    gaps: list[Gap]
+    """Parents absent for any other reason, grouped as `detect_gaps` groups them."""
+
+    @property
+    def missing_parents(self) -> int:
+        return sum(len(g.missing_ids) for g in self.gaps)
+
+
+def check_parents(conn: Database) -> ParentCheck:
+    """Every `parent_event_id` in the store against the stored events (one pass, read-only)."""
+    (events,) = conn.execute("SELECT COUNT(*) FROM events").fetchone()
+    (with_parent,) = conn.execute("SELECT COUNT(*) FROM events WHERE parent_event_id IS NOT NULL").fetchone()
+    floor = pruned_before_us(conn)
+    absent = conn.execute(
+        "SELECT DISTINCT e.parent_event_id FROM events e WHERE e.parent_event_id IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM events p WHERE p.id = e.parent_event_id)"
+    ).fetchall()
+    pruned = sum(1 for (missing_id,) in absent if _was_pruned(missing_id, floor))
+    return ParentCheck(int(events), int(with_parent), pruned, detect_gaps(conn) if len(absent) > pruned else [])
+
+
 def report_new_gaps(store: TraceStore, emit: Callable[[Event], object]) -> list[Gap]:
     """Emit bus.gap_detected for each gap not reported before, then remember it.
 

@@ -29,7 +29,7 @@ from metis_core.trace.event_batcher import EventBatcher
 from metis_core.trace.event_rows import EVENT_COLUMNS, EventRow, event_from_row, event_row
 
 if TYPE_CHECKING:
-    from metis_core.trace.gaps import Gap
+    from metis_core.trace.gaps import Gap, ParentCheck
     from metis_core.trace.retention import ProgressCallback, PurgeResult
 
 log = logging.getLogger("metis_core.trace")
@@ -291,6 +291,13 @@ class TraceStore:
 
         with self.connection() as conn, conn.errors():
             return detect_gaps(conn)
+
+    def check_parents(self) -> ParentCheck:
+        """Store-wide: does every event's parent exist (`metis trace verify --store`)? Read-only."""
+        from metis_core.trace.gaps import check_parents
+
+        with self.connection() as conn, conn.errors():
+            return check_parents(conn)
 
     def check_gaps(self, sink: EventSink) -> list[Gap]:
         """Startup check: emit bus.gap_detected for each gap not reported before; return them."""

@@ -21,7 +21,7 @@ from metis_core.agent.tools.python_tool import PythonTool, load_tool_module, out
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.errors import ToolModuleError, ToolSchemaError
 from metis_core.events.envelope import Event
-from metis_core.messages import ImageBlock, ImageSource, Role, SideEffects
+from metis_core.messages import ImageBlock, ImageSource, Role, SideEffects, ToolDefinition
 
 from .conftest import Harness
 
@@ -37,7 +37,7 @@ class Forecast(BaseModel):
 calls: list[tuple[str, object]] = []
 
 
-@tool
+@tool(side_effects="read")
 def forecast(location: str, days: Annotated[int, Field(ge=1, le=7)] = 1) -> Forecast:
     """Weather forecast for a city.
 
@@ -65,13 +65,13 @@ async def post_note(
     return {"posted": text, "step": step}
 
 
-@tool
+@tool(side_effects="none")
 def explode(reason: str) -> str:
     """Always fails."""
     raise RuntimeError(f"boom: {reason}")
 
 
-@tool(name="snapshot")
+@tool(name="snapshot", side_effects="read")
 def take_snapshot(caption: str, context: ToolContext) -> list[object]:
     """An image of the workspace, with a caption."""
     calls.append(("snapshot", context.workspace.name))
@@ -247,3 +247,52 @@ def test_a_module_that_cannot_give_tools_is_a_named_error(tmp_path: Path, source
     with pytest.raises(ToolModuleError) as info:
         load_tool_module(module)
     assert problem in str(info.value) and str(module) in str(info.value)
+
+
+# --- undeclared side effects -----------------------------------------------------------------------
+
+
+def test_a_tool_that_declares_no_side_effects_runs_as_writing_and_says_how_to_declare(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    @tool
+    def tidy(path: str) -> str:
+        """Tidy a file (its author forgot to say it writes)."""
+        return path
+
+    @tool(side_effects="read")
+    def peek(path: str) -> str:
+        """Look at a file."""
+        return path
+
+    assert not tidy.definition.declares_side_effects and peek.definition.declares_side_effects
+    assert not ToolDefinition.from_function(tidy.fn).declares_side_effects
+    registry = ToolRegistry([tidy, peek])
+    assert tidy.definition.side_effects is SideEffects.WRITE and tidy.definition.needs_confirmation
+    assert peek.definition.side_effects is SideEffects.READ and not peek.definition.needs_confirmation
+    assert "tool 'tidy' does not declare its side effects, so metis asks as if it writes" in caplog.text
+    note = registry.undeclared_note("tidy")
+    assert note is not None and '@tool(side_effects="none" | "read"' in note
+    assert registry.undeclared_note("peek") is None
+    assert registry.extended([]).undeclared_note("tidy") == note  # a session's registry keeps the note
+
+
+async def test_an_undeclared_tool_asks_first_and_the_question_says_how_to_declare_it(harness: Harness) -> None:
+    h = harness
+    ran: list[str] = []
+
+    @tool(registry=h.runtime.tools)
+    def tidy(path: str) -> str:
+        """Tidy a file."""
+        ran.append(path)
+        return "tidied"
+
+    _script(h, ("tidy", {"path": "notes.txt"}))  # the harness's confirmer denies
+    session = h.runtime.sessions.create(h.workspace)
+    await h.runtime.turns.run(session, "tidy my notes")
+
+    assert ran == []  # denied: the undeclared tool never ran unasked
+    (asked,) = h.confirmer.asked
+    assert asked.side_effects == "write" and asked.note is not None and "side_effects=" in asked.note
+    (requested,) = _of(h.events(session.id), "tool.confirmation_requested")
+    assert requested.payload["side_effects"] == "write"

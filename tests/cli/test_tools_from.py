@@ -23,7 +23,7 @@ from pydantic import Field
 from metis_core import tool
 
 
-@tool
+@tool(side_effects="none")
 def add(a: int, b: Annotated[int, Field(ge=0)] = 0) -> dict:
     """Add two integers.
 

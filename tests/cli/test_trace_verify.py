@@ -89,3 +89,35 @@ def test_a_file_that_is_not_a_log_and_a_missing_file(cli: Cli, tmp_path: Path) -
     done = cli("trace", "verify", str(other))
     assert done.exit_code == 7 and "broken at line 1: not valid JSON" in done.stderr
     assert cli("trace", "verify", str(tmp_path / "absent.jsonl")).exit_code == 2
+
+
+def test_the_store_check_passes_on_a_real_run_and_names_a_lost_parent(cli: Cli) -> None:  # noqa: F811
+    import sqlite3
+
+    done = cli("trace", "verify", "--store")
+    assert done.exit_code == 0, done.stderr
+    assert "trace store intact:" in done.stdout and "that name one are stored" in done.stdout
+    db = sqlite3.connect(cli.database)
+    (parent,) = db.execute("SELECT parent_event_id FROM events WHERE type = 'llm.call_completed' LIMIT 1").fetchone()
+    db.execute("DELETE FROM events WHERE id = ?", (parent,))  # emitted, never written: a causal gap
+    db.commit()
+
+    lost = cli("trace", "verify", "--store")
+    assert lost.exit_code == 7
+    assert f"session {cli.session_id} (missing {parent})" in lost.stderr and "1 parent event(s)" in lost.stderr
+    document = json.loads(cli("trace", "verify", "--store", "--json").stdout)
+    assert document["ok"] is False and document["missing_parents"] == 1
+    assert document["gaps"] == [{"session_id": cli.session_id, "missing_ids": [parent]}]
+
+    # The same absence below retention's floor is what pruning leaves behind: not a fault.
+    db.execute("INSERT OR REPLACE INTO trace_state (key, value) VALUES ('pruned_before_us', ?)", (2**62,))
+    db.commit()
+    db.close()
+    pruned = cli("trace", "verify", "--store")
+    assert pruned.exit_code == 0 and "(or pruned by retention: 1)" in pruned.stdout
+
+
+def test_verify_takes_a_file_or_the_store(cli: Cli, tmp_path: Path) -> None:  # noqa: F811
+    assert cli("trace", "verify").exit_code == 2
+    both = cli("trace", "verify", str(exported_log(cli, tmp_path)), "--store")
+    assert both.exit_code == 2 and "not both" in both.stderr

@@ -21,14 +21,16 @@ SPEC_PATH = fixtures_root().parent / "specs" / "event-bus-and-trace-catalog.md"
 OUTPUT_STEPS = {"llm.output_retried", "llm.output_exhausted", "llm.output_refused", "llm.output_truncated",
                 "llm.output_nl_to_format", "llm.output_recovered"}
 DESIGNED_HERE = {"gateway.quota_exceeded", "quota.alert", "turn.replay_diverged", "routing.constraint_failure",
-                 "llm.prompt_composed", *OUTPUT_STEPS}
+                 "llm.prompt_composed", "memory.compacted", *OUTPUT_STEPS}
 """Not catalogued by the spec, payloads designed in this repo: the two in §7.3's audit set; turn.replay_diverged
 for `metis replay`, a feature the spec predates (docs/record-replay.md); canonical-message-format §8.4's
 `routing_constraint_failure` (a refused model swap); and `llm.prompt_composed` (what a request's system prompt
 was assembled from, exported as OpenWOP RFC 0027 `prompt.composed`); the llm.output_* structured-output steps
-(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`)."""
-ADDED_HERE = {"session.deleted"}
-"""Audit types this repo added beyond the spec (docs/cli.md: `metis sessions delete`)."""
+(docs/structured-output.md, exported as OpenWOP RFC 0032 `envelope.*`); `memory.compacted`, a conversation's
+context made smaller for the model (docs/context.md)."""
+ADDED_HERE = {"session.deleted", "analytics.user_exported", "analytics.user_forgotten"}
+"""Audit types this repo added beyond the spec's catalog headings: `metis sessions delete` (docs/cli.md),
+and the two analytics types §7.3 names as audit-flagged without a payload (`metis users`, docs/users.md)."""
 
 SPEC_AUDIT_SET = {
     "gateway.key_issued",
@@ -62,12 +64,12 @@ def test_every_spec_sensitivity_floor_matches_the_catalog() -> None:
         assert CATALOG[event_type].floor == Sensitivity(floor), event_type
 
 
-def test_analytics_types_are_not_in_the_catalog_because_their_domain_is_not_closed_in() -> None:
-    assert not any(t.startswith("analytics.") for t in CATALOG)
-    assert "analytics" not in CATALOG_DOMAINS
+def test_the_analytics_domain_holds_exactly_the_two_types_the_spec_names() -> None:
+    assert {t for t in CATALOG if t.startswith("analytics.")} == {"analytics.user_exported", "analytics.user_forgotten"}
+    assert "analytics" in CATALOG_DOMAINS
 
 
-def test_audit_set_is_the_ten_spec_types_plus_trace_swept_and_session_deleted() -> None:
+def test_audit_set_is_the_ten_spec_types_plus_trace_swept_and_the_types_added_here() -> None:
     assert len(SPEC_AUDIT_SET) == 10
     assert set(AUDIT_EVENT_TYPES) == SPEC_AUDIT_SET | {"trace.swept"} | ADDED_HERE
     assert {t for t, spec in CATALOG.items() if spec.audit} == AUDIT_EVENT_TYPES
@@ -144,7 +146,7 @@ def test_reserved_streaming_prefixes_are_refused_at_registration(name: str) -> N
 
 
 def test_a_domain_outside_the_closed_list_is_refused() -> None:
-    spec = EventSpec("analytics.user_exported", TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))
+    spec = EventSpec("billing.invoiced", TurnStartedPayload, Sensitivity.PRIVATE, (Actor.USER,))
     with pytest.raises(EventValidationError, match="closed domain list"):
         build_catalog([spec])
 

@@ -18,8 +18,8 @@ from .conftest import RecordedSession
 STORES = tuple[SessionStore, TraceStore]
 
 
-def test_the_cli_formats_are_otel_openwop_and_eventlog() -> None:
-    assert sorted(EXPORT_FORMATS) == ["eventlog", "openwop", "otel"]
+def test_the_cli_formats_are_otel_traces_and_metrics_openwop_and_eventlog() -> None:
+    assert sorted(EXPORT_FORMATS) == ["eventlog", "openwop", "otel", "otel-metrics"]
 
 
 @pytest.mark.parametrize("fmt", sorted(EXPORT_FORMATS))
@@ -35,6 +35,10 @@ def test_an_export_to_a_path_writes_the_file_and_reports_it(
     if fmt == "otel":
         spans = json.loads(content)["resourceSpans"][0]["scopeSpans"][0]["spans"]
         assert len(spans) == summary.documents
+    elif fmt == "otel-metrics":
+        metrics = json.loads(content)["resourceMetrics"][0]["scopeMetrics"][0]["metrics"]
+        points = [p for m in metrics for p in (m.get("histogram") or m["sum"])["dataPoints"]]
+        assert len(points) == summary.documents > 0
     else:
         assert len(content.splitlines()) == summary.documents
     if fmt == "eventlog":

@@ -127,7 +127,8 @@ def test_chat_spans_carry_genai_usage_response_and_cost_from_the_recording(recor
     assert chat["gen_ai.response.model"] == "claude-sonnet-4-20250514"
     assert chat["gen_ai.response.finish_reasons"] == ["tool_calls"]
     assert chat["gen_ai.usage.input_tokens"] == 377 and chat["gen_ai.usage.output_tokens"] == 65
-    assert chat["metis.cost_usd"] == completed.payload["cost_usd"] and chat["metis.pricing_version"] == "2026-04-16"
+    assert chat["metis.cost_usd"] == completed.payload["cost_usd"]
+    assert chat["metis.pricing_version"] == completed.payload["pricing_version"] != "unpriced"
     gemini = next(attrs(s) for s in spans.values() if s["name"] == "chat gemini-2.5-flash")
     assert gemini["gen_ai.provider.name"] == "gcp.gemini" and gemini["gen_ai.response.id"] == "w1peaMz6INOvnvgPgYfPiQY"
     assert "gen_ai.system" not in gemini

@@ -23,6 +23,7 @@ from metis_core.agent.runtime import Runtime
 from metis_core.events.recorder import EventRecorder
 from metis_core.gateway.app import create_app
 from metis_core.gateway.keys import KeyTerms
+from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewayService, GatewaySettings
 from metis_core.store.gateway_keys import GatewayKeyStore, SqliteGatewayKeyStore
@@ -40,7 +41,8 @@ def free_port() -> int:
 
 class GatewayHarness:
     def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None,
-                 *, lifespan: str = "off", key_store: GatewayKeyStore | None = None) -> None:
+                 *, lifespan: str = "off", key_store: GatewayKeyStore | None = None,
+                 metrics: OperatorMetrics | None = None) -> None:
         client = ModelClient(
             base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
                        "openai_responses": upstream.base_url + "/v1", "bedrock": upstream.base_url},
@@ -55,8 +57,10 @@ class GatewayHarness:
         self.port = free_port()
         self.lifespan = lifespan
         """"on": uvicorn runs the app's shutdown (as `metis gateway serve` does), which closes the service."""
-        config = uvicorn.Config(create_app(self.service), host="127.0.0.1", port=self.port, log_level="warning",
-                                lifespan=lifespan)
+        if metrics is not None:
+            metrics.attach(self.runtime.bus)
+        config = uvicorn.Config(create_app(self.service, metrics=metrics), host="127.0.0.1", port=self.port,
+                                log_level="warning", lifespan=lifespan)
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self.server.run, daemon=True)
 

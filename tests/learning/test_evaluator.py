@@ -80,7 +80,7 @@ async def test_llm_judge_verdict_is_priced_and_its_rationale_is_opt_in(tmp_path:
         h.answers(1)
         h.script.script("anthropic", [judge_reply(
             '{"score": 0.2, "confidence": 0.9, "rationale": "Answered a greeting, not the question; mail '
-            'me at a@b.example", "criteria": {"task_completed": 0.1}}')])
+            'me at a@b.example", "criterion_scores": [{"name": "task_completed", "score": 0.1}]}')])
         session = h.runtime.sessions.create(h.workspace)
         await h.runtime.turns.run(session, "What is the capital of Peru?")
         started, completed = pair(h, session.id)
@@ -99,20 +99,43 @@ async def test_llm_judge_verdict_is_priced_and_its_rationale_is_opt_in(tmp_path:
 
 
 async def test_judge_answer_that_is_not_a_verdict_is_judge_output_invalid(tmp_path: Path) -> None:
-    h = harness(tmp_path, judge_model=CHEAP)
+    h = harness(tmp_path, judge_model=CHEAP, judge_daily_cap_usd="0.002")
     try:
         h.answers(1)
-        h.script.script("anthropic", [judge_reply('{"score": 7, "confidence": 0.5}')])
+        h.script.script("anthropic", [judge_reply('{"score": 7, "confidence": 0.5}')] * 3)  # the answer and 2 retries
         session = h.runtime.sessions.create(h.workspace)
         result = await h.runtime.turns.run(session, "Hello")
         assert result.error is None and result.answer == "Hello there!"
         started, failed = pair(h, session.id)
         assert failed.type == "eval.failed" and failed.parent_event_id == started.id
         assert failed.payload["failure_mode"] == "judge_output_invalid" and "score" in failed.payload["error_message"]
+        assert "after 3 attempt(s)" in failed.payload["error_message"] and len(h.script.requests) == 4
+        assert "the judge's attempts cost 0.00249 USD" in failed.payload["error_message"]  # 3 x 705 in / 25 out
+        assert h.loop.evaluator._over_cap()  # no verdict was stored, yet the failed attempts reached the cap
         assert failed.sensitivity is Sensitivity.PSEUDONYMOUS
         assert h.loop.verdicts.of_subject("turn", result.turn_id) == []
     finally:
         h.runtime.close()
+
+
+async def test_the_judge_retries_an_invalid_verdict_recovers_a_wrapped_one_and_is_charged_for_both(
+    tmp_path: Path,
+) -> None:
+    h = harness(tmp_path, judge_model=CHEAP)
+    try:
+        h.answers(1)
+        h.script.script("anthropic", [judge_reply('{"score": 7, "confidence": 0.5}'), judge_reply(
+            'Here is my verdict:\n```json\n{"score": 0.4, "confidence": 0.8, "criterion_scores": []}\n```')])
+        session = h.runtime.sessions.create(h.workspace)
+        await h.runtime.turns.run(session, "Hello")
+        _, completed = pair(h, session.id)
+        judge_requests = [body for _, _, body, _ in h.script.requests[1:]]
+    finally:
+        h.runtime.close()
+    assert completed.type == "eval.completed" and completed.payload["judge_kind"] == "hybrid"
+    assert Decimal(completed.payload["judge_cost_usd"]) == 2 * Decimal("0.00083")  # both attempts, 705 in / 25 out each
+    assert judge_requests[0]["output_config"]["format"]["type"] == "json_schema"  # the schema travels natively
+    assert "score" in json.dumps(judge_requests[1]["messages"][-1])  # the retry names what was wrong
 
 
 async def test_judge_call_that_fails_is_judge_call_failed(tmp_path: Path) -> None:

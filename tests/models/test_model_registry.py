@@ -168,8 +168,8 @@ def test_an_unknown_model_on_a_provider_without_defaults_suggests_close_matches(
 
 
 def test_an_unknown_provider_is_named_with_the_known_ones(registry: ModelRegistry) -> None:
-    with pytest.raises(UnknownModelError, match=r"unknown provider 'mistral'.*anthropic"):
-        registry.get("mistral:mistral-large")
+    with pytest.raises(UnknownModelError, match=r"unknown provider 'acme'.*anthropic"):
+        registry.get("acme:acme-large")
 
 
 def test_a_malformed_model_id_is_a_model_id_error(registry: ModelRegistry) -> None:

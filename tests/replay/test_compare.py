@@ -46,6 +46,26 @@ def test_a_failed_replay_is_a_missing_answer_and_stops_the_comparison() -> None:
     assert (found.kind, found.point) == ("missing", "error")
 
 
+def test_a_refusal_on_one_side_only_is_its_own_divergence() -> None:
+    refused = TurnSide(model="m", steps=[[]], answer="I can't help with that.", refused=True)
+    [found] = compare_sides(side([]), refused)
+    assert (found.kind, found.point, found.detail) == ("output", "refusal", "the replay refused; the original answered")
+    [found] = compare_sides(refused, side([]))
+    assert found.detail == "the original refused; the replay answered"
+    assert compare_sides(refused, TurnSide(model="m", steps=[[]], answer="I can't help with that.", refused=True)) == []
+
+
+def test_side_of_reads_the_refusal_from_the_last_answer() -> None:
+    from session_samples import assistant
+
+    from metis_core.messages import TextBlock
+    from metis_core.replay.source import side_of
+
+    answer = assistant("sess_1", [TextBlock(text="no")])
+    answer.metadata.stop_reason = "refusal"
+    assert side_of([answer]).refused and not side_of([assistant("sess_1", [TextBlock(text="yes")])]).refused
+
+
 def test_text_below_the_threshold_diverges_with_its_similarity() -> None:
     [found] = compare_sides(side([]), side([], answer="I cannot check the weather."), threshold=0.8)
     assert (found.kind, found.point) == ("output", "text") and found.similarity is not None

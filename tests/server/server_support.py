@@ -30,11 +30,14 @@ if TYPE_CHECKING:
     from .conftest import Served
 
 
-def scripted_runtime(home: Path, script: ScriptedTransport, weather: WeatherTool) -> Runtime:
+def scripted_runtime(home: Path, script: ScriptedTransport, weather: WeatherTool,
+                     database: str | None = None) -> Runtime:
+    """`database`: a postgresql:// URL for the runtime's store (SQLite in `home` when None)."""
     sync, asynchronous = script.clients()
     client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
                          api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-    runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers=set(API_KEYS))
+    runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers=set(API_KEYS),
+                      db_path=database)  # type: ignore[arg-type]  # the stores take a URL as well as a path
     runtime.tools.register(weather)
     return runtime
 

@@ -9,10 +9,13 @@ from pathlib import Path
 import httpx
 import pytest
 from event_payload_samples import minimal
+from store_backends import _postgres_session, postgres_url  # noqa: F401
 from websockets.sync.client import connect
 
 from metis_core.errors import ServeAccessKeyMissingError
+from metis_core.events.catalog import make_event
 from metis_core.server.gateway_mount import BIND_HOST_ENV, build_gateway_with_web
+from metis_core.trace import TraceStore
 
 from .server_support import LiveServer
 
@@ -44,6 +47,27 @@ def test_the_gateway_with_web_serves_both_and_streams_the_workers_events(
             assert json.loads(ws.recv(timeout=5))["event"]["id"] == event.id
     finally:
         server.stop()
+        app.state.service.close()
+
+
+def test_on_postgresql_the_web_stream_carries_what_another_instance_stores(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, postgres_url: str,  # noqa: F811
+) -> None:
+    _gateway_env(monkeypatch, tmp_path)
+    monkeypatch.setenv("METIS_DATABASE_URL", postgres_url)
+    app = build_gateway_with_web()
+    server = LiveServer(None, tmp_path, app=app)
+    try:
+        with connect(server.ws_url, additional_headers=server.cookie_header) as ws:
+            ws.send(json.dumps({"session_ids": ["sess_elsewhere"]}))
+            assert [json.loads(ws.recv(timeout=5))["kind"] for _ in range(2)] == ["subscribed", "replay_done"]
+            event = make_event("session.resumed", minimal("session.resumed"), session_id="sess_elsewhere")
+            with TraceStore(postgres_url) as another_instance:
+                another_instance.append(event)
+            assert json.loads(ws.recv(timeout=5))["event"]["id"] == event.id
+    finally:
+        server.stop()
+        app.state.live_feed.close()
         app.state.service.close()
 
 

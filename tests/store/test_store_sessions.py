@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -209,6 +210,25 @@ def test_end_session_records_disposition(store: SessionStore, tmp_path: Path) ->
     session = store.create_session(tmp_path)
     ended = store.end_session(session.id, "abandoned")
     assert ended.disposition == "abandoned" and ended.ended_at is not None
+
+
+def test_idle_sessions_are_the_open_untouched_ones_and_each_is_ended_once(store: SessionStore, tmp_path: Path) -> None:
+    idle = store.create_session(tmp_path)
+    touched = store.create_session(tmp_path)
+    closed = store.end_session(store.create_session(tmp_path).id)
+    call = store.create_session("gateway:gk_0123")  # one gateway request: never swept
+    cutoff = datetime.now(UTC) + timedelta(microseconds=1)
+    assert {r.id for r in store.idle_sessions(cutoff)} == {idle.id, touched.id}
+    assert call.id not in {r.id for r in store.idle_sessions(cutoff)} and closed.ended_at is not None
+
+    store.update_session(touched.id, title="used again")  # after the sweep read it: no longer idle
+    assert not store.end_if_idle(touched.id, cutoff)
+    assert store.end_if_idle(idle.id, cutoff)
+    assert not store.end_if_idle(idle.id, cutoff)  # a second sweeper finds it ended
+    assert store.get_session(idle.id).disposition == "abandoned"
+    assert store.get_session(touched.id).ended_at is None
+    assert store.idle_sessions(cutoff) == []
+    assert store.idle_sessions(datetime.now(UTC) + timedelta(seconds=1), limit=1)[0].id == touched.id
 
 
 def test_create_session_refuses_an_existing_id(store: SessionStore, tmp_path: Path) -> None:

@@ -122,3 +122,16 @@ def test_ulid_arithmetic_counts_ids_between_neighbours_in_one_millisecond() -> N
     later = UlidGenerator(clock_ms=lambda: 1_700_000_000_500).new()
     assert estimate_missing(ids[0], later, known_missing=2) == 2  # across milliseconds: what is known
     assert estimate_missing("not-a-ulid", ids[1], known_missing=3) == 3
+
+
+def test_the_store_wide_parent_check_counts_and_groups_what_is_missing(db_location: Path | str) -> None:
+    sessions = [chain("sess_a", 6), chain("sess_b", 4)]
+    with TraceStore(db_location) as store:
+        store.append_many([*sessions[0], *sessions[1], event()])
+        whole = store.check_parents()
+    assert (whole.events, whole.with_parent, whole.pruned_parents, whole.gaps) == (11, 8, 0, [])
+    _drop(db_location, [sessions[0][2], sessions[1][1]])
+    with TraceStore(db_location) as store:
+        broken = store.check_parents()
+    assert broken.events == 9 and broken.missing_parents == 2 and broken.pruned_parents == 0
+    assert sorted(g.missing_ids for g in broken.gaps) == sorted([(sessions[0][2].id,), (sessions[1][1].id,)])

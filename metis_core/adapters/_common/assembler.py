@@ -140,6 +140,10 @@ class MessageAssembler:
         slot.tool_name = name
         return ToolUseStart(index=index, id=slot.tool_id, name=name)
 
+    def has_text(self, key: Hashable) -> bool:
+        index = self._by_key.get(key)
+        return index is not None and self._slots[index].kind == "text"
+
     def has_tool(self, key: Hashable) -> bool:
         index = self._by_key.get(key)
         return index is not None and self._slots[index].kind == "tool_use"

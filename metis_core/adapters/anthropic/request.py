@@ -2,9 +2,9 @@
 
 System messages are hoisted to the top-level `system`; TOOL messages become tool_result blocks of
 one user turn (user text that follows joins it); consecutive same-role turns are merged as the
-API requires. Thinking blocks are replayed only to the model that signed them; what Anthropic
-cannot take (foreign thinking, `file_ref` images, images to a text-only model) is dropped through
-the lossy log. Plain dicts are built straight from the model attributes: this is a hot path.
+API requires. Thinking replays only to the model that signed it, on any Claude platform; what
+Anthropic cannot take (foreign thinking, `file_ref` images, images to a text-only model) is dropped
+through the lossy log. Plain dicts are built straight from the model attributes: a hot path.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from metis_core.adapters._common.hosted import (
     text_for_other_target,
 )
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.platform_origin import claude_signature_travels
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
@@ -180,12 +181,14 @@ class _Builder:
                 if image is not None:
                     append(image)
             elif type(block) is ThinkingBlock:
-                if replayable_to(block, PROVIDER, API, self.model_name):
+                if replayable_to(block, PROVIDER, API, self.model_name) or claude_signature_travels(
+                        block.origin, self.model_name):
                     append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
                 else:
                     self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model_name))
             elif type(block) is RedactedThinkingBlock:
-                if replayable_to(block, PROVIDER, API, self.model_name):
+                if replayable_to(block, PROVIDER, API, self.model_name) or claude_signature_travels(
+                        block.origin, self.model_name):
                     append({"type": "redacted_thinking", "data": block.data})
                 else:
                     self.drop(message, index, "redacted_thinking",

@@ -3,8 +3,9 @@
 A memory file is Markdown: an optional header, then entries, each a line starting with "- "
 (continuation lines indented). Entries are kept oldest first. `add` appends, `replace` swaps the
 one entry containing a given text, `consolidate` rewrites the whole list. Over the size cap the
-oldest entries are evicted. Writes are atomic (temp file + rename). It emits no events (tool.py
-and the chat command do) and never logs the text: memory is private.
+oldest entries are evicted. Writes are atomic (temp file + rename), and each leaves a version in
+`.memory-history/` (snapshots.py). It emits no events (tool.py and the chat command do) and never
+logs the text: memory is private.
 """
 
 from __future__ import annotations
@@ -85,10 +86,11 @@ def _clean(text: str) -> str:
 class MemoryFiles:
     """The memory files of one workspace (and METIS_HOME), with a per-file size cap in bytes."""
 
-    def __init__(self, workspace: Path, home: Path, max_bytes: int) -> None:
+    def __init__(self, workspace: Path, home: Path, max_bytes: int, history_keep: int = 50) -> None:
         self.workspace = workspace
         self.home = home
         self.max_bytes = max_bytes
+        self.history_keep = history_keep
 
     def path(self, name: MemoryName) -> Path:
         return memory_path(name, self.workspace, self.home)
@@ -158,11 +160,15 @@ class MemoryFiles:
                             len(after.encode()), evicted, size_before_eviction)
 
     def _write(self, name: MemoryName, text: str) -> None:
+        from metis_core.agent.memory.snapshots import keep_version
+
         path = self.path(name)
+        keep_version(path, self.history_keep, first_only=True)  # the file before its first kept change
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f".{path.name}.metis-tmp")
         tmp.write_text(text, encoding="utf-8")
         tmp.replace(path)
+        keep_version(path, self.history_keep)
 
     def prefix_text(self) -> str:
         """Both files as one block for the system prefix; empty when there is no memory."""

@@ -63,12 +63,13 @@ class MemoryTool:
         requires_workspace=False,
     )
 
-    def __init__(self, home: Any, max_bytes: int) -> None:
+    def __init__(self, home: Any, max_bytes: int, history_keep: int = 50) -> None:
         self.home = home
         self.max_bytes = max_bytes
+        self.history_keep = history_keep
 
     async def run(self, tool_input: dict[str, Any], context: ToolContext) -> ToolOutcome:
-        files = MemoryFiles(context.workspace, self.home, self.max_bytes)
+        files = MemoryFiles(context.workspace, self.home, self.max_bytes, self.history_keep)
         name: MemoryName = tool_input["file"]
         action = tool_input["action"]
         try:

@@ -34,13 +34,14 @@ class PythonTool:
     """A Python function offered to the model; still callable as the plain function."""
 
     def __init__(self, fn: Callable[..., Any], *, name: str | None = None, description: str | None = None,
-                 side_effects: SideEffects | str = SideEffects.NONE, requires_workspace: bool = False) -> None:
+                 side_effects: SideEffects | str | None = None, requires_workspace: bool = False) -> None:
         self.fn = fn
         hints = typing.get_type_hints(fn)
         self.context_params = [p for p, hint in hints.items() if hint is ToolContext]
         self.input_model = input_model_for_function(fn, tool_name=name, skip=self.context_params)
         self.definition = definition_from_function(
-            ToolDefinition, fn, name=name, description=description, side_effects=SideEffects(side_effects),
+            ToolDefinition, fn, name=name, description=description,
+            side_effects=None if side_effects is None else SideEffects(side_effects),
             requires_workspace=requires_workspace, skip=self.context_params)
         self.is_async = inspect.iscoroutinefunction(fn)
         functools.update_wrapper(self, fn)
@@ -110,18 +111,19 @@ def tool(fn: Callable[..., Any], /) -> PythonTool: ...
 
 @overload
 def tool(
-    *, name: str | None = None, description: str | None = None, side_effects: SideEffects | str = SideEffects.NONE,
+    *, name: str | None = None, description: str | None = None, side_effects: SideEffects | str | None = None,
     requires_workspace: bool = False, registry: Any = None,
 ) -> Callable[[Callable[..., Any]], PythonTool]: ...
 
 
 def tool(
     fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None,
-    side_effects: SideEffects | str = SideEffects.NONE, requires_workspace: bool = False, registry: Any = None,
+    side_effects: SideEffects | str | None = None, requires_workspace: bool = False, registry: Any = None,
 ) -> PythonTool | Callable[[Callable[..., Any]], PythonTool]:
-    """Make a function a tool: `@tool` or `@tool(side_effects="write", registry=runtime.tools)`.
+    """Make a function a tool: `@tool(side_effects="read")` or `@tool(side_effects="write", registry=runtime.tools)`.
 
-    `side_effects` other than none/read asks the user before each call. With `registry` (a
+    `side_effects` other than none/read asks the user before each call; a tool that declares none is
+    run as possibly writing (it asks too), so declare "none" or "read" for one that only looks. With `registry` (a
     ToolRegistry) the tool is registered there at once; otherwise register it, or load its module."""
 
     def wrap(function: Callable[..., Any]) -> PythonTool:

@@ -1,7 +1,10 @@
-"""The tools a session offers the model, by name."""
+"""The tools a session offers the model, by name. A tool that declares no side effects is run as
+possibly writing: it asks before each call until its author declares what it does.
+"""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from metis_core.agent.tools.base import Tool
@@ -10,7 +13,14 @@ from metis_core.agent.tools.command import RunCommand
 from metis_core.agent.tools.files import EditFile, ListDirectory, ReadFile, WriteFile
 from metis_core.agent.tools.search import SearchFiles
 from metis_core.errors import ToolError
-from metis_core.messages import ToolDefinition
+from metis_core.messages import SideEffects, ToolDefinition
+
+log = logging.getLogger(__name__)
+
+UNDECLARED_NOTE = (
+    "{name} does not declare its side effects, so metis asks as if it writes; its author declares "
+    "them with @tool(side_effects=\"none\" | \"read\" | \"write\" | \"execute\" | \"network\") or "
+    "ToolDefinition(side_effects=...)")
 
 
 def builtin_tools() -> list[Tool]:
@@ -20,6 +30,7 @@ def builtin_tools() -> list[Tool]:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._undeclared: set[str] = set()
         for tool in tools:
             self.register(tool)
 
@@ -27,7 +38,16 @@ class ToolRegistry:
         name = tool.definition.name
         if name in self._tools:
             raise ToolError(f"a tool named {name!r} is already registered; tool names must be unique")
+        if not tool.definition.declares_side_effects and name not in self._undeclared:
+            # Safe by default: run as writing (confirmation asked), and say how to declare it.
+            tool.definition = tool.definition.model_copy(update={"side_effects": SideEffects.WRITE})
+            self._undeclared.add(name)
+            log.warning(UNDECLARED_NOTE.format(name=f"tool {name!r}"))
         self._tools[name] = tool
+
+    def undeclared_note(self, name: str) -> str | None:
+        """Why `name` asks for confirmation though its author declared nothing, and how to declare it."""
+        return UNDECLARED_NOTE.format(name=f"this tool ({name})") if name in self._undeclared else None
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
@@ -40,7 +60,11 @@ class ToolRegistry:
 
     def extended(self, tools: Iterable[Tool]) -> ToolRegistry:
         """A new registry with these tools after this one's (a session's own tools, e.g. skills)."""
-        return ToolRegistry([*self._tools.values(), *tools])
+        extended = ToolRegistry()
+        extended._undeclared = set(self._undeclared)
+        for tool in [*self._tools.values(), *tools]:
+            extended.register(tool)
+        return extended
 
     @classmethod
     def with_builtins(cls) -> ToolRegistry:

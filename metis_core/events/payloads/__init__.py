@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from metis_core.events.event_spec import EventSpec
 from metis_core.events.payloads import (
+    analytics,
     bus,
     delegate,
     evaluation,
@@ -45,4 +46,5 @@ ALL_EVENT_SPECS: tuple[EventSpec, ...] = (
     *gateway.SPECS,
     *quota.SPECS,
     *trace.SPECS,
+    *analytics.SPECS,
 )

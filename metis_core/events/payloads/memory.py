@@ -1,7 +1,7 @@
-"""Payloads of the memory domain (spec §6.7): the agent changed MEMORY.md / USER.md, or entries
-were evicted to respect the size cap.
+"""Payloads of the memory domain (spec §6.7): the agent changed MEMORY.md / USER.md, entries
+were evicted to respect the size cap, or a conversation's context was compacted.
 
-Hashes and sizes only; the memory snapshotter (a batch subscriber) reads the files for diffs.
+Hashes, sizes and counts only; the memory snapshotter (a batch subscriber) reads the files for diffs.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Literal
 
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.events.event_spec import EventSpec
-from metis_core.events.payloads.fields import MemoryFile, NonNegativeInt, PayloadModel
+from metis_core.events.payloads.fields import MemoryFile, NonNegativeFloat, NonNegativeInt, PayloadModel
 
 
 class MemoryUpdatedPayload(PayloadModel):
@@ -34,6 +34,27 @@ class MemoryEvictionPayload(PayloadModel):
     size_after_bytes: NonNegativeInt
 
 
+class MemoryCompactedPayload(PayloadModel):
+    """What the model is sent was made smaller (docs/context.md); the stored messages are unchanged."""
+
+    method: Literal["trim_tool_results", "summary"]
+    """Old tool results cut short (no model call), or older turns summarised by a model."""
+    trigger: Literal["threshold", "manual", "model_swap"]
+    model: str | None
+    """The summarising model (None for a trim)."""
+    window_tokens: NonNegativeInt
+    """The context window of the model the request goes to."""
+    tokens_before: NonNegativeInt
+    tokens_after: NonNegativeInt
+    messages_summarised: NonNegativeInt
+    messages_kept: NonNegativeInt
+    tool_results_trimmed: NonNegativeInt
+    compaction_message_id: str | None
+    """The stored message holding the compaction block (None for a trim: nothing is stored)."""
+    cost_usd: NonNegativeFloat
+    pricing_version: str
+
+
 SPECS = (
     EventSpec(
         "memory.updated",
@@ -51,5 +72,13 @@ SPECS = (
         ("memory.updated",),
         phase="2",
         audit=True,
+    ),
+    EventSpec(
+        "memory.compacted",
+        MemoryCompactedPayload,
+        Sensitivity.PSEUDONYMOUS,
+        (Actor.AGENT, Actor.USER),
+        ("turn.started", "llm.call_completed"),
+        phase="2",
     ),
 )

@@ -50,6 +50,9 @@ class RouteChainEntry(PayloadModel):
     confidence: UnitInterval | None = None
     pattern_alternatives: list[PatternAlternative] | None = None
     validation_failure: RoutingValidationFailure | None = None
+    exploration: bool | None = None
+    """True when the pattern slot chose a model with little evidence to try it (bounded exploration;
+    the reason says why); absent otherwise."""
 
 
 class RouteDecidedPayload(PayloadModel):

@@ -68,7 +68,8 @@ class TurnReplayDivergedPayload(PayloadModel):
     """0-based model call within the turn where the divergence shows."""
     divergence_kind: Literal["output", "missing", "extra", "type-mismatch"]
     """OpenWOP's kinds: differing output, an original action missing, an extra action, another shape."""
-    divergence_point: Literal["tool_call", "text", "structured_output", "error"]
+    divergence_point: Literal["tool_call", "text", "structured_output", "error", "refusal"]
+    """`refusal`: one side refused to answer and the other did not (OpenWOP replay.divergedAtRefusal)."""
     original_model: str
     replay_model: str
     detail: str

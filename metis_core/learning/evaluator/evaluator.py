@@ -56,6 +56,8 @@ class Evaluator:
         self.rubrics = rubrics
         self.judge = judge
         self.settings = settings or EvaluatorSettings()
+        self._unstored_spend: dict[str, Decimal] = {}
+        """UTC day -> what this process's judge attempts cost without a verdict to store it on."""
 
     def evaluate(
         self, kind: SubjectKind, subject_id: str, *, trigger: Trigger, parent: Event | None = None,
@@ -87,7 +89,13 @@ class Evaluator:
             subject = self.reader.read(kind, subject_id)
             verdict, pricing_version, latency_ms = self._judge(eval_id, subject, rubric, planned, trigger)
         except EvaluationError as error:
-            self._failed(eval_id, kind, subject_id, error.failure_mode, str(error), started_clock, session,
+            message = str(error)
+            spent = getattr(error, "cost_usd", Decimal(0))
+            if spent > 0:  # the judge's failed attempts still count against the daily cap
+                today = datetime.now(UTC).strftime("%Y-%m-%d")
+                self._unstored_spend[today] = self._unstored_spend.get(today, Decimal(0)) + spent
+                message += f" (the judge's attempts cost {spent} USD)"
+            self._failed(eval_id, kind, subject_id, error.failure_mode, message, started_clock, session,
                          turn_id, started)
             return None
         except MetisError as error:  # a locked, damaged or unreachable store: the judge could not run
@@ -133,6 +141,7 @@ class Evaluator:
                 llm = self._llm(subject, rubric)
                 model, cost, kind = llm.model, llm.cost_usd, planned
                 signals["criteria"] = llm.answer.criteria
+                signals["llm_score"] = llm.answer.score  # the judge's own score, before blending
                 pricing_version, latency_ms = llm.pricing_version if cost > 0 else None, llm.latency_ms
                 if self.settings.capture_rationale and llm.answer.rationale:
                     signals[RATIONALE_SIGNAL] = redact(llm.answer.rationale, 1000)
@@ -175,7 +184,8 @@ class Evaluator:
 
     def _over_cap(self) -> bool:
         midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        return self.verdicts.judge_spend_since(midnight) >= self.settings.judge_daily_cap_usd
+        unstored = self._unstored_spend.get(midnight.strftime("%Y-%m-%d"), Decimal(0))
+        return self.verdicts.judge_spend_since(midnight) + unstored >= self.settings.judge_daily_cap_usd
 
     # --- events -------------------------------------------------------------------------------
 

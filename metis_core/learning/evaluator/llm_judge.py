@@ -1,40 +1,60 @@
 """The LLM judge: a configured model reads the rubric and the turn and answers a JSON verdict.
 
-The answer must be one JSON object `{"score": 0..1, "confidence": 0..1, "rationale": str,
-"criteria": {name: 0..1}}`; anything else is JudgeOutputInvalidError. A failed call is
-JudgeCallFailedError. The call is priced like any other (usage cost from the price table); the
-daily cap is enforced by the evaluator before calling. Until structured output lands in the
-adapters, validation here is the contract.
+The verdict `{"score", "confidence", "rationale", "criterion_scores": [{"name", "score"}]}` is
+asked through the structured-output machinery (docs/structured-output.md): the schema travels the
+way the judge's provider carries it best, a damaged answer is recovered, an invalid one retried with
+the validator's errors. Every attempt is priced and the verdict's cost is their sum. No valid answer
+is JudgeOutputInvalidError; a failed call is JudgeCallFailedError. The daily cap is enforced by the
+evaluator before calling.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass
 from decimal import Decimal
 
-import orjson
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, Field
 
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.client import ModelClient
-from metis_core.errors import JudgeCallFailedError, JudgeOutputInvalidError, MetisError
+from metis_core.adapters.structured_calls import CallSettings, start_run
+from metis_core.errors import (
+    JudgeCallFailedError,
+    JudgeOutputInvalidError,
+    MetisError,
+    OutputRefusedError,
+    OutputValidationError,
+)
 from metis_core.events.redaction import redact
 from metis_core.learning.evaluator.rubrics import Rubric
 from metis_core.messages import Message, Role, TextBlock
+from metis_core.messages.call_spend import CallSpend
+from metis_core.structured.policy import OutputPolicy
+from metis_core.structured.result import StructuredResult
 
 MAX_SUBJECT_CHARS = 12_000
-JSON_OBJECT = re.compile(r"\{.*\}", re.DOTALL)
+JUDGE_RETRIES = 2
+"""Corrective retries after an answer that does not validate (each one priced)."""
+
+
+class CriterionScore(BaseModel):
+    name: str
+    score: float = Field(ge=0.0, le=1.0)
 
 
 class JudgeAnswer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    """The verdict the judge must answer with (criteria as a list: a dict's free-form keys do not
+    travel as a strict schema to every provider, docs/tool-schema-subset.md)."""
 
     score: float = Field(ge=0.0, le=1.0)
     confidence: float = Field(ge=0.0, le=1.0)
     rationale: str = ""
-    criteria: dict[str, float] = Field(default_factory=dict)
+    criterion_scores: list[CriterionScore] = Field(default_factory=list)
+
+    @property
+    def criteria(self) -> dict[str, float]:
+        return {c.name: c.score for c in self.criterion_scores}
 
 
 @dataclass
@@ -44,6 +64,8 @@ class LlmVerdict:
     cost_usd: Decimal
     pricing_version: str | None
     latency_ms: int
+    calls: int = 1
+    """Model calls the verdict took (retries included); `cost_usd` is their sum."""
 
 
 def judge_prompt(rubric: Rubric, user_text: str, answer_text: str) -> list[Message]:
@@ -51,7 +73,8 @@ def judge_prompt(rubric: Rubric, user_text: str, answer_text: str) -> list[Messa
     system = (
         "You grade one exchange between a user and an AI assistant against a rubric. Answer with one "
         "JSON object and nothing else: {\"score\": number 0..1, \"confidence\": number 0..1, "
-        "\"rationale\": short string, \"criteria\": {criterion name: number 0..1}}. 1.0 is a clear success.\n\n"
+        "\"rationale\": short string, \"criterion_scores\": [{\"name\": criterion name, \"score\": number 0..1}]}. "
+        "1.0 is a clear success.\n\n"
         f"Rubric {rubric.id} v{rubric.version}: {rubric.description}\nCriteria:\n{criteria}"
     )
     half = MAX_SUBJECT_CHARS // 2
@@ -61,37 +84,41 @@ def judge_prompt(rubric: Rubric, user_text: str, answer_text: str) -> list[Messa
             Message(role=Role.USER, content=[TextBlock(text=body)])]
 
 
-def parse_answer(text: str) -> JudgeAnswer:
-    """The verdict in the judge's text; JudgeOutputInvalidError when there is none."""
-    match = JSON_OBJECT.search(text)
-    if match is None:
-        raise JudgeOutputInvalidError("the judge answered without a JSON object")
-    try:
-        data = orjson.loads(match.group(0))
-    except orjson.JSONDecodeError as error:
-        raise JudgeOutputInvalidError(f"the judge's JSON does not parse ({error})") from None
-    try:
-        return JudgeAnswer.model_validate(data)
-    except ValidationError as error:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e['loc']) or 'answer'}: {e['msg']}" for e in error.errors())
-        raise JudgeOutputInvalidError(f"the judge's verdict is invalid ({problems})") from None
-
-
 class LlmJudge:
-    def __init__(self, client: ModelClient, model: str) -> None:
+    def __init__(self, client: ModelClient, model: str, policy: OutputPolicy | None = None) -> None:
         self.client = client
         self.model = model
+        self.policy = policy or OutputPolicy(max_retries=JUDGE_RETRIES, max_truncation_retries=1)
 
     def judge(self, rubric: Rubric, user_text: str, answer_text: str) -> LlmVerdict:
         started = time.perf_counter()
         options = AdapterOptions(model=self.model, max_tokens=600, temperature=0.0)
+        spend = CallSpend()
+        settings = CallSettings(self.model, options, "", None, self.policy, None, {})
         try:
-            message = self.client.complete(judge_prompt(rubric, user_text, answer_text), self.model, options=options)
+            run, model, caps = start_run(self.client, judge_prompt(rubric, user_text, answer_text), None,
+                                         JudgeAnswer, settings)
+            request = run.first_request()
+            while True:  # the run decides each retry; every call is charged, the failed ones too
+                message = self.client.complete(request.messages, model, tools=request.tools, options=request.options,
+                                               capabilities=caps)
+                spend.add(message.metadata.usage)
+                step = run.take(message)
+                if isinstance(step, StructuredResult):
+                    break
+                request = step
+        except (OutputValidationError, OutputRefusedError) as error:
+            raise JudgeOutputInvalidError(
+                f"the judge's verdict is invalid after {spend.calls} attempt(s) "
+                f"({redact(str(error), 500)})", cost_usd=_cost(spend)) from None
         except MetisError as error:
-            raise JudgeCallFailedError(f"the judge model {self.model} failed: {redact(str(error), 500)}") from error
+            raise JudgeCallFailedError(f"the judge model {self.model} failed: {redact(str(error), 500)}",
+                                       cost_usd=_cost(spend)) from error
         latency = int((time.perf_counter() - started) * 1000)
-        answer = parse_answer(message.text())
-        usage = message.metadata.usage
-        cost = usage.cost_usd if usage is not None and usage.cost_usd is not None else Decimal(0)
-        version = usage.pricing_version if usage is not None else None
-        return LlmVerdict(answer, self.model, cost, version, latency)
+        version = spend.usage.pricing_version if spend.usage is not None else None
+        return LlmVerdict(step.value, self.model, _cost(spend), version, latency, spend.calls)
+
+
+def _cost(spend: CallSpend) -> Decimal:
+    usage = spend.usage
+    return usage.cost_usd if usage is not None and usage.cost_usd is not None else Decimal(0)

@@ -1,89 +1,104 @@
 """The pattern slot's answer: among the k nearest fingerprints, the model with the best score
 per dollar that is nearly as good as the best one, when the evidence clears the confidence floor.
 
-Per model over the neighbours' scored outcomes (weighted by closeness): mean score, its standard
-error, mean cost, sample size. Eligible: at least `min_samples` outcomes, a mean score of at least
-`success_floor`, and a mean that could be within `score_tolerance` of the best model's (mean +
-one standard error), so a few early failures do not shut a cheap model out for good; routing
-keeps recording what it chose, so a model that keeps failing falls below the bar. The best score
-per dollar wins. Confidence = n / (n + 2) × (1 − mean distance of its outcomes).
+Per model over the neighbours' scored outcomes, weighted by closeness and decayed with age
+(evidence.py): mean score, its standard error (over the effective sample size), mean cost.
+Eligible: at least `min_samples` outcomes, a mean of at least `success_floor`, and a mean that could be
+within `score_tolerance` of the best model's (mean + one standard error), so a few early failures
+do not shut a cheap model out for good; a model that keeps failing falls below the bar within a
+few half-lives. The best score per dollar wins. Confidence = n / (n + 2) × (1 − mean distance).
+When exploring is allowed, an `Explorer` may send the turn to a cheaper model with little
+evidence instead (exploration.py); the recommendation then says so.
 """
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
 from dataclasses import dataclass
 
+from metis_core.learning.patterns.evidence import ModelEvidence, tally
+from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Embedder, fingerprint
-from metis_core.learning.patterns.store import PatternStore
+from metis_core.learning.patterns.store import PatternStore, _now_us
 from metis_core.learning.settings import PatternSettings
 from metis_core.routing.engine import TurnNeeds
-from metis_core.routing.pattern_slot import PatternRecommendation, ScoredModel
+from metis_core.routing.pattern_slot import FingerprintKind, PatternRecommendation, ScoredModel
 
 COST_FLOOR_USD = 1e-6
 """Free (local or unpriced) models compare as costing this much, so score per dollar stays finite."""
 
 
-@dataclass
-class _Tally:
-    weight: float = 0.0
-    score: float = 0.0
-    squares: float = 0.0
-    cost: float = 0.0
-    distance: float = 0.0
-    count: int = 0
+@dataclass(frozen=True)
+class Neighbourhood:
+    nearest_id: str | None
+    """The nearest stored fingerprint (the turn's own, if it was seen before); None without neighbours."""
+    size: int
+    tallies: dict[str, ModelEvidence]
+    kind: FingerprintKind = "structural"
+    """The turn's own fingerprint kind (hybrid when it was embedded)."""
 
 
 class PatternAdvisor:
     def __init__(self, store: PatternStore, settings: PatternSettings | None = None,
-                 embed: Embedder | None = None) -> None:
+                 embed: Embedder | None = None, explorer: Explorer | None = None) -> None:
         self.store = store
         self.settings = settings or store.settings
         self.embed = embed
+        self.explorer = explorer
 
-    def recommend(self, needs: TurnNeeds) -> PatternRecommendation | None:
+    def evidence(self, needs: TurnNeeds, now_us: int | None = None) -> Neighbourhood:
+        """The neighbouring fingerprints of turns like this one and each model's evidence on them."""
         s = self.settings
         fp = fingerprint(needs.user_text, estimated_tokens=needs.estimated_input_tokens, has_images=needs.has_images,
                          workspace=needs.workspace, tools_used=needs.tools_in_history, embed=self.embed)
         near = self.store.neighbors(fp, s.k, s.max_distance)
+        kind: FingerprintKind = "hybrid" if fp.embedding is not None else "structural"
         if not near:
-            return None
+            return Neighbourhood(None, 0, {}, kind)
         closeness = {stored.id: dist for stored, dist in near}
-        tallies: dict[str, _Tally] = defaultdict(_Tally)
-        for outcome in self.store.outcomes(list(closeness)):
-            if outcome.score is None:
-                continue
-            dist = closeness[outcome.fingerprint_id]
-            weight = 1.0 - dist
-            tally = tallies[outcome.model]
-            tally.weight += weight
-            tally.score += weight * outcome.score
-            tally.squares += weight * outcome.score * outcome.score
-            tally.cost += weight * float(outcome.cost_usd)
-            tally.distance += dist
-            tally.count += 1
-        scored = [ScoredModel(model, t.score / t.weight, t.count, t.cost / t.weight)
-                  for model, t in tallies.items() if t.weight > 0]
-        scored.sort(key=lambda m: (-m.score, m.mean_cost_usd, m.model))
-        eligible = [m for m in scored if m.sample_size >= s.min_samples and m.score >= s.success_floor]
-        if not eligible:
+        return Neighbourhood(near[0][0].id, len(near),
+                             tally(self.store.outcomes(list(closeness)), closeness, s, now_us or _now_us()), kind)
+
+    def recommend(self, needs: TurnNeeds, *, explore: bool = True) -> PatternRecommendation | None:
+        s = self.settings
+        hood = self.evidence(needs)
+        nearest, tallies = hood.nearest_id, hood.tallies
+        if nearest is None:
             return None
-        best = max(m.score for m in eligible)
-        eligible = [m for m in eligible if m.score + _standard_error(tallies[m.model]) >= best - s.score_tolerance]
-        pick = max(eligible, key=lambda m: (m.score / max(m.mean_cost_usd, COST_FLOOR_USD), m.score))
-        tally = tallies[pick.model]
-        confidence = pick.sample_size / (pick.sample_size + 2) * (1.0 - tally.distance / tally.count)
+        kind = hood.kind
+        scored = [ScoredModel(m, t.mean, t.count, t.mean_cost) for m, t in tallies.items()]
+        scored.sort(key=lambda m: (-m.score, m.mean_cost_usd, m.model))
+        pick = self.choose(tallies)
+        if explore and self.explorer is not None:
+            reference = pick.model if pick is not None else _best_known(tallies)
+            tried = self.explorer.consider(tallies, reference, s.score_tolerance)
+            if tried is not None:
+                mine = tallies.get(tried.model, ModelEvidence(tried.model))
+                confidence = mine.count / (mine.count + 2) * (1.0 - mine.mean_distance)
+                return PatternRecommendation(
+                    model=tried.model, confidence=round(confidence, 4), fingerprint_id=nearest,
+                    fingerprint_kind=kind, sample_size=mine.count, k_cluster_size=hood.size,
+                    alternatives=tuple(scored), exploration=tried.why)
+        if pick is None:
+            return None
+        confidence = pick.count / (pick.count + 2) * (1.0 - pick.mean_distance)
         if confidence < s.confidence_floor:
             return None
         return PatternRecommendation(
-            model=pick.model, confidence=round(confidence, 4), fingerprint_id=near[0][0].id,
-            fingerprint_kind="hybrid" if fp.embedding is not None else "structural",
-            sample_size=pick.sample_size, k_cluster_size=len(near), alternatives=tuple(scored),
+            model=pick.model, confidence=round(confidence, 4), fingerprint_id=nearest, fingerprint_kind=kind,
+            sample_size=pick.count, k_cluster_size=hood.size, alternatives=tuple(scored),
         )
 
+    def choose(self, tallies: dict[str, ModelEvidence]) -> ModelEvidence | None:
+        """The model the evidence picks (no confidence floor, no exploration), or None."""
+        s = self.settings
+        eligible = [t for t in tallies.values() if t.count >= s.min_samples and t.mean >= s.success_floor]
+        if not eligible:
+            return None
+        best = max(t.mean for t in eligible)
+        eligible = [t for t in eligible if t.mean + t.standard_error >= best - s.score_tolerance]
+        return max(eligible, key=lambda t: (t.mean / max(t.mean_cost, COST_FLOOR_USD), t.mean, t.model))
 
-def _standard_error(tally: _Tally) -> float:
-    mean = tally.score / tally.weight
-    variance = max(0.0, tally.squares / tally.weight - mean * mean)
-    return math.sqrt(variance / tally.count)
+
+def _best_known(tallies: dict[str, ModelEvidence]) -> str | None:
+    """The reference when nothing is eligible yet: the model with the most evidence."""
+    return max(tallies.values(), key=lambda t: (t.evidence, t.mean, t.model)).model if tallies else None

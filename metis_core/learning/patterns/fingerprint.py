@@ -20,7 +20,8 @@ import orjson
 
 from metis_core.hashing import sha256_hex
 
-Embedder = Callable[[str], Sequence[float]]
+Embedder = Callable[[str], Sequence[float] | None]
+"""Text → vector; None when it could not embed (the fingerprint then stays structural)."""
 LEAD_VERBS = frozenset({
     "add", "analyze", "answer", "build", "calculate", "check", "clean", "compare", "compute", "convert", "create",
     "debug", "define", "delete", "derive", "describe", "design", "document", "draft", "edit", "estimate",
@@ -110,7 +111,8 @@ def fingerprint(
         "workspace": workspace_kind(workspace),
         "tools_used": sorted(set(tools_used)),
     }
-    vector = tuple(float(x) for x in embed(user_text)) if embed is not None else None
+    embedded = embed(user_text) if embed is not None else None
+    vector = tuple(float(x) for x in embedded) if embedded is not None else None
     return Fingerprint(features, vector)
 
 

@@ -67,6 +67,11 @@ class Outcome:
     score: float | None
     cost_usd: Decimal
     latency_ms: int
+    recorded_at_us: int = 0
+    source: str = "observed"
+    """"observed" (a turn a user ran) or "learned" (a replay of a stored turn: `metis learn`, `metis replay`)."""
+    session_id: str = ""
+    turn_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -227,6 +232,16 @@ class PatternStore:
         if not fingerprint_ids:
             return []
         marks = ", ".join("?" * len(fingerprint_ids))
-        rows = self.db.rows(f"SELECT fingerprint_id, model, score, cost_usd, latency_ms FROM pattern_outcomes "
-                            f"WHERE fingerprint_id IN ({marks}) ORDER BY id", fingerprint_ids)
-        return [Outcome(r[0], r[1], r[2], Decimal(r[3]), r[4]) for r in rows]
+        return self._outcomes(f"o.fingerprint_id IN ({marks})", fingerprint_ids)
+
+    def outcomes_of_turn(self, turn_id: str) -> list[Outcome]:
+        return self._outcomes("o.turn_id = ?", (turn_id,))
+
+    def _outcomes(self, where: str, params: Any) -> list[Outcome]:
+        # a replay session (its replay_of set) ran a stored turn again: its outcome is learned evidence
+        rows = self.db.rows(
+            "SELECT o.fingerprint_id, o.model, o.score, o.cost_usd, o.latency_ms, o.recorded_at, "
+            "CASE WHEN s.replay_of IS NULL THEN 'observed' ELSE 'learned' END, o.session_id, o.turn_id "
+            f"FROM pattern_outcomes o LEFT JOIN sessions s ON s.id = o.session_id WHERE {where} ORDER BY o.id", params)
+        return [Outcome(r[0], r[1], r[2], Decimal(r[3]), r[4], int(r[5]), str(r[6]), str(r[7]), str(r[8]))
+                for r in rows]

@@ -1,6 +1,6 @@
-// The metis web view: sessions, a session's conversation and causal trace (with live mode),
-// chat (chat.js), costs and the audit log. Plain DOM, no dependencies; every value is inserted as
-// text, never HTML.
+// The metis web view: a session's conversation, waterfall and causal trace (with live mode), chat
+// (chat.js), the console pages (console.js), the audit log and gateway keys. Plain DOM, no
+// dependencies; every value is inserted as text, never HTML (markdown.js builds nodes, too).
 "use strict";
 
 const state = { token: sessionStorage.getItem("metis-token") || "", socket: null, turn: null };
@@ -58,42 +58,18 @@ function when(iso) {
   return iso ? new Date(iso).toLocaleString() : "";
 }
 
-// --- sessions list ------------------------------------------------------------------------------
-
-async function showSessions(query) {
-  const form = el("form", { role: "search", onsubmit: (e) => {
-    e.preventDefault();
-    location.hash = "#/?q=" + encodeURIComponent(form.elements.q.value);
-  } },
-  el("label", { for: "session-search" }, "Search sessions "),
-  el("input", { id: "session-search", name: "q", type: "search", value: query || "" }),
-  el("button", { type: "submit" }, "Search"));
-  const data = await api("/api/sessions" + (query ? "?q=" + encodeURIComponent(query) : ""));
-  const rows = data.sessions.map((s) => el("tr", {},
-    el("td", {}, el("a", { href: "#/session/" + s.id, class: "session-link" }, s.title || s.id)),
-    el("td", { class: "mono" }, s.id),
-    el("td", {}, s.active_model || ""),
-    el("td", {}, when(s.updated_at)),
-    el("td", { class: "num" }, spend(s.total_cost_usd, s.unpriced_calls))));
-  show(el("h1", {}, "Sessions"), form,
-    rows.length ? el("table", { id: "sessions" },
-      el("thead", {}, el("tr", {}, ["Title", "Id", "Model", "Updated", "Cost"].map(
-        (h, i) => el("th", { scope: "col", class: i === 4 ? "num" : null }, h)))),
-      el("tbody", {}, rows)) : el("p", {}, "No sessions found."));
-}
-
 // --- one session: conversation, trace tree, live mode ---------------------------------------------
 
-function blockView(block) {
+function blockView(block, rich) {
   switch (block.type) {
-    case "text": return el("pre", {}, block.text);
+    case "text": return rich ? renderMarkdown(block.text) : el("pre", {}, block.text);
     case "thinking": return el("details", { class: "thinking" }, el("summary", {}, "Thinking"), el("pre", {}, block.text));
     case "redacted_thinking": return el("p", { class: "meta" }, "(redacted thinking)");
     case "tool_use": return el("details", { class: "tool-use", open: true },
       el("summary", {}, "Tool call: ", el("code", {}, block.name)), el("pre", {}, JSON.stringify(block.input, null, 2)));
     case "tool_result": return el("details", { class: "tool-result", open: true },
       el("summary", {}, block.is_error ? "Tool error" : "Tool result"),
-      (block.content || []).map(blockView));
+      (block.content || []).map((inner) => blockView(inner, rich)));
     case "image":
       if (block.source.kind === "base64") {
         return el("img", { src: "data:" + block.media_type + ";base64," + block.source.data, alt: "Attached image" });
@@ -104,10 +80,10 @@ function blockView(block) {
   }
 }
 
-function messageView(message) {
+function messageView(message, rich) {
   return el("article", { class: "msg " + message.role, "aria-label": message.role + " message" },
     el("header", {}, message.role, message.metadata && message.metadata.model ? " · " + message.metadata.model : ""),
-    message.content.map(blockView));
+    message.content.map((block) => blockView(block, rich)));
 }
 
 function eventSummary(event) {
@@ -173,11 +149,12 @@ function stopLive() {
 }
 
 async function showSession(sessionId) {
-  const [detail, trace] = await Promise.all([api("/api/sessions/" + sessionId), api("/api/sessions/" + sessionId + "/trace")]);
+  const [detail, trace, timeline] = await Promise.all([api("/api/sessions/" + sessionId),
+    api("/api/sessions/" + sessionId + "/trace"), api("/api/console/sessions/" + sessionId + "/timeline")]);
   let conversation;
   try {
     const messages = (await api("/api/sessions/" + sessionId + "/messages")).messages;
-    conversation = messages.length ? messages.map(messageView) : el("p", {}, "No messages yet.");
+    conversation = messages.length ? messages.map((m) => messageView(m, true)) : el("p", {}, "No messages yet.");
   } catch (error) {
     conversation = el("p", { class: "withheld" }, error.message);
   }
@@ -193,73 +170,26 @@ async function showSession(sessionId) {
   });
   const s = detail.session;
   const t = detail.totals;
+  const spanDetail = el("div", { id: "span-detail", "aria-live": "polite" }, el("p", { class: "meta" },
+    "Choose a span to see its events."));
   show(
     el("h1", {}, s.title || s.id),
     el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
       t.model_calls + " model calls · " + spend(t.cost_usd, t.unpriced_message_count) + " · " + t.input_tokens + " in / " +
       t.output_tokens + " out tokens"),
     el("p", {}, button, " ", el("a", { href: "#/chat/" + s.id, id: "chat-link" }, "Chat in this session")),
-    el("div", { class: "columns" },
-      el("section", { "aria-labelledby": "conv-h" }, el("h2", { id: "conv-h" }, "Conversation"), conversation),
+    el("div", { class: "columns timeline" },
+      el("div", {},
+        el("section", { "aria-labelledby": "timeline-h" }, el("h2", { id: "timeline-h" }, "Timeline"),
+          timeline.spans.length ? waterfall(timeline, trace.events, spanDetail) : el("p", {}, "No spans recorded.")),
+        el("section", { "aria-labelledby": "span-h" }, el("h2", { id: "span-h" }, "Span details"), spanDetail)),
+      el("section", { "aria-labelledby": "conv-h" }, el("h2", { id: "conv-h" }, "Conversation"), conversation)),
+    el("div", {},
       el("section", { "aria-labelledby": "trace-h" }, el("h2", { id: "trace-h" }, "Trace"),
         el("p", {}, el("button", { type: "button", id: "expand-all", onclick: () =>
           treeRoot.querySelectorAll("details").forEach((d) => { d.open = true; }) }, "Expand all")),
         treeRoot,
         el("h2", { id: "live-h" }, "Live events"), log)));
-}
-
-// --- costs ----------------------------------------------------------------------------------------
-
-function costChart(days) {
-  const width = 720, height = 240, pad = 36;
-  const svgNS = "http://www.w3.org/2000/svg";
-  const svg = document.createElementNS(svgNS, "svg");
-  svg.setAttribute("viewBox", "0 0 " + width + " " + height);
-  svg.setAttribute("role", "img");
-  svg.setAttribute("id", "cost-chart");
-  const max = Math.max(...days.map((d) => Number(d.cost_usd)), 0.000001);
-  const title = document.createElementNS(svgNS, "title");
-  title.textContent = "Cost per day: " + days.map((d) => d.key + " " + usd(d.cost_usd)).join(", ");
-  svg.append(title);
-  const slot = (width - pad * 2) / Math.max(days.length, 1);
-  days.forEach((d, i) => {
-    const h = (Number(d.cost_usd) / max) * (height - pad * 2);
-    const bar = document.createElementNS(svgNS, "rect");
-    const barWidth = Math.min(slot * 0.7, 48);
-    Object.entries({ class: "bar", x: pad + i * slot + (slot - barWidth) / 2, y: height - pad - h, width: barWidth,
-      height: Math.max(h, 1), "data-day": d.key }).forEach(([k, v]) => bar.setAttribute(k, v));
-    svg.append(bar);
-    const label = document.createElementNS(svgNS, "text");
-    label.setAttribute("x", pad + i * slot + slot / 2);
-    label.setAttribute("y", height - pad + 14);
-    label.setAttribute("text-anchor", "middle");
-    label.textContent = d.key.slice(5);
-    svg.append(label);
-  });
-  const axis = document.createElementNS(svgNS, "text");
-  axis.setAttribute("x", 4);
-  axis.setAttribute("y", pad - 8);
-  axis.textContent = usd(max);
-  svg.append(axis);
-  return svg;
-}
-
-function spendTable(caption, rows) {
-  if (!rows.length) return null;
-  return el("table", {}, el("caption", {}, caption),
-    el("thead", {}, el("tr", {}, ["Name", "Calls", "Input tokens", "Output tokens", "Cost"].map(
-      (h, i) => el("th", { scope: "col", class: i ? "num" : null }, h)))),
-    el("tbody", {}, rows.map((r) => el("tr", {}, el("td", {}, r.key), el("td", { class: "num" }, r.calls),
-      el("td", { class: "num" }, r.input_tokens), el("td", { class: "num" }, r.output_tokens),
-      el("td", { class: "num" }, spend(r.cost_usd, r.unpriced_calls))))));
-}
-
-async function showCosts() {
-  const data = await api("/api/cost?days=30");
-  show(el("h1", {}, "Costs (last " + data.days + " days)"),
-    el("figure", { class: "chart" }, costChart(data.day), el("figcaption", {}, "Cost per day (USD)")),
-    spendTable("By model", data.model), spendTable("By gateway key", data.gateway_key),
-    spendTable("By user", data.user), spendTable("By team", data.team));
 }
 
 // --- audit ----------------------------------------------------------------------------------------
@@ -305,14 +235,17 @@ async function route() {
   if (state.turn) state.turn.abort();  // leaving a chat mid-turn cancels the turn, as Ctrl-C does
   say("");
   const hash = location.hash || "#/";
+  state.routed = hash;
   try {
     if (hash.startsWith("#/session/")) await showSession(decodeURIComponent(hash.slice(10)));
     else if (hash.startsWith("#/chat/")) await showChat(decodeURIComponent(hash.slice(7)));
     else if (hash.startsWith("#/chat")) await showNewChat();
-    else if (hash.startsWith("#/costs")) await showCosts();
+    else if (hash.startsWith("#/costs")) await showUsage();
+    else if (hash.startsWith("#/quality")) await showQuality();
+    else if (hash.startsWith("#/gateway")) await showGateway();
     else if (hash.startsWith("#/audit")) await showAudit();
     else if (hash.startsWith("#/keys")) await showKeys();
-    else await showSessions(new URLSearchParams(hash.split("?")[1] || "").get("q"));
+    else await showSessionsTable();
     if (!main.contains(document.activeElement)) main.focus({ preventScroll: true });
   } catch (error) {
     show(el("p", { class: "error", role: "alert" }, error.message));
@@ -326,5 +259,6 @@ document.getElementById("token-form").addEventListener("submit", (e) => {
   e.target.hidden = true;
   route();
 });
-window.addEventListener("hashchange", route);
+// "#" and "#/" are one page: going from the first to the second must not draw it twice.
+window.addEventListener("hashchange", () => { if ((location.hash || "#/") !== state.routed) route(); });
 route();

@@ -332,6 +332,35 @@ def _v9_gateway_reservations(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX idx_gateway_reservations_expiry ON gateway_reservations(expires_at)")
 
 
+def _v10_users(conn: sqlite3.Connection) -> None:
+    """The user registry behind the gateway's pseudonymous ids (docs/users.md): the only place a
+    name or e-mail is kept; `metis users forget` clears them and stamps forgotten_at."""
+    conn.execute(
+        """CREATE TABLE users (
+            id TEXT PRIMARY KEY,
+            name TEXT,
+            email TEXT,
+            team_id TEXT,
+            created_at INTEGER NOT NULL,
+            disabled_at INTEGER,
+            forgotten_at INTEGER
+        )"""
+    )
+
+
+def _v11_events_live_position(conn: sqlite3.Connection) -> None:
+    """Nothing on SQLite: the PostgreSQL step gives events a commit-ordered position and a NOTIFY
+    trigger for `metis serve`'s live feed across processes; SQLite keeps the in-process bus path
+    (docs/serve.md "Live across instances"). The step exists so both backends count alike."""
+    del conn
+
+
+def _v12_console_indexes(conn: sqlite3.Connection) -> None:
+    """The console's sessions table sorted by start time, and its keyset pages, walk an index
+    (store/session_page.py) instead of sorting every session."""
+    conn.execute("CREATE INDEX idx_sessions_created ON sessions(created_at, id)")
+
+
 MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("initial_schema", _v1_initial_schema),
     ("resumable_sessions", _v2_resumable_sessions),
@@ -342,6 +371,9 @@ MIGRATIONS: tuple[tuple[str, Step], ...] = (
     ("replay_sessions", _v7_replay_sessions),
     ("gateway_key_scope", _v8_gateway_key_scope),
     ("gateway_reservations", _v9_gateway_reservations),
+    ("users", _v10_users),
+    ("events_live_position", _v11_events_live_position),
+    ("console_indexes", _v12_console_indexes),
 )
 """Step N (1-based) is MIGRATIONS[N-1]."""
 

@@ -1,0 +1,294 @@
+"""Learning from a cold start: a store that only ever saw the strong model, `metis learn`, then routing.
+
+`python -m bench.learning_cold [--sessions N] [--budget-usd X] [--seed S]` runs, in-process over an
+httpx MockTransport (Anthropic's wire format, usage sized to the task, as bench/cases/learning.py):
+
+1. history: N sessions on the strong model only, each answer rated /good or /bad by the scripted user;
+2. `metis learn` (the library call) on the cheap model, capped by --budget-usd, an LLM judge (the
+   cheap model, right 90 % of the time) scoring each replayed answer;
+3. N sessions with pattern routing and exploration on, against the same N always on the strong model
+   and the same N each sent to the model that suits its kind (the floor routing could reach);
+4. the same routing run again, with the cheap model's success on the simple kinds dropping to
+   DROPPED_SUCCESS halfway through: how many sessions until routing stops choosing it for them.
+
+Whether an answer is right is drawn per session (the same draws for every policy) and shows in its
+text, which is what the user and the judge read. Writes bench/results/learning-cold-<UTC>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.cases.learning import CHEAP, KINDS, MIX, STRONG, _plan
+from metis_core.adapters.client import ModelClient
+from metis_core.agent.runtime import Runtime
+from metis_core.events.bus import EventBus
+from metis_core.learning.loop import LearningLoop
+from metis_core.learning.replay_learning import ReplayLearner
+from metis_core.learning.settings import LearningSettings
+from metis_core.transport.retry import RetryPolicy
+
+RESULTS = Path(__file__).resolve().parent / "results"
+RIGHT, WRONG = "Here is the result.", "Here is a result with a mistake."
+SIMPLE = ("summary", "translation", "listing")
+DROPPED_SUCCESS = 0.4
+"""The cheap model's success on the simple kinds after its quality drops."""
+JUDGE_ACCURACY = 0.9
+
+
+class Model:
+    """The scripted provider: answers right or wrong by the session's draw, and judges answers."""
+
+    def __init__(self, seed: int) -> None:
+        self.luck = 0.0
+        self.dropped = False
+        self.rng = random.Random(seed)
+        self.last_right = False
+
+    def chance(self, kind: str, model: str) -> float:
+        if model == STRONG:
+            return KINDS[kind][2]
+        return DROPPED_SUCCESS if self.dropped and kind in SIMPLE else KINDS[kind][3]
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        text = json.dumps(body["messages"]) + json.dumps(body.get("system", ""))
+        if "You grade one exchange" in text:
+            right = f"<assistant_answer>\\n{RIGHT}" in text
+            agrees = self.rng.random() < JUDGE_ACCURACY
+            score = 0.95 if right == agrees else 0.1
+            verdict = json.dumps({"score": score, "confidence": 0.9, "rationale": "graded", "criteria": {}})
+            return httpx.Response(200, json=_message(verdict, 700 + len(text) // 4, 40))
+        kind = next(k for k, (prompts, *_) in KINDS.items() if any(p in text for p in prompts))
+        model = body["model"].split(":")[-1]
+        full = STRONG if STRONG.endswith(model) else CHEAP
+        luck = self.luck if self.luck >= 0 else self.rng.random()  # replays draw their own
+        self.last_right = luck < self.chance(kind, full)
+        answer = RIGHT if self.last_right else WRONG
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=_stream(answer, KINDS[kind][1], 400 + len(text) // 4))
+
+
+def _message(text: str, tokens_in: int, tokens_out: int) -> dict[str, Any]:
+    return {"id": "msg_bench", "type": "message", "role": "assistant", "model": "bench", "stop_reason": "end_turn",
+            "stop_sequence": None, "content": [{"type": "text", "text": text}],
+            "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}
+
+
+def _stream(text: str, output_tokens: int, input_tokens: int) -> bytes:
+    start = _message("", input_tokens, 1)
+    start["content"], start["stop_reason"] = [], None
+    events = [
+        ("message_start", {"type": "message_start", "message": start}),
+        ("content_block_start", {"type": "content_block_start", "index": 0,
+                                 "content_block": {"type": "text", "text": ""}}),
+        ("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                 "delta": {"type": "text_delta", "text": text}}),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        ("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+                           "usage": {"output_tokens": output_tokens}}),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+    return "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events).encode()
+
+
+def _runtime(home: Path, model: Model, settings: LearningSettings | None) -> Runtime:
+    transport = httpx.MockTransport(model.handle)
+    client = ModelClient(http_client=httpx.Client(transport=transport),
+                         async_http_client=httpx.AsyncClient(transport=transport),
+                         base_urls={"anthropic": "http://bench.local"}, api_keys={"anthropic": "sk-bench-not-a-key"},
+                         retry=RetryPolicy(max_retries=0))
+    runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers={"anthropic"})
+    if settings is not None:
+        LearningLoop.attach(runtime, settings)
+    return runtime
+
+
+@dataclass
+class Run:
+    sessions: int = 0
+    successes: int = 0
+    cost: Decimal = Decimal(0)
+    served: list[tuple[str, str, bool]] = field(default_factory=list)
+    """(kind, model, explored) per session."""
+
+    @property
+    def success_rate(self) -> float:
+        return 100.0 * self.successes / self.sessions if self.sessions else 0.0
+
+
+async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list[tuple[str, str, float]], *,
+                    pinned: str | None = None, drop_at: int | None = None, by_kind: bool = False) -> Run:
+    run = Run()
+    for index, (kind, prompt, luck) in enumerate(plans):
+        model.dropped = drop_at is not None and index >= drop_at
+        model.luck = luck
+        chosen = (CHEAP if kind in SIMPLE else STRONG) if by_kind else pinned
+        session = runtime.sessions.create(workspace, model=chosen)
+        result = await runtime.turns.run(session, prompt)
+        if result.error:
+            raise RuntimeError(f"bench turn failed: {result.error}")
+        right = model.last_right
+        if runtime.learning is not None:
+            runtime.learning.feedback.rate(session.id, "up" if right else "down")
+        runtime.sessions.end(session)
+        runtime.bus.flush()
+        explored = False
+        if chosen is None:
+            decided = runtime.trace.events(session_id=session.id, types=("route.decided",))
+            explored = bool(decided) and any(v.get("exploration") for v in decided[0].payload["chain"])
+        run.sessions += 1
+        run.successes += right
+        run.cost += result.cost_usd
+        run.served.append((kind, result.model or "", explored))
+    return run
+
+
+def _cheap_share(served: list[tuple[str, str, bool]]) -> float | None:
+    """Of the simple-kind sessions, the share (in %) routing chose the cheap model for (not exploring)."""
+    simple = [(model, explored) for kind, model, explored in served if kind in SIMPLE]
+    return round(100.0 * sum(1 for m, e in simple if m == CHEAP and not e) / len(simple), 1) if simple else None
+
+
+def _moved_back(run: Run, drop_at: int) -> int | None:
+    """Sessions after the drop until routing last chose the cheap model (not exploring) for a simple kind."""
+    last = None
+    for index, (kind, served, explored) in enumerate(run.served[drop_at:]):
+        if kind in SIMPLE and served == CHEAP and not explored:
+            last = index + 1
+    return last
+
+
+async def measure(count: int, budget: Decimal, seed: int, patterns: dict[str, Any] | None = None) -> dict[str, Any]:
+    root = Path(tempfile.mkdtemp(prefix="metis-bench-learning-cold-"))
+    model = Model(seed)
+    routing = LearningSettings.model_validate({"exploration": {"share": 0.1, "usd_per_day": "0.50",
+                                                               "candidates": [CHEAP], "seed": seed},
+                                               "patterns": patterns or {}})
+    try:
+        workspace = root / "workspace"
+        workspace.mkdir()
+        seeded = root / "seeded"
+        seeded.mkdir()
+        (seeded / "routing.yaml").write_text(f"default: {STRONG}\n")
+        runtime = _runtime(seeded, model, LearningSettings())
+        try:
+            history = await _sessions(runtime, workspace, model, _plan(count, seed=seed + 1))
+        finally:
+            runtime.close()
+        runtime = _runtime(seeded, model, LearningSettings(judge_model=CHEAP))
+        try:
+            model.luck = -1.0
+            learner = ReplayLearner(runtime.learning)  # type: ignore[arg-type]
+            plan = learner.plan([CHEAP], per_kind=5)
+            learned = await learner.run(plan, budget)
+        finally:
+            runtime.close()
+        plans = _plan(count, seed=seed + 2)
+        results: dict[str, Any] = {}
+        for policy in ("strong", "oracle", "routing", "drop"):
+            home = root / policy
+            shutil.copytree(seeded, home)
+            runtime = _runtime(home, model, routing if policy in ("routing", "drop") else LearningSettings())
+            try:
+                results[policy] = await _sessions(runtime, workspace, model, plans,
+                                                  pinned=STRONG if policy == "strong" else None,
+                                                  by_kind=policy == "oracle",
+                                                  drop_at=count // 2 if policy == "drop" else None)
+            finally:
+                runtime.close()
+        return _summary(count, budget, seed, history, learned, results)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any, results: dict[str, Run],
+             ) -> dict[str, Any]:
+    strong, routing, drop = results["strong"], results["routing"], results["drop"]
+    learn_cost = learned.spent_usd
+    share = float((routing.cost + learn_cost) / strong.cost) * 100
+
+    def served(run: Run) -> dict[str, dict[str, int]]:
+        table: dict[str, dict[str, int]] = {k: {} for k in KINDS}
+        for kind, model, explored in run.served:
+            key = f"{model} (explored)" if explored else model
+            table[kind][key] = table[kind].get(key, 0) + 1
+        return table
+
+    return {
+        "bench": "learning-cold", "when": datetime.now(UTC).isoformat(timespec="seconds"), "seed": seed,
+        "sessions": count, "mix": MIX, "strong": STRONG, "cheap": CHEAP,
+        "history": {"sessions": history.sessions, "success_rate": round(history.success_rate, 2),
+                    "cost_usd": str(history.cost)},
+        "learn": {"budget_usd": str(budget), "estimated_usd": str(learned.plan.estimated_usd),
+                  "planned": len(learned.plan.replays), "replayed": learned.replayed,
+                  "stopped_at_budget": learned.stopped_at_budget, "spent_usd": str(learn_cost),
+                  "kinds": [k.to_json() for k in learned.kinds]},
+        "always_strong": {"success_rate": round(strong.success_rate, 2), "cost_usd": str(strong.cost)},
+        "by_kind_oracle": {"success_rate": round(results["oracle"].success_rate, 2),
+                           "cost_usd": str(results["oracle"].cost),
+                           "share_of_strong_cost_pct": round(float(results["oracle"].cost / strong.cost) * 100, 1)},
+        "routing": {"success_rate": round(routing.success_rate, 2), "cost_usd": str(routing.cost),
+                    "cost_with_learning_usd": str(routing.cost + learn_cost),
+                    "share_of_strong_cost_pct": round(share, 1),
+                    "explored_sessions": sum(1 for *_, e in routing.served if e), "served": served(routing)},
+        "drop": {"at_session": count // 2, "cheap_success_after": DROPPED_SUCCESS,
+                 "success_rate": round(drop.success_rate, 2), "cost_usd": str(drop.cost),
+                 "sessions_until_moved_back": _moved_back(drop, count // 2),
+                 "simple_kind_cheap_share_after_30_sessions_pct": _cheap_share(drop.served[count // 2 + 30:]),
+                 "simple_kind_sessions_routed_to_cheap": [
+                     i + 1 for i, (kind, model, explored) in enumerate(drop.served[count // 2:])
+                     if kind in SIMPLE and model == CHEAP and not explored],
+                 "served_after_drop": served(Run(served=drop.served[count // 2:]))},
+        "targets": {"success_within_points": 5.0, "cost_share_max_pct": 60.0, "moved_back_within_sessions": 30,
+                    "met": (routing.success_rate >= strong.success_rate - 5.0 and share <= 60.0
+                            and (_moved_back(drop, count // 2) or 0) <= 30)},
+    }
+
+
+def _line(run: dict[str, Any]) -> dict[str, Any]:
+    drop = run["drop"]
+    return {"seed": run["seed"], "strong_success": run["always_strong"]["success_rate"],
+            "routing_success": run["routing"]["success_rate"], "learn_usd": run["learn"]["spent_usd"],
+            "cost_share_pct": run["routing"]["share_of_strong_cost_pct"],
+            "oracle_share_pct": run["by_kind_oracle"]["share_of_strong_cost_pct"],
+            "moved_back_after": drop["sessions_until_moved_back"],
+            "cheap_share_after_30_pct": drop["simple_kind_cheap_share_after_30_sessions_pct"],
+            "met": run["targets"]["met"]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sessions", type=int, default=200)
+    parser.add_argument("--budget-usd", default="0.25")
+    parser.add_argument("--seeds", default="2026", help="comma-separated; one run per seed")
+    parser.add_argument("--half-life-outcomes", type=float, default=None,
+                        help="learning.patterns.half_life_outcomes for the routing runs (default: the setting's)")
+    parser.add_argument("--no-save", action="store_true")
+    args = parser.parse_args()
+    patterns = {"half_life_outcomes": args.half_life_outcomes} if args.half_life_outcomes is not None else {}
+    runs = [asyncio.run(measure(args.sessions, Decimal(args.budget_usd), int(seed), patterns))
+            for seed in args.seeds.split(",")]
+    result = {"bench": "learning-cold", "when": runs[0]["when"], "sessions": args.sessions,
+              "budget_usd": args.budget_usd, "patterns": patterns, "summary": [_line(r) for r in runs], "runs": runs}
+    text = json.dumps(result, indent=2)
+    print(text)
+    if not args.no_save:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        (RESULTS / f"learning-cold-{stamp}.json").write_text(text + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,141 @@
+"""The OpenAI-compatible vendors known by name, on their recorded traffic (tests/data/vendors,
+PROVENANCE.md): with only the vendor's usual key variable set, `<vendor>:<model>` reaches the
+vendor's base URL with that key, each vendor's deviations from the OpenAI shape are read
+(reasoning_content, reasoning, <think> tags, Mistral thinking chunks, Perplexity search results),
+usage is priced from the table, and the thinking is never sent back."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from metis_core.adapters.client import ModelClient
+from metis_core.config import load_config
+from metis_core.errors import MetisError, MissingAPIKeyError
+from metis_core.messages import Message, MessageComplete, user_message
+from metis_core.models.pricing import PriceTable
+from metis_core.models.registry import ModelRegistry
+from metis_core.provider_presets import VENDOR_PRESETS
+from metis_core.transport.retry import RetryPolicy
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "vendors"
+SECRET = "sk-vendor-SECRET-42424242"
+
+
+class Vendor:
+    def __init__(self, name: str, body: bytes, *, sse: bool, tmp_path: Path) -> None:
+        self.requests: list[httpx.Request] = []
+        content_type = "text/event-stream" if sse else "application/json"
+
+        def answer(request: httpx.Request) -> httpx.Response:
+            request.read()
+            self.requests.append(request)
+            return httpx.Response(200, content=body, headers={"content-type": content_type})
+
+        transport = httpx.MockTransport(answer)
+        config = load_config(tmp_path, environ={VENDOR_PRESETS[name].key_variable: SECRET})
+        registry = ModelRegistry.load(config)
+        self.client = ModelClient(config=config, registry=registry, prices=PriceTable.load(config),
+                                  http_client=httpx.Client(transport=transport),
+                                  async_http_client=httpx.AsyncClient(transport=transport),
+                                  retry=RetryPolicy(max_retries=0))
+
+    def ask(self, model: str, *, stream: bool) -> Message:
+        history = [user_message("go")]
+        if not stream:
+            return self.client.complete(history, model=model)
+        events = list(self.client.stream(history, model=model))
+        assert isinstance(events[-1], MessageComplete)
+        message: Message = events[-1].message
+        return message
+
+
+CASES = [
+    ("deepseek", "deepseek_model_thinking_part__0.json", "deepseek-reasoner", "Okay, the user is asking how to cross"),
+    ("deepseek", "deepseek_model_thinking_stream__0.sse", "deepseek-reasoner", "Hmm, the user just said"),
+    ("cerebras", "cerebras_thinking_part_survives_multiturn__0.json", "gpt-oss-120b", "User asks simple"),
+    ("cerebras", "cerebras_model_simple__0.json", "llama-3.3-70b", None),
+    ("groq", "groq_model_thinking_part__0.json", "deepseek-r1-distill-llama-70b", "Okay, so I want to make"),
+    ("groq", "groq_model_thinking_part_iter__0.sse", "deepseek-r1-distill-llama-70b", "Okay, so I want to make"),
+    ("groq", "groq_model_instructions__0.json", "llama-3.3-70b-versatile", None),
+    ("mistral", "mistral_model_thinking_part__1.json", "magistral-medium-latest", "**Analogizing crossing a river**"),
+    ("mistral", "mistral_model_thinking_part_iter__0.sse", "magistral-medium-latest", None),
+]
+
+
+@pytest.mark.parametrize(("vendor", "name", "model", "thought"), CASES, ids=[c[1] for c in CASES])
+def test_a_recorded_vendor_answer_parses_with_its_thinking_and_its_price(
+    vendor: str, name: str, model: str, thought: str | None, tmp_path: Path,
+) -> None:
+    body = (DATA / vendor / name).read_bytes()
+    server = Vendor(vendor, body, sse=name.endswith(".sse"), tmp_path=tmp_path)
+    message = server.ask(f"{vendor}:{model}", stream=name.endswith(".sse"))
+
+    (request,) = server.requests
+    assert str(request.url).startswith(VENDOR_PRESETS[vendor].base_url)
+    assert request.headers["authorization"] == f"Bearer {SECRET}"
+    assert message.text().strip() and "<think>" not in message.text() and "</think>" not in message.text()
+    thinking = message.thinking()
+    if thought is not None:
+        assert thinking and thinking[0].text.lstrip().startswith(thought) and thinking[0].signature is None
+    elif name.startswith("mistral"):
+        assert thinking  # the streamed Magistral answer thinks too
+    usage = message.metadata.usage
+    assert usage is not None and usage.output_tokens > 0
+    assert usage.cost_usd is not None and usage.cost_usd > 0, "priced from the vendor's table entry"
+    assert message.metadata.provider == vendor and message.metadata.model == f"{vendor}:{model}"
+
+    # Sent back to the vendor, the thinking stays out of the history (DeepSeek rejects it there).
+    wire = _request_body(server, message, f"{vendor}:{model}")
+    assistant = [m for m in wire["messages"] if m["role"] == "assistant"]
+    assert assistant and "reasoning_content" not in assistant[0]
+    assert all("<think>" not in str(m.get("content")) for m in assistant)
+
+
+def _request_body(server: Vendor, message: Message, model: str) -> dict[str, Any]:
+    server.requests.clear()
+    with contextlib.suppress(MetisError):  # only the request matters: the canned answer may be a stream
+        server.client.complete([user_message("go"), message, user_message("and then?")], model=model)
+    body: dict[str, Any] = json.loads(server.requests[0].content)
+    return body
+
+
+def test_perplexity_search_results_become_citations_of_the_answer(tmp_path: Path) -> None:
+    recorded = {
+        "id": "pplx-1", "model": "sonar", "object": "chat.completion", "created": 1764300000,
+        "choices": [{"index": 0, "finish_reason": "stop",
+                     "message": {"role": "assistant", "content": "Paris is the capital of France [1]."}}],
+        "citations": ["https://en.wikipedia.org/wiki/Paris"],
+        "search_results": [{"title": "Paris - Wikipedia", "url": "https://en.wikipedia.org/wiki/Paris",
+                            "date": "2026-11-01"}],
+        "usage": {"prompt_tokens": 8, "completion_tokens": 9, "total_tokens": 17},
+    }
+    server = Vendor("perplexity", json.dumps(recorded).encode(), sse=False, tmp_path=tmp_path)
+    message = server.ask("perplexity:sonar", stream=False)
+    (citation,) = message.content[0].citations or []
+    assert (citation.url, citation.title) == ("https://en.wikipedia.org/wiki/Paris", "Paris - Wikipedia")
+    assert citation.payload["date"] == "2026-11-01"
+
+
+def test_a_vendor_without_its_key_says_which_variable_to_set(tmp_path: Path) -> None:
+    config = load_config(tmp_path, environ={})
+    assert not config.is_keyless("mistral") and config.is_keyless("openai_compatible")
+    with pytest.raises(MissingAPIKeyError, match="MISTRAL_API_KEY"):
+        config.require_api_key("mistral")
+    assert config.base_url("groq") == "https://api.groq.com/openai/v1"
+    moved = load_config(tmp_path, environ={"METIS_GROQ_BASE_URL": "http://127.0.0.1:9/v1"})
+    assert moved.base_url("groq") == "http://127.0.0.1:9/v1"
+
+
+def test_every_vendor_has_a_registry_entry_and_a_priced_model(tmp_path: Path) -> None:
+    registry = ModelRegistry.load(load_config(tmp_path, environ={}))
+    prices = PriceTable.load()
+    for name in VENDOR_PRESETS:
+        assert registry.get(f"{name}:some-new-model").capabilities.max_context_tokens > 0  # any model resolves
+        priced = [m.id for m in registry.models(name) if prices.price_for(m.id) is not None]
+        assert priced, f"{name} has no priced model in the table"

@@ -1,0 +1,125 @@
+"""A real HTTP server on 127.0.0.1 for the cloud adapters' tests: scripted replies plus an OAuth token endpoint.
+
+Replies are queued per path (query included); every request is kept with its headers. `/token`
+answers a service-account JWT grant the way Google's token endpoint does, after checking the
+JWT's RS256 signature against the test key's public half, so google-auth's real signing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import defaultdict, deque
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qs
+
+TOKEN_PATH = "/token"
+
+
+@dataclass
+class Reply:
+    status: int
+    body: bytes
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Seen:
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class CloudServer:
+    def __init__(self, public_key_pem: bytes | None = None) -> None:
+        self.queues: dict[str, deque[Reply]] = defaultdict(deque)
+        self.seen: list[Seen] = []
+        self.tokens_issued: list[str] = []
+        self.public_key_pem = public_key_pem
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._httpd.daemon_threads = True
+        threading.Thread(target=self._httpd.serve_forever, daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def script(self, path: str, *replies: Reply) -> None:
+        self.queues[path].extend(replies)
+
+    def calls(self, prefix: str = "/") -> list[Seen]:
+        return [s for s in self.seen if s.path.startswith(prefix) and s.path != TOKEN_PATH]
+
+    def reset(self) -> None:
+        self.queues.clear()
+        self.seen.clear()
+
+    def stop(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def token_reply(self, body: bytes) -> Reply:
+        from google.auth import jwt
+
+        form = parse_qs(body.decode())
+        assertion = form["assertion"][0]
+        claims = jwt.decode(assertion, certs=self.public_key_pem, verify=True)  # raises on a bad signature
+        token = f"ya29.test-token-{len(self.tokens_issued)}-{claims['iss'].partition('@')[0]}"
+        self.tokens_issued.append(token)
+        return Reply(200, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}).encode())
+
+    def reply_for(self, seen: Seen) -> Reply:
+        self.seen.append(seen)
+        if seen.path == TOKEN_PATH and self.public_key_pem is not None:
+            return self.token_reply(seen.body)
+        queue = self.queues.get(seen.path)
+        if not queue:
+            return Reply(599, json.dumps({"error": {"message": f"nothing scripted for {seen.path}"}}).encode())
+        return queue.popleft()
+
+
+def _handler(server: CloudServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.0"
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("content-length") or 0))
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = server.reply_for(Seen(self.path, headers, raw))
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return
+
+    return Handler
+
+
+def service_account_file(directory: Any, token_uri: str) -> tuple[Any, bytes]:
+    """A service-account key file with a fresh RSA key whose token_uri is the local server."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    private_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                    serialization.NoEncryption()).decode()
+    public_pem = key.public_key().public_bytes(serialization.Encoding.PEM,
+                                               serialization.PublicFormat.SubjectPublicKeyInfo)
+    info = {
+        "type": "service_account", "project_id": "metis-test-project", "private_key_id": "test-key-1",
+        "private_key": private_pem, "client_email": "metis-ci@metis-test-project.iam.gserviceaccount.com",
+        "client_id": "1234567890", "token_uri": token_uri,
+    }
+    path = directory / "service-account.json"
+    path.write_text(json.dumps(info))
+    return path, public_pem

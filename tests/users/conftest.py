@@ -1,0 +1,1 @@
+from store_backends import _postgres_session, db_location, postgres_url  # noqa: F401
