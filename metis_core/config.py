@@ -63,13 +63,17 @@ STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
     "openrouter": ("OPENROUTER_API_KEY",),
     "ollama": ("OLLAMA_API_KEY",),
     "openai_compatible": ("OPENAI_COMPATIBLE_API_KEY",),
+    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
     "azure": ("AZURE_OPENAI_API_KEY",),
     "azure_responses": ("AZURE_OPENAI_API_KEY",),
     "vertex": (),
     "vertex_anthropic": (),
 }
 # Local servers usually run without authentication; a key is used when one is configured.
-KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible"})
+# Bedrock without a bearer API key signs with the AWS credential chain (adapters/bedrock/signing.py).
+KEYLESS_PROVIDERS = frozenset({"ollama", "openai_compatible", "bedrock"})
+REGION_ENV: dict[str, tuple[str, ...]] = {"bedrock": ("AWS_REGION", "AWS_DEFAULT_REGION")}
+"""Variables a regional provider's default base URL is built from (watched like the key variables)."""
 CLOUD_CREDENTIAL_ENV: dict[str, tuple[str, ...]] = {
     "azure": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
     "azure_responses": ("AZURE_OPENAI_ENDPOINT", "AZURE_OPENAI_API_KEY"),
@@ -103,6 +107,19 @@ def metis_home(environ: Mapping[str, str] | None = None) -> Path:
 def base_url_env_var(provider: str) -> str:
     """`METIS_<PROVIDER>_BASE_URL`, e.g. METIS_OPENAI_RESPONSES_BASE_URL."""
     return f"METIS_{re.sub(r'[^A-Za-z0-9]', '_', provider).upper()}_BASE_URL"
+
+
+def bedrock_default_url(env: Mapping[str, str]) -> str:
+    """`https://bedrock-runtime.<region>.amazonaws.com` for AWS_REGION / AWS_DEFAULT_REGION, else the AWS
+    profile's region (read by botocore when it is installed), else "" (the caller names what to set)."""
+    region = env.get("AWS_REGION", "").strip() or env.get("AWS_DEFAULT_REGION", "").strip()
+    if not region:
+        try:
+            import botocore.session
+        except ImportError:
+            return ""
+        region = botocore.session.Session().get_config_variable("region") or ""
+    return f"https://bedrock-runtime.{region}.amazonaws.com" if region else ""
 
 
 def ollama_host_to_url(value: str) -> str:
@@ -333,10 +350,13 @@ class MetisConfig(BaseModel):
                 url = ollama_host_to_url(url)
         configured = self.providers.get(provider)  # not provider(): this runs on every call
         url = url or (configured.base_url if configured else "") or DEFAULT_BASE_URLS.get(provider, "")
+        if not url and self.provider_kind(provider) == "bedrock":
+            url = bedrock_default_url(env)
         if not url:
             raise ConfigError(
                 f"no base URL for provider {provider!r}: set providers.{provider}.base_url in "
                 f"{self.path} or the environment variable {base_url_env_var(provider)}"
+                + (" (or AWS_REGION for the region's endpoint)" if self.provider_kind(provider) == "bedrock" else "")
             )
         return url.rstrip("/")
 
@@ -388,7 +408,8 @@ class MetisConfig(BaseModel):
         names = watched.get(provider)
         if names is None:
             sdk = (SDK_BASE_URL_ENV[provider],) if provider in SDK_BASE_URL_ENV else ()
-            names = watched[provider] = (base_url_env_var(provider), *sdk, *self.api_key_env_vars(provider))
+            names = watched[provider] = (base_url_env_var(provider), *sdk, *self.api_key_env_vars(provider),
+                                         *REGION_ENV.get(provider, ()))
         env: Mapping[str, str] = private["_environ"]
         if type(env) is os._Environ:
             data = getattr(env, "_data", None)

@@ -26,6 +26,8 @@ def _key_shapes() -> re.Pattern[str]:
         r"|sk-or-v1-[A-Za-z0-9]{16,}"  # OpenRouter
         r"|sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}"  # OpenAI
         r"|AIza[0-9A-Za-z_\-]{30,}"  # Google
+        r"|(?:AKIA|ASIA)[0-9A-Z]{16}"  # AWS access key ids
+        r"|ABSK[A-Za-z0-9+/=]{32,}"  # Bedrock API keys
         r"|(?<=Bearer )[A-Za-z0-9._~+/=\-]{16,}"  # an echoed Authorization header
     )
 

@@ -12,7 +12,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
 from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
@@ -31,6 +31,7 @@ from metis_core.messages import (
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
+from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.wire import WireChunk, WireResponse
 
 if TYPE_CHECKING:
@@ -122,6 +123,14 @@ class RequestContext:
         return finish_usage(self, usage)
 
 
+class ChunkDecoder(Protocol):
+    """Raw stream bytes -> WireChunks (transport/framing.py's SSE and NDJSON decoders, Bedrock's event stream)."""
+
+    def feed(self, data: bytes) -> list[WireChunk]: ...
+
+    def finish(self) -> list[WireChunk]: ...
+
+
 class StreamTranslator(ABC):
     """Turns one provider stream into canonical events. Fed chunk by chunk; `finish()` at the end.
 
@@ -141,7 +150,7 @@ class Adapter(ABC):
     """Provider key, e.g. "anthropic"; the part of a model id before the first colon."""
     api: ClassVar[str]
     """API surface, e.g. "messages", "chat_completions"; part of a signature's origin."""
-    framing: ClassVar[Literal["sse", "ndjson"]] = "sse"
+    framing: ClassVar[Literal["sse", "ndjson", "eventstream"]] = "sse"
     default_base_url: ClassVar[str] = ""
     refreshes_auth: ClassVar[bool] = False
     """True when `auth_headers` hands out a short-lived cloud token (Entra ID, Google ADC) that the
@@ -192,6 +201,15 @@ class Adapter(ABC):
 
     # --- provided ---------------------------------------------------------------------------
 
+    def chunk_decoder(self) -> ChunkDecoder:
+        """The framing decoder for one stream body: SSE or NDJSON by `framing`; an adapter with a binary
+        framing (Bedrock's event stream) overrides this."""
+        return SSEDecoder() if self.framing == "sse" else NDJSONDecoder()
+
+    def sign_request(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
+        """The headers to send, for APIs that sign each request over its URL and body (SigV4). Called at
+        send time, after `auth_headers`; the default sends the headers as they are."""
+        return headers
     def request_url(self, base_url: str, request: WireRequest) -> str:
         """The URL a request goes to: the base URL, the request's path and its query. Cloud adapters
         whose URL carries a deployment, project or region override this."""

@@ -33,7 +33,6 @@ from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import HistoryShape, check_fits
 from metis_core.models.model_id import parse_model_id
 from metis_core.secret_scrub import remember_secret
-from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.http import AsyncHttp, HttpTransport, TimeoutArg
 from metis_core.transport.retry import RetryPolicy
 from metis_core.transport.wire import WireResponse
@@ -331,7 +330,12 @@ class ModelClient:
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
         auth = self._auth_headers(call.adapter.provider, call.adapter, call.kept)
-        return {"content-type": "application/json", **call.request.headers, **auth}
+        headers = {"content-type": "application/json", **call.request.headers, **auth}
+        adapter = call.adapter
+        if type(adapter).sign_request is not Adapter.sign_request and (
+                self._cassette is None or self._cassette.recording):  # a replay sends nothing to sign for
+            headers = adapter.sign_request(call.request.method, call.url, call.body, headers)
+        return headers
 
     async def _aheaders(self, call: _PreparedCall) -> dict[str, str]:
         """`_headers` in a worker thread: a cloud token refresh is a blocking HTTP call (docs/adapters/vertex.md)."""
@@ -521,7 +525,7 @@ class ModelClient:
         ) as wire:
             if not 200 <= wire.status < 300:
                 raise classify_checked(adapter, wire.read())
-            decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
+            decoder = adapter.chunk_decoder()
             translator = adapter.stream_translator(call.context)
             try:
                 for raw in wire.iter_raw():

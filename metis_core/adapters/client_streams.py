@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
-from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 
 if TYPE_CHECKING:
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -71,7 +70,7 @@ async def _stream_once(
     ) as wire:
         if not 200 <= wire.status < 300:
             raise classify_checked(adapter, await wire.read())
-        decoder = SSEDecoder() if adapter.framing == "sse" else NDJSONDecoder()
+        decoder = adapter.chunk_decoder()
         translator = adapter.stream_translator(call.context)
         try:
             async for raw in wire.aiter_raw():

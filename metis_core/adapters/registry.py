@@ -24,6 +24,7 @@ ADAPTERS: dict[str, str] = {
     "ollama": "metis_core.adapters.ollama.adapter:OllamaAdapter",
     "openrouter": "metis_core.adapters.openrouter.adapter:OpenRouterAdapter",
     "openai_compatible": "metis_core.adapters.openai_compatible.adapter:OpenAICompatibleAdapter",
+    "bedrock": "metis_core.adapters.bedrock.adapter:BedrockAdapter",
     # cloud platforms (docs/adapters/azure.md, docs/adapters/vertex.md)
     "azure": "metis_core.adapters.azure_openai.adapter:AzureChatAdapter",
     "azure_responses": "metis_core.adapters.azure_openai.adapter:AzureResponsesAdapter",

@@ -135,6 +135,8 @@ class ModelRegistry:
         names = [name]
         if ":" in name and any(self._providers[p].strip_tags for p in chain):
             names.append(name.partition(":")[0])  # ollama `qwen3:8b` falls back to `qwen3`
+        if name.startswith("arn:") and "/" in name:
+            names.append(name.rsplit("/", 1)[1])  # a Bedrock inference-profile ARN names its profile id last
         for candidate_name in names:
             for candidate in reversed(chain or [provider]):
                 found = self._names.get((candidate, candidate_name))

@@ -106,7 +106,7 @@ class OwnedAsyncClient:
         if target is None:
             if len(self._targets) >= URL_CACHE_SIZE:
                 self._targets.clear()
-            parsed = yarl.URL(url)
+            parsed = yarl.URL(url, encoded=True)  # as built: re-quoting would turn Bedrock's %3A into `:`
             proxy = self._proxies.get(parsed.scheme) or self._proxies.get("all")
             if proxy and parsed.host and urllib.request.proxy_bypass(parsed.host):
                 proxy = None

@@ -17,6 +17,7 @@ MODELS = {
     "ollama": "ollama:llama3.2",
     "openrouter": "openrouter:anthropic/claude-sonnet-4.5",
     "openai_compatible": "openai_compatible:local-model",
+    "bedrock": "bedrock:amazon.nova-micro-v1:0",  # a bearer Bedrock API key
 }
 ODD_KEY = "tenant-7f3a9c2e-private-credential"  # no well-known shape: only the exact value can catch it
 
@@ -52,7 +53,8 @@ def test_a_401_body_echoing_the_key_is_scrubbed_from_the_exception(provider: str
 
 
 def test_keys_of_a_well_known_shape_are_scrubbed_even_when_never_sent() -> None:
-    others = ["sk-ant-api03-" + "A" * 40, "sk-proj-" + "b" * 40, "AIza" + "C" * 35, "sk-or-v1-" + "d" * 64]
+    others = ["sk-ant-api03-" + "A" * 40, "sk-proj-" + "b" * 40, "AIza" + "C" * 35, "sk-or-v1-" + "d" * 64,
+              "AKIA" + "E" * 16, "ASIA" + "F7" * 8, "ABSK" + "g" * 40]
     for other in others:
         error = ProviderError(f"bad key {other} given", provider="x", provider_code=other, request_id=other)
         _assert_clean(error, other)

@@ -20,7 +20,7 @@ from fixture_files import read_bytes
 from pydantic import BaseModel
 from support_servers import BASE_URLS, Reply, ScriptedTransport
 
-from metis_core.adapters import client as client_module
+from metis_core.adapters import base as adapter_base  # where Adapter.chunk_decoder finds the decoders
 from metis_core.adapters.client import ModelClient
 from metis_core.messages import Message, Role, SideEffects, TextBlock, ToolDefinition
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
@@ -80,8 +80,8 @@ class Spy:
                 spy.fed.append(data)
                 return super().feed(data)
 
-        monkeypatch.setattr(client_module, "SSEDecoder", SpySSE)
-        monkeypatch.setattr(client_module, "NDJSONDecoder", SpyNDJSON)
+        monkeypatch.setattr(adapter_base, "SSEDecoder", SpySSE)
+        monkeypatch.setattr(adapter_base, "NDJSONDecoder", SpyNDJSON)
 
     def take(self) -> list[bytes]:
         out, self.fed = self.fed, []

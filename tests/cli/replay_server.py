@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import defaultdict, deque
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -29,6 +29,8 @@ class Reply:
     content_type: str = "text/event-stream"
     stall_before: bytes | None = None
     """Send the body up to this marker, then hang until the server stops."""
+    headers: dict[str, str] = field(default_factory=dict)
+    """Extra response headers (e.g. AWS's x-amzn-ErrorType, Retry-After)."""
 
     @classmethod
     def recording(cls, provider: str, name: str, status: int = 200, *, stall_before: bytes | None = None) -> Reply:
@@ -41,6 +43,9 @@ class SeenRequest:
     path: str
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body as sent (what a signature covers)."""
+    method: str = "POST"
 
 
 class ReplayServer:
@@ -92,9 +97,12 @@ def _handler(server: ReplayServer) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             raw = self.rfile.read(int(self.headers.get("content-length") or 0))
             headers = {k.lower(): v for k, v in self.headers.items()}
-            reply = server.next_reply(SeenRequest(self.path, headers, json.loads(raw) if raw else None))
+            reply = server.next_reply(SeenRequest(self.path, headers, json.loads(raw) if raw else None, raw,
+                                                  self.command))
             self.send_response(reply.status)
             self.send_header("content-type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
             self.end_headers()
             body = reply.body
             if reply.stall_before is not None:

@@ -45,7 +45,7 @@ class GatewayHarness:
                  metrics: OperatorMetrics | None = None) -> None:
         client = ModelClient(
             base_urls={"anthropic": upstream.base_url, "openai": upstream.base_url + "/v1",
-                       "openai_responses": upstream.base_url + "/v1"},
+                       "openai_responses": upstream.base_url + "/v1", "bedrock": upstream.base_url},
             api_keys=UPSTREAM_KEYS, retry=RetryPolicy(max_retries=0),
         )  # fmt: skip
         self.runtime = Runtime(home=home, client=client, configured_providers=set(UPSTREAM_KEYS))

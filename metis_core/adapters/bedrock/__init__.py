@@ -1,0 +1,1 @@
+"""AWS Bedrock: the Converse and ConverseStream APIs (docs/adapters/bedrock.md)."""
