@@ -105,7 +105,8 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
 
 MEANINGS = {
     "startup": "Cold start. *Import*: wall time of the imports a call needs, in a fresh interpreter "
-               "(metis-core: the client plus the Anthropic and OpenAI adapters). *First answer*: from the first "
+               "(metis-core: the client plus the Anthropic and OpenAI adapters); its target is the "
+               "\"floor + pydantic (reference)\" line of the same run. *First answer*: from the first "
                "import to the checked answer of one call, so work deferred past import still counts. "
                "*RSS*: resident memory after those imports, client setup and one checked call (so lazily "
                "loaded parts count).",
