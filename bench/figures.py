@@ -22,8 +22,10 @@ MAPPING_REFERENCE = "floor + per-call mapping (reference)"
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    kind: Literal["ratio_max", "ratio_min", "over_max", "max", "min", "report"]
+    kind: Literal["ratio_max", "ratio_min", "over_max", "max", "min", "reference_max", "report"]
     bound: float = 0.0
+    reference: str = ""
+    """For `reference_max`: the implementation whose figure on the same row is the bound (a reference line)."""
 
     def describe(self, unit: str) -> str:
         return {
@@ -32,12 +34,16 @@ class Target:
             "over_max": f"<= floor + {self.bound:g} {unit}",
             "max": f"<= {self.bound:g} {unit}",
             "min": f">= {self.bound:,.0f} {unit}",
+            "reference_max": f"<= {self.reference}",
             "report": "report",
         }[self.kind]
 
-    def met(self, value: float, ratio: float | None, floor: float | None = None) -> bool | None:
+    def met(self, value: float, ratio: float | None, floor: float | None = None,
+            reference: float | None = None) -> bool | None:
         if self.kind == "report":
             return None
+        if self.kind == "reference_max":
+            return None if reference is None else value <= reference
         if self.kind == "over_max":
             return None if floor is None else value - floor <= self.bound
         if self.kind in ("ratio_max", "ratio_min"):
@@ -65,6 +71,8 @@ class Figure:
     spread: tuple[float, float] | None = None
     """Quartiles of the ratio to the floor over this run's paired rounds (calls: each round of
     blocks; cold start: each run), where a row has them: how far the machine moved the ratio."""
+    reference: float | None = None
+    """The reference line's value on this row, for a `reference_max` target (see `with_reference`)."""
 
     @property
     def ratio(self) -> float | None:
@@ -76,7 +84,7 @@ class Figure:
     def passed(self) -> bool | None:
         if self.impl != METIS or self.target is None:
             return None
-        return self.target.met(self.value, self.ratio, self.floor)
+        return self.target.met(self.value, self.ratio, self.floor, self.reference)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -109,4 +117,12 @@ def with_floor(figures: list[Figure], target: Target | None, floor_impl: str = F
         figure.floor = floors.get(figure.row, figure.floor)
         if figure.impl == METIS:
             figure.target = target
+    return figures
+
+
+def with_reference(figures: list[Figure], reference_impl: str) -> list[Figure]:
+    """Give every figure the value `reference_impl` has on the same row (a `reference_max` target's bound)."""
+    values = {f.row: f.value for f in figures if f.impl == reference_impl}
+    for figure in figures:
+        figure.reference = values.get(figure.row)
     return figures

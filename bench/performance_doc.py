@@ -94,7 +94,9 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
   repair, context-window fit, tool-id mapping, lossy-drop log) and its bookkeeping (usage, cost,
   validated Message). `python -m bench.stages` times those two stages (request build, response
   parse) hot, after an idle pause and inside the calls: inside, each costs two to three times its
-  hot figure, so a change is judged by the in-call column.
+  hot figure, so a change is judged by the in-call column. `python -m bench.call_instructions`
+  counts the instructions of the floor's call, metis-core's and each of its stages under callgrind,
+  a figure the machine's load does not move, with the distance to the 1.25x budget.
 - **metis-core's HTTP path** is httpx, used with two savings the floor does not make: each URL is
   parsed once and reused, and the cookie jar runs only for responses that set a cookie (httpx
   otherwise copies every response's headers into an email message to look for one). Together
@@ -105,7 +107,8 @@ cases in `latest.json`); `--quick` is a smoke run with small sizes whose results
 
 MEANINGS = {
     "startup": "Cold start. *Import*: wall time of the imports a call needs, in a fresh interpreter "
-               "(metis-core: the client plus the Anthropic and OpenAI adapters). *First answer*: from the first "
+               "(metis-core: the client plus the Anthropic and OpenAI adapters); its target is the "
+               "\"floor + pydantic (reference)\" line of the same run. *First answer*: from the first "
                "import to the checked answer of one call, so work deferred past import still counts. "
                "*RSS*: resident memory after those imports, client setup and one checked call (so lazily "
                "loaded parts count).",

@@ -27,25 +27,17 @@ class SSEDecoder:
         if not self._started and text:
             text = text.removeprefix("\ufeff")
             self._started = True
-        self._buffer += text
+        buffer = self._buffer + text
+        held = ""
+        if buffer.endswith("\r"):  # might be the first half of a CRLF: wait for the next bytes
+            buffer, held = buffer[:-1], "\r"
+        if "\r" in buffer:  # CRLF and lone CR endings read as LF (one split serves all three)
+            buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
+        *lines, rest = buffer.split("\n")
+        self._buffer = rest + held
         out: list[WireChunk] = []
-        buffer = self._buffer
-        start = 0
-        length = len(buffer)
-        while start < length:
-            cut = buffer.find("\n", start)
-            cr = buffer.find("\r", start, cut if cut != -1 else length)
-            if cr != -1:
-                if cr + 1 == length:
-                    break  # a CR at the very end might be the first half of CRLF: wait for more
-                end, nxt = cr, cr + 2 if buffer[cr + 1] == "\n" else cr + 1
-            elif cut != -1:
-                end, nxt = cut, cut + 1
-            else:
-                break
-            self._line(buffer[start:end], out)
-            start = nxt
-        self._buffer = buffer[start:]
+        for line in lines:
+            self._line(line, out)
         return out
 
     def _line(self, line: str, out: list[WireChunk]) -> None:

@@ -89,3 +89,19 @@ def test_every_case_of_the_suite_has_its_meaning_in_the_generated_doc() -> None:
     from bench.runner import CASES
 
     assert set(performance_doc.CASE_ORDER) == set(performance_doc.MEANINGS) == set(CASES)
+
+
+def test_cold_import_is_judged_against_the_pydantic_reference_line_of_the_same_run() -> None:
+    from bench.cases.startup import IMPORT_TARGET, PYDANTIC_REFERENCE
+    from bench.figures import with_floor, with_reference
+
+    def judged(ours: float) -> Figure:
+        row = "cold import of what a call needs"
+        figures = [Figure("startup", row, FLOOR, 380.0, "ms", 11),
+                   Figure("startup", row, PYDANTIC_REFERENCE, 815.0, "ms", 11),
+                   Figure("startup", row, METIS, ours, "ms", 11)]
+        return with_reference(with_floor(figures, IMPORT_TARGET), PYDANTIC_REFERENCE)[-1]
+
+    assert judged(789.0).passed is True  # under the reference line, though over 2x the floor
+    assert judged(830.0).passed is False  # under 2.2x the floor, but over the reference line
+    assert judged(830.0).to_json()["target"] == f"<= {PYDANTIC_REFERENCE}"

@@ -56,6 +56,13 @@ def test_sse_event_without_trailing_blank_line_is_flushed_at_finish() -> None:
     assert decode_all(b"data: tail", "sse") == [WireChunk(data="tail")]
 
 
+def test_lf_crlf_and_lone_cr_endings_mix_and_split_anywhere() -> None:
+    body = b"event: a\r\ndata: x\r\n\r\ndata: y\rdata: z\r\r: keep\ndata: w\n\n"
+    expected = [WireChunk(data="x", event="a"), WireChunk(data="y\nz"), WireChunk(data="w")]
+    assert decode_all(body, "sse") == expected
+    assert feed_bytewise(body, SSEDecoder()) == expected
+
+
 def test_multibyte_characters_split_across_chunks_survive() -> None:
     body = "data: {\"t\": \"✓ é\"}\n\n".encode()
     assert feed_bytewise(body, SSEDecoder()) == [WireChunk(data='{"t": "✓ é"}')]

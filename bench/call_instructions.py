@@ -1,0 +1,170 @@
+"""Instructions per library call, whole and by stage, counted by callgrind: the call rows' figure load does not move.
+
+    bench/.venv/bin/python -m bench.call_instructions [--provider openai] [--async] [--calls N]
+
+The call rows time the 40-message tool conversation in wall time, which this shared machine moves
+by ±10 %; instruction counts do not. Each subject runs in its own interpreter under valgrind's
+callgrind (`--instr-atstart=no`, switched on around the counted calls after 200 warm-up calls)
+against one local server (bench/server.py, not counted): the floor (raw httpx, or raw aiohttp with
+`--async`), metis-core's whole call, and, for sync calls, the stages of that call run on their own
+(history survey, canonical -> wire, body serialization, the HTTP exchange, the answer's parsing).
+The stages add up to about the whole call; compare trees with this, confirm with the suite.
+Needs `valgrind` on PATH; run it in bench/.venv, the suite's environment (about two minutes).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+WARMUP = 200
+TARGET_RATIO = 1.25
+"""The call rows' target (bench/cases/calls.py): metis-core's call at most 1.25x the floor's."""
+STAGES = ("survey", "to_wire", "body", "send", "parse")
+"""The parts of a sync call, as `ModelClient._prepare`, `complete` and `parse_response_checked` run them."""
+
+
+def _switch(state: str) -> None:
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
+
+
+def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
+    """Each stage of one sync metis-core call as a function repeating exactly that stage's work."""
+    from bench.peers.metis import MetisCaller, options_for
+    from metis_core.adapters._common.token_estimate import surveyed_history
+    from metis_core.adapters._common.tool_ids import ToolIdMap
+    from metis_core.adapters.parse_guard import parse_response_checked
+
+    caller = MetisCaller(server)
+    client, messages, tools, options = caller.client, caller.messages, caller.tools, options_for(provider)
+    call = client._prepare(messages, None, tools, options, ToolIdMap(), "", None, None, False)
+    headers, wire, adapter = client._headers(call), client._wire(call), call.adapter
+    response = wire.send(call.request.method, call.url, call.body, headers, provider=provider)
+    history = surveyed_history(messages, tools)[0]
+    body = call.request.body
+    import orjson
+
+    def parse() -> Any:
+        call.context.tool_ids = ToolIdMap()  # as a fresh call has: the answer's tool ids are new to it
+        return parse_response_checked(adapter, response, call.context)
+
+    return {
+        "survey": lambda: surveyed_history(messages, tools),
+        "to_wire": lambda: adapter.to_wire(history, tools, options, ToolIdMap()),
+        "body": lambda: orjson.dumps(body),
+        "send": lambda: wire.send(call.request.method, call.url, call.body, headers, provider=provider),
+        "parse": parse,
+    }
+
+
+def _counted(server: str, subject: str, provider: str, use_async: bool, calls: int) -> None:
+    """Runs inside valgrind: `calls` repetitions of the subject, counted after the warm-up."""
+    if subject in STAGES:
+        action = _stage_actions(server, provider)[subject]
+        caller: Any = None
+    elif subject == "metis-core":
+        from bench.peers.metis import MetisCaller
+
+        caller = MetisCaller(server)
+    elif use_async:
+        from bench.peers.aiohttp_floor import AiohttpFloorCaller
+
+        caller = AiohttpFloorCaller(server)
+    else:
+        from bench.peers.floor import FloorCaller
+
+        caller = FloorCaller(server)
+    if use_async:
+        async def run() -> None:
+            for index in range(WARMUP + calls):
+                if index == WARMUP:
+                    _switch("on")
+                await caller.acomplete(provider)
+            _switch("off")
+            await caller.aclose()
+
+        asyncio.run(run())
+        return
+    if caller is not None:
+        action = lambda: caller.complete(provider)  # noqa: E731 - the one action the loop repeats
+    for index in range(WARMUP + calls):
+        if index == WARMUP:
+            _switch("on")
+        action()
+    _switch("off")
+
+
+def count(server: str, subject: str, provider: str, use_async: bool, calls: int) -> float:
+    """Instructions per call of `subject`, from a callgrind run of its own."""
+    out = Path(tempfile.mkdtemp(prefix="metis-callgrind-")) / "callgrind.out"
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+               sys.executable, "-m", "bench.call_instructions", "--inside", subject, "--server", server,
+               "--provider", provider, "--calls", str(calls), *(["--async"] if use_async else [])]
+    subprocess.run(command, check=True, capture_output=True)
+    return totals_per_call(out.read_text(), calls)
+
+
+def totals_per_call(callgrind_out: str, calls: int) -> float:
+    """The `totals:` line of a callgrind output file, per counted call."""
+    line = next((x for x in callgrind_out.splitlines() if x.startswith("totals:")), "totals: 0")
+    return int(line.split()[1]) / calls
+
+
+def report(counts: dict[str, float], floor_name: str) -> list[str]:
+    """The table: each subject's instructions per call and its ratio to the floor; the stages' sum."""
+    floor = counts[floor_name]
+    lines = [f"{'subject':<22}{'instructions/call':>20}{'vs floor':>10}"]
+    for name, value in counts.items():
+        lines.append(f"{name:<22}{value:>20,.0f}{value / floor:>9.2f}x")
+    staged = [counts[s] for s in STAGES if s in counts]
+    if staged:
+        lines.append(f"{'stages, summed':<22}{sum(staged):>20,.0f}")
+    if "metis-core" in counts:
+        over = counts["metis-core"] - TARGET_RATIO * floor
+        verdict = f"{over:,.0f} over" if over > 0 else f"{-over:,.0f} under"
+        lines.append(f"metis-core is {verdict} {TARGET_RATIO:g}x the floor's instructions")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.call_instructions", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--provider", default="openai", choices=("anthropic", "openai"))
+    parser.add_argument("--async", dest="use_async", action="store_true", help="acomplete against raw aiohttp")
+    parser.add_argument("--calls", type=int, default=200)
+    parser.add_argument("--inside", default="", help=argparse.SUPPRESS)
+    parser.add_argument("--server", default="", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    from bench import environment
+
+    environment.prepare_process_environment()
+    if args.inside:
+        _counted(args.server, args.inside, args.provider, args.use_async, args.calls)
+        return 0
+    if shutil.which("valgrind") is None:
+        sys.exit("valgrind is not installed (apt-get install valgrind)")
+    from bench.figures import AIOHTTP_FLOOR, FLOOR
+    from bench.server import serve_in_process
+
+    floor_name = AIOHTTP_FLOOR if args.use_async else FLOOR
+    subjects = [floor_name, "metis-core", *(() if args.use_async else STAGES)]
+    counts: dict[str, float] = {}
+    with serve_in_process() as server:
+        for subject in subjects:
+            counts[subject] = count(server, subject, args.provider, args.use_async, args.calls)
+    mode = "async" if args.use_async else "sync"
+    print(f"non-streaming call · {args.provider} · {mode}, {args.calls} calls per subject")
+    print("\n".join(report(counts, floor_name)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""The call-instructions report: per-call totals read from callgrind's output, ratios to the floor."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repository, not an installed package
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.call_instructions import report, totals_per_call  # noqa: E402
+from bench.figures import FLOOR  # noqa: E402
+
+
+def test_totals_are_read_from_the_totals_line_and_divided_by_the_counted_calls() -> None:
+    out = "version: 1\ncmd: python\nevents: Ir\nsummary: 999\ntotals: 352000000\n"
+    assert totals_per_call(out, 200) == 1_760_000
+
+
+def test_the_report_sums_the_stages_and_says_how_far_metis_is_from_its_budget() -> None:
+    counts = {FLOOR: 1_000_000.0, "metis-core": 1_400_000.0, "survey": 100_000.0, "send": 900_000.0}
+    lines = report(counts, FLOOR)
+    assert any(line.startswith("metis-core") and line.endswith("1.40x") for line in lines)
+    assert any(line.startswith("stages, summed") and "1,000,000" in line for line in lines)
+    assert lines[-1] == "metis-core is 150,000 over 1.25x the floor's instructions"
