@@ -42,14 +42,16 @@ def shell_input(item: dict[str, Any], position: int) -> tuple[str, dict[str, Any
             "the item is malformed, retry the request",
             provider=PROVIDER,
         )
-    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    given = item.get("action")
+    action: dict[str, Any] = given if isinstance(given, dict) else {}
     if kind == "local_shell_call":
         argv = action.get("command")
         parts = [part for part in argv if isinstance(part, str)] if isinstance(argv, list) else []
         command = shlex.join(parts) if parts and any(part.strip() for part in parts) else ""
     else:
         commands = action.get("commands")
-        lines = [line for line in commands if isinstance(line, str) and line.strip()] if isinstance(commands, list) else []
+        listed = commands if isinstance(commands, list) else []
+        lines = [line for line in listed if isinstance(line, str) and line.strip()]
         command = "\n".join(lines)
     if not command:
         raise MalformedResponseError(

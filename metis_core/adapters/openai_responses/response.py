@@ -73,8 +73,8 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
                 assembler.text(text_key(position, index), text)
         add_annotations(assembler, position, item)
     elif client_tools.is_client_shell(item):
-        call_id, tool_input = client_tools.shell_input(item, position)
-        start = assembler.tool_start(position, call_id, client_tools.SHELL_TOOL)
+        shell_id, tool_input = client_tools.shell_input(item, position)
+        start = assembler.tool_start(position, shell_id, client_tools.SHELL_TOOL)
         assembler.tool_input_object(position, tool_input)
         record.shell_calls[start.id] = dict(item)
         assembler.tool_end(position)
