@@ -17,7 +17,8 @@ from metis_core.errors import MalformedResponseError
 
 SHELL_TOOL = "run_command"
 """The canonical tool that runs a client shell call (metis_core.agent.tools.command.RunCommand)."""
-SHELL_ITEMS = frozenset({"local_shell_call", "shell_call"})
+MAX_TIMEOUT_SECONDS = 600.0
+"""run_command's own ceiling: a longer `timeout_ms` is clamped so the call stays valid input."""
 _EXIT_LINE = re.compile(r"exit code (-?\d+)\n")
 
 
@@ -61,7 +62,7 @@ def shell_input(item: dict[str, Any], position: int) -> tuple[str, dict[str, Any
     tool_input: dict[str, Any] = {"command": command}
     timeout_ms = action.get("timeout_ms")
     if isinstance(timeout_ms, int | float) and not isinstance(timeout_ms, bool) and timeout_ms > 0:
-        tool_input["timeout_seconds"] = max(1.0, timeout_ms / 1000)
+        tool_input["timeout_seconds"] = min(max(1.0, timeout_ms / 1000), MAX_TIMEOUT_SECONDS)
     return call_id, tool_input
 
 

@@ -116,3 +116,18 @@ def test_a_shell_call_that_cannot_run_is_a_named_error(change: Any, words: str) 
     with pytest.raises(MalformedResponseError, match=words) as caught:
         parsed(body, ToolIdMap())
     assert isinstance(caught.value, MetisError)
+
+
+@pytest.mark.parametrize(("timeout_ms", "seconds"), [(2500, 2.5), (10, 1.0), (3_600_000, 600.0)])
+def test_a_shell_timeout_becomes_run_commands_timeout_within_its_bounds(timeout_ms: int, seconds: float) -> None:
+    body = copy.deepcopy(read_json(PROVIDER, "response__hosted_local_shell_call.json"))
+    body["output"][1]["action"]["timeout_ms"] = timeout_ms
+    use = parsed(body, ToolIdMap()).tool_uses()[0]
+    assert use.input == {"command": "ls", "timeout_seconds": seconds}
+
+
+def test_a_timed_out_shell_call_reports_a_timeout_outcome() -> None:
+    ids = ToolIdMap()
+    message = parsed(read_json(PROVIDER, "response__hosted_shell_call.json"), ids)
+    _, output = answered(message, ids, "command timed out after 5s and was killed", is_error=True)
+    assert output["output"][0]["outcome"] == {"type": "timeout"}
