@@ -60,6 +60,8 @@ class RawRecord:
 
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     custom_tool_calls: list[str] = field(default_factory=list)
+    shell_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Canonical id -> the client-run shell item it came from (client_tools.py), replayed verbatim."""
     arguments: dict[str, str] = field(default_factory=dict)
     unhandled_items: list[str] = field(default_factory=list)
     refusal: bool = False
@@ -92,7 +94,7 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "arguments", "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "shell_calls", "arguments", "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value

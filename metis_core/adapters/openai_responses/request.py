@@ -27,6 +27,7 @@ from metis_core.adapters._common.replay import origin_mismatch_reason, replayabl
 from metis_core.adapters._common.strict_schema import is_strict_compatible
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.adapters.openai_responses import client_tools
 from metis_core.adapters.openai_responses.hosted import hosted_tool_definitions
 from metis_core.adapters.openai_responses.raw import (
     API,
@@ -194,6 +195,8 @@ class _InputWriter:
         self.dropped = dropped
         self.custom_calls: set[str] = set()
         """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
+        self.shell_calls: dict[str, dict[str, Any]] = {}
+        """Canonical id -> client-run shell item: its result goes back as that item's *_output."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
@@ -270,6 +273,7 @@ class _InputWriter:
         raw = responses_raw(message)
         custom: list[str] = raw.get("custom_tool_calls") or [] if raw else []
         arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
+        shell: dict[str, dict[str, Any]] = raw.get("shell_calls") or {} if raw else {}
         summary_parts = _summary_parts_by_block(raw) if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
@@ -290,6 +294,9 @@ class _InputWriter:
                 out.append(self._cited_text(message, index, block))
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
+            elif isinstance(block, ToolUseBlock) and block.id in shell:
+                self.shell_calls[block.id] = shell[block.id]
+                out.append(shell[block.id])  # the shell item exactly as it was sent
             elif isinstance(block, ToolUseBlock):
                 out.append(self._call(block, custom, arguments))
             elif isinstance(block, ThinkingBlock):
@@ -374,6 +381,11 @@ class _InputWriter:
                 output = self._parts(message, list(parts), index)
             else:
                 output = block.text()
+            shell_call = self.shell_calls.get(block.tool_use_id)
+            if shell_call is not None:
+                kind, replayed_id = str(shell_call.get("type")), str(shell_call.get("call_id") or call_id)
+                out.append(client_tools.output_item(kind, replayed_id, block.text(), block.is_error, shell_call))
+                continue
             kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
             out.append({"type": kind, "call_id": call_id, "output": output})
         return out

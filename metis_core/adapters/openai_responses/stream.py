@@ -6,7 +6,7 @@ never merge; `sequence_number` is not needed (2025-05 recordings lack it). Termi
 stream too. The terminal response carries the full output: it supplies the final encrypted
 reasoning (re-encrypted per serialization) and anything a stream delivered only whole, matched to
 the streamed items by item id (never by list position), so the final Message equals the
-non-streaming one. Hosted-tool items arrive whole at output_item.done. No HTTP here.
+non-streaming one. Hosted-tool and client shell items arrive whole at output_item.done. No HTTP here.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import orjson
 
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
-from metis_core.adapters.openai_responses import hosted
+from metis_core.adapters.openai_responses import client_tools, hosted
 from metis_core.adapters.openai_responses.errors import error_class_for
 from metis_core.adapters.openai_responses.raw import API, SUMMARY_SEPARATOR, RawRecord
 from metis_core.adapters.openai_responses.response import (
@@ -152,6 +152,14 @@ class ResponsesStreamTranslator(StreamTranslator):
         if isinstance(item.get("id"), str):
             self._seen_ids.add(item["id"])
         self._kinds.setdefault(position, kind if isinstance(kind, str) else "")
+        if client_tools.is_client_shell(item):
+            if self.assembler.has_tool(position):
+                return []
+            call_id, tool_input = client_tools.shell_input(item, position)  # whole: it has no deltas
+            start = self.assembler.tool_start(position, call_id, client_tools.SHELL_TOOL)
+            self.assembler.tool_input_object(position, tool_input)
+            self.record.shell_calls[start.id] = dict(item)
+            return [start, self.assembler.tool_end(position)]
         if hosted.is_hosted(kind):
             if not self.assembler.has_hosted(position):
                 add_output_item(self.assembler, self.record, position, item)  # whole: never a client call

@@ -35,6 +35,7 @@ from metis_core.messages import (
 PROVIDER = "openai_responses"
 MODEL = "openai_responses:gpt-5-mini"
 HISTORY = [user_message("go")]
+REPAIRED = "interrupted and produced no result"
 RESPONSES = [p.name for p in wire_files(PROVIDER, "response") if HOSTED_MARK in p.name]
 STREAMS = [p.name for p in wire_files(PROVIDER, "stream") if HOSTED_MARK in p.name]
 
@@ -80,8 +81,8 @@ def sent_items(message: Message, tool_ids: ToolIdMap) -> list[dict[str, Any]]:
     assert wire.dropped == []
     out: list[dict[str, Any]] = []
     for item in wire.body["input"][1:]:
-        if item.get("type") == "function_call_output":
-            continue  # history repair answers the open client call
+        if item.get("type") == "function_call_output" or REPAIRED in json.dumps(item):
+            continue  # history repair answers the open client call (function or client shell)
         if item.get("role") == "assistant":
             content = item["content"]
             text = content if isinstance(content, str) else "".join(p["text"] for p in content)
