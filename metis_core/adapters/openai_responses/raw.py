@@ -61,6 +61,8 @@ class RawRecord:
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     custom_tool_calls: list[str] = field(default_factory=list)
     arguments: dict[str, str] = field(default_factory=dict)
+    namespaces: dict[str, str] = field(default_factory=dict)
+    """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
     unhandled_items: list[str] = field(default_factory=list)
     refusal: bool = False
     thinking_blocks: int = 0
@@ -80,6 +82,11 @@ class RawRecord:
         if orjson.dumps(parsed).decode() != arguments:
             self.arguments[canonical_id] = arguments
 
+    def add_namespace(self, canonical_id: str, item: dict[str, Any]) -> None:
+        namespace = item.get("namespace")
+        if isinstance(namespace, str) and namespace:
+            self.namespaces[canonical_id] = namespace
+
     def set_response(self, response: dict[str, Any]) -> None:
         details = response.get("incomplete_details")
         self.response = {
@@ -92,7 +99,7 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "arguments", "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "arguments", "namespaces", "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value

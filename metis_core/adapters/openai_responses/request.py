@@ -271,6 +271,7 @@ class _InputWriter:
         custom: list[str] = raw.get("custom_tool_calls") or [] if raw else []
         arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
         summary_parts = _summary_parts_by_block(raw) if raw else {}
+        namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
         text_run: list[str] = []
@@ -291,7 +292,10 @@ class _InputWriter:
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
             elif isinstance(block, ToolUseBlock):
-                out.append(self._call(block, custom, arguments))
+                call = self._call(block, custom, arguments)
+                if block.id in namespaces:
+                    call["namespace"] = namespaces[block.id]
+                out.append(call)
             elif isinstance(block, ThinkingBlock):
                 item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
                 thinking_seen += 1

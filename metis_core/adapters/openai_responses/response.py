@@ -88,6 +88,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
         if not isinstance(name, str) or not name:
             raise MalformedResponseError(f"output[{position}] ({kind}) has no name", provider=PROVIDER)
         start = assembler.tool_start(position, call_id if isinstance(call_id, str) else None, name)
+        record.add_namespace(start.id, item)
         if kind == "custom_tool_call":
             raw_input = item.get("input")
             assembler.tool_input_object(position, {"input": raw_input if isinstance(raw_input, str) else ""})

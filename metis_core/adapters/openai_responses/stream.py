@@ -134,6 +134,7 @@ class ResponsesStreamTranslator(StreamTranslator):
             if not isinstance(name, str) or not name:
                 return []  # announced without a name: taken whole from output_item.done
             start = self.assembler.tool_start(position, call_id if isinstance(call_id, str) else None, name)
+            self.record.add_namespace(start.id, item)
             if kind == "custom_tool_call":
                 self._custom_input[position] = []
                 self.record.custom_tool_calls.append(start.id)
