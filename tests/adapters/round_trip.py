@@ -198,6 +198,8 @@ def _responses_projection(items: list[Json]) -> list[Json]:
         if item.get("type", "message") in STATELESS_ITEMS:
             item.pop("id", None)
             item.pop("status", None)
+        if item.get("type") == "reasoning" and not item.get("content"):
+            item.pop("content", None)  # `content: []` is no content
         if item.get("type") == "message" or item.get("role") == "assistant":
             content = item.get("content")
             if isinstance(content, str):
@@ -326,7 +328,7 @@ GEMINI = Api(
     "gemini",
     "gemini:gemini-2.5-flash",
     _gemini_answer,
-    lambda answer: answer["candidates"][0]["content"]["parts"],
+    lambda answer: ((answer.get("candidates") or [{}])[0].get("content") or {}).get("parts") or [],
     _gemini_sent,
     _gemini_projection,
 )
