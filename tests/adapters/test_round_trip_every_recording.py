@@ -18,16 +18,11 @@ from fixture_files import wire_dir
 
 HELDOUT = Path(__file__).resolve().parents[1] / "data" / "heldout"
 
-PHASE = "the `phase` (commentary / final_answer) of an assistant message item is not kept"
 KNOWN_LOSSES: dict[str, str] = {
     "shared/openai_responses/stream__hosted_shell_call_output.sse": (
         "not a loss: a hand-authored stream whose terminal response text differs from its own streamed "
         "deltas (see its .source.txt); the adapter keeps what was streamed"
     ),
-    "heldout/openai_responses/response__test_openai_responses_phase_live__1.json": PHASE,
-    "heldout/openai_responses/stream__test_openai_responses_phase_streamed_on_part_start__1.sse": PHASE,
-    "heldout/openai_responses/response__test_openai_responses_model_web_search_tool_without_external_access__0.json":
-        PHASE,
     "heldout/openai_responses/response__test_openai_instructions_with_responses_logprobs__0.json": (
         "the `logprobs` of output_text parts are not kept"
     ),

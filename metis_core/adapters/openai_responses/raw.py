@@ -63,6 +63,10 @@ class RawRecord:
     arguments: dict[str, str] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
+    phase_keys: list[tuple[Any, str]] = field(default_factory=list)
+    """(assembler text key, phase) of message items that carried a `phase`; `phases` once built."""
+    phases: dict[str, str] = field(default_factory=dict)
+    """text block ordinal (as a string) -> the `phase` of the message item it came from."""
     unhandled_items: list[str] = field(default_factory=list)
     refusal: bool = False
     thinking_blocks: int = 0
@@ -87,6 +91,11 @@ class RawRecord:
         if isinstance(namespace, str) and namespace:
             self.namespaces[canonical_id] = namespace
 
+    def add_phase(self, keys: list[Any], item: dict[str, Any]) -> None:
+        phase = item.get("phase")
+        if isinstance(phase, str) and phase:
+            self.phase_keys.extend((key, phase) for key in keys)
+
     def set_response(self, response: dict[str, Any]) -> None:
         details = response.get("incomplete_details")
         self.response = {
@@ -99,7 +108,7 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "arguments", "namespaces", "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "arguments", "namespaces", "phases", "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value

@@ -274,21 +274,26 @@ class _InputWriter:
         namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
+        phases: dict[str, str] = raw.get("phases") or {} if raw else {}
         text_run: list[str] = []
-        thinking_seen = 0
+        run_phase: str | None = None
+        thinking_seen = text_seen = 0
         for index, block in enumerate(message.content):
+            phase = phases.get(str(text_seen)) if isinstance(block, TextBlock) else None
+            text_seen += isinstance(block, TextBlock)
+            if text_run and (not isinstance(block, TextBlock) or block.citations or phase != run_phase):
+                out.append(_assistant_text("".join(text_run), run_phase))
+                text_run = []
             if isinstance(block, TextBlock) and not block.citations:
                 text_run.append(block.text)
+                run_phase = phase
                 continue
-            if text_run:
-                out.append({"role": "assistant", "content": "".join(text_run)})
-                text_run = []
             if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
                 text = text_for_other_target(self.drop, message, index, block)
                 if text:  # its own assistant item, so it never runs into the answer's text
                     out.append({"role": "assistant", "content": text})
             elif isinstance(block, TextBlock):
-                out.append(self._cited_text(message, index, block))
+                out.append(self._cited_text(message, index, block, phase))
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
             elif isinstance(block, ToolUseBlock):
@@ -310,7 +315,7 @@ class _InputWriter:
                     "redacted thinking is an Anthropic token the Responses API cannot carry",
                 )
         if text_run:
-            out.append({"role": "assistant", "content": "".join(text_run)})
+            out.append(_assistant_text("".join(text_run), run_phase))
         # The API rejects a reasoning item sent without the item that followed it
         # (error__400_reasoning_item_without_following_item.json), so a trailing one is dropped.
         for position, index in reversed(reasoning_at):
@@ -325,15 +330,12 @@ class _InputWriter:
                 )
         return out
 
-    def _cited_text(self, message: Message, index: int, block: TextBlock) -> dict[str, Any]:
+    def _cited_text(self, message: Message, index: int, block: TextBlock, phase: str | None) -> dict[str, Any]:
         """Text with this API's annotations goes back as an output message; others' are left out."""
         annotations = cited(block, PROVIDER, API)
         if len(annotations) != len(block.citations or ()):
             note_foreign_citations(self.drop, message, index, block)
-        if not annotations:
-            return {"role": "assistant", "content": block.text}
-        part = {"type": "output_text", "text": block.text, "annotations": annotations}
-        return {"type": "message", "role": "assistant", "content": [part]}
+        return _assistant_text(block.text, phase, annotations)
 
     def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
         call_id = self.tool_ids.provider_for(PROVIDER, block.id, "openai")
@@ -397,3 +399,15 @@ def _same_json(text: str, value: dict[str, Any]) -> bool:
         return bool(orjson.loads(text) == value)
     except orjson.JSONDecodeError:
         return False
+
+
+def _assistant_text(text: str, phase: str | None, annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Assistant text as input: the short form, or an output message when it has annotations or
+    the `phase` (commentary / final answer) the model gave it, which the API wants back."""
+    if not annotations and phase is None:
+        return {"role": "assistant", "content": text}
+    part = {"type": "output_text", "text": text, "annotations": annotations or []}
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "content": [part]}
+    if phase is not None:
+        item["phase"] = phase
+    return item
