@@ -23,12 +23,6 @@ KNOWN_LOSSES: dict[str, str] = {
         "not a loss: a hand-authored stream whose terminal response text differs from its own streamed "
         "deltas (see its .source.txt); the adapter keeps what was streamed"
     ),
-    "heldout/openai_responses/response__test_openai_instructions_with_responses_logprobs__0.json": (
-        "the `logprobs` of output_text parts are not kept"
-    ),
-    "heldout/openai_responses/stream__test_openai_instructions_with_responses_logprobs_streaming__0.sse": (
-        "the `logprobs` of output_text parts are not kept"
-    ),
     "heldout/openai_responses/stream__test_openai_responses_mcp_list_tools_backfill__0.sse": (
         "a hosted item the stream announced (output_item.added) but never finished (no output_item.done), "
         "present only in response.completed, is lost"

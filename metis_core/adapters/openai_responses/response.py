@@ -71,7 +71,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
             if text:
                 assembler.text(text_key(position, index), text)
         add_annotations(assembler, position, item)
-        record.add_phase([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
+        record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
     elif hosted.is_hosted(kind):
         assembler.hosted(position, dict(item), hosted.build_item)
     elif kind == "reasoning":
@@ -141,10 +141,10 @@ def summary_texts(item: dict[str, Any]) -> list[str]:
 def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[str, Any]) -> list[StreamEvent]:
     """Close the message for a terminal response object: stop reason, raw data, status."""
     record.set_response(response)
-    for key, phase in record.phase_keys:
+    for key, kept in record.text_keys:
         ordinal = assembler.text_ordinal(key)
         if ordinal is not None:
-            record.phases[str(ordinal)] = phase
+            record.text_parts[str(ordinal)] = kept
     assembler.provider_raw.update(record.as_provider_raw())
     status = response.get("status")
     if status == "completed":

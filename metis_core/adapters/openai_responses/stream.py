@@ -192,7 +192,7 @@ class ResponsesStreamTranslator(StreamTranslator):
                     self._streamed_text.add(key)
                     events.append(self.assembler.text(key, text))
         add_annotations(self.assembler, position, item)
-        self.record.add_phase([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
+        self.record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
         return events
 
     # --- text ------------------------------------------------------------------------------------
