@@ -23,10 +23,6 @@ KNOWN_LOSSES: dict[str, str] = {
         "not a loss: a hand-authored stream whose terminal response text differs from its own streamed "
         "deltas (see its .source.txt); the adapter keeps what was streamed"
     ),
-    "heldout/openai_responses/stream__test_openai_responses_mcp_list_tools_backfill__0.sse": (
-        "a hosted item the stream announced (output_item.added) but never finished (no output_item.done), "
-        "present only in response.completed, is lost"
-    ),
     "heldout/gemini/response__test_google_model_file_search_grounding_gemini_3_False__3.json": (
         "Gemini 3 server-side tool parts (`toolCall` / `toolResponse`, with their thought signatures) are not kept"
     ),

@@ -142,7 +142,15 @@ class ResponsesStreamTranslator(StreamTranslator):
         if kind == "reasoning":
             item_id = item.get("id")
             self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
+        if hosted.is_hosted(kind):
+            # held where it was announced: some items are finished only in the terminal response
+            self._hold_hosted(position, item)
         return []
+
+    def _hold_hosted(self, position: int, item: dict[str, Any]) -> None:
+        add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
+        if isinstance(item.get("id"), str):
+            self._hosted_keys[item["id"]] = position
 
     def _item_done(self, event: dict[str, Any]) -> list[StreamEvent]:
         item = event.get("item")
@@ -154,10 +162,7 @@ class ResponsesStreamTranslator(StreamTranslator):
             self._seen_ids.add(item["id"])
         self._kinds.setdefault(position, kind if isinstance(kind, str) else "")
         if hosted.is_hosted(kind):
-            if not self.assembler.has_hosted(position):
-                add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
-                if isinstance(item.get("id"), str):
-                    self._hosted_keys[item["id"]] = position
+            self._hold_hosted(position, item)  # the finished copy replaces the announced one
             return []
         if kind == "message":
             return self._message_done(position, item)
