@@ -115,6 +115,13 @@ class MessageAssembler:
         slot.parts.append(text)
         return TextDelta(index=index, text=text)
 
+    def text_ordinal(self, key: Hashable) -> int | None:
+        """Which text block of the built message `key`'s text becomes (None: it makes none)."""
+        index = self._by_key.get(key)
+        if index is None or not _makes_text_block(self._slots[index]):
+            return None
+        return sum(1 for slot in self._slots[:index] if _makes_text_block(slot))
+
     def thinking(self, key: Hashable, text: str) -> ThinkingDelta:
         text = self._text(text, "thinking text")
         index, slot = self._slot(key, "thinking")
@@ -345,3 +352,7 @@ class MessageAssembler:
                         extra={"session_id": ctx.session_id, "model": ctx.model})
             self.provider_raw["nameless_tool_calls"] = nameless
         return assistant_message(ctx, content, status, stop_reason, self.usage, self.provider_raw)
+
+
+def _makes_text_block(slot: _Slot) -> bool:
+    return slot.kind == "text" and bool("".join(slot.parts) or slot.extra.get("citations"))

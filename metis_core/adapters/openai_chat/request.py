@@ -42,6 +42,8 @@ RAW_ARGUMENTS_KEY = "tool_arguments"
 """provider_raw key on an ASSISTANT message: {canonical id: arguments string exactly as issued}."""
 CUSTOM_CALLS_KEY = "custom_tool_calls"
 """provider_raw key: canonical ids of calls that were `type: "custom"` (free-text grammar tools)."""
+REFUSAL_KEY = "refusal"
+"""provider_raw key on an ASSISTANT message: the text the model sent in its `refusal` field."""
 
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
 
@@ -257,8 +259,12 @@ class ChatRequestBuilder:
         thinking: list[tuple[int, ThinkingBlock | RedactedThinkingBlock]] = []
         raw = message.metadata.provider_raw
         same_provider = raw is not None and message.metadata.provider == self.namespace
+        refused = raw.get(REFUSAL_KEY) if raw is not None and same_provider else None
+        refusal: str | None = None
         for index, block in enumerate(message.content):
-            if isinstance(block, TextBlock):
+            if isinstance(block, TextBlock) and refusal is None and refused and block.text == refused:
+                refusal = block.text  # back in the field it came in, not as the answer's content
+            elif isinstance(block, TextBlock):
                 texts.append(block.text)
                 if block.citations and all(c.origin is not None and c.origin.same_api(self.namespace, self.api)
                                            for c in block.citations):
@@ -279,9 +285,11 @@ class ChatRequestBuilder:
         wire: dict[str, Any] = {"role": "assistant"}
         if thinking:
             self.replay_thinking(message, thinking, wire)
-        if not texts and not calls and len(wire) == 1:
+        if not texts and not calls and refusal is None and len(wire) == 1:
             return None
         wire["content"] = text_content(texts) if texts else None
+        if refusal is not None:
+            wire["refusal"] = refusal
         if calls:
             wire["tool_calls"] = calls
         return wire

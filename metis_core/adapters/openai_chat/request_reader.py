@@ -18,7 +18,7 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
-from metis_core.adapters.openai_chat.request import RAW_ARGUMENTS_KEY, WIRE_ROLE_KEY, compact_json
+from metis_core.adapters.openai_chat.request import RAW_ARGUMENTS_KEY, REFUSAL_KEY, WIRE_ROLE_KEY, compact_json
 from metis_core.errors import ToolSchemaError
 from metis_core.messages import (
     ContentBlock,
@@ -193,6 +193,7 @@ class ChatRequestReader:
         content.extend(self.text_blocks(raw.get("content")))
         if isinstance(raw.get("refusal"), str):
             content.append(prechecked.wire_text_block(raw["refusal"]))
+            provider_raw[REFUSAL_KEY] = raw["refusal"]
         for call in raw.get("tool_calls") or ():
             content.append(self.read_tool_call(call, provider_raw))
         self.reasoning_raw(raw, provider_raw)

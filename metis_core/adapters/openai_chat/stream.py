@@ -20,7 +20,7 @@ import orjson
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
 from metis_core.adapters.openai_chat.errors import provider_error
-from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, compact_json
+from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY, compact_json
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import ErrorClass
 from metis_core.messages import BlockOrigin, Citation, Message, MessageComplete, StreamError, StreamEvent
@@ -151,6 +151,7 @@ class ChatStreamTranslator(StreamTranslator):
         refusal = delta.get("refusal")
         if refusal:
             self._refused = True
+            self.raw[REFUSAL_KEY] = self.raw.get(REFUSAL_KEY, "") + refusal
             events.append(self.asm.text("refusal", refusal))
         annotations = delta.get("annotations")
         if isinstance(annotations, list):  # a search model's url_citations (a stream sends them in one chunk)

@@ -63,6 +63,12 @@ class RawRecord:
     shell_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Canonical id -> the client-run shell item it came from (client_tools.py), replayed verbatim."""
     arguments: dict[str, str] = field(default_factory=dict)
+    namespaces: dict[str, str] = field(default_factory=dict)
+    """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
+    text_keys: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
+    """(assembler text key, what its message item and part carry back); `text_parts` once built."""
+    text_parts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """text block ordinal (as a string) -> the `phase` of its message item and its part's `logprobs`."""
     unhandled_items: list[str] = field(default_factory=list)
     refusal: bool = False
     thinking_blocks: int = 0
@@ -82,6 +88,21 @@ class RawRecord:
         if orjson.dumps(parsed).decode() != arguments:
             self.arguments[canonical_id] = arguments
 
+    def add_namespace(self, canonical_id: str, item: dict[str, Any]) -> None:
+        namespace = item.get("namespace")
+        if isinstance(namespace, str) and namespace:
+            self.namespaces[canonical_id] = namespace
+
+    def add_message(self, keys: list[Any], item: dict[str, Any]) -> None:
+        """What the API wants back of a message item besides its text: `phase` and `logprobs`."""
+        phase = item.get("phase")
+        for key, part in zip(keys, item.get("content") or (), strict=False):
+            kept: dict[str, Any] = {"phase": phase} if isinstance(phase, str) and phase else {}
+            if isinstance(part, dict) and part.get("logprobs"):
+                kept["logprobs"] = part["logprobs"]
+            if kept:
+                self.text_keys.append((key, kept))
+
     def set_response(self, response: dict[str, Any]) -> None:
         details = response.get("incomplete_details")
         self.response = {
@@ -94,7 +115,8 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "shell_calls", "arguments", "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "shell_calls", "arguments", "namespaces", "text_parts",
+                     "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value

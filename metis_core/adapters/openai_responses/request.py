@@ -275,30 +275,40 @@ class _InputWriter:
         arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
         shell: dict[str, dict[str, Any]] = raw.get("shell_calls") or {} if raw else {}
         summary_parts = _summary_parts_by_block(raw) if raw else {}
+        namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
+        text_parts: dict[str, dict[str, Any]] = raw.get("text_parts") or {} if raw else {}
         text_run: list[str] = []
-        thinking_seen = 0
+        run_kept: dict[str, Any] = {}
+        thinking_seen = text_seen = 0
         for index, block in enumerate(message.content):
+            kept = text_parts.get(str(text_seen), {}) if isinstance(block, TextBlock) else {}
+            text_seen += isinstance(block, TextBlock)
+            if text_run and (not isinstance(block, TextBlock) or block.citations or kept != run_kept
+                             or "logprobs" in run_kept):  # a part's logprobs belong to its text alone
+                out.append(_assistant_text("".join(text_run), run_kept))
+                text_run = []
             if isinstance(block, TextBlock) and not block.citations:
                 text_run.append(block.text)
+                run_kept = kept
                 continue
-            if text_run:
-                out.append({"role": "assistant", "content": "".join(text_run)})
-                text_run = []
             if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
                 text = text_for_other_target(self.drop, message, index, block)
                 if text:  # its own assistant item, so it never runs into the answer's text
                     out.append({"role": "assistant", "content": text})
             elif isinstance(block, TextBlock):
-                out.append(self._cited_text(message, index, block))
+                out.append(self._cited_text(message, index, block, kept))
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
             elif isinstance(block, ToolUseBlock) and block.id in shell:
                 self.shell_calls[block.id] = shell[block.id]
                 out.append(shell[block.id])  # the shell item exactly as it was sent
             elif isinstance(block, ToolUseBlock):
-                out.append(self._call(block, custom, arguments))
+                call = self._call(block, custom, arguments)
+                if block.id in namespaces:
+                    call["namespace"] = namespaces[block.id]
+                out.append(call)
             elif isinstance(block, ThinkingBlock):
                 item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
                 thinking_seen += 1
@@ -313,7 +323,7 @@ class _InputWriter:
                     "redacted thinking is an Anthropic token the Responses API cannot carry",
                 )
         if text_run:
-            out.append({"role": "assistant", "content": "".join(text_run)})
+            out.append(_assistant_text("".join(text_run), run_kept))
         # The API rejects a reasoning item sent without the item that followed it
         # (error__400_reasoning_item_without_following_item.json), so a trailing one is dropped.
         for position, index in reversed(reasoning_at):
@@ -328,15 +338,12 @@ class _InputWriter:
                 )
         return out
 
-    def _cited_text(self, message: Message, index: int, block: TextBlock) -> dict[str, Any]:
+    def _cited_text(self, message: Message, index: int, block: TextBlock, kept: dict[str, Any]) -> dict[str, Any]:
         """Text with this API's annotations goes back as an output message; others' are left out."""
         annotations = cited(block, PROVIDER, API)
         if len(annotations) != len(block.citations or ()):
             note_foreign_citations(self.drop, message, index, block)
-        if not annotations:
-            return {"role": "assistant", "content": block.text}
-        part = {"type": "output_text", "text": block.text, "annotations": annotations}
-        return {"type": "message", "role": "assistant", "content": [part]}
+        return _assistant_text(block.text, kept, annotations)
 
     def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
         call_id = self.tool_ids.provider_for(PROVIDER, block.id, "openai")
@@ -405,3 +412,17 @@ def _same_json(text: str, value: dict[str, Any]) -> bool:
         return bool(orjson.loads(text) == value)
     except orjson.JSONDecodeError:
         return False
+
+
+def _assistant_text(text: str, kept: dict[str, Any], annotations: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Assistant text as input: the short form, or an output message when it has annotations,
+    `logprobs`, or the `phase` (commentary / final answer) the model gave it, which the API wants back."""
+    if not annotations and not kept:
+        return {"role": "assistant", "content": text}
+    part: dict[str, Any] = {"type": "output_text", "text": text, "annotations": annotations or []}
+    if "logprobs" in kept:
+        part["logprobs"] = kept["logprobs"]
+    item: dict[str, Any] = {"type": "message", "role": "assistant", "content": [part]}
+    if "phase" in kept:
+        item["phase"] = kept["phase"]
+    return item

@@ -266,6 +266,7 @@ class _InputReader:
             raise UnreadableWireRequestError(f"input[{position}] ({kind}) needs a string call_id and name")
         canonical = self.tool_ids.canonical_for(PROVIDER, call_id)
         record = self.pending.record
+        record.add_namespace(canonical, item)
         if kind == "custom_tool_call":
             raw_input = item.get("input")
             self.pending.blocks.append(ToolUseBlock(id=canonical, name=name, input={"input": str(raw_input or "")}))
@@ -340,7 +341,7 @@ class _InputReader:
 
 
 def _has_raw(record: RawRecord) -> bool:
-    return bool(record.reasoning or record.custom_tool_calls or record.arguments)
+    return bool(record.reasoning or record.custom_tool_calls or record.arguments or record.namespaces)
 
 
 def _image(url: str) -> ImageBlock:

@@ -72,6 +72,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
             if text:
                 assembler.text(text_key(position, index), text)
         add_annotations(assembler, position, item)
+        record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
     elif client_tools.is_client_shell(item):
         shell_id, tool_input = client_tools.shell_input(item, position)
         start = assembler.tool_start(position, shell_id, client_tools.SHELL_TOOL)
@@ -95,6 +96,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
         if not isinstance(name, str) or not name:
             raise MalformedResponseError(f"output[{position}] ({kind}) has no name", provider=PROVIDER)
         start = assembler.tool_start(position, call_id if isinstance(call_id, str) else None, name)
+        record.add_namespace(start.id, item)
         if kind == "custom_tool_call":
             raw_input = item.get("input")
             assembler.tool_input_object(position, {"input": raw_input if isinstance(raw_input, str) else ""})
@@ -146,6 +148,10 @@ def summary_texts(item: dict[str, Any]) -> list[str]:
 def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[str, Any]) -> list[StreamEvent]:
     """Close the message for a terminal response object: stop reason, raw data, status."""
     record.set_response(response)
+    for key, kept in record.text_keys:
+        ordinal = assembler.text_ordinal(key)
+        if ordinal is not None:
+            record.text_parts[str(ordinal)] = kept
     assembler.provider_raw.update(record.as_provider_raw())
     status = response.get("status")
     if status == "completed":

@@ -134,6 +134,7 @@ class ResponsesStreamTranslator(StreamTranslator):
             if not isinstance(name, str) or not name:
                 return []  # announced without a name: taken whole from output_item.done
             start = self.assembler.tool_start(position, call_id if isinstance(call_id, str) else None, name)
+            self.record.add_namespace(start.id, item)
             if kind == "custom_tool_call":
                 self._custom_input[position] = []
                 self.record.custom_tool_calls.append(start.id)
@@ -141,7 +142,15 @@ class ResponsesStreamTranslator(StreamTranslator):
         if kind == "reasoning":
             item_id = item.get("id")
             self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
+        if hosted.is_hosted(kind):
+            # held where it was announced: some items are finished only in the terminal response
+            self._hold_hosted(position, item)
         return []
+
+    def _hold_hosted(self, position: int, item: dict[str, Any]) -> None:
+        add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
+        if isinstance(item.get("id"), str):
+            self._hosted_keys[item["id"]] = position
 
     def _item_done(self, event: dict[str, Any]) -> list[StreamEvent]:
         item = event.get("item")
@@ -161,10 +170,7 @@ class ResponsesStreamTranslator(StreamTranslator):
             self.record.shell_calls[start.id] = dict(item)
             return [start, self.assembler.tool_end(position)]
         if hosted.is_hosted(kind):
-            if not self.assembler.has_hosted(position):
-                add_output_item(self.assembler, self.record, position, item)  # whole: never a client call
-                if isinstance(item.get("id"), str):
-                    self._hosted_keys[item["id"]] = position
+            self._hold_hosted(position, item)  # the finished copy replaces the announced one
             return []
         if kind == "message":
             return self._message_done(position, item)
@@ -199,6 +205,7 @@ class ResponsesStreamTranslator(StreamTranslator):
                     self._streamed_text.add(key)
                     events.append(self.assembler.text(key, text))
         add_annotations(self.assembler, position, item)
+        self.record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
         return events
 
     # --- text ------------------------------------------------------------------------------------

@@ -46,7 +46,10 @@ def anthropic_message(body: bytes) -> dict[str, Any]:
             message.update({k: v for k, v in data["delta"].items() if v is not None})
     for index, text in fragments.items():
         if text.strip():
-            blocks[index]["input"] = json.loads(text)
+            try:
+                blocks[index]["input"] = json.loads(text)
+            except json.JSONDecodeError:  # cut off by max_tokens: no input object was ever sent
+                blocks[index]["partial_json"] = text
     message["content"] = leading + [blocks[i] for i in sorted(blocks)]
     return message
 

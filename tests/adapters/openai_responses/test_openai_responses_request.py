@@ -535,3 +535,14 @@ def test_reader_maps_options_and_keeps_unknown_fields_verbatim_in_extra() -> Non
     assert options.response_format == {"name": "out", "schema": {"type": "object"}}
     assert options.reasoning_effort == "minimal" and "reasoning" not in options.extra
     assert options.extra == {"include": None, "truncation": "auto", "metadata": {"k": "v"}}
+
+
+def test_a_read_call_to_a_tool_found_by_tool_search_goes_back_with_its_namespace() -> None:
+    call = {"type": "function_call", "call_id": "call_1", "name": "get_weather", "namespace": "get_weather",
+            "arguments": '{"location":"Paris"}'}
+    body = {"model": "gpt-5-mini", "input": [{"role": "user", "content": "go"}, call,
+                                              {"type": "function_call_output", "call_id": "call_1", "output": "9C"}]}
+    ids = ToolIdMap()
+    parsed = read_request(body, tool_ids=ids)
+    built = OpenAIResponsesAdapter().to_wire(parsed.messages, parsed.tools, parsed.options, ids).body
+    assert [i for i in built["input"] if i.get("type") == "function_call"] == [call]
