@@ -179,8 +179,9 @@ def _responses_recorded(answer: Json) -> Any:
     return out
 
 
-REPAIR_OUTPUTS = ("function_call_output", "custom_tool_call_output")
-"""Items history repair adds to answer a client call left open; not part of the answer."""
+REPAIR_OUTPUTS = ("function_call_output", "custom_tool_call_output", "shell_call_output", "local_shell_call_output")
+"""Items history repair adds to answer a client call left open; not part of the answer. A hosted
+`shell_call_output` the answer itself carries has an `id`; a repair's has none."""
 STATELESS_ITEMS = ("message", "reasoning", "function_call", "custom_tool_call")
 """Items whose `id` and `status` are not sent: under `store: false` an echoed id fails
 ("Items are not persisted when `store` is set to false"; docs/adapters/openai_responses.md)."""
@@ -188,7 +189,7 @@ STATELESS_ITEMS = ("message", "reasoning", "function_call", "custom_tool_call")
 
 def _responses_sent(body: Json) -> Any:
     items = body["input"][1:]
-    return [i for i in items if i.get("type") not in REPAIR_OUTPUTS and i.get("role") != "user"]
+    return [i for i in items if (i.get("type") not in REPAIR_OUTPUTS or "id" in i) and i.get("role") != "user"]
 
 
 def _responses_projection(items: list[Json]) -> list[Json]:

@@ -142,8 +142,9 @@ class ResponsesStreamTranslator(StreamTranslator):
         if kind == "reasoning":
             item_id = item.get("id")
             self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
-        if hosted.is_hosted(kind):
+        if hosted.is_hosted(kind) and not client_tools.is_client_shell(item):
             # held where it was announced: some items are finished only in the terminal response
+            # (a client shell call is a tool call, read whole from its output_item.done)
             self._hold_hosted(position, item)
         return []
 
