@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
@@ -245,9 +246,12 @@ def test_bad_keys_get_401_in_each_shape_and_their_events_are_rate_limited(strict
     missing = httpx.post(gateway.base_url + "/v1/messages", json={"model": HAIKU, "messages": []})
     assert missing.status_code == 401 and missing.json()["error"]["type"] == "authentication_error"
     failed = gateway.of_type("gateway.auth_failed")
-    assert len(failed) == 3  # 7 failures, 3 recorded this minute
+    minutes = Counter(e.timestamp.replace(second=0, microsecond=0) for e in failed)
+    assert all(count <= 3 for count in minutes.values())  # at most 3 recorded in any minute
+    assert len(failed) + gateway.service.key_check.failures.suppressed == 7  # every failure counted once
+    if len(minutes) == 1:  # the usual case; a slow machine may cross a minute boundary mid-test
+        assert len(failed) == 3
     for event in failed:
         assert bad not in str(event.payload) and "x" * 8 not in str(event.payload)
         assert len(event.payload["token_hash_prefix"]) == 8
-    assert gateway.service.key_check.failures.suppressed == 4
     assert gateway.upstream.requests == []
