@@ -65,6 +65,13 @@ CASES = [
     ("groq", "groq_model_instructions__0.json", "llama-3.3-70b-versatile", None),
     ("mistral", "mistral_model_thinking_part__1.json", "magistral-medium-latest", "**Analogizing crossing a river**"),
     ("mistral", "mistral_model_thinking_part_iter__0.sse", "magistral-medium-latest", None),
+    ("xai", "xai-text.json", "grok-3-mini", "First, the user said"),
+    ("xai", "xai-text.sse", "grok-3-mini", None),
+    ("xai", "xai-tool-call.json", "grok-3-mini", None),
+    ("xai", "xai-tool-call.sse", "grok-3-mini", None),
+    ("perplexity", "perplexity-text.json", "sonar", None),
+    ("perplexity", "perplexity-citations.json", "sonar", None),
+    ("perplexity", "perplexity-citations.sse", "sonar", None),
 ]
 
 
@@ -79,12 +86,16 @@ def test_a_recorded_vendor_answer_parses_with_its_thinking_and_its_price(
     (request,) = server.requests
     assert str(request.url).startswith(VENDOR_PRESETS[vendor].base_url)
     assert request.headers["authorization"] == f"Bearer {SECRET}"
-    assert message.text().strip() and "<think>" not in message.text() and "</think>" not in message.text()
+    assert message.text().strip() or message.tool_uses()
+    assert "<think>" not in message.text() and "</think>" not in message.text()
     thinking = message.thinking()
     if thought is not None:
         assert thinking and thinking[0].text.lstrip().startswith(thought) and thinking[0].signature is None
-    elif name.startswith("mistral"):
-        assert thinking  # the streamed Magistral answer thinks too
+    elif name.startswith(("mistral", "xai-text")):
+        assert thinking  # the streamed Magistral and Grok answers think too
+    if name.startswith("perplexity-citations"):
+        citations = [c for block in message.content for c in (getattr(block, "citations", None) or [])]
+        assert citations and all(c.url and c.url.startswith("https://") for c in citations)
     usage = message.metadata.usage
     assert usage is not None and usage.output_tokens > 0
     assert usage.cost_usd is not None and usage.cost_usd > 0, "priced from the vendor's table entry"
