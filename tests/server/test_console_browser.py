@@ -1,6 +1,7 @@
 """The console pages in one headless Chromium over a recorded multi-session store: the sessions
 table (sort, filter, search hits, next page), a session's waterfall with its span details, a page of
-stored XSS payloads that runs none of them, usage with CSV export, quality and gateway operations.
+stored XSS payloads that runs none of them, usage with CSV export, quality and gateway operations;
+on SQLite and on PostgreSQL.
 Screenshots go to tmp/test-artefacts/serve/console-*.png (never committed).
 """
 
@@ -12,6 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from postgres_server import shared_server
+from store_backends import BACKENDS, _postgres_session  # noqa: F401
 from support_servers import ScriptedTransport
 
 from .console_store import Recorded, record_console_store
@@ -19,8 +22,9 @@ from .server_support import LiveServer, WeatherTool, scripted_runtime
 from .test_web_view import ARTEFACTS, CHROMIUM, DRIVER, FLAGS, _browser_missing, _wait
 
 
-@pytest.fixture(scope="module")
-def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, LiveServer, Recorded]]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+         _postgres_session: None) -> Iterator[tuple[Any, LiveServer, Recorded]]:  # noqa: F811
     missing = _browser_missing()
     if missing:
         if os.environ.get("CI") == "true":
@@ -32,7 +36,8 @@ def page(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, LiveSe
 
     root: Path = tmp_path_factory.mktemp("console-browser")
     (root / "home").mkdir()
-    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool())
+    database = shared_server().fresh_database_url() if request.param == "postgres" else None
+    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool(), database)
     recorded = record_console_store(runtime)
     server = LiveServer(runtime, root)
     options = webdriver.ChromeOptions()
