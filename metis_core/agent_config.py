@@ -106,6 +106,9 @@ class CompactionConfig(BaseModel):
     """Characters an old tool result keeps when trimmed (the cheap step, tried before summarising)."""
     summary_max_tokens: int = 2048
     """Output cap of the summarising call."""
+    native: bool = True
+    """Where every model a call may go to offers its own compaction (Anthropic's server-side
+    `compact_20260112`), ask the provider to compact instead of summarising here."""
 
     @field_validator("threshold")
     @classmethod

@@ -67,6 +67,9 @@ class AdapterOptions:
     provider_tools: list[dict[str, Any]] = field(default_factory=list)
     """Provider tool definitions sent as-is after the client tools (what a request reader found,
     e.g. `{"type": "web_search_20250305", "name": "web_search"}`)."""
+    compact_at_tokens: int | None = None
+    """Ask the provider to compact the conversation itself once its input reaches this many tokens
+    (models whose capabilities name a `native_compaction`; others ignore it)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Provider-only knobs (e.g. OpenRouter `provider` routing); merged into the body as-is."""
 

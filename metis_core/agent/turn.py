@@ -21,6 +21,7 @@ from metis_core.adapters.continuation import MAX_CONTINUATIONS, paused
 from metis_core.agent.call_events import EVENT_STOP_REASONS, CallObserver
 from metis_core.agent.call_events import completed_payload as completed_payload  # re-exported (gateway)
 from metis_core.agent.cancel_reasons import cancel_actor, cancel_reason
+from metis_core.agent.compaction.view import is_provider_compaction
 from metis_core.agent.context import resolve_file_refs, turn_needs
 from metis_core.agent.dispatch import ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
@@ -210,8 +211,9 @@ class TurnRunner:
                 final: Message | None = None
                 stream_error: StreamError | None = None
                 history = [*system, *resolve_file_refs(prepared.messages, session.workspace)]
+                options = replace(base, compact_at_tokens=prepared.compact_at) if prepared.compact_at else base
                 async for event in chain.astream(
-                    history, tools=tools, options=base, tool_ids=session.tool_ids, session_id=session.id,
+                    history, tools=tools, options=options, tool_ids=session.tool_ids, session_id=session.id,
                     routing=record, observer=observer,
                 ):
                     tracker.observe(event)
@@ -229,6 +231,8 @@ class TurnRunner:
                 in_call = False
                 tracker = StreamTracker()  # what it held is in `final` now: nothing partial to save on Ctrl-C
                 session.append(final, rt.store, provider=final.metadata.provider)
+                if prepared.compact_at is not None and is_provider_compaction(final):
+                    compactor.record_native(recorder, parent, final, prepared, members)
                 result.produced.append(final)
                 if on_message is not None:
                     on_message(final)

@@ -35,6 +35,8 @@ class AdapterCapabilities(BaseModel):
 
     # Wire quirks of OpenAI-compatible servers (docs/adapters.md). Defaults match OpenAI itself.
     tool_id_style: str = "default"
+    native_compaction: str = ""
+    """The provider's own compaction this model accepts (Anthropic `compact_20260112`); "" when none."""
     """"default" (provider rules), or "alnum9" for servers that need exactly 9 alphanumerics."""
     supports_stream_usage: bool = True
     """False for servers that reject `stream_options.include_usage`."""

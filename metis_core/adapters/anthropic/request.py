@@ -61,6 +61,11 @@ _ASSISTANT: Final = Role.ASSISTANT  # bound once: enum class lookups add up per 
 _SYSTEM: Final = Role.SYSTEM
 
 
+NATIVE_COMPACTION_MIN_TRIGGER = 50_000
+"""The smallest trigger Anthropic's server-side compaction accepts (input tokens)."""
+NATIVE_COMPACTION_BETAS = {"compact_20260112": "compact-2026-01-12"}
+
+
 def cache_control_of(message: Message) -> dict[str, Any] | None:
     """A cache breakpoint recorded on a message (metadata.provider_raw["anthropic"]["cache_control"])."""
     raw = message.metadata.provider_raw
@@ -333,6 +338,11 @@ def build_request(
         body["container"] = container
     if options.stream:
         body["stream"] = True
+    if options.compact_at_tokens is not None and caps is not None and caps.native_compaction:
+        trigger = max(options.compact_at_tokens, NATIVE_COMPACTION_MIN_TRIGGER)
+        body["context_management"] = {"edits": [
+            {"type": caps.native_compaction, "trigger": {"type": "input_tokens", "value": trigger}}]}
+        betas = [*betas, NATIVE_COMPACTION_BETAS.get(caps.native_compaction, "compact-2026-01-12")]
     if options.extra:
         body.update(options.extra)
     headers = {"anthropic-version": API_VERSION}

@@ -139,6 +139,8 @@ def _add_options(body: dict[str, Any], options: AdapterOptions, capabilities: Ad
                 "strict": is_strict_compatible(schema),
             }
         }
+    if options.compact_at_tokens is not None and capabilities.native_compaction == "compaction":
+        body["context_management"] = [{"type": "compaction", "compact_threshold": options.compact_at_tokens}]
     if options.stream:
         body["stream"] = True
     for key, value in options.extra.items():

@@ -62,6 +62,8 @@ class Prepared:
     compacted: Event | None = None
     summary: Message | None = None
     """The compaction message stored for this call, carrying the summarising calls' usage and cost."""
+    compact_at: int | None = None
+    """Set when the provider compacts itself (compaction.native): the input tokens to ask it to act at."""
 
 
 class Compactor:
@@ -80,6 +82,23 @@ class Compactor:
     def window(self, models: Sequence[str]) -> int:
         """The smallest context window among the models a call may go to (its fallback chain)."""
         return min(int(self.rt.registry.capabilities(m).max_context_tokens) for m in models)
+
+    def native(self, models: Sequence[str]) -> bool:
+        """Every model the call may go to compacts on the provider's side (capability native_compaction)."""
+        return all(self.rt.registry.capabilities(m).native_compaction for m in models)
+
+    def record_native(self, recorder: TurnRecorder, parent: Event | None, answer: Message, prepared: Prepared,
+                      models: Sequence[str]) -> Event | None:
+        """memory.compacted for an answer in which the provider compacted the conversation itself (its
+        compaction block now starts every request); its cost is inside that call's own usage."""
+        usage = answer.metadata.usage
+        return recorder.emit("memory.compacted", {
+            "method": "provider", "trigger": "threshold", "model": answer.metadata.model,
+            "window_tokens": self.window(models), "tokens_before": prepared.tokens,
+            "tokens_after": usage.total_input_tokens if usage is not None else 0,
+            "messages_summarised": len(prepared.messages), "messages_kept": 0, "tool_results_trimmed": 0,
+            "compaction_message_id": answer.id, "cost_usd": 0.0, "pricing_version": "in_call",
+        }, parent, actor=Actor.AGENT)
 
     def floor_tokens(self, session: Session, system: Sequence[Message], tools: Sequence[ToolDefinition]) -> int:
         """The fewest tokens this conversation can be compacted to: what routing and /model swaps check."""
@@ -107,8 +126,11 @@ class Compactor:
             return self._sending(session, Prepared(messages, before, parent), offset)
         window = self.window(models)
         budget = int(window * s.threshold)
-        if before <= budget and not force:
-            return self._sending(session, Prepared(messages, before, parent), offset)
+        native = s.native and not force and self.native(models)
+        if (before <= budget or (native and before <= window)) and not force:
+            # under the threshold; or every model compacts itself once the input passes it
+            return self._sending(session, Prepared(messages, before, parent, compact_at=budget if native else None),
+                                 offset)
         tail = view.kept_tail_start(base.live, s.keep_last_turns)
         trimmed_live, trimmed = view.trim_tool_results(base.live, s.tool_result_chars, tail)
         messages = view.assemble(base, trimmed_live)

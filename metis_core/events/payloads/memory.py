@@ -37,8 +37,9 @@ class MemoryEvictionPayload(PayloadModel):
 class MemoryCompactedPayload(PayloadModel):
     """What the model is sent was made smaller (docs/context.md); the stored messages are unchanged."""
 
-    method: Literal["trim_tool_results", "summary"]
-    """Old tool results cut short (no model call), or older turns summarised by a model."""
+    method: Literal["trim_tool_results", "summary", "provider"]
+    """Old tool results cut short (no model call), older turns summarised by a model, or the provider
+    compacted the conversation itself (its cost is inside that call's usage: `pricing_version` in_call)."""
     trigger: Literal["threshold", "manual", "model_swap"]
     model: str | None
     """The summarising model (None for a trim)."""
