@@ -22,11 +22,8 @@ from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.runtime_setup import fallback_default_model, load_cli_config
 from metis_core.cli.tables import models_rows, print_rows
-from metis_core.models.openrouter_catalog import LISTING_URL, ModelListError, catalog_from_listing, write_catalog
-from metis_core.models.price_file import PriceEntry
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
-from metis_core.models.registry_file import check_model_entry, user_model_entry
 
 app = typer.Typer(help="The model registry: capabilities, context windows and prices per million tokens.",
                   invoke_without_command=True, add_completion=False)
@@ -108,6 +105,10 @@ def update(
     = None,
 ) -> None:
     """Read a provider's published model list into the registry and price table (METIS_HOME)."""
+    from metis_core.models.openrouter_catalog import LISTING_URL, catalog_from_listing, write_catalog
+    from metis_core.models.price_file import PriceEntry
+    from metis_core.models.registry_file import check_model_entry, user_model_entry
+
     if provider != "openrouter":
         raise UsageProblem(f"no published model list is read for {provider!r}; only openrouter has one")
     config = load_cli_config()
@@ -131,6 +132,8 @@ def update(
 
 def _fetch_listing() -> bytes:
     import httpx
+
+    from metis_core.models.openrouter_catalog import LISTING_URL, ModelListError
 
     try:
         response = httpx.get(LISTING_URL, timeout=30.0, follow_redirects=True)
