@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.text import Text
 
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
@@ -35,6 +34,9 @@ from metis_core.messages import (
 )
 from metis_core.store.sessions import SessionDeletion
 
+if TYPE_CHECKING:
+    from rich.text import Text
+
 app = typer.Typer(help="List, show, export and import stored sessions.", no_args_is_help=True)
 
 SessionArgument = Annotated[str, typer.Argument(help="Session id, a unique prefix of one, or `latest`.")]
@@ -42,6 +44,8 @@ ROLE_STYLES = {"user": "bold", "assistant": "green", "tool": "cyan", "system": "
 
 
 def message_text(message: Message) -> Text:
+    from rich.text import Text
+
     role = message.role.value
     head = Text(f"{role}", style=ROLE_STYLES.get(role, ""))
     meta = message.metadata

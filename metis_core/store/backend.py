@@ -17,8 +17,6 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-import yaml
-
 DATABASE_URL_ENV = "METIS_DATABASE_URL"
 POOL_SIZE_ENV = "METIS_DATABASE_POOL_SIZE"
 Location = Path | str
@@ -106,6 +104,8 @@ def _configured_url(home: Path) -> str | None:
     path = home / "config.yaml"
     if not path.is_file():
         return None
+    import yaml  # only when a config.yaml exists: listings of a default home skip PyYAML
+
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except (OSError, yaml.YAMLError):

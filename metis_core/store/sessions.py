@@ -475,10 +475,11 @@ class SessionStore:
         if not session_ids:
             return {}
         marks = ", ".join("?" for _ in session_ids)
-        with self._lock, self._db.errors():
+        with self._lock, self._db.errors():  # each session's last answer only: one metadata read per session
             rows = self._db.execute(
-                f"SELECT session_id, metadata_json FROM messages WHERE role = 'assistant' AND session_id IN ({marks}) "
-                "ORDER BY id", tuple(session_ids)).fetchall()
+                "SELECT m.session_id, m.metadata_json FROM messages m JOIN (SELECT session_id, MAX(id) AS last "
+                f"FROM messages WHERE role = 'assistant' AND session_id IN ({marks}) GROUP BY session_id) a "
+                "ON m.session_id = a.session_id AND m.id = a.last", tuple(session_ids)).fetchall()
         found: dict[str, str] = {}
         for session_id, metadata in rows:
             model = (orjson.loads(metadata) if isinstance(metadata, (str, bytes)) else metadata or {}).get("model")

@@ -395,3 +395,14 @@ def test_a_message_standing_for_several_calls_counts_each_in_the_totals(
     assert record.total_cost_usd == totals.cost_usd == Decimal("0.003")
     assert record.unpriced_message_count == totals.unpriced_message_count == 1
     assert totals.model_calls == 3 and record.total_input_tokens == totals.input_tokens == 30
+
+
+def test_answering_models_names_each_sessions_last_answer(store: SessionStore, tmp_path: Path) -> None:
+    two, none = store.create_session(tmp_path), store.create_session(tmp_path)
+    store.append_message(user_message("q", session_id=two.id))
+    store.append_message(assistant(two.id, [TextBlock(text="first")], provider="anthropic"))
+    store.append_message(user_message("q2", session_id=two.id))
+    store.append_message(assistant(two.id, [TextBlock(text="second")], provider="openai"))
+    store.append_message(user_message("unanswered", session_id=none.id))
+    assert store.answering_models([two.id, none.id]) == {two.id: "openai:gpt-5"}
+    assert store.answering_models([]) == {}
