@@ -10,24 +10,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import orjson
-
 from metis_core.adapters.cloud_errors import CloudCredentialsError, ModelNotEnabledError
-from metis_core.adapters.gemini.errors import retry_delay_seconds
+from metis_core.adapters.gemini.errors import error_object, retry_delay_seconds
 from metis_core.errors import ProviderError, RateLimitError
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 
 def google_error(body: bytes) -> dict[str, Any] | None:
-    """The Google-shaped `error` object of a body (a stream may wrap it in a one-element list)."""
-    try:
-        parsed = orjson.loads(body)
-    except orjson.JSONDecodeError:
-        return None
-    if isinstance(parsed, list) and parsed:
-        parsed = parsed[0]
-    error = parsed.get("error") if isinstance(parsed, dict) else None
-    if isinstance(error, dict) and (isinstance(error.get("status"), str) or isinstance(error.get("code"), int)):
+    """The Google-shaped `error` object of a body (a stream may wrap it in a one-element list):
+    Gemini's, with a `status` name or a numeric `code`."""
+    error = error_object(body)
+    if error is not None and (isinstance(error.get("status"), str) or isinstance(error.get("code"), int)):
         return error
     return None
 
