@@ -11,8 +11,7 @@ from datetime import datetime
 
 import orjson
 
-from metis_core.store.records import to_us
-from metis_core.trace.store import TraceStore
+from metis_core.trace.store import TraceStore, event_filters
 
 
 @dataclass(slots=True)
@@ -45,14 +44,7 @@ def call_rows(
 ) -> list[CallRow]:
     """The calls of `types` stored in [since, until), in no set order. The payload is parsed once per row
     here (orjson): cheaper than one JSON path extraction per field in SQLite 3.40."""
-    clauses = [f"type IN ({', '.join('?' for _ in types)})"]
-    params: list[object] = list(types)
-    if since is not None:
-        clauses.append("timestamp_us >= ?")
-        params.append(to_us(since))
-    if until is not None:
-        clauses.append("timestamp_us < ?")
-        params.append(to_us(until))
+    clauses, params = event_filters(types=types, since=since, until=until)
     with trace.connection() as db, db.errors():
         rows = db.execute(f"SELECT timestamp_us, session_id, type, sensitivity, payload_json FROM events "
                           f"WHERE {' AND '.join(clauses)}", params).fetchall()
