@@ -237,6 +237,7 @@ def _gemini_answer(data: bytes, streamed: bool) -> Json:
         return dict(json.loads(data))
     parts: list[Json] = []
     answer: Json = {}
+    added: Json = {"content": {"role": "model", "parts": parts}}
     for chunk in decode_all(data, "sse"):
         if not chunk.data:
             continue
@@ -245,7 +246,9 @@ def _gemini_answer(data: bytes, streamed: bool) -> Json:
         for candidate in body.get("candidates") or ():
             for part in (candidate.get("content") or {}).get("parts") or ():
                 _add_streamed_part(parts, part)
-    answer["candidates"] = [{"content": {"role": "model", "parts": parts}}]
+            if candidate.get("finishReason"):
+                added["finishReason"] = candidate["finishReason"]
+    answer["candidates"] = [added]
     return answer
 
 
@@ -299,12 +302,17 @@ def _signature_bytes(signature: str) -> bytes:
 def _gemini_projection(parts: list[Json]) -> list[Json]:
     """Equivalent spellings only: streamed text pieces of one kind (thought or not) are one part,
     carrying the one signature they had; empty text without a signature is not a part; a thought
-    summary without a signature is not replayed (Gemini does not need it, docs/adapters/gemini.md)."""
+    summary without a signature is not replayed (Gemini does not need it, docs/adapters/gemini.md);
+    bytes fields in either base64 alphabet; a functionCall without `args` has empty ones."""
     out: list[Json] = []
     for part in parts:
         part = dict(part)
         if "thoughtSignature" in part:
             part["thoughtSignature"] = _signature_bytes(part["thoughtSignature"])
+        if "inlineData" in part:  # a generated image's bytes, in either alphabet
+            part["inlineData"] = {**part["inlineData"], "data": _signature_bytes(part["inlineData"]["data"])}
+        if "functionCall" in part:  # no `args` is an empty Struct
+            part["functionCall"] = {"args": {}, **part["functionCall"]}
         if "text" in part:
             if part.get("thought") and "thoughtSignature" not in part:
                 continue
@@ -325,14 +333,20 @@ def _gemini_projection(parts: list[Json]) -> list[Json]:
     return out
 
 
-GEMINI = Api(
-    "gemini",
-    "gemini:gemini-2.5-flash",
-    _gemini_answer,
-    lambda answer: ((answer.get("candidates") or [{}])[0].get("content") or {}).get("parts") or [],
-    _gemini_sent,
-    _gemini_projection,
-)
+FAILED_CALL_REASONS = ("MALFORMED_FUNCTION_CALL", "UNEXPECTED_TOOL_CALL", "TOO_MANY_TOOL_CALLS")
+
+
+def _gemini_recorded(answer: Json) -> Any:
+    """An answer that ends in a failed call (e.g. UNEXPECTED_TOOL_CALL: a function nobody declared)
+    is an error turn: nothing ran its calls, so they are not sent back (docs/adapters/gemini.md)."""
+    candidate = (answer.get("candidates") or [{}])[0]
+    parts = (candidate.get("content") or {}).get("parts") or []
+    if candidate.get("finishReason") in FAILED_CALL_REASONS:
+        return [part for part in parts if "functionCall" not in part]
+    return parts
+
+
+GEMINI = Api("gemini", "gemini:gemini-2.5-flash", _gemini_answer, _gemini_recorded, _gemini_sent, _gemini_projection)
 
 APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI}
 

@@ -23,12 +23,6 @@ KNOWN_LOSSES: dict[str, str] = {
         "not a loss: a hand-authored stream whose terminal response text differs from its own streamed "
         "deltas (see its .source.txt); the adapter keeps what was streamed"
     ),
-    "heldout/gemini/response__test_google_model_file_search_grounding_gemini_3_False__3.json": (
-        "Gemini 3 server-side tool parts (`toolCall` / `toolResponse`, with their thought signatures) are not kept"
-    ),
-    "heldout/gemini/stream__test_google_model_file_search_grounding_gemini_3_True__3.sse": (
-        "Gemini 3 server-side tool parts (`toolCall` / `toolResponse`, with their thought signatures) are not kept"
-    ),
 }
 
 

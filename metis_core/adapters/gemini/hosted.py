@@ -1,32 +1,26 @@
-"""Gemini's hosted tools (Google Search, URL context, code execution) <-> canonical blocks.
+"""Gemini's hosted tools (Google Search, URL context, code execution): asking, grounding, replay.
 
-An `executableCode` part becomes a `ProviderToolCallBlock` and each `codeExecutionResult` a
-`ProviderToolResultBlock`; both keep the part exactly as Gemini sent it (thought signature
-included) and replay it verbatim to Gemini. Grounding (`groundingMetadata`, from Google Search or
-URL context) is not a part: its supports become `Citation`s on the answer's text, and the
-metadata itself is kept in `provider_raw` (the search entry point Google asks apps to show, the
-queries, the retrieved URLs). Nothing here is ever a client tool call.
+The `tools` entries that enable them, grounding (`groundingMetadata`, from Google Search, URL
+context or file search: not a part, so its supports become `Citation`s on the answer's text and the
+metadata itself stays in `provider_raw`) and the replay of hosted parts to Gemini. The parts
+themselves (code, server-side tool calls) are read in hosted_parts.py. Never a client tool call.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from functools import partial
 from typing import Any
 
 from metis_core.adapters._common.hosted import HostedBlock, hosted_wire
 from metis_core.adapters.gemini.signatures import to_urlsafe_base64
-from metis_core.messages import BlockOrigin, Citation, ProviderToolCallBlock, ProviderToolResultBlock
+from metis_core.messages import BlockOrigin, Citation
 
 log = logging.getLogger("metis_core.adapters.gemini")
 
 HOSTED_TOOL_WIRE = {"web_search": "googleSearch", "web_fetch": "urlContext", "code_execution": "codeExecution"}
 """Canonical hosted tool name -> the key of Gemini's `tools` entry that enables it."""
-CODE_CALL, CODE_RESULT = "executableCode", "codeExecutionResult"
 GROUNDING_KEY, URL_CONTEXT_KEY = "grounding_metadata", "url_context_metadata"
 """provider_raw keys: the candidate's groundingMetadata and urlContextMetadata, as sent."""
-OK_OUTCOME = "OUTCOME_OK"
 
 
 TOOL_FIELDS = {"googleSearch": frozenset({"timeRangeFilter", "searchTypes", "excludeDomains", "blockingConfidence"}),
@@ -67,42 +61,6 @@ def gemini_tool_entries(provider_tools: list[dict[str, Any]]) -> list[dict[str, 
     return kept
 
 
-def code_builder(part: dict[str, Any], ordinal: int, last_call_id: str | None) -> tuple[Callable[..., Any], str | None]:
-    """The builder for a code part and the call id a later result without its own id answers.
-
-    Gemini 3 gives both parts an `id`; Gemini 2 gives none, and a result then answers the call
-    before it. A call without an id is named by its position, so a stream and a body agree."""
-    if CODE_CALL in part:
-        body = part[CODE_CALL] if isinstance(part[CODE_CALL], dict) else {}
-        call_id = str(body.get("id") or f"code_execution_{ordinal}")
-        return partial(build_code_call, call_id=call_id), call_id
-    return partial(build_code_result, call_id=last_call_id or ""), last_call_id
-
-
-def build_code_call(payload: dict[str, Any], fragments: str, origin: BlockOrigin, *,
-                    call_id: str) -> ProviderToolCallBlock:
-    body = payload.get(CODE_CALL)
-    body = body if isinstance(body, dict) else {}
-    language = str(body.get("language") or "PYTHON")
-    code = str(body.get("code") or "")
-    text = f"[hosted tool call: code_execution]\n```{language.lower()}\n{code}\n```"
-    return ProviderToolCallBlock(id=call_id, name="code_execution", input={"language": language, "code": code},
-                                 text=text, payload=payload, origin=origin)
-
-
-def build_code_result(payload: dict[str, Any], fragments: str, origin: BlockOrigin, *,
-                      call_id: str) -> ProviderToolResultBlock:
-    body = payload.get(CODE_RESULT)
-    body = body if isinstance(body, dict) else {}
-    outcome = str(body.get("outcome") or "")
-    is_error = outcome != OK_OUTCOME
-    output = str(body.get("output") or "")
-    label = f" ({outcome})" if is_error else ""
-    text = f"[hosted tool result: code_execution{label}]\n{output}".rstrip()
-    return ProviderToolResultBlock(tool_use_id=str(body.get("id") or call_id), name="code_execution_result",
-                                   text=text, is_error=is_error, payload=payload, origin=origin)
-
-
 def grounding_citations(metadata: dict[str, Any], origin: BlockOrigin) -> list[Citation]:
     """One Citation per (support, source) pair of `groundingMetadata`, in Gemini's order.
 
@@ -133,6 +91,9 @@ def replay_part(block: HostedBlock, model: str) -> tuple[dict[str, Any], bool]:
 
     A signature is valid only for the model that issued it, like those on text and calls."""
     part = dict(block.payload)
+    inline = part.get("inlineData")
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):  # a generated image: bytes as the SDK sends
+        part["inlineData"] = {**inline, "data": to_urlsafe_base64(inline["data"])}
     signature = part.get("thoughtSignature")
     if signature is None:
         return part, False

@@ -20,7 +20,8 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
-from metis_core.adapters.gemini.hosted import CODE_CALL, CODE_RESULT, code_builder, is_hosted_tool_entry
+from metis_core.adapters.gemini.hosted import is_hosted_tool_entry
+from metis_core.adapters.gemini.hosted_parts import HostedPartReader, is_hosted_part
 from metis_core.adapters.gemini.request import tool_config
 from metis_core.adapters.gemini.schema import from_gemini_schema
 from metis_core.adapters.gemini.signatures import API, PROVIDER, RAW_KEY, SignatureTable, to_standard_base64
@@ -143,7 +144,7 @@ class _Reader:
         table = SignatureTable(model=self.model_name)
         blocks: list[Any] = []
         text_ordinal = -1
-        code_parts, last_code_call = 0, None
+        hosted_parts = HostedPartReader()
         for part in parts:
             raw_signature = _get(part, "thoughtSignature", "thought_signature")
             signature = to_standard_base64(raw_signature) if isinstance(raw_signature, str) else None
@@ -156,10 +157,8 @@ class _Reader:
                 self._pending.append((canonical_id, name, provider_id))
                 if signature is not None:
                     table.tool_use[canonical_id] = signature
-            elif CODE_CALL in part or CODE_RESULT in part:  # code Gemini ran itself: kept as sent, replayed as is
-                code_parts += 1
-                build, last_code_call = code_builder(part, code_parts, last_code_call)
-                blocks.append(build(dict(part), "", origin))
+            elif is_hosted_part(part):  # code or a tool Gemini ran itself: kept as sent, replayed as is
+                blocks.append(hosted_parts.builder(part)(dict(part), "", origin))
             elif part.get("thought") is True:
                 blocks.append(ThinkingBlock(text=str(part.get("text", "")), signature=signature,
                                             origin=origin if signature is not None else None))

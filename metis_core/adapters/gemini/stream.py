@@ -19,14 +19,8 @@ import orjson
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
 from metis_core.adapters.gemini.errors import error_class_for
-from metis_core.adapters.gemini.hosted import (
-    CODE_CALL,
-    CODE_RESULT,
-    GROUNDING_KEY,
-    URL_CONTEXT_KEY,
-    code_builder,
-    grounding_citations,
-)
+from metis_core.adapters.gemini.hosted import GROUNDING_KEY, URL_CONTEXT_KEY, grounding_citations
+from metis_core.adapters.gemini.hosted_parts import HostedPartReader, is_hosted_part
 from metis_core.adapters.gemini.partial_args import PartialArgsError, apply_partial
 from metis_core.adapters.gemini.signatures import API, RAW_KEY, SignatureTable, to_standard_base64
 from metis_core.adapters.gemini.usage import FAILED_CALL_REASONS, stop_reason_for, usage_from_gemini
@@ -36,7 +30,7 @@ from metis_core.transport.wire import WireChunk
 
 log = logging.getLogger("metis_core.adapters.gemini")
 
-_UNSUPPORTED_PARTS = ("inlineData", "fileData", "functionResponse")
+_UNSUPPORTED_PARTS = ("fileData", "functionResponse")
 
 
 class GeminiStreamTranslator(StreamTranslator):
@@ -55,8 +49,7 @@ class GeminiStreamTranslator(StreamTranslator):
         self._streaming_call: tuple[Any, dict[str, Any]] | None = None
         """(assembler key, arguments so far) of a call whose arguments arrive as partialArgs."""
         self._last_text_key: tuple[str, int] | None = None
-        self._code_parts = 0
-        self._last_code_call: str | None = None
+        self._hosted_parts = HostedPartReader()
         self._grounding: dict[str, Any] | None = None
 
     # --- input ---------------------------------------------------------------------------------
@@ -145,8 +138,8 @@ class GeminiStreamTranslator(StreamTranslator):
             if part.get("thought") is True:
                 return self._thought(text, signature)
             return self._text(text, signature)
-        if CODE_CALL in part or CODE_RESULT in part:
-            return self._code_part(part)
+        if is_hosted_part(part):
+            return self._hosted_part(part)
         kind = next((k for k in _UNSUPPORTED_PARTS if k in part), "unknown")
         if kind not in self._skipped:
             self._skipped.append(kind)
@@ -155,10 +148,9 @@ class GeminiStreamTranslator(StreamTranslator):
                         extra={"adapter": "gemini", "part": kind, "session_id": self.assembler.context.session_id})
         return []
 
-    def _code_part(self, part: dict[str, Any]) -> list[StreamEvent]:
-        """Code Gemini ran itself, or its output: a hosted block holding the part as sent."""
-        self._code_parts += 1
-        build, self._last_code_call = code_builder(part, self._code_parts, self._last_code_call)
+    def _hosted_part(self, part: dict[str, Any]) -> list[StreamEvent]:
+        """Code Gemini ran, a tool Google ran (Gemini 3), or their output: a hosted block holding the part as sent."""
+        build = self._hosted_parts.builder(part)
         key = ("hosted", self._new_block("hosted", False))
         self._open = None  # text after it starts a new block
         self.assembler.hosted(key, dict(part), build)
