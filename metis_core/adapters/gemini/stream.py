@@ -31,6 +31,8 @@ from metis_core.transport.wire import WireChunk
 log = logging.getLogger("metis_core.adapters.gemini")
 
 _UNSUPPORTED_PARTS = ("fileData", "functionResponse")
+USAGE_LABELS = {"serviceTier": "service_tier", "trafficType": "traffic_type"}
+"""usageMetadata labels -> provider_raw keys (Gemini API and Vertex name the tier differently)."""
 
 
 class GeminiStreamTranslator(StreamTranslator):
@@ -102,6 +104,9 @@ class GeminiStreamTranslator(StreamTranslator):
         usage = body.get("usageMetadata")
         if isinstance(usage, dict):
             self._usage = usage
+            for field, key in USAGE_LABELS.items():  # which tier served the call (billing), not counts
+                if isinstance(usage.get(field), str):
+                    self.assembler.provider_raw[key] = usage[field]
         raw = self.assembler.provider_raw
         if "response_id" not in raw and isinstance(body.get("responseId"), str):
             raw["response_id"] = body["responseId"]
