@@ -44,9 +44,14 @@ def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> li
     return entries
 
 
+PASSED_THROUGH_TOOLS = frozenset({*HOSTED_TOOL_WIRE.values(), "fileSearch", "googleMaps"})
+"""Hosted-tool entries a Gemini request may carry; `fileSearch` (its stores) and `googleMaps` have no
+canonical name yet, so they are only passed through from a request the gateway read."""
+
+
 def is_hosted_tool_entry(entry: Any) -> bool:
     """A request's `tools` entry that enables a hosted tool (read back by the request reader)."""
-    return isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in HOSTED_TOOL_WIRE.values()
+    return isinstance(entry, dict) and len(entry) == 1 and next(iter(entry)) in PASSED_THROUGH_TOOLS
 
 
 def gemini_tool_entries(provider_tools: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -18,6 +18,7 @@ FIXTURE_MODELS = {
     "request__file_data_youtube_url.json": "gemini:gemini-2.5-flash",
     "request__function_response_with_thought_signature_replay.json": "gemini:gemini-2.5-pro",
     "request__hosted_code_execution_history_replay.json": "gemini:gemini-3-flash-preview",
+    "request__hosted_file_search_tool_gemini3.json": "gemini:gemini-3-flash-preview",
     "request__hosted_google_search_tool.json": "gemini:gemini-2.5-pro",
     "request__image_inline_data_base64.json": "gemini:gemini-2.0-flash",
     "request__parallel_function_responses.json": "gemini:gemini-3-flash-preview",

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import httpx
 import orjson
 import pytest
@@ -94,3 +96,22 @@ def test_an_error_list_body_is_read_like_a_single_error() -> None:
     body = b'[{"error": {"code": 503, "message": "overloaded", "status": "UNAVAILABLE"}}]'
     error = GeminiAdapter().classify_error(WireResponse(503, body, {"retry-after": "7"}))
     assert type(error) is ServerError and error.retry_after == 7.0 and error.provider_code == "UNAVAILABLE"
+
+
+HELDOUT = Path(__file__).resolve().parents[2] / "data" / "heldout" / "gemini"
+HELDOUT_ERRORS: dict[str, tuple[int, type[ProviderError], str, float | None]] = {
+    "error__vercel_google_429_retry_info.json": (429, RateLimitError, "RESOURCE_EXHAUSTED", 34.4),
+}
+
+
+def test_every_held_out_error_has_expectations() -> None:
+    assert {p.name for p in HELDOUT.glob("error__*")} == set(HELDOUT_ERRORS)
+
+
+@pytest.mark.parametrize("name", sorted(HELDOUT_ERRORS))
+def test_a_held_out_error_maps_to_its_class(name: str) -> None:
+    status, klass, code, retry_after = HELDOUT_ERRORS[name]
+    client, _ = serve(httpx.Response(status, content=(HELDOUT / name).read_bytes()), provider="gemini")
+    with pytest.raises(klass) as raised:
+        client.complete([user_message("hi")], model="gemini:gemini-2.5-flash")
+    assert (raised.value.status, raised.value.provider_code, raised.value.retry_after) == (status, code, retry_after)
