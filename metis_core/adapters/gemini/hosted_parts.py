@@ -59,10 +59,10 @@ class HostedPartReader:
             prefix = "code_execution" if kind == CODE_CALL else _tool_name(body)
             call_id = str(body.get("id") or f"{prefix}_{self._count[kind]}")
             self._last_call[kind] = call_id
-            build = build_code_call if kind == CODE_CALL else build_tool_call
-            return partial(build, call_id=call_id)
-        build = build_code_result if kind == CODE_CALL else build_tool_result
-        return partial(build, call_id=self._last_call[kind] or "")
+            call = build_code_call if kind == CODE_CALL else build_tool_call
+            return partial(call, call_id=call_id)
+        result = build_code_result if kind == CODE_CALL else build_tool_result
+        return partial(result, call_id=self._last_call[kind] or "")
 
 
 def _body(part: dict[str, Any], key: str) -> dict[str, Any]:

@@ -4,8 +4,8 @@ For inbound gateway requests and imports. The inverse of request.py: `systemInst
 one system message; `functionResponse` parts become TOOL messages paired with the calls they answer
 (by `id` when present, else the next unanswered call of that name); signatures are kept as
 request.py expects them (standard base64). Both camelCase and the snake_case inner keys Vertex
-clients send (`file_uri`, `mime_type`) are accepted. Code parts Gemini ran become hosted blocks and
-its hosted tools (`googleSearch`, `urlContext`, `codeExecution`) `options.provider_tools`. What has
+clients send (`file_uri`, `mime_type`) are accepted. Gemini's own work in a model turn (code, tools
+Google ran, generated images) becomes hosted blocks, its tool entries `options.provider_tools`. What has
 no canonical form (video, other built-in tools, unmapped config) is kept in `options.extra` when
 Gemini-only, or dropped with a WARN.
 """
