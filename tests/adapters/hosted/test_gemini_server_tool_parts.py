@@ -164,3 +164,17 @@ def test_a_file_search_request_is_read_with_its_tool_and_rebuilt_the_same() -> N
     rebuilt = GeminiAdapter().to_wire(read.messages, read.tools, read.options, ToolIdMap())
     validate_with_sdk(rebuilt.body)
     assert {k: rebuilt.body[k] for k in body} == body  # includeServerSideToolInvocations too
+
+
+def test_damaged_hosted_parts_still_give_hosted_blocks_and_never_a_tool_call() -> None:
+    body = {"candidates": [{"content": {"role": "model", "parts": [
+        {"toolCall": "not an object"}, {"toolResponse": {"toolType": "GOOGLE_MAPS"}},
+        {"inlineData": {"mimeType": "image/png"}}, {"text": "done"}]}, "finishReason": "STOP"}]}
+    client, _ = serve(httpx.Response(200, content=json.dumps(body).encode()), provider="gemini")
+    message = client.complete(HISTORY, model=FLASH)
+    call, result, image, text = message.content
+    assert isinstance(call, ProviderToolCallBlock) and call.name == "server_tool" and call.id == "server_tool_1"
+    assert isinstance(result, ProviderToolResultBlock) and result.name == "google_maps_result"
+    assert result.tool_use_id == "server_tool_1"  # no id: it answers the call before it
+    assert isinstance(image, ProviderToolResultBlock) and generated_image(image) is None  # no data to show
+    assert isinstance(text, TextBlock) and message.tool_uses() == []
