@@ -145,6 +145,8 @@ def _chat_projection(message: Json) -> Json:
         for kind in ("function", "custom"):
             if kind in call:
                 kept[kind] = dict(call[kind])
+        if "function" in kept and not kept["function"].get("arguments"):
+            kept["function"]["arguments"] = "{}"  # a call recorded without arguments is sent with none: `{}`
         calls.append(kept)
     audio = message.get("audio")
     return {
@@ -334,12 +336,83 @@ GEMINI = Api(
     _gemini_projection,
 )
 
-APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI}
+
+# --- OpenRouter (Chat Completions plus `reasoning_details`) and Ollama's native /api/chat ---------
+
+
+def _openrouter_answer(data: bytes, streamed: bool) -> Json:
+    """A stream's detail fragments of one (index, type) join their strings, as OpenRouter documents."""
+    if not streamed:
+        message: Json = json.loads(data)["choices"][0]["message"]
+        return message
+    answer = _chat_stream_message(data)
+    details: dict[tuple[Any, Any], Json] = {}
+    for chunk in decode_all(data, "sse"):
+        if not chunk.data or chunk.data == "[DONE]":
+            continue
+        for choice in json.loads(chunk.data).get("choices") or ():
+            for fragment in (choice.get("delta") or {}).get("reasoning_details") or ():
+                merged = details.setdefault((fragment.get("index", 0), fragment.get("type")), {})
+                for key, value in fragment.items():
+                    if key in ("text", "summary", "data", "signature") and isinstance(value, str):
+                        merged[key] = (merged.get(key) or "") + value
+                    elif merged.get(key) is None:
+                        merged[key] = value
+    if details:
+        answer["reasoning_details"] = list(details.values())
+    return answer
+
+
+def _openrouter_projection(message: Json) -> Json:
+    return {**_chat_projection(message), "reasoning_details": message.get("reasoning_details") or None}
+
+
+OPENROUTER = Api(
+    "openrouter", "openrouter:openai/gpt-4.1-mini", _openrouter_answer, lambda m: m, _chat_sent, _openrouter_projection
+)
+
+
+def _ollama_answer(data: bytes, streamed: bool) -> Json:
+    """A stream's lines add up: content and thinking concatenate, tool calls accumulate."""
+    if not streamed:
+        return dict(json.loads(data))
+    message: Json = {"role": "assistant", "content": "", "thinking": "", "tool_calls": []}
+    model = None
+    for chunk in decode_all(data, "ndjson"):
+        line = json.loads(chunk.data)
+        model = model or line.get("model")
+        part = line.get("message") or {"content": line.get("response")}  # /api/generate lines
+        for key in ("content", "thinking"):
+            message[key] += part.get(key) or ""
+        message["tool_calls"] += part.get("tool_calls") or []
+    return {"model": model, "message": message}
+
+
+def _ollama_projection(message: Json) -> Json:
+    calls = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments") or {}}
+             for c in message.get("tool_calls") or ()]
+    return {"content": message.get("content") or None, "thinking": message.get("thinking") or None,
+            "tool_calls": calls, "images": message.get("images") or None}
+
+
+OLLAMA = Api(
+    "ollama",
+    "ollama:llama3.2",
+    _ollama_answer,
+    lambda answer: answer["message"],
+    lambda body: _assistant_turn(body["messages"], "assistant", {"role": "assistant"}),
+    _ollama_projection,
+)
+
+APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI,
+        "openrouter": OPENROUTER, "ollama": OLLAMA}
 
 
 def model_of(api: Api, answer: Json) -> str:
     """Gemini's recorded model (its signatures go back only to the model that made them), when the
     registry knows it; the API's default model otherwise."""
+    if api is OLLAMA and answer.get("model"):
+        return f"ollama:{answer['model']}"  # thinking goes back only to the model that thought it
     name = answer.get("modelVersion")
     if api is GEMINI and name:
         try:
