@@ -3,7 +3,8 @@
 Anthropic's `input_tokens` already excludes cache reads and cache writes, so it maps straight
 across; `cache_read_input_tokens` becomes `cached_input_tokens`. The one-hour part of the cache
 writes (`cache_creation.ephemeral_1h_input_tokens`) and `server_tool_use` request counts go to
-`Usage.details`. Streams report usage twice
+`Usage.details`; `output_tokens_details.thinking_tokens` (inside `output_tokens`) is
+`reasoning_tokens`. Streams report usage twice
 (message_start, then cumulative figures in message_delta); callers merge the raw dicts first.
 """
 
@@ -30,6 +31,9 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     else:
         usage = Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
                       cache_creation_input_tokens=written)
+    thinking = detail_count(raw.get("output_tokens_details"), "thinking_tokens")
+    if thinking:
+        usage.reasoning_tokens = min(thinking, usage.output_tokens)
     by_ttl, server_tools = raw.get("cache_creation"), raw.get("server_tool_use")
     if by_ttl is None and server_tools is None:
         return usage
