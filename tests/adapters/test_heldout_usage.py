@@ -59,7 +59,8 @@ def test_a_streamed_compaction_keeps_the_compaction_call_usage() -> None:
 def test_a_streamed_advisor_answer_keeps_its_thinking_tokens() -> None:
     name = "stream__test_anthropic_advisor_tool_stream__0.sse"
     usage = answer("anthropic", "anthropic", name).metadata.usage
-    assert usage is not None and usage.reasoning_tokens == streamed_usage(name)["output_tokens_details"]["thinking_tokens"]
+    thinking = streamed_usage(name)["output_tokens_details"]["thinking_tokens"]
+    assert usage is not None and usage.reasoning_tokens == thinking
 
 
 def test_chat_completions_per_modality_counts_are_kept() -> None:
