@@ -109,8 +109,11 @@ def _chat_stream_message(data: bytes) -> Json:
                 continue
             delta = choice.get("delta") or {}
             for key in ("content", "refusal"):
-                if delta.get(key):
-                    message[key] = (message[key] or "") + delta[key]
+                value = delta.get(key)
+                if isinstance(value, list):  # content parts (Mistral's thinking streams)
+                    value = "".join(part.get("text") or "" for part in value)
+                if value:
+                    message[key] = (message[key] or "") + value
             for fragment in delta.get("tool_calls") or ():
                 call = calls.setdefault(fragment["index"], {"function": {"name": "", "arguments": ""}})
                 for key in ("id", "type"):
@@ -143,7 +146,7 @@ def _chat_projection(message: Json) -> Json:
     for call in message.get("tool_calls") or ():
         kept = {"id": call.get("id"), "type": call.get("type", "function")}
         for kind in ("function", "custom"):
-            if kind in call:
+            if call.get(kind) and any(call[kind].values()):  # Snowflake's empty `custom` beside `function`
                 kept[kind] = dict(call[kind])
         if "function" in kept and not kept["function"].get("arguments"):
             kept["function"]["arguments"] = "{}"  # a call recorded without arguments is sent with none: `{}`
@@ -154,7 +157,7 @@ def _chat_projection(message: Json) -> Json:
         "content": content or None,
         "refusal": message.get("refusal") or None,
         "tool_calls": calls,
-        "audio": {"id": audio["id"]} if audio else None,
+        "audio": {"id": audio["id"]} if audio and audio.get("id") else None,
     }
 
 
@@ -404,8 +407,27 @@ OLLAMA = Api(
     _ollama_projection,
 )
 
+THINK = re.compile(r"^\s*<think>.*?(</think>|$)", re.DOTALL)
+
+
+def _compatible_recorded(message: Json) -> Json:
+    """Reasoning a server puts in the content (`<think>…</think>`, Qwen, DeepSeek R1) is not sent back:
+    those models' chat templates drop it from history (docs/adapters/openai_compatible.md)."""
+    content = message.get("content")
+    return {**message, "content": THINK.sub("", content)} if isinstance(content, str) else message
+
+
+def _compatible_projection(message: Json) -> Json:
+    """As Chat Completions, but for the whitespace that opened the answer after its reasoning."""
+    projected = _chat_projection(message)
+    return {**projected, "content": (projected["content"] or "").lstrip() or None}
+
+
+OPENAI_COMPATIBLE = Api("openai_compatible", "openai_compatible:served-model", _chat_answer, _compatible_recorded,
+                        _chat_sent, _compatible_projection)
+
 APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI,
-        "openrouter": OPENROUTER, "ollama": OLLAMA}
+        "openrouter": OPENROUTER, "ollama": OLLAMA, "openai_compatible": OPENAI_COMPATIBLE}
 
 
 def model_of(api: Api, answer: Json) -> str:

@@ -16,11 +16,12 @@ from metis_core.errors import ErrorClass, ProviderError
 from metis_core.messages import user_message
 
 HELDOUT = Path(__file__).resolve().parents[1] / "data" / "heldout"
-PROVIDERS = {"anthropic": "anthropic", "openai_chat": "openai", "openrouter": "openrouter"}
+PROVIDERS = {"anthropic": "anthropic", "openai_chat": "openai", "openrouter": "openrouter",
+             "openai_compatible": "openai_compatible"}
 MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai:gpt-4.1-mini",
-          "openrouter": "openrouter:openai/gpt-4.1-mini"}
+          "openrouter": "openrouter:openai/gpt-4.1-mini", "openai_compatible": "openai_compatible:served-model"}
 SECRET = "sk-test-SECRET-0123"
-EXPECTED_CLASS = {400: ErrorClass.INVALID_REQUEST, 429: ErrorClass.RATE_LIMIT}
+EXPECTED_CLASS = {400: ErrorClass.INVALID_REQUEST, 404: ErrorClass.INVALID_REQUEST, 429: ErrorClass.RATE_LIMIT}
 
 CASES = [pytest.param(folder, path, id=f"{folder}/{path.name}")
          for folder in PROVIDERS for path in sorted((HELDOUT / folder).glob("error__*.json"))]
