@@ -420,7 +420,8 @@ def _compatible_recorded(message: Json) -> Json:
 def _compatible_projection(message: Json) -> Json:
     """As Chat Completions, but for the whitespace that opened the answer after its reasoning."""
     projected = _chat_projection(message)
-    return {**projected, "content": (projected["content"] or "").lstrip() or None}
+    return {**projected, "content": (projected["content"] or "").lstrip() or None,
+            "extra_content": message.get("extra_content") or None}  # Gemini's thought signature
 
 
 OPENAI_COMPATIBLE = Api("openai_compatible", "openai_compatible:served-model", _chat_answer, _compatible_recorded,
