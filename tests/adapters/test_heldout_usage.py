@@ -1,6 +1,6 @@
 """Usage counts of real held-out answers (tests/data/heldout, see PROVENANCE.md) that the totals alone
-would lose: Anthropic thinking tokens and per-iteration usage (advisor and compaction calls), Chat
-Completions per-modality counts, OpenRouter's web search count.
+would lose: Anthropic thinking tokens and per-iteration usage (advisor and compaction calls, priced
+beside the answer), Chat Completions per-modality counts, OpenRouter's web search count.
 """
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ import httpx
 from mock_http import serve, sse_response
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.messages import Message, MessageComplete, user_message
+from metis_core.adapters.anthropic.usage import usage_from_wire
+from metis_core.messages import ExtraCallUsage, Message, MessageComplete, Usage, user_message
+from metis_core.models.pricing import default_price_table
 
 HELDOUT = Path(__file__).resolve().parents[1] / "data" / "heldout"
 MODELS = {"anthropic": "anthropic:claude-sonnet-4-5", "openai": "openai:gpt-4.1-mini",
@@ -77,3 +79,29 @@ def test_openrouter_web_searches_and_video_tokens_are_kept() -> None:
     video = answer("openrouter", "openrouter", "response__test_openrouter_binary_content_video_public_api__0.json")
     assert video.metadata.usage is not None and video.metadata.usage.details is not None
     assert video.metadata.usage.details.modalities == {"prompt": {"VIDEO": 258}}
+
+
+def test_a_compaction_call_is_priced_beside_the_answer() -> None:
+    name = "response__test_anthropic_compaction_usage_with_cache__0.json"
+    body = json.loads((HELDOUT / "anthropic" / name).read_text())
+    usage = usage_from_wire(body["usage"])
+    [compaction] = [i for i in body["usage"]["iterations"] if i["type"] == "compaction"]
+    assert usage.details is not None and usage.details.extra_calls == [ExtraCallUsage(
+        kind="compaction", input_tokens=compaction["input_tokens"], output_tokens=compaction["output_tokens"],
+        cache_creation_input_tokens=compaction["cache_creation_input_tokens"])]
+    table, model = default_price_table(), "anthropic:claude-sonnet-4-5"
+    alone = Usage(input_tokens=compaction["input_tokens"], output_tokens=compaction["output_tokens"],
+                  cache_creation_input_tokens=compaction["cache_creation_input_tokens"])
+    answer_only = usage.model_copy(update={"details": None})
+    assert table.cost(usage, model)[0] == table.cost(answer_only, model)[0] + table.cost(alone, model)[0]  # type: ignore[operator]
+
+
+def test_an_advisor_call_keeps_its_own_model_and_is_left_unpriced_when_that_model_is() -> None:
+    body = json.loads((HELDOUT / "anthropic" / "response__test_anthropic_advisor_tool__0.json").read_text())
+    usage = usage_from_wire(body["usage"])
+    assert usage.details is not None and usage.details.extra_calls is not None
+    [advisor] = usage.details.extra_calls
+    assert (advisor.kind, advisor.model, advisor.input_tokens) == ("advisor_message", "claude-opus-4-8", 2518)
+    table, model = default_price_table(), "anthropic:claude-sonnet-4-5"
+    assert table.price_for("anthropic:claude-opus-4-8") is None  # not in the table: the advisor call adds nothing
+    assert table.cost(usage, model) == table.cost(usage.model_copy(update={"details": None}), model)

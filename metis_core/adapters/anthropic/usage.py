@@ -4,7 +4,9 @@ Anthropic's `input_tokens` already excludes cache reads and cache writes, so it 
 across; `cache_read_input_tokens` becomes `cached_input_tokens`. The one-hour part of the cache
 writes (`cache_creation.ephemeral_1h_input_tokens`) and `server_tool_use` request counts go to
 `Usage.details`; `output_tokens_details.thinking_tokens` (inside `output_tokens`) is
-`reasoning_tokens`. Streams report usage twice
+`reasoning_tokens`; `iterations` other than `message` (compaction, the advisor's) are calls billed
+beside the top-level counts, kept as `Usage.details.extra_calls` and priced by the price table.
+Streams report usage twice
 (message_start, then cumulative figures in message_delta); callers merge the raw dicts first.
 """
 
@@ -13,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from metis_core.messages import Usage, prechecked
+from metis_core.messages import ExtraCallUsage, Usage, prechecked
 from metis_core.messages.prechecked import token_count
 from metis_core.models.usage_normalization import detail_count, with_details
 
@@ -34,13 +36,30 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     thinking = detail_count(raw.get("output_tokens_details"), "thinking_tokens")
     if thinking:
         usage.reasoning_tokens = min(thinking, usage.output_tokens)
-    by_ttl, server_tools = raw.get("cache_creation"), raw.get("server_tool_use")
-    if by_ttl is None and server_tools is None:
+    by_ttl, server_tools, iterations = raw.get("cache_creation"), raw.get("server_tool_use"), raw.get("iterations")
+    if by_ttl is None and server_tools is None and not iterations:
         return usage
     return with_details(usage, cache_write_1h_tokens=min(detail_count(by_ttl, "ephemeral_1h_input_tokens"),
                                                          usage.cache_creation_input_tokens),
                         web_search_requests=detail_count(server_tools, "web_search_requests"),
-                        web_fetch_requests=detail_count(server_tools, "web_fetch_requests"))
+                        web_fetch_requests=detail_count(server_tools, "web_fetch_requests"),
+                        extra_calls=_extra_calls(iterations))
+
+
+def _extra_calls(iterations: object) -> list[ExtraCallUsage] | None:
+    """The iterations billed beside the top-level counts: every one but the `message` iterations, which
+    the top level adds up (compaction; the advisor's, answered by its own model)."""
+    if not isinstance(iterations, list):
+        return None
+    calls = [ExtraCallUsage(kind=str(item.get("type")), model=item.get("model") if isinstance(item.get("model"), str)
+                            else None,
+                            input_tokens=detail_count(item, "input_tokens"),
+                            output_tokens=detail_count(item, "output_tokens"),
+                            cached_input_tokens=detail_count(item, "cache_read_input_tokens"),
+                            cache_creation_input_tokens=detail_count(item, "cache_creation_input_tokens"),
+                            cache_write_1h_tokens=detail_count(item.get("cache_creation"), "ephemeral_1h_input_tokens"))
+             for item in iterations if isinstance(item, dict) and item.get("type") != "message"]
+    return calls or None
 
 
 def merge_usage(current: dict[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:
