@@ -4,7 +4,7 @@ Anthropic's `input_tokens` already excludes cache reads and cache writes, so it 
 across; `cache_read_input_tokens` becomes `cached_input_tokens`. The one-hour part of the cache
 writes (`cache_creation.ephemeral_1h_input_tokens`) and `server_tool_use` request counts go to
 `Usage.details`; `output_tokens_details.thinking_tokens` (inside `output_tokens`) is
-`reasoning_tokens`; `iterations` other than `message` (compaction, the advisor's) are calls billed
+`reasoning_tokens`; `iterations` of a compaction or an advisor are calls billed
 beside the top-level counts, kept as `Usage.details.extra_calls` and priced by the price table.
 Streams report usage twice
 (message_start, then cumulative figures in message_delta); callers merge the raw dicts first.
@@ -46,9 +46,13 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
                         extra_calls=_extra_calls(iterations))
 
 
+BILLED_BESIDE = frozenset({"compaction", "advisor_message"})
+"""Iteration types the top-level counts leave out (they add up the `message` iterations only); other
+types (a model fallback's `fallback_message`, which the top level reports) are not added again."""
+
+
 def _extra_calls(iterations: object) -> list[ExtraCallUsage] | None:
-    """The iterations billed beside the top-level counts: every one but the `message` iterations, which
-    the top level adds up (compaction; the advisor's, answered by its own model)."""
+    """The iterations billed beside the top-level counts: compaction, and the advisor's (its own model)."""
     if not isinstance(iterations, list):
         return None
     calls = [ExtraCallUsage(kind=str(item.get("type")), model=item.get("model") if isinstance(item.get("model"), str)
@@ -58,7 +62,7 @@ def _extra_calls(iterations: object) -> list[ExtraCallUsage] | None:
                             cached_input_tokens=detail_count(item, "cache_read_input_tokens"),
                             cache_creation_input_tokens=detail_count(item, "cache_creation_input_tokens"),
                             cache_write_1h_tokens=detail_count(item.get("cache_creation"), "ephemeral_1h_input_tokens"))
-             for item in iterations if isinstance(item, dict) and item.get("type") != "message"]
+             for item in iterations if isinstance(item, dict) and item.get("type") in BILLED_BESIDE]
     return calls or None
 
 
