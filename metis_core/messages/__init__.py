@@ -32,6 +32,7 @@ from metis_core.messages.message import (
     utc_now,
 )
 from metis_core.messages.metadata import (
+    ExtraCallUsage,
     MessageMetadata,
     MessageStatus,
     RoutingDecisionRecord,
@@ -65,6 +66,7 @@ __all__ = [
     "CitationDelta",
     "CompactionBlock",
     "ContentBlock",
+    "ExtraCallUsage",
     "ImageBlock",
     "ImageSource",
     "Message",

@@ -62,8 +62,23 @@ class RoutingDecisionRecord(BaseModel):
     alternatives_considered: list[str] = Field(default_factory=empty_list)
 
 
+class ExtraCallUsage(BaseModel):
+    """A call the provider made inside one request and billed beside its totals, not inside them
+    (Anthropic's `usage.iterations` of type `compaction` or `advisor_message`); `model` is set when
+    another model answered it (the advisor), else the request's model did."""
+
+    kind: str
+    model: str | None = None
+    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    cached_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    cache_creation_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    cache_write_1h_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+
+
 class UsageDetails(BaseModel):
-    """Finer counts a provider reports beside the totals; each is already inside a `Usage` total.
+    """Finer counts a provider reports beside the totals; each is already inside a `Usage` total
+    except `extra_calls`, which the price table adds to the request's cost where it knows their price.
 
     `cache_write_1h_tokens` is the part of `cache_creation_input_tokens` written with a one-hour TTL
     (priced at its own rate); the request counts are hosted tool calls, recorded and not priced.
@@ -81,6 +96,7 @@ class UsageDetails(BaseModel):
     tool_use_prompt_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
     """Gemini's built-in tool prompt tokens, already counted in `input_tokens`."""
     modalities: dict[str, dict[str, int]] | None = None
+    extra_calls: list[ExtraCallUsage] | None = None
 
     def any_reported(self) -> bool:
         return any(value for value in self.__dict__.values())

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from metis_core.errors import MetisError, PriceTableError
-from metis_core.messages.metadata import Usage
+from metis_core.messages.metadata import ExtraCallUsage, Usage, UsageDetails
 from metis_core.models.price_file import (
     CACHE_WRITE_1H,
     RATE_KINDS,
@@ -350,7 +350,30 @@ class PriceTable:
                     extra={"model_id": model_id},
                 )
             return None, None
-        return price.cost_of(usage), price.pricing_version
+        cost = price.cost_of(usage)
+        if usage.details is not None and usage.details.extra_calls:
+            cost = self._with_extra_calls(cost, price, usage.details.extra_calls, model_id, at)
+        return cost, price.pricing_version
+
+    def _with_extra_calls(self, cost: Decimal, price: ModelPrice, calls: list[ExtraCallUsage], model_id: str,
+                          at: date | None) -> Decimal:
+        """`cost` plus each call billed beside the request's totals, at its own model's price when the
+        table knows it; one it does not know is left out of the cost with a WARNING."""
+        provider = model_id.split(":", 1)[0]
+        for call in calls:
+            call_price = price if call.model is None else self.price_for(f"{provider}:{call.model}", at)
+            if call_price is None:
+                log.warning("no price for %s:%s, which answered the %s call inside a %s request; that call's cost "
+                            "is left out (add it under prices: in config.yaml)", provider, call.model, call.kind,
+                            model_id, extra={"model_id": model_id})
+                continue
+            written_1h = call.cache_write_1h_tokens
+            details = UsageDetails(cache_write_1h_tokens=written_1h) if written_1h else None
+            cost = _ARITHMETIC.add(cost, call_price.cost_of(Usage(
+                input_tokens=call.input_tokens, output_tokens=call.output_tokens,
+                cached_input_tokens=call.cached_input_tokens,
+                cache_creation_input_tokens=call.cache_creation_input_tokens, details=details)))
+        return cost.normalize(_ARITHMETIC)
 
     def price_usage(self, usage: Usage, model_id: str, at: date | None = None) -> Usage:
         """A copy of `usage` with cost_usd and pricing_version set from this table."""

@@ -109,8 +109,11 @@ def _chat_stream_message(data: bytes) -> Json:
                 continue
             delta = choice.get("delta") or {}
             for key in ("content", "refusal"):
-                if delta.get(key):
-                    message[key] = (message[key] or "") + delta[key]
+                value = delta.get(key)
+                if isinstance(value, list):  # content parts (Mistral's thinking streams)
+                    value = "".join(part.get("text") or "" for part in value)
+                if value:
+                    message[key] = (message[key] or "") + value
             for fragment in delta.get("tool_calls") or ():
                 call = calls.setdefault(fragment["index"], {"function": {"name": "", "arguments": ""}})
                 for key in ("id", "type"):
@@ -143,8 +146,10 @@ def _chat_projection(message: Json) -> Json:
     for call in message.get("tool_calls") or ():
         kept = {"id": call.get("id"), "type": call.get("type", "function")}
         for kind in ("function", "custom"):
-            if kind in call:
+            if call.get(kind) and any(call[kind].values()):  # Snowflake's empty `custom` beside `function`
                 kept[kind] = dict(call[kind])
+        if "function" in kept and not kept["function"].get("arguments"):
+            kept["function"]["arguments"] = "{}"  # a call recorded without arguments is sent with none: `{}`
         calls.append(kept)
     audio = message.get("audio")
     return {
@@ -152,7 +157,7 @@ def _chat_projection(message: Json) -> Json:
         "content": content or None,
         "refusal": message.get("refusal") or None,
         "tool_calls": calls,
-        "audio": {"id": audio["id"]} if audio else None,
+        "audio": {"id": audio["id"]} if audio and audio.get("id") else None,
     }
 
 
@@ -348,12 +353,103 @@ def _gemini_recorded(answer: Json) -> Any:
 
 GEMINI = Api("gemini", "gemini:gemini-2.5-flash", _gemini_answer, _gemini_recorded, _gemini_sent, _gemini_projection)
 
-APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI}
+
+# --- OpenRouter (Chat Completions plus `reasoning_details`) and Ollama's native /api/chat ---------
+
+
+def _openrouter_answer(data: bytes, streamed: bool) -> Json:
+    """A stream's detail fragments of one (index, type) join their strings, as OpenRouter documents."""
+    if not streamed:
+        message: Json = json.loads(data)["choices"][0]["message"]
+        return message
+    answer = _chat_stream_message(data)
+    details: dict[tuple[Any, Any], Json] = {}
+    for chunk in decode_all(data, "sse"):
+        if not chunk.data or chunk.data == "[DONE]":
+            continue
+        for choice in json.loads(chunk.data).get("choices") or ():
+            for fragment in (choice.get("delta") or {}).get("reasoning_details") or ():
+                merged = details.setdefault((fragment.get("index", 0), fragment.get("type")), {})
+                for key, value in fragment.items():
+                    if key in ("text", "summary", "data", "signature") and isinstance(value, str):
+                        merged[key] = (merged.get(key) or "") + value
+                    elif merged.get(key) is None:
+                        merged[key] = value
+    if details:
+        answer["reasoning_details"] = list(details.values())
+    return answer
+
+
+def _openrouter_projection(message: Json) -> Json:
+    return {**_chat_projection(message), "reasoning_details": message.get("reasoning_details") or None}
+
+
+OPENROUTER = Api(
+    "openrouter", "openrouter:openai/gpt-4.1-mini", _openrouter_answer, lambda m: m, _chat_sent, _openrouter_projection
+)
+
+
+def _ollama_answer(data: bytes, streamed: bool) -> Json:
+    """A stream's lines add up: content and thinking concatenate, tool calls accumulate."""
+    if not streamed:
+        return dict(json.loads(data))
+    message: Json = {"role": "assistant", "content": "", "thinking": "", "tool_calls": []}
+    model = None
+    for chunk in decode_all(data, "ndjson"):
+        line = json.loads(chunk.data)
+        model = model or line.get("model")
+        part = line.get("message") or {"content": line.get("response")}  # /api/generate lines
+        for key in ("content", "thinking"):
+            message[key] += part.get(key) or ""
+        message["tool_calls"] += part.get("tool_calls") or []
+    return {"model": model, "message": message}
+
+
+def _ollama_projection(message: Json) -> Json:
+    calls = [{"name": c["function"]["name"], "arguments": c["function"].get("arguments") or {}}
+             for c in message.get("tool_calls") or ()]
+    return {"content": message.get("content") or None, "thinking": message.get("thinking") or None,
+            "tool_calls": calls, "images": message.get("images") or None}
+
+
+OLLAMA = Api(
+    "ollama",
+    "ollama:llama3.2",
+    _ollama_answer,
+    lambda answer: answer["message"],
+    lambda body: _assistant_turn(body["messages"], "assistant", {"role": "assistant"}),
+    _ollama_projection,
+)
+
+THINK = re.compile(r"^\s*<think>.*?(</think>|$)", re.DOTALL)
+
+
+def _compatible_recorded(message: Json) -> Json:
+    """Reasoning a server puts in the content (`<think>…</think>`, Qwen, DeepSeek R1) is not sent back:
+    those models' chat templates drop it from history (docs/adapters/openai_compatible.md)."""
+    content = message.get("content")
+    return {**message, "content": THINK.sub("", content)} if isinstance(content, str) else message
+
+
+def _compatible_projection(message: Json) -> Json:
+    """As Chat Completions, but for the whitespace that opened the answer after its reasoning."""
+    projected = _chat_projection(message)
+    return {**projected, "content": (projected["content"] or "").lstrip() or None,
+            "extra_content": message.get("extra_content") or None}  # Gemini's thought signature
+
+
+OPENAI_COMPATIBLE = Api("openai_compatible", "openai_compatible:served-model", _chat_answer, _compatible_recorded,
+                        _chat_sent, _compatible_projection)
+
+APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI,
+        "openrouter": OPENROUTER, "ollama": OLLAMA, "openai_compatible": OPENAI_COMPATIBLE}
 
 
 def model_of(api: Api, answer: Json) -> str:
     """Gemini's recorded model (its signatures go back only to the model that made them), when the
     registry knows it; the API's default model otherwise."""
+    if api is OLLAMA and answer.get("model"):
+        return f"ollama:{answer['model']}"  # thinking goes back only to the model that thought it
     name = answer.get("modelVersion")
     if api is GEMINI and name:
         try:

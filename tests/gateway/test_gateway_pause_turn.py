@@ -311,3 +311,28 @@ def test_a_client_leaving_a_streamed_continuation_cancels_it_and_keeps_what_stre
         assert stored[-1].text() and seen.endswith(stored[-1].text())  # what streamed of the continuation
     finally:
         harness.stop()
+
+
+HELDOUT = Path(__file__).resolve().parents[1] / "data" / "heldout" / "anthropic"
+VCR = "test_pause_turn_web_search_vcr"
+"""The same test's non-streamed recording (tests/data/heldout): a paused whole answer that opens with
+a signed thinking block, its continuation, and the request pydantic-ai resumed it with."""
+
+
+def test_a_paused_whole_answer_with_signed_thinking_is_resumed_as_recorded(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue(budget_usd=Decimal("100"), budget_period="day")
+    bodies = [json.loads((HELDOUT / f"response__{VCR}__{i}.json").read_text()) for i in (0, 1)]
+    recorded = json.loads((HELDOUT / f"request__{VCR}__1.json").read_text())
+    gateway.upstream.script(ANTHROPIC, as_json(bodies[0]), as_json(bodies[1]))
+    tools: Any = [WEB_SEARCH]
+    answer = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0).messages.create(
+        model=MODEL, max_tokens=recorded["max_tokens"], messages=recorded["messages"][:1], tools=tools,
+        thinking=recorded["thinking"])
+    assert answer.stop_reason == "end_turn" and answer.to_dict()["content"] == [*bodies[0]["content"],
+                                                                               *bodies[1]["content"]]
+    first, second = gateway.upstream.bodies(ANTHROPIC)
+    assert second["thinking"] == recorded["thinking"] and second["messages"][0] == first["messages"][0]
+    resent = normalized_anthropic_content(second["messages"][1]["content"])
+    assert resent == normalized_anthropic_content(recorded["messages"][1]["content"])  # signature and all
+    [turn] = gateway.of_type("turn.completed")
+    assert turn.payload["llm_call_count"] == 2 and len(gateway.of_type("llm.call_completed")) == 2

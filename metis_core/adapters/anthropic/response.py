@@ -68,6 +68,9 @@ def raw_details(data: dict[str, Any]) -> dict[str, Any]:
         raw["stop_details"] = value
     if (value := get("container")) is not None:
         raw["container"] = value
+    usage = get("usage")
+    if isinstance(usage, dict) and (value := usage.get("iterations")):
+        raw["usage_iterations"] = value  # compaction and advisor calls, billed beside the top-level counts
     return raw
 
 

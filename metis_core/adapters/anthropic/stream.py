@@ -177,7 +177,7 @@ class AnthropicStreamTranslator(StreamTranslator):
         return []  # newer delta kinds carry nothing canonical
 
     def _stamp_raw(self) -> None:
-        self._assembler.provider_raw.update(raw_details(self._message))
+        self._assembler.provider_raw.update(raw_details({**self._message, "usage": self._usage}))
         if self._stop_reason is not None:
             self._assembler.provider_raw["stop_reason"] = self._stop_reason
         if self._skipped:

@@ -3,7 +3,10 @@
 Anthropic's `input_tokens` already excludes cache reads and cache writes, so it maps straight
 across; `cache_read_input_tokens` becomes `cached_input_tokens`. The one-hour part of the cache
 writes (`cache_creation.ephemeral_1h_input_tokens`) and `server_tool_use` request counts go to
-`Usage.details`. Streams report usage twice
+`Usage.details`; `output_tokens_details.thinking_tokens` (inside `output_tokens`) is
+`reasoning_tokens`; `iterations` of a compaction or an advisor are calls billed
+beside the top-level counts, kept as `Usage.details.extra_calls` and priced by the price table.
+Streams report usage twice
 (message_start, then cumulative figures in message_delta); callers merge the raw dicts first.
 """
 
@@ -12,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from metis_core.messages import Usage, prechecked
+from metis_core.messages import ExtraCallUsage, Usage, prechecked
 from metis_core.messages.prechecked import token_count
 from metis_core.models.usage_normalization import detail_count, with_details
 
@@ -30,13 +33,37 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     else:
         usage = Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=read,
                       cache_creation_input_tokens=written)
-    by_ttl, server_tools = raw.get("cache_creation"), raw.get("server_tool_use")
-    if by_ttl is None and server_tools is None:
+    thinking = detail_count(raw.get("output_tokens_details"), "thinking_tokens")
+    if thinking:
+        usage.reasoning_tokens = min(thinking, usage.output_tokens)
+    by_ttl, server_tools, iterations = raw.get("cache_creation"), raw.get("server_tool_use"), raw.get("iterations")
+    if by_ttl is None and server_tools is None and not iterations:
         return usage
     return with_details(usage, cache_write_1h_tokens=min(detail_count(by_ttl, "ephemeral_1h_input_tokens"),
                                                          usage.cache_creation_input_tokens),
                         web_search_requests=detail_count(server_tools, "web_search_requests"),
-                        web_fetch_requests=detail_count(server_tools, "web_fetch_requests"))
+                        web_fetch_requests=detail_count(server_tools, "web_fetch_requests"),
+                        extra_calls=_extra_calls(iterations))
+
+
+BILLED_BESIDE = frozenset({"compaction", "advisor_message"})
+"""Iteration types the top-level counts leave out (they add up the `message` iterations only); other
+types (a model fallback's `fallback_message`, which the top level reports) are not added again."""
+
+
+def _extra_calls(iterations: object) -> list[ExtraCallUsage] | None:
+    """The iterations billed beside the top-level counts: compaction, and the advisor's (its own model)."""
+    if not isinstance(iterations, list):
+        return None
+    calls = [ExtraCallUsage(kind=str(item.get("type")), model=item.get("model") if isinstance(item.get("model"), str)
+                            else None,
+                            input_tokens=detail_count(item, "input_tokens"),
+                            output_tokens=detail_count(item, "output_tokens"),
+                            cached_input_tokens=detail_count(item, "cache_read_input_tokens"),
+                            cache_creation_input_tokens=detail_count(item, "cache_creation_input_tokens"),
+                            cache_write_1h_tokens=detail_count(item.get("cache_creation"), "ephemeral_1h_input_tokens"))
+             for item in iterations if isinstance(item, dict) and item.get("type") in BILLED_BESIDE]
+    return calls or None
 
 
 def merge_usage(current: dict[str, Any], update: Mapping[str, Any] | None) -> dict[str, Any]:

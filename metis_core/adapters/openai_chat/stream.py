@@ -166,7 +166,8 @@ class ChatStreamTranslator(StreamTranslator):
     def apply_tool_call(self, position: int, call: dict[str, Any]) -> list[StreamEvent]:
         index = call.get("index", position)
         provider_id = call.get("id") or None
-        custom = call.get("type") == "custom" or "custom" in call
+        kind = call.get("type")  # Snowflake sends an empty `custom` beside every `function`
+        custom = kind == "custom" if kind else "custom" in call and "function" not in call
         body = call.get("custom" if custom else "function") or {}
         current = self._calls.get(index)
         events: list[StreamEvent] = []

@@ -2,8 +2,8 @@
 
 OpenAI counts cached prompt tokens (and, in newer bodies, cache-write tokens) INSIDE
 `prompt_tokens`; canonical `input_tokens` excludes both, so they are subtracted here and nowhere
-else. Reasoning tokens stay inside `output_tokens` and are also reported on their own; audio and
-accepted/rejected prediction counts go to `Usage.details`. Cost is not
+else. Reasoning tokens stay inside `output_tokens` and are also reported on their own; audio,
+accepted/rejected prediction and per-modality counts go to `Usage.details`. Cost is not
 read from the body: the price table computes it (RequestContext.finish_usage).
 """
 
@@ -45,4 +45,19 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     return with_details(usage, audio_input_tokens=detail_count(prompt_details, "audio_tokens"),
                         audio_output_tokens=detail_count(completion_details, "audio_tokens"),
                         accepted_prediction_tokens=detail_count(completion_details, "accepted_prediction_tokens"),
-                        rejected_prediction_tokens=detail_count(completion_details, "rejected_prediction_tokens"))
+                        rejected_prediction_tokens=detail_count(completion_details, "rejected_prediction_tokens"),
+                        modalities=_modalities(prompt_details, completion_details))
+
+
+_MODALITIES = (("text_tokens", "TEXT"), ("image_tokens", "IMAGE"), ("audio_tokens", "AUDIO"), ("video_tokens", "VIDEO"))
+
+
+def _modalities(prompt: object, completion: object) -> dict[str, dict[str, int]] | None:
+    """Per-modality counts (`text_tokens`, `image_tokens`, `video_tokens`, newer bodies and OpenRouter),
+    under the names Gemini's modality details use; None when a body reports only audio, as older ones do."""
+    found: dict[str, dict[str, int]] = {}
+    for name, details in (("prompt", prompt), ("completion", completion)):
+        counts = {modality: count for key, modality in _MODALITIES if (count := detail_count(details, key))}
+        if counts.keys() - {"AUDIO"}:
+            found[name] = counts
+    return found or None

@@ -8,6 +8,8 @@
   "text": ...}]}` beside the text (Mistral's Magistral), keeps the thinking.
 - Perplexity's top-level `search_results` (or bare `citations` URLs) become citations of the text.
 - Groq reports a stream's usage under `x_groq.usage` on its last chunk.
+- Gemini's OpenAI endpoint puts its thought signature in the message's `extra_content`; it is kept
+  in provider_raw (EXTRA_KEY) and goes back to the same model (request.py).
 
 Such thinking is never sent back: DeepSeek rejects it in the history and no server needs it.
 """
@@ -20,6 +22,8 @@ from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.messages import Citation, StreamEvent
 
 OPEN, CLOSE = "<think>", "</think>"
+EXTRA_KEY = "extra_content"
+"""provider_raw key: the message's `extra_content` exactly as received (Gemini's `google.thought_signature`)."""
 
 
 def _partial_suffix(text: str, tag: str) -> int:
@@ -61,6 +65,9 @@ class CompatibleStreamTranslator(ChatStreamTranslator):
 
     def apply_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
+        extra = delta.get(EXTRA_KEY)
+        if isinstance(extra, dict) and extra:
+            self.raw[EXTRA_KEY] = extra
         thinking = delta.get("reasoning_content") or delta.get("reasoning")
         if isinstance(thinking, str) and thinking:
             events.append(self.asm.thinking("reasoning", thinking))

@@ -2,7 +2,8 @@
 
 Adds to ChatStreamTranslator: `reasoning` / `reasoning_details` deltas as thinking blocks (before
 the text, as they arrive), the detail list for replay in provider_raw, OpenRouter's reported cost
-and upstream provider in provider_raw (never used as our cost: the price table computes that), and
+and upstream provider in provider_raw (never used as our cost: the price table computes that), its
+web search count in `Usage.details`, and
 origin-stamped thinking blocks even when no signature came. `: OPENROUTER PROCESSING` comments
 are dropped by the SSE framing; errors inside an HTTP-200 stream are handled by the base class.
 """
@@ -14,8 +15,10 @@ from typing import Any
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
+from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.adapters.openrouter.reasoning import DETAILS_KEY, DetailAccumulator
-from metis_core.messages import Message, MessageStatus, RedactedThinkingBlock, StreamEvent, ThinkingBlock
+from metis_core.messages import Message, MessageStatus, RedactedThinkingBlock, StreamEvent, ThinkingBlock, UsageDetails
+from metis_core.models.usage_normalization import detail_count
 
 _COST_FIELDS = ("cost", "is_byok", "cost_details")
 
@@ -81,7 +84,12 @@ class OpenRouterStreamTranslator(ChatStreamTranslator):
         reported = {name: usage[name] for name in _COST_FIELDS if name in usage}
         if reported:
             self.raw["openrouter_usage"] = reported
-        return super().apply_usage(usage)
+        searches = detail_count(usage.get("server_tool_use_details"), "web_search_requests")
+        if not searches:
+            return super().apply_usage(usage)
+        canonical = usage_from_chat(usage)  # plus the web searches OpenRouter ran (its `web` plugin)
+        canonical.details = (canonical.details or UsageDetails()).model_copy(update={"web_search_requests": searches})
+        return self.asm.set_usage(canonical)
 
     def complete_events(self) -> list[StreamEvent]:
         details = self._verbatim if self._verbatim is not None else self._details.details()
