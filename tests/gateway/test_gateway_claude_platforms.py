@@ -12,10 +12,11 @@ import json
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import pytest
-from bedrock_recordings import body
+from bedrock_recordings import body, index
 from cli.replay_server import ANTHROPIC, ReplayServer
 from cli.replay_server import Reply as ReplayReply
 from cloud_server import TOKEN_PATH, CloudServer, Reply, service_account_file
@@ -86,3 +87,44 @@ def test_a_claude_chain_across_three_platforms_charges_each_and_cost_splits_by_p
     rows = {row["key"]: row for row in json.loads(result.output)["provider"]}
     assert {key: Decimal(row["cost_usd"]) for key, row in rows.items()} == costs
     assert all(row["calls"] == 1 for row in rows.values())
+
+
+def test_an_anthropic_sdk_tool_loop_with_thinking_on_claude_on_bedrock_replays_the_signed_thinking(
+        gateway: GatewayHarness) -> None:
+    """pydantic-ai's recorded pair: Claude on Bedrock thinks and calls a tool, then answers from its result.
+    The client gets the signed thinking back and replays it; Bedrock gets it as reasoningContent."""
+    model = "bedrock:us.anthropic.claude-3-7-sonnet-20250219-v1:0"
+    path = "/model/us.anthropic.claude-3-7-sonnet-20250219-v1%3A0/converse"
+    gateway.upstream.script(path, ReplayReply(200, body("converse_tool_use_with_reasoning"), "application/json"),
+                            ReplayReply(200, body("converse_tool_result_answer"), "application/json"))
+    _, token = gateway.issue()
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    tools: list[Any] = [{"name": "get_user_country", "description": "the user's country",
+                         "input_schema": {"type": "object", "properties": {}}}]
+    ask: list[Any] = [{"role": "user", "content": "What is the largest city in the user country?"}]
+    thinking: Any = {"type": "enabled", "budget_tokens": 1024}
+    first = client.messages.create(model=model, max_tokens=2048, thinking=thinking, tools=tools, messages=ask)
+    assert [b.type for b in first.content] == ["thinking", "text", "tool_use"]
+    recorded = index()["converse_tool_result_answer"]["request_body"]["messages"][1]["content"][0]
+    assert first.content[0].signature == recorded["reasoningContent"]["reasoningText"]["signature"]  # type: ignore[union-attr]
+    call = first.content[2]
+    second = client.messages.create(model=model, max_tokens=2048, thinking=thinking, tools=tools, messages=[
+        *ask, {"role": "assistant", "content": [b.model_dump() for b in first.content]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "Mexico"}]}])  # type: ignore[union-attr]
+    assert second.content[-1].text.startswith("Based on your location in Mexico")  # type: ignore[union-attr]
+    sent = json.loads(gateway.upstream.requests[-1].raw)["messages"][1]["content"]
+    assert sent[0] == recorded  # the signed reasoning, as Bedrock issued it
+
+
+def test_a_streamed_bedrock_answer_gives_an_anthropic_sdk_client_the_signed_thinking(gateway: GatewayHarness) -> None:
+    name = "stream_reasoning_signed"
+    gateway.upstream.script(f"/model/us.anthropic.{SONNET}-v1%3A0/converse-stream",
+                            ReplayReply(200, body(name), "application/vnd.amazon.eventstream"))
+    _, token = gateway.issue()
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    with client.messages.stream(model=f"bedrock:us.anthropic.{SONNET}-v1:0", max_tokens=2048,
+                                thinking={"type": "enabled", "budget_tokens": 1024},
+                                messages=[{"role": "user", "content": "Hello!"}]) as stream:
+        final = stream.get_final_message()
+    assert [b.type for b in final.content] == ["thinking", "text"]
+    assert final.content[0].signature.startswith("Eu0CCkgIBxAB")  # type: ignore[union-attr]  # Bedrock's, whole

@@ -36,18 +36,34 @@ def claude_model_key(model: str) -> str | None:
 
     `claude-sonnet-4@20250514` (Vertex), `us.anthropic.claude-sonnet-4-20250514-v1:0` (a Bedrock
     inference profile) and its ARN all give `claude-sonnet-4-20250514`. An application inference
-    profile ARN names no model, so it gives None.
+    profile ARN names no model, so it gives None. A metis model id (`bedrock:<id>`) gives its id's key.
     """
-    name = model.rsplit("/", 1)[-1] if model.startswith("arn:") else model
+    provider, colon, rest = model.partition(":")
+    name = rest if colon and provider in CLAUDE_SIGNERS else model  # a metis id: `bedrock:us.anthropic...`
+    name = name.rsplit("/", 1)[-1] if name.startswith("arn:") else name
     bedrock = _BEDROCK_CLAUDE.fullmatch(name)
     if bedrock is not None:
         return bedrock.group(1)
     return name.replace("@", "-") if _CLAUDE.fullmatch(name) else None
 
 
+def claude_signed(origin: BlockOrigin | None) -> bool:
+    """True when a Claude platform issued the block: its signature is Anthropic's, valid wherever Claude runs."""
+    return origin is not None and CLAUDE_SIGNERS.get(origin.provider) == origin.api
+
+
+def claude_platform_model(model: str) -> bool:
+    """True when a metis model id (`<provider>:<name>`) is Claude on a Claude platform, whose thinking
+    Anthropic signs; a Bedrock id must name a Claude model (an application profile ARN does not)."""
+    provider, _, name = model.partition(":")
+    if provider not in CLAUDE_SIGNERS:
+        return False
+    return provider != "bedrock" or claude_model_key(name) is not None
+
+
 def claude_signature_travels(origin: BlockOrigin | None, model: str) -> bool:
     """True when thinking signed at `origin` by a Claude platform is valid for `model` on another one."""
-    if origin is None or CLAUDE_SIGNERS.get(origin.provider) != origin.api:
+    if origin is None or not claude_signed(origin):
         return False
     key = claude_model_key(origin.model)
     return key is not None and key == claude_model_key(model)

@@ -18,6 +18,7 @@ import pytest
 from bedrock_recordings import body, model_of
 from fixture_files import read_bytes
 
+from metis_core.adapters._common.platform_origin import claude_model_key
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext
 from metis_core.adapters.bedrock.adapter import BedrockAdapter
@@ -137,3 +138,19 @@ def test_a_swap_leaves_the_callers_blocks_as_they_were() -> None:
     follow_up(VERTEX, reply, "vertex_anthropic:claude-3-7-sonnet@20250219")
     follow_up(ANTHROPIC, reply, "anthropic:claude-3-7-sonnet-20250219")
     assert reply.model_dump() == before
+
+
+@pytest.mark.parametrize(("model", "key"), [
+    ("claude-sonnet-4-20250514", SONNET_4),
+    ("claude-sonnet-4@20250514", SONNET_4),
+    (f"us.anthropic.{SONNET_4}-v1:0", SONNET_4),
+    (f"bedrock:us.anthropic.{SONNET_4}-v1:0", SONNET_4),  # a metis id, as a gateway client names the model
+    (f"arn:aws:bedrock:us-east-1::foundation-model/anthropic.{SONNET_4}-v1:0", SONNET_4),
+    ("anthropic.claude-opus-4-6-v1", "claude-opus-4-6"),
+    (APPLICATION_PROFILE, None),
+    ("us.amazon.nova-micro-v1:0", None),
+    ("openrouter:anthropic/claude-sonnet-4", None),
+    (f"anthropic:{SONNET_4}, bedrock:us.anthropic.{SONNET_4}-v1:0", None),  # a chain names no one model
+])
+def test_one_spelling_names_a_claude_model_on_every_platform(model: str, key: str | None) -> None:
+    assert claude_model_key(model) == key
