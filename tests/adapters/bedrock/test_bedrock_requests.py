@@ -169,11 +169,15 @@ def test_recorded_citations_are_read_and_replayed_to_converse_as_they_came(name:
     assert {d.block_type for d in to_anthropic.dropped} == {"citations"}
 
 
-def test_a_streamed_cited_answer_is_rebuilt_as_the_recorded_follow_up_request_sent_it() -> None:
-    """langchain-aws's second request replays the streamed cited answer: metis rebuilds that turn exactly."""
+@pytest.mark.parametrize(("stream", "follow_up"), [("stream_citations_document", "converse_citations_document"),
+                                                  ("stream_reasoning_claude_sonnet_5",
+                                                   "converse_reasoning_after_streamed_turn")])
+def test_a_streamed_answer_is_rebuilt_as_the_recorded_follow_up_request_sent_it(stream: str, follow_up: str) -> None:
+    """langchain-aws's second request replays the streamed answer (cited text; signed reasoning):
+    metis rebuilds that assistant turn exactly from the canonical message."""
     ids = ToolIdMap()
-    sent = resend(streamed("stream_citations_document", ids), model_of("stream_citations_document"), ids)
-    assert sent["messages"][1] == index()["converse_citations_document"]["request_body"]["messages"][1]
+    sent = resend(streamed(stream, ids), model_of(stream), ids)
+    assert sent["messages"][1] == index()[follow_up]["request_body"]["messages"][1]
 
 
 def test_a_guardrail_intervention_is_a_named_refusal_on_the_record() -> None:
