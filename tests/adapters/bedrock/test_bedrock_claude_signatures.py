@@ -123,6 +123,8 @@ def test_redacted_thinking_is_re_encoded_between_the_messages_string_and_the_con
     to_anthropic, dropped = follow_up(ANTHROPIC, bedrock, "anthropic:claude-3-7-sonnet-20250219")
     assert to_anthropic[0] == {"type": "redacted_thinking", "data": base64.b64decode(blob).decode()} and not dropped
     assert to_anthropic[0]["data"].startswith("Eu8E")  # Anthropic's own opaque string, as its API sends it
+    to_vertex, dropped = follow_up(VERTEX, bedrock, "vertex_anthropic:claude-3-7-sonnet@20250219")
+    assert to_vertex[0] == to_anthropic[0] and not dropped
 
     direct = anthropic_answer("response__redacted_thinking.json")  # Claude Sonnet 4.5 on Anthropic direct
     [data] = [b.data for b in direct.content if isinstance(b, RedactedThinkingBlock)]
