@@ -48,8 +48,10 @@ def claude_model_key(model: str) -> str | None:
 
 
 def claude_signed(origin: BlockOrigin | None) -> bool:
-    """True when a Claude platform issued the block: its signature is Anthropic's, valid wherever Claude runs."""
-    return origin is not None and CLAUDE_SIGNERS.get(origin.provider) == origin.api
+    """True when Claude on a Claude platform issued the block: its signature is Anthropic's, valid wherever
+    Claude runs (another model's reasoning on Bedrock, or one behind an application profile ARN, is not)."""
+    return (origin is not None and CLAUDE_SIGNERS.get(origin.provider) == origin.api
+            and claude_platform_model(f"{origin.provider}:{origin.model}"))
 
 
 def claude_platform_model(model: str) -> bool:

@@ -156,3 +156,14 @@ def test_a_swap_leaves_the_callers_blocks_as_they_were() -> None:
 ])
 def test_one_spelling_names_a_claude_model_on_every_platform(model: str, key: str | None) -> None:
     assert claude_model_key(model) == key
+
+
+def test_only_claude_on_a_claude_platform_counts_as_signed_by_anthropic() -> None:
+    from metis_core.adapters._common.platform_origin import claude_signed
+    from metis_core.messages import BlockOrigin
+
+    assert claude_signed(BlockOrigin(provider="bedrock", api="converse", model=f"us.anthropic.{SONNET_4}-v1:0"))
+    assert claude_signed(BlockOrigin(provider="vertex_anthropic", api="messages", model="claude-sonnet-4@20250514"))
+    assert not claude_signed(BlockOrigin(provider="bedrock", api="converse", model="us.deepseek.r1-v1:0"))
+    assert not claude_signed(BlockOrigin(provider="bedrock", api="converse", model=APPLICATION_PROFILE))
+    assert not claude_signed(BlockOrigin(provider="openrouter", api="chat_completions", model="anthropic/claude-4"))
