@@ -128,3 +128,16 @@ def test_a_streamed_bedrock_answer_gives_an_anthropic_sdk_client_the_signed_thin
         final = stream.get_final_message()
     assert [b.type for b in final.content] == ["thinking", "text"]
     assert final.content[0].signature.startswith("Eu0CCkgIBxAB")  # type: ignore[union-attr]  # Bedrock's, whole
+
+
+def test_claude_on_vertex_gives_an_anthropic_sdk_client_its_signed_thinking(gateway: GatewayHarness) -> None:
+    cloud: CloudServer = gateway.cloud  # type: ignore[attr-defined]
+    recorded = read_bytes("anthropic", "response__thinking_with_signature.json")
+    cloud.script(VERTEX_PATH.replace("claude-sonnet-4@20250514", "claude-sonnet-4-5@20250929"), Reply(200, recorded))
+    _, token = gateway.issue()
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    answer = client.messages.create(model="vertex_anthropic:claude-sonnet-4-5@20250929", max_tokens=2048,
+                                    thinking={"type": "enabled", "budget_tokens": 1024},
+                                    messages=[{"role": "user", "content": "hi"}])
+    [signed] = [b for b in json.loads(recorded)["content"] if b["type"] == "thinking"]
+    assert answer.content[0].type == "thinking" and answer.content[0].signature == signed["signature"]
