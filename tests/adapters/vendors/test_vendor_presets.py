@@ -134,6 +134,10 @@ def test_together_tool_calls_go_back_with_the_vendors_id_and_its_extra_fields_ar
     assert set(tool_call) == {"id", "type", "function"} and tool_call["function"]["name"] == "get_weather"
     assert json.loads(tool_call["function"]["arguments"]) == call.input
 
+    no_finish = Vendor("together", (DATA / "together" / "together-json-mode.json").read_bytes(), sse=False,
+                       tmp_path=tmp_path).ask("together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", stream=False)
+    assert no_finish.metadata.stop_reason == "end_turn"  # Together left `finish_reason` out of this answer
+
 
 def test_perplexity_search_results_become_citations_of_the_answer(tmp_path: Path) -> None:
     recorded = {
