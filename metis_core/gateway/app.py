@@ -399,6 +399,7 @@ class GatewayApp:
             return json_response(shape.response_body(answer, record.asked_model, inbound.tool_ids))
         writer = shape.stream_writer(record.asked_model, inbound.tool_ids, inbound)
         writer.upstream_provider = record.model.partition(":")[0]
+        writer.upstream_model = record.model
         frames = writer.refusal(answer.text()) if is_output_refusal(answer) else b""
         frames += b"".join(writer.feed(event) for event in answer_events(answer, text=not frames))
         return Response(frames, media_type="text/event-stream", headers={"cache-control": "no-cache"})

@@ -144,6 +144,7 @@ class CallRecord:
         self.attempt_clock = time.perf_counter()
         if self.stream_writer is not None:
             self.stream_writer.upstream_provider = model.partition(":")[0]
+            self.stream_writer.upstream_model = model
         self.started_any = True
         payload = {"model": model, "provider": model.partition(":")[0],
                    "estimated_input_tokens": self.estimated_tokens, "request_id": new_ulid(), "is_worker": False}

@@ -19,7 +19,7 @@ from metis_core.adapters._common.hosted import (
     text_for_other_target,
 )
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
-from metis_core.adapters._common.platform_origin import claude_signature_travels
+from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
@@ -194,7 +194,7 @@ class _Builder:
             elif type(block) is RedactedThinkingBlock:
                 if replayable_to(block, PROVIDER, API, self.model_name) or claude_signature_travels(
                         block.origin, self.model_name):
-                    append({"type": "redacted_thinking", "data": block.data})
+                    append({"type": "redacted_thinking", "data": redacted_data(block, API)})
                 else:
                     self.drop(message, index, "redacted_thinking",
                               origin_mismatch_reason(block, PROVIDER, API, self.model_name))

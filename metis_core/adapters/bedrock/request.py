@@ -4,8 +4,9 @@ The model id (a base model id, an inference profile id such as `us.anthropic...`
 URL-encoded into the path; the body holds `messages`, `system`, `inferenceConfig`, `toolConfig`
 and, for Claude, `additionalModelRequestFields.thinking`. System messages are hoisted; TOOL
 messages become toolResult blocks of a user turn; same-role turns are merged. Reasoning replays
-only to the model that signed it; what Converse cannot take (foreign reasoning, URL or `file_ref`
-images, another provider's citations) is dropped through the lossy log. A cache breakpoint on a
+to the model that signed it, and Claude thinking signed on Anthropic direct or Vertex replays to the
+same Claude model here; what Converse cannot take (other reasoning, URL or `file_ref` images,
+another provider's citations) is dropped through the lossy log. A cache breakpoint on a
 message (provider_raw anthropic.cache_control or bedrock.cache_point) becomes a `cachePoint` block.
 """
 
@@ -16,6 +17,7 @@ from urllib.parse import quote
 
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, cited, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
@@ -117,11 +119,12 @@ class _Builder:
 
     def reasoning(self, message: Message, index: int,
                   block: ThinkingBlock | RedactedThinkingBlock) -> dict[str, Any] | None:
-        if not replayable_to(block, self.provider, API, self.model_name):
+        if not (replayable_to(block, self.provider, API, self.model_name)
+                or claude_signature_travels(block.origin, self.model_name)):
             self.drop(message, index, block.type, origin_mismatch_reason(block, self.provider, API, self.model_name))
             return None
         if isinstance(block, RedactedThinkingBlock):
-            return {"reasoningContent": {"redactedContent": block.data}}
+            return {"reasoningContent": {"redactedContent": redacted_data(block, API)}}
         reasoning: dict[str, Any] = {"text": block.text}
         if block.signature is not None:
             reasoning["signature"] = block.signature

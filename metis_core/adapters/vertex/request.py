@@ -2,8 +2,8 @@
 
 Gemini: the same body, the path `/publishers/google/models/<m>:generateContent` (or stream). Claude:
 the Messages body without `model`, with `anthropic_version: vertex-2023-10-16`, `:rawPredict` or
-`:streamRawPredict`. Claude signatures from Anthropic direct or this provider replay to the same
-model (Anthropic documents them as valid across platforms); everything else is dropped and logged.
+`:streamRawPredict`. Claude signatures from Anthropic direct, Bedrock or this provider replay to the
+same model (Anthropic documents them as valid across platforms); the rest is dropped and logged.
 """
 
 from __future__ import annotations

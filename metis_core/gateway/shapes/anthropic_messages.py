@@ -1,7 +1,7 @@
 """The Anthropic Messages shape: `POST /v1/messages` bodies in, Messages answers and SSE out.
 
-Thinking goes back to the client only when Anthropic signed it (a signature replays only to its
-origin; anything else would be rejected on the client's next turn). In a stream a thinking block
+Thinking goes back to the client only when Claude signed it, on Anthropic, Bedrock or Vertex (one
+signer; anything else would be rejected on the client's next turn). In a stream a thinking block
 stays open until the end, where its `signature_delta` arrives with the final message; blocks are
 numbered in the order they are started. Anthropic's own server-tool blocks, compaction and redacted
 thinking are written where they stand (`whole_block` events), its citations as `citations_delta`.
@@ -14,6 +14,7 @@ from typing import Any, TypeGuard, TypeVar
 import orjson
 
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, HostedBlock, cited, replayable
+from metis_core.adapters._common.platform_origin import claude_platform_model, claude_signed, redacted_data
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.hosted import answer_container
 from metis_core.adapters.anthropic.hosted import call_fields as anthropic_call_fields
@@ -96,8 +97,8 @@ def _is_hosted(block: object, kind: type) -> TypeGuard[HostedBlock]:
 
 
 def _signed(block: ThinkingBlock | RedactedThinkingBlock) -> bool:
-    origin = block.origin
-    return origin is not None and origin.provider == "anthropic"
+    """Signed by Claude on Anthropic, Bedrock or Vertex: one signer, so a client replays it wherever Claude runs."""
+    return claude_signed(block.origin)
 
 
 class AnthropicMessagesShape(InboundShape):
@@ -130,7 +131,7 @@ class AnthropicMessagesShape(InboundShape):
             elif _is(block, kind, ThinkingBlock) and _signed(block):
                 out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
             elif _is(block, kind, RedactedThinkingBlock) and _signed(block):
-                out.append({"type": "redacted_thinking", "data": block.data})
+                out.append({"type": "redacted_thinking", "data": redacted_data(block, API)})
         return out
 
     def response_body(self, message: Message, model: str, tool_ids: ToolIdMap) -> dict[str, Any]:
@@ -204,7 +205,7 @@ class AnthropicStreamWriter(StreamWriter):
                 frames += self._start_block(event.index, {"type": "text", "text": ""})
             frames += self._delta(event.index, {"type": "text_delta", "text": event.text})
         elif isinstance(event, ThinkingDelta):
-            if self.upstream_provider != "anthropic":
+            if not claude_platform_model(self.upstream_model):
                 return frames  # unsigned reasoning cannot go back to an Anthropic client
             if event.index not in self.out_index:
                 frames += self._start_block(event.index, {"type": "thinking", "thinking": "", "signature": ""})
@@ -251,7 +252,7 @@ class AnthropicStreamWriter(StreamWriter):
         if isinstance(block, RedactedThinkingBlock):
             if not _signed(block):
                 return b""
-            wire: dict[str, Any] = {"type": "redacted_thinking", "data": block.data}
+            wire: dict[str, Any] = {"type": "redacted_thinking", "data": redacted_data(block, API)}
         elif isinstance(block, HOSTED_CLASSES) and replayable(block, PROVIDER, API):
             wire = block.payload
         else:

@@ -67,6 +67,8 @@ class StreamWriter(ABC):
 
     upstream_provider: str = ""
     """Who is answering (set per attempt); decides whether thinking may be shown signed."""
+    upstream_model: str = ""
+    """The answering model as `<provider>:<name>` (set with upstream_provider)."""
 
     @abstractmethod
     def feed(self, event: StreamEvent) -> bytes: ...

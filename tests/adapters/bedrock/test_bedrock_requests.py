@@ -84,7 +84,8 @@ def test_the_recorded_follow_up_request_is_rebuilt_from_the_canonical_history() 
         recorded["messages"][2]["content"][0]["toolResult"]["toolUseId"]
 
 
-def test_swap_to_anthropic_direct_drops_bedrock_signatures_through_the_logged_projection() -> None:
+def test_swap_to_an_anthropic_alias_drops_bedrock_signatures_through_the_logged_projection() -> None:
+    """`claude-3-7-sonnet-latest` is not matched to a dated Bedrock id: the signature is dropped and logged."""
     ids = ToolIdMap()
     call = answer("converse_tool_use_with_reasoning", ids)
     request = AnthropicAdapter().to_wire([user_message("hi"), call], [],
@@ -151,27 +152,32 @@ def test_images_go_as_bytes_and_a_url_image_is_dropped_through_the_log() -> None
     assert [d.block_type for d in request.dropped] == ["image"]
 
 
-CITED = {  # the documented Converse shape of a cited answer (no public recording has one)
-    "output": {"message": {"role": "assistant", "content": [
-        {"citationsContent": {"content": [{"text": "The warranty lasts two years."}], "citations": [
-            {"title": "warranty.pdf", "sourceContent": [{"text": "Warranty: 24 months"}],
-             "location": {"documentChar": {"documentIndex": 0, "start": 10, "end": 29}}}]}}]}},
-    "stopReason": "end_turn", "usage": {"inputTokens": 30, "outputTokens": 9, "totalTokens": 39},
-}
-
-
-def test_citations_are_read_and_replayed_to_converse_as_they_came() -> None:
+@pytest.mark.parametrize("name", ["converse_citations_document", "converse_citations_pdf_page"])
+def test_recorded_citations_are_read_and_replayed_to_converse_as_they_came(name: str) -> None:
     ids = ToolIdMap()
-    message = ADAPTER.from_wire_response(WireResponse(200, orjson.dumps(CITED), {}),
-                                         RequestContext("bedrock:amazon.nova-pro-v1:0", tool_ids=ids))
-    [text] = message.content
-    assert isinstance(text, TextBlock) and text.citations is not None
-    assert (text.citations[0].title, text.citations[0].cited_text) == ("warranty.pdf", "Warranty: 24 months")
-    assert resend(message, "bedrock:amazon.nova-pro-v1:0", ids)["messages"][1] == CITED["output"]["message"]
+    message = answer(name, ids)
+    cited = [b for b in message.content if isinstance(b, TextBlock) and b.citations]
+    recorded = [b["citationsContent"] for b in json.loads(body(name))["output"]["message"]["content"]
+                if "citationsContent" in b]
+    assert [(c.citations[0].title, c.citations[0].cited_text) for c in cited] == [  # type: ignore[index]
+        (r["citations"][0]["title"], r["citations"][0]["sourceContent"][0]["text"]) for r in recorded] != []
+    assert [c.citations[0].payload["location"] for c in cited] == [  # type: ignore[index]
+        r["citations"][0]["location"] for r in recorded]  # documentChar / documentPage kept as sent
     to_anthropic = AnthropicAdapter().to_wire([user_message("hi"), message], [],
                                               AdapterOptions(model="anthropic:claude-sonnet-4-5"), ids)
-    assert to_anthropic.body["messages"][1]["content"] == [{"type": "text", "text": "The warranty lasts two years."}]
-    assert [d.block_type for d in to_anthropic.dropped] == ["citations"]
+    assert all(set(b) == {"type", "text"} for b in to_anthropic.body["messages"][1]["content"])
+    assert {d.block_type for d in to_anthropic.dropped} == {"citations"}
+
+
+@pytest.mark.parametrize(("stream", "follow_up"), [("stream_citations_document", "converse_citations_document"),
+                                                  ("stream_reasoning_claude_sonnet_5",
+                                                   "converse_reasoning_after_streamed_turn")])
+def test_a_streamed_answer_is_rebuilt_as_the_recorded_follow_up_request_sent_it(stream: str, follow_up: str) -> None:
+    """langchain-aws's second request replays the streamed answer (cited text; signed reasoning):
+    metis rebuilds that assistant turn exactly from the canonical message."""
+    ids = ToolIdMap()
+    sent = resend(streamed(stream, ids), model_of(stream), ids)
+    assert sent["messages"][1] == index()[follow_up]["request_body"]["messages"][1]
 
 
 def test_a_guardrail_intervention_is_a_named_refusal_on_the_record() -> None:

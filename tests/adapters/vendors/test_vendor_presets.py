@@ -72,6 +72,8 @@ CASES = [
     ("perplexity", "perplexity-text.json", "sonar", None),
     ("perplexity", "perplexity-citations.json", "sonar", None),
     ("perplexity", "perplexity-citations.sse", "sonar", None),
+    ("together", "together-tool-call.json", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", None),
+    ("together", "together-json-mode.json", "meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", None),
 ]
 
 
@@ -114,6 +116,27 @@ def _request_body(server: Vendor, message: Message, model: str) -> dict[str, Any
         server.client.complete([user_message("go"), message, user_message("and then?")], model=model)
     body: dict[str, Any] = json.loads(server.requests[0].content)
     return body
+
+
+def test_together_tool_calls_go_back_with_the_vendors_id_and_its_extra_fields_are_ignored(tmp_path: Path) -> None:
+    """Together's answer carries `prompt: []`, a `seed` above 2**63 and an `index` on each tool call;
+    none of them reaches the canonical message, and the call goes back as a plain OpenAI tool call."""
+    model = "together:meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo"
+    server = Vendor("together", (DATA / "together" / "together-tool-call.json").read_bytes(), sse=False,
+                    tmp_path=tmp_path)
+    message = server.ask(model, stream=False)
+    (call,) = message.tool_uses()
+    assert (call.name, call.input) == ("get_weather", {"location": "Tokyo, Japan", "num_days": "3"})
+    assert message.metadata.stop_reason == "tool_use" and "seed" not in str(message.metadata.provider_raw)
+    wire = _request_body(server, message, model)
+    (sent,) = [m for m in wire["messages"] if m["role"] == "assistant"]
+    (tool_call,) = sent["tool_calls"]
+    assert set(tool_call) == {"id", "type", "function"} and tool_call["function"]["name"] == "get_weather"
+    assert json.loads(tool_call["function"]["arguments"]) == call.input
+
+    no_finish = Vendor("together", (DATA / "together" / "together-json-mode.json").read_bytes(), sse=False,
+                       tmp_path=tmp_path).ask("together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", stream=False)
+    assert no_finish.metadata.stop_reason == "end_turn"  # Together left `finish_reason` out of this answer
 
 
 def test_perplexity_search_results_become_citations_of_the_answer(tmp_path: Path) -> None:
