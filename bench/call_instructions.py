@@ -98,7 +98,7 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         from bench.peers.floor import FloorCaller
 
         caller = FloorCaller(server)
-    if use_async:
+    if use_async and caller is not None:  # a CPU stage runs as in a sync call
         async def run() -> None:
             for index in range(WARMUP + calls):
                 if index == WARMUP:

@@ -84,13 +84,12 @@ def survey_history(
             repaired = False
         check = repaired and not result_turn
         for block in content:
-            kind = type(block)
-            if kind is TextBlock:
+            if type(block) is TextBlock:
                 text = block.text
                 chars += len(text)
                 if check and not text:
                     repaired = check = False
-            elif kind is ToolUseBlock:
+            elif type(block) is ToolUseBlock:
                 tool_calls = True
                 chars += len(block.name) + len(orjson.dumps(block.input))
                 if check:
@@ -101,7 +100,7 @@ def survey_history(
                         seen_uses.add(use_id)
                         awaiting.append(use_id)
                         open_calls += 1
-            elif kind is ToolResultBlock:
+            elif type(block) is ToolResultBlock:
                 tool_calls = True
                 repaired = repaired and not check
                 check = False

@@ -266,16 +266,14 @@ class ChatRequestBuilder:
         index = -1
         for block in message.content:
             index += 1
-            # exact-type dispatch first (the common blocks), the isinstance chain for anything else
-            kind = type(block)
-            if kind is ToolUseBlock:
+            if type(block) is ToolUseBlock:  # the exact class first: the usual call costs one check
                 calls.append(self.wire_tool_call(block, raw if same_provider else None))
-            elif kind is TextBlock or isinstance(block, TextBlock):
-                text = block.text
-                if refusal is None and refused and text == refused:
-                    refusal = text  # back in the field it came in, not as the answer's content
+            elif isinstance(block, TextBlock):
+                said = block.text
+                if refusal is None and refused and said == refused:
+                    refusal = said  # back in the field it came in, not as the answer's content
                     continue
-                texts.append(text)
+                texts.append(said)
                 if block.citations:
                     self.citations(message, index, block)
             elif isinstance(block, ToolUseBlock):
