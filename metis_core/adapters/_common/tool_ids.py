@@ -152,22 +152,19 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
     return True
 
 
-class RequestToolIds(dict[str, str]):
-    """The ids one request sends, each looked up once: a call and its result share the same id.
+class RequestToolIds:
+    """The ids one request sends, each looked up once: a call and its result share the same id."""
 
-    Called with a canonical id, it answers the wire id: a dict lookup in C for an id this request
-    already sent (no Python frame per id of the history), the map asked once for a new one."""
-
-    __slots__ = ("_namespace", "_style", "_tool_ids")
+    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids")
 
     def __init__(self, tool_ids: ToolIdMap, namespace: str, style: IdStyle) -> None:
-        super().__init__()
         self._tool_ids = tool_ids
         self._namespace = namespace
         self._style = style
+        self._ids: dict[str, str] = {}
 
-    def __missing__(self, canonical_id: str) -> str:
-        known = self[canonical_id] = self._tool_ids.provider_for(self._namespace, canonical_id, self._style)
+    def __call__(self, canonical_id: str) -> str:
+        known = self._ids.get(canonical_id)
+        if known is None:
+            known = self._ids[canonical_id] = self._tool_ids.provider_for(self._namespace, canonical_id, self._style)
         return known
-
-    __call__ = dict.__getitem__
