@@ -6,8 +6,9 @@ The call rows time the 40-message tool conversation in wall time, which this sha
 by ±10 %; instruction counts do not. Each subject runs in its own interpreter under valgrind's
 callgrind (`--instr-atstart=no`, switched on around the counted calls after 200 warm-up calls)
 against one local server (bench/server.py, not counted): the floor (raw httpx, or raw aiohttp with
-`--async`), metis-core's whole call, and, for sync calls, the stages of that call run on their own
-(history survey, canonical -> wire, body serialization, the HTTP exchange, the answer's parsing).
+`--async`), metis-core's whole call, and the stages of that call run on their own (history survey,
+canonical -> wire, body serialization, the HTTP exchange, the answer's parsing; with `--async` the
+exchange is the aiohttp one, so the table shows how much of an async call is the transport's).
 The stages add up to about the whole call; compare trees with this, confirm with the suite.
 Needs `valgrind` on PATH; run it in bench/.venv, the suite's environment (about two minutes).
 """
@@ -30,6 +31,8 @@ TARGET_RATIO = 1.25
 """The call rows' target (bench/cases/calls.py): metis-core's call at most 1.25x the floor's."""
 STAGES = ("survey", "to_wire", "body", "send", "parse")
 """The parts of a sync call, as `ModelClient._prepare`, `complete` and `parse_response_checked` run them."""
+ASYNC_STAGES = ("survey", "to_wire", "body", "asend", "parse")
+"""The parts of an async call: the same CPU stages around the aiohttp exchange (`HttpTransport.asend`)."""
 
 
 def _switch(state: str) -> None:
@@ -61,12 +64,25 @@ def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
         "to_wire": lambda: adapter.to_wire(history, tools, options, ToolIdMap()),
         "body": lambda: orjson.dumps(body),
         "send": lambda: wire.send(call.request.method, call.url, call.body, headers, provider=provider),
+        "asend": lambda: wire.asend(call.request.method, call.url, call.body, headers, provider=provider),
         "parse": parse,
     }
 
 
 def _counted(server: str, subject: str, provider: str, use_async: bool, calls: int) -> None:
     """Runs inside valgrind: `calls` repetitions of the subject, counted after the warm-up."""
+    if subject == "asend":
+        exchange = _stage_actions(server, provider)[subject]
+
+        async def exchanges() -> None:
+            for index in range(WARMUP + calls):
+                if index == WARMUP:
+                    _switch("on")
+                await exchange()
+            _switch("off")
+
+        asyncio.run(exchanges())
+        return
     if subject in STAGES:
         action = _stage_actions(server, provider)[subject]
         caller: Any = None
@@ -82,7 +98,7 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         from bench.peers.floor import FloorCaller
 
         caller = FloorCaller(server)
-    if use_async:
+    if use_async and caller is not None:  # a CPU stage runs as in a sync call
         async def run() -> None:
             for index in range(WARMUP + calls):
                 if index == WARMUP:
@@ -124,7 +140,7 @@ def report(counts: dict[str, float], floor_name: str) -> list[str]:
     lines = [f"{'subject':<22}{'instructions/call':>20}{'vs floor':>10}"]
     for name, value in counts.items():
         lines.append(f"{name:<22}{value:>20,.0f}{value / floor:>9.2f}x")
-    staged = [counts[s] for s in STAGES if s in counts]
+    staged = [counts[s] for s in (*STAGES, "asend") if s in counts]
     if staged:
         lines.append(f"{'stages, summed':<22}{sum(staged):>20,.0f}")
     if "metis-core" in counts:
@@ -155,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.server import serve_in_process
 
     floor_name = AIOHTTP_FLOOR if args.use_async else FLOOR
-    subjects = [floor_name, "metis-core", *(() if args.use_async else STAGES)]
+    subjects = [floor_name, "metis-core", *(ASYNC_STAGES if args.use_async else STAGES)]
     counts: dict[str, float] = {}
     with serve_in_process() as server:
         for subject in subjects:

@@ -24,3 +24,12 @@ def test_the_report_sums_the_stages_and_says_how_far_metis_is_from_its_budget() 
     assert any(line.startswith("metis-core") and line.endswith("1.40x") for line in lines)
     assert any(line.startswith("stages, summed") and "1,000,000" in line for line in lines)
     assert lines[-1] == "metis-core is 150,000 over 1.25x the floor's instructions"
+
+
+def test_an_async_reports_stages_sum_with_the_aiohttp_exchange_in_place_of_the_sync_one() -> None:
+    from bench.figures import AIOHTTP_FLOOR
+
+    counts = {AIOHTTP_FLOOR: 500_000.0, "metis-core": 1_700_000.0, "to_wire": 1_200_000.0, "asend": 480_000.0}
+    lines = report(counts, AIOHTTP_FLOOR)
+    assert any(line.startswith("stages, summed") and "1,680,000" in line for line in lines)
+    assert lines[-1] == "metis-core is 1,075,000 over 1.25x the floor's instructions"

@@ -51,25 +51,27 @@ def survey_history(
     The third answer is `repair._needs_no_repair`'s, reached in the same walk over the blocks (the
     client hands a history found in repaired form to the adapter as a `RepairedHistory`, so the
     adapter's `repair_history` does not walk it again); tests hold the two verdicts equal."""
-    chars = 0
+    chars = MESSAGE_OVERHEAD_CHARS * len(messages)
+    blocks = 0
     images = 0
     tool_calls = False
     system = False
     repaired = True  # what follows mirrors _needs_no_repair, clause by clause
     awaiting: list[str] = []
     answered = 0
+    open_calls = 0  # len(awaiting) - answered, kept as a count
     seen_uses: set[str] = set()
     for message in messages:
         role = message.role
         content = message.content
-        chars += MESSAGE_OVERHEAD_CHARS + BLOCK_OVERHEAD_CHARS * len(content)
+        blocks += len(content)
         result_turn = role is _TOOL
         if role is _SYSTEM:
             system = True
         if not repaired:
             pass
         elif result_turn:
-            if answered == len(awaiting) or len(content) != 1:
+            if not open_calls or len(content) != 1:
                 repaired = False
             else:
                 block = content[0]
@@ -77,7 +79,8 @@ def survey_history(
                     repaired = False
                 else:
                     answered += 1
-        elif answered != len(awaiting) or (not content and role is not _SYSTEM):
+                    open_calls -= 1
+        elif open_calls or (not content and role is not _SYSTEM):
             repaired = False
         check = repaired and not result_turn
         for block in content:
@@ -90,17 +93,19 @@ def survey_history(
                 tool_calls = True
                 chars += len(block.name) + len(orjson.dumps(block.input))
                 if check:
-                    if message.metadata.status is not _COMPLETE or block.id in seen_uses:
+                    use_id = block.id
+                    if message.metadata.status is not _COMPLETE or use_id in seen_uses:
                         repaired = check = False
                     else:
-                        seen_uses.add(block.id)
-                        awaiting.append(block.id)
+                        seen_uses.add(use_id)
+                        awaiting.append(use_id)
+                        open_calls += 1
             elif type(block) is ToolResultBlock:
                 tool_calls = True
                 repaired = repaired and not check
                 check = False
                 for item in block.content:
-                    if isinstance(item, TextBlock):
+                    if type(item) is TextBlock or isinstance(item, TextBlock):
                         chars += len(item.text) + BLOCK_OVERHEAD_CHARS
                     else:
                         images += 1
@@ -113,10 +118,11 @@ def survey_history(
                     chars += len(block.text)
                 elif isinstance(block, RedactedThinkingBlock):
                     chars += len(block.data)
+    chars += BLOCK_OVERHEAD_CHARS * blocks
     for tool in tools:
         chars += _tool_chars(tool)
     tokens = chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
-    return tokens, (images, tool_calls, system), repaired and answered == len(awaiting)
+    return tokens, (images, tool_calls, system), repaired and not open_calls
 
 
 def surveyed_history(

@@ -10,7 +10,8 @@ the errors (tool.input_invalid), and a direct caller reads them from the metadat
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from metis_core.messages import ContentBlock, ToolDefinition, ToolUseBlock
 
@@ -23,21 +24,33 @@ def ingress_violations(
     """tool_use id -> its violations, for the calls that fail; None when all pass or no tools were offered."""
     if not tools:
         return None
-    uses = [block for block in content if type(block) is ToolUseBlock]
-    if not uses:
-        return None
-    from metis_core.messages.tool_input import tool_input_violations  # jsonschema: only once tools are offered
-
     found: dict[str, list[str]] = {}
-    offered = {tool.name: tool for tool in tools}
-    for block in uses:
-        definition = offered.get(block.name)
-        if definition is None:
-            problems = [f"{block.name!r} was not offered to the model (offered: {', '.join(sorted(offered))})"]
-        else:
-            problems = tool_input_violations(definition, block.input)
+    for block in content:
+        if type(block) is not ToolUseBlock:
+            continue
+        name = block.name
+        problems = None
+        for tool in reversed(tools):  # the last of a name wins, as in a name -> tool dict (not built: one or two calls)
+            if tool.name == name:
+                problems = _violations()(tool, block.input)
+                break
+        if problems is None:
+            offered = ", ".join(sorted({tool.name for tool in tools}))
+            problems = [f"{name!r} was not offered to the model (offered: {offered})"]
         if problems:
             found[block.id] = problems
-            log.warning("%s called %s with input that fails its schema: %s", model, block.name, "; ".join(problems),
-                        extra={"message_id": message_id, "tool_use_id": block.id, "tool_name": block.name})
+            log.warning("%s called %s with input that fails its schema: %s", model, name, "; ".join(problems),
+                        extra={"message_id": message_id, "tool_use_id": block.id, "tool_name": name})
     return found or None
+
+
+_checker: list[Callable[[ToolDefinition, Any], list[str]]] = []
+
+
+def _violations() -> Callable[[ToolDefinition, Any], list[str]]:
+    """`tool_input_violations`, imported on first use (it loads jsonschema: only once tools are offered)."""
+    if not _checker:
+        from metis_core.messages.tool_input import tool_input_violations
+
+        _checker.append(tool_input_violations)
+    return _checker[0]

@@ -190,7 +190,9 @@ class ChatRequestBuilder:
                 wire = self.wire_assistant(message)
                 if wire is not None:
                     out.append(wire)
-                    pending_calls = {call["id"] for call in wire.get("tool_calls", ())}
+                    calls = wire.get("tool_calls")
+                    if calls:
+                        pending_calls = {call["id"] for call in calls}
             elif role is Role.USER:
                 wire = self.wire_user(message)
                 if wire is not None:
@@ -219,7 +221,7 @@ class ChatRequestBuilder:
 
     def wire_user(self, message: Message) -> dict[str, Any] | None:
         blocks = message.content
-        if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
+        if len(blocks) == 1 and type(blocks[0]) is TextBlock:  # the usual user turn: one text
             return {"role": "user", "content": blocks[0].text}
         parts: list[dict[str, Any]] = []
         for index, block in enumerate(blocks):
@@ -261,17 +263,19 @@ class ChatRequestBuilder:
         same_provider = raw is not None and message.metadata.provider == self.namespace
         refused = raw.get(REFUSAL_KEY) if raw is not None and same_provider else None
         refusal: str | None = None
-        for index, block in enumerate(message.content):
-            if isinstance(block, TextBlock) and refusal is None and refused and block.text == refused:
-                refusal = block.text  # back in the field it came in, not as the answer's content
+        index = -1
+        for block in message.content:
+            index += 1
+            if type(block) is ToolUseBlock:  # the exact class first: the usual call costs one check
+                calls.append(self.wire_tool_call(block, raw if same_provider else None))
             elif isinstance(block, TextBlock):
-                texts.append(block.text)
-                if block.citations and all(c.origin is not None and c.origin.same_api(self.namespace, self.api)
-                                           for c in block.citations):
-                    self.drop(message, index, "citations", "Chat Completions takes no annotations in a request; "
-                              "the text is sent without its own url_citations")
-                else:
-                    note_foreign_citations(self.drop, message, index, block)
+                said = block.text
+                if refusal is None and refused and said == refused:
+                    refusal = said  # back in the field it came in, not as the answer's content
+                    continue
+                texts.append(said)
+                if block.citations:
+                    self.citations(message, index, block)
             elif isinstance(block, ToolUseBlock):
                 calls.append(self.wire_tool_call(block, raw if same_provider else None))
             elif isinstance(block, ThinkingBlock | RedactedThinkingBlock):
@@ -287,12 +291,21 @@ class ChatRequestBuilder:
             self.replay_thinking(message, thinking, wire)
         if not texts and not calls and refusal is None and len(wire) == 1:
             return None
-        wire["content"] = text_content(texts) if texts else None
+        wire["content"] = (texts[0] if len(texts) == 1 else text_content(texts)) if texts else None
         if refusal is not None:
             wire["refusal"] = refusal
         if calls:
             wire["tool_calls"] = calls
         return wire
+
+    def citations(self, message: Message, index: int, block: TextBlock) -> None:
+        """A text block's citations never travel in a request: each drop is logged, with the reason."""
+        citations = block.citations or ()
+        if citations and all(c.origin is not None and c.origin.same_api(self.namespace, self.api) for c in citations):
+            self.drop(message, index, "citations", "Chat Completions takes no annotations in a request; "
+                      "the text is sent without its own url_citations")
+        else:
+            note_foreign_citations(self.drop, message, index, block)
 
     def replay_thinking(
         self,
@@ -333,9 +346,12 @@ class ChatRequestBuilder:
                 "chat request", [f"tool result {result.tool_use_id} does not follow the call that asked for it"]
             )
         pending_calls.discard(call_id)
+        parts = result.content
+        if len(parts) == 1 and type(parts[0]) is TextBlock:  # the usual result: one text
+            return {"role": "tool", "tool_call_id": call_id, "content": parts[0].text}
         texts: list[str] = []
         images: list[dict[str, Any]] = []
-        for block in result.content:
+        for block in parts:
             if isinstance(block, TextBlock):
                 texts.append(block.text)
             else:

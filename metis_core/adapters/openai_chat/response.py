@@ -30,7 +30,9 @@ def first_choice(body: Any, response: WireResponse, provider: str) -> dict[str, 
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:
         raise _malformed(response, provider, "has no choices")
-    choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), choices[0])
+    choice = choices[0]
+    if len(choices) > 1 or not isinstance(choice, dict) or choice.get("index", 0) != 0:  # n > 1, or out of order
+        choice = next((c for c in choices if isinstance(c, dict) and c.get("index", 0) == 0), choice)
     if not isinstance(choice, dict) or not isinstance(choice.get("message"), dict):
         raise _malformed(response, provider, "has no choices[0].message object")
     return choice
@@ -42,9 +44,10 @@ def parse_chat_response(response: WireResponse, translator: ChatStreamTranslator
     choice = first_choice(body, response, provider)
     if "id" in body:
         translator.note_response(body)
-    translator.ignored_choices.update(
-        c.get("index", i) for i, c in enumerate(body["choices"]) if c is not choice and isinstance(c, dict)
-    )
+    if len(body["choices"]) > 1:  # the choices beyond the one kept are counted in provider_raw
+        translator.ignored_choices.update(
+            c.get("index", i) for i, c in enumerate(body["choices"]) if c is not choice and isinstance(c, dict)
+        )
     translator.apply_message(choice["message"])
     translator.apply_finish_reason(choice.get("finish_reason") or "stop")
     if isinstance(body.get("usage"), dict):

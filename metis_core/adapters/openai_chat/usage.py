@@ -35,18 +35,22 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     completion_details = raw.get("completion_tokens_details") or None
     counts = (max(0, prompt - cached - cache_write), _count(raw, "completion_tokens"), cached, cache_write,
               _count(completion_details, "reasoning_tokens"))
-    if all(prechecked.token_count(count) for count in counts):
+    if all(map(prechecked.token_count, counts)):
         usage = prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
     else:
         usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
                       cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
     if prompt_details is None and completion_details is None:
         return usage
-    return with_details(usage, audio_input_tokens=detail_count(prompt_details, "audio_tokens"),
-                        audio_output_tokens=detail_count(completion_details, "audio_tokens"),
-                        accepted_prediction_tokens=detail_count(completion_details, "accepted_prediction_tokens"),
-                        rejected_prediction_tokens=detail_count(completion_details, "rejected_prediction_tokens"),
-                        modalities=_modalities(prompt_details, completion_details))
+    details = (detail_count(prompt_details, "audio_tokens"), detail_count(completion_details, "audio_tokens"),
+               detail_count(completion_details, "accepted_prediction_tokens"),
+               detail_count(completion_details, "rejected_prediction_tokens"))
+    modalities = _modalities(prompt_details, completion_details)
+    if not any(details) and modalities is None:  # what with_details would find: nothing to add (the usual answer)
+        return usage
+    return with_details(usage, audio_input_tokens=details[0], audio_output_tokens=details[1],
+                        accepted_prediction_tokens=details[2], rejected_prediction_tokens=details[3],
+                        modalities=modalities)
 
 
 _MODALITIES = (("text_tokens", "TEXT"), ("image_tokens", "IMAGE"), ("audio_tokens", "AUDIO"), ("video_tokens", "VIDEO"))

@@ -30,6 +30,7 @@ from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
 from metis_core.events.bus import EventBus
 from metis_core.messages import (
     BlockOrigin,
+    Citation,
     ImageBlock,
     ImageSource,
     Message,
@@ -324,3 +325,29 @@ def _sample_bytes(name: str) -> bytes:
     from fixture_files import read_bytes
 
     return read_bytes("openai_chat", name)
+
+
+def test_an_assistant_turns_refusal_citations_and_texts_each_go_where_chat_takes_them() -> None:
+    forget_logged_drops()
+    own = BlockOrigin(provider="openai", api="chat_completions", model="gpt-4o")
+    foreign = BlockOrigin(provider="anthropic", api="messages", model="claude-sonnet-4-6")
+    reply = assistant(
+        TextBlock(text="I can't help with that."),
+        TextBlock(text="Oslo is cold.", citations=[Citation(url="https://a.example", origin=own)]),
+        TextBlock(text="Bergen is wet.", citations=[Citation(url="https://b.example", origin=foreign)]),
+        raw={"refusal": "I can't help with that."},
+    )
+    use = ToolUseBlock(id="tu_01HZZZZZZZZZZZZZZZZZZZZZZD", name="get_weather", input={"city": "Oslo"})
+    history = [user_message("q"), reply, user_message("again"), assistant(use),
+               tool_result_message(use.id, [TextBlock(text="snow"), TextBlock(text="-3 C")])]
+    adapter = adapter_for(AdapterCapabilities())
+    request = adapter.to_wire(history, [WEATHER], AdapterOptions(model=MODEL, session_id="sess_w"))
+    wire = request.body["messages"]
+    texts = [{"type": "text", "text": "Oslo is cold."}, {"type": "text", "text": "Bergen is wet."}]
+    assert wire[1] == {"role": "assistant", "refusal": "I can't help with that.", "content": texts}
+    assert [(d.block_type, d.block_index) for d in request.dropped] == [("citations", 1), ("citations", 2)]
+    assert "takes no annotations" in request.dropped[0].reason
+    foreign_drop = request.dropped[1].reason
+    assert "another provider's objects" in foreign_drop and "https://b.example" in foreign_drop
+    assert wire[4] == {"role": "tool", "tool_call_id": wire[3]["tool_calls"][0]["id"], "content": "snow\n-3 C"}
+    validate_with_sdk(request.body)
