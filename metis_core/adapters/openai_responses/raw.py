@@ -2,7 +2,8 @@
 
 Everything sits under `provider_raw["openai_responses"]`, so no other adapter's keys collide:
 the response id, status and served model; per reasoning item its `rs_` id, the thinking block it
-became and the lengths of its summary parts; the canonical ids of custom (grammar) tool calls; the
+became and the lengths of its summary parts; the canonical ids of custom (grammar) tool calls; the client-run items (shell, apply_patch,
+computer) by canonical id; the
 model's exact argument strings where re-serializing would change them (byte-identical replays keep
 prompt caches warm). Only this adapter reads it; nothing here is needed to understand a message.
 """
@@ -60,8 +61,8 @@ class RawRecord:
 
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     custom_tool_calls: list[str] = field(default_factory=list)
-    shell_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Canonical id -> the client-run shell item it came from (client_tools.py), replayed verbatim."""
+    client_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Canonical id -> the client-run item it came from (client_tools.py), replayed verbatim."""
     arguments: dict[str, str] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
@@ -115,7 +116,7 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "shell_calls", "arguments", "namespaces", "text_parts",
+        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "text_parts",
                      "unhandled_items"):
             value = getattr(self, name)
             if value:

@@ -142,9 +142,9 @@ class ResponsesStreamTranslator(StreamTranslator):
         if kind == "reasoning":
             item_id = item.get("id")
             self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
-        if hosted.is_hosted(kind) and not client_tools.is_client_shell(item):
+        if hosted.is_hosted(kind) and not client_tools.is_client_call(item):
             # held where it was announced: some items are finished only in the terminal response
-            # (a client shell call is a tool call, read whole from its output_item.done)
+            # (a client-run call is a tool call, read whole from its output_item.done)
             self._hold_hosted(position, item)
         return []
 
@@ -162,13 +162,13 @@ class ResponsesStreamTranslator(StreamTranslator):
         if isinstance(item.get("id"), str):
             self._seen_ids.add(item["id"])
         self._kinds.setdefault(position, kind if isinstance(kind, str) else "")
-        if client_tools.is_client_shell(item):
+        if client_tools.is_client_call(item):
             if self.assembler.has_tool(position):
                 return []
-            call_id, tool_input = client_tools.shell_input(item, position)  # whole: it has no deltas
-            start = self.assembler.tool_start(position, call_id, client_tools.SHELL_TOOL)
+            call_id, tool_name, tool_input = client_tools.call_input(item, position)  # whole: no deltas
+            start = self.assembler.tool_start(position, call_id, tool_name)
             self.assembler.tool_input_object(position, tool_input)
-            self.record.shell_calls[start.id] = dict(item)
+            self.record.client_calls[start.id] = dict(item)
             return [start, self.assembler.tool_end(position)]
         if hosted.is_hosted(kind):
             self._hold_hosted(position, item)  # the finished copy replaces the announced one
