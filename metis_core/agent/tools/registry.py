@@ -1,5 +1,6 @@
 """The tools a session offers the model, by name. A tool that declares no side effects is run as
-possibly writing: it asks before each call until its author declares what it does.
+possibly writing: it asks before each call until its author declares what it does. Tools a provider's
+own tool asks for (apply_patch) run when called but are never offered as function tools.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from metis_core.agent.tools.base import Tool
 from metis_core.agent.tools.clock import CurrentTime
 from metis_core.agent.tools.command import RunCommand
 from metis_core.agent.tools.files import EditFile, ListDirectory, ReadFile, WriteFile
+from metis_core.agent.tools.patch import ApplyPatch
 from metis_core.agent.tools.search import SearchFiles
 from metis_core.errors import ToolError
 from metis_core.messages import SideEffects, ToolDefinition
@@ -21,6 +23,11 @@ UNDECLARED_NOTE = (
     "{name} does not declare its side effects, so metis asks as if it writes; its author declares "
     "them with @tool(side_effects=\"none\" | \"read\" | \"write\" | \"execute\" | \"network\") or "
     "ToolDefinition(side_effects=...)")
+
+
+PROVIDER_CALLED_TOOLS: dict[str, Tool] = {"apply_patch": ApplyPatch()}
+"""Run when a provider's own tool calls them (a Responses `apply_patch_call` with `{type: apply_patch}`
+among the provider tools), never offered to the model as function tools."""
 
 
 def builtin_tools() -> list[Tool]:
@@ -51,6 +58,10 @@ class ToolRegistry:
 
     def get(self, name: str) -> Tool | None:
         return self._tools.get(name)
+
+    def for_call(self, name: str) -> Tool | None:
+        """The tool that runs a call: a registered one, else one a provider's own tool calls (apply_patch)."""
+        return self._tools.get(name) or PROVIDER_CALLED_TOOLS.get(name)
 
     def definitions(self) -> list[ToolDefinition]:
         return [tool.definition for tool in self._tools.values()]
