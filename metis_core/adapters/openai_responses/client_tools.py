@@ -112,9 +112,9 @@ def item_from_input(kind: str, call_id: str, tool_input: dict[str, Any]) -> dict
             operation["diff"] = tool_input["diff"]
         return {"type": kind, "call_id": call_id, "operation": operation}
     if kind == "computer_call":
-        item = {"type": kind, "call_id": call_id, **{k: v for k, v in tool_input.items() if k != "pending_safety_checks"}}
-        item["pending_safety_checks"] = tool_input.get("pending_safety_checks") or []
-        return item
+        actions = {k: v for k, v in tool_input.items() if k != "pending_safety_checks"}
+        return {"type": kind, "call_id": call_id, **actions,
+                "pending_safety_checks": tool_input.get("pending_safety_checks") or []}
     command = str(tool_input.get("command", ""))
     action: dict[str, Any]
     if kind == "local_shell_call":

@@ -283,7 +283,8 @@ class _InputReader:
         try:
             call_id, name, tool_input = client_tools.call_input(item, position)
         except MalformedResponseError as error:
-            raise UnreadableWireRequestError(f"input[{position}] ({item.get('type')}) cannot be read: {error}") from None
+            kind = item.get("type")
+            raise UnreadableWireRequestError(f"input[{position}] ({kind}) cannot be read: {error}") from None
         canonical = self.tool_ids.canonical_for(PROVIDER, call_id)
         self.client_call_ids[call_id] = canonical
         self.pending.record.client_calls[canonical] = dict(item)
