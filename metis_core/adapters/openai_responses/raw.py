@@ -4,7 +4,8 @@ Everything sits under `provider_raw["openai_responses"]`, so no other adapter's 
 the response id, status and served model; per reasoning item its `rs_` id, the thinking block it
 became and the lengths of its summary parts; the canonical ids of custom (grammar) tool calls; the
 client-run items (shell, apply_patch, computer) by canonical id; the model's exact argument strings
-where re-serializing would change them (byte-identical replays keep prompt caches warm). Only this adapter reads it; nothing here is needed to understand a message.
+where re-serializing would change them (byte-identical replays keep prompt caches warm). Only this
+adapter reads it; nothing here is needed to understand a message.
 """
 
 from __future__ import annotations
