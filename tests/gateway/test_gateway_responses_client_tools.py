@@ -1,0 +1,74 @@
+"""A Responses client of the gateway gets client-run calls as the items the Responses upstream made
+(apply_patch_call, shell_call, local_shell_call, custom_tool_call), streamed or not, through the official
+SDK; its next request's items and their *_output items reach the upstream as the client sent them."""
+
+from __future__ import annotations
+
+import json
+
+import openai
+import pytest
+from cli.replay_server import Reply
+from fixture_files import read_json
+
+from .gateway_harness import GatewayHarness
+
+RESPONSES = "/v1/responses"
+MODEL = "openai_responses:gpt-5.1"
+
+
+def client(gateway: GatewayHarness) -> openai.OpenAI:
+    _, token = gateway.issue()
+    return openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token, max_retries=0)
+
+
+@pytest.mark.parametrize(("recording", "tools", "kind"), [
+    ("response__hosted_apply_patch_call.json", [{"type": "apply_patch"}], "apply_patch_call"),
+    ("response__hosted_local_shell_call.json", [{"type": "local_shell"}], "local_shell_call"),
+    ("response__custom_tool_call_with_reasoning.json",
+     [{"type": "custom", "name": "math_exp", "description": "math"}], "custom_tool_call"),
+])
+def test_a_client_run_call_reaches_a_responses_client_as_the_upstreams_item(
+        gateway: GatewayHarness, recording: str, tools: list[dict[str, str]], kind: str) -> None:
+    gateway.upstream.script(RESPONSES, Reply.recording("openai_responses", recording))
+    answer = client(gateway).responses.create(model=MODEL, input="go", tools=tools)  # type: ignore[arg-type]
+    [got] = [item.model_dump(exclude_none=True) for item in answer.output if item.type != "reasoning"]
+    [recorded] = [item for item in read_json("openai_responses", recording)["output"] if item["type"] == kind]
+    if kind == "custom_tool_call":
+        assert {k: got[k] for k in ("type", "call_id", "name", "input")} == {
+            k: recorded[k] for k in ("type", "call_id", "name", "input")}
+    else:
+        assert got == recorded
+
+
+def test_an_apply_patch_call_and_its_output_go_back_upstream_as_the_client_sent_them(
+        gateway: GatewayHarness) -> None:
+    gateway.upstream.script(RESPONSES, Reply.recording("openai_responses", "response__hosted_apply_patch_call.json"),
+                            Reply.recording("openai_responses", "response__text.json"))
+    sdk = client(gateway)
+    first = sdk.responses.create(model=MODEL, input="make a checklist", tools=[{"type": "apply_patch"}])
+    [call] = [item.model_dump(exclude_none=True) for item in first.output]
+    output = {"type": "apply_patch_call_output", "call_id": call["call_id"], "status": "completed",
+              "output": "created shopping-checklist.md"}
+    second = sdk.responses.create(model=MODEL, tools=[{"type": "apply_patch"}], input=[
+        {"role": "user", "content": "make a checklist"}, call, output])  # type: ignore[list-item]
+    assert second.output_text
+    sent = gateway.upstream.bodies(RESPONSES)[1]["input"]
+    assert [item for item in sent if item.get("type", "").startswith("apply_patch")] == [call, output]
+
+
+def test_a_streamed_shell_call_is_accumulated_by_the_sdk_as_a_shell_call(gateway: GatewayHarness) -> None:
+    gateway.upstream.script(RESPONSES, Reply.recording("openai_responses", "stream__hosted_shell_call.sse"))
+    with client(gateway).responses.stream(model=MODEL, input="go", tools=[{"type": "shell"}]) as stream:
+        kinds = [event.type for event in stream]
+        final = stream.get_final_response()
+    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    [call] = [item for item in final.output if item.type == "shell_call"]
+    upstream = [json.loads(line[6:]) for line in
+                Reply.recording("openai_responses", "stream__hosted_shell_call.sse").body.decode().splitlines()
+                if line.startswith("data: {")]
+    done = [e["item"] for e in upstream if e["type"] == "response.output_item.done"
+            and e["item"]["type"] == "shell_call"]
+    recorded_action = {k: v for k, v in done[-1]["action"].items() if v is not None}
+    assert call.model_dump(exclude_none=True)["action"] == recorded_action
+    assert call.call_id == done[-1]["call_id"]
