@@ -176,7 +176,8 @@ def output_text(item: dict[str, Any]) -> str:
         parts = []
         for entry in output:
             if isinstance(entry, dict):
-                outcome = entry.get("outcome") if isinstance(entry.get("outcome"), dict) else {}
+                given = entry.get("outcome")
+                outcome: dict[str, Any] = given if isinstance(given, dict) else {}
                 head = f"exit code {outcome.get('exit_code')}\n" if outcome.get("type") == "exit" else "timed out\n"
                 parts.append(head + str(entry.get("stdout") or "") + str(entry.get("stderr") or ""))
         return "".join(parts)

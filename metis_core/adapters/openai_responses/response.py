@@ -74,8 +74,8 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
         add_annotations(assembler, position, item)
         record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
     elif client_tools.is_client_call(item):
-        call_id, tool_name, tool_input = client_tools.call_input(item, position)
-        start = assembler.tool_start(position, call_id, tool_name)
+        client_id, tool_name, tool_input = client_tools.call_input(item, position)
+        start = assembler.tool_start(position, client_id, tool_name)
         assembler.tool_input_object(position, tool_input)
         record.client_calls[start.id] = dict(item)
         assembler.tool_end(position)
