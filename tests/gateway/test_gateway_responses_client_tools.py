@@ -5,11 +5,12 @@ SDK; its next request's items and their *_output items reach the upstream as the
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import openai
 import pytest
 from cli.replay_server import Reply
-from fixture_files import read_json
+from fixture_files import read_bytes, read_json
 
 from .gateway_harness import GatewayHarness
 
@@ -72,3 +73,52 @@ def test_a_streamed_shell_call_is_accumulated_by_the_sdk_as_a_shell_call(gateway
     recorded_action = {k: v for k, v in done[-1]["action"].items() if v is not None}
     assert call.model_dump(exclude_none=True)["action"] == recorded_action
     assert call.call_id == done[-1]["call_id"]
+
+
+LOGPROBS = [{"token": "Hi", "bytes": [72, 105], "logprob": -0.02, "top_logprobs": []}]
+
+
+def _with_phase_and_logprobs(item: dict[str, Any]) -> dict[str, Any]:
+    if item.get("type") != "message":
+        return item
+    item = {**item, "phase": "final_answer"}
+    item["content"] = [{**part, "logprobs": LOGPROBS} for part in item["content"]]
+    return item
+
+
+def _marked_stream(name: str) -> bytes:
+    """A recorded stream whose message item carries a phase and logprobs in its done and terminal copies."""
+    lines = []
+    for line in read_bytes("openai_responses", name).decode().split("\n"):
+        if line.startswith("data: {"):
+            event = json.loads(line[6:])
+            if event["type"] == "response.output_item.done":
+                event["item"] = _with_phase_and_logprobs(event["item"])
+            elif event["type"] == "response.completed":
+                event["response"]["output"] = [_with_phase_and_logprobs(i) for i in event["response"]["output"]]
+            line = "data: " + json.dumps(event)
+        lines.append(line)
+    return "\n".join(lines).encode()
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_the_upstreams_phase_and_logprobs_reach_the_responses_client(gateway: GatewayHarness, streamed: bool) -> None:
+    """Built from the recorded text answer with a phase and logprobs added to its message item."""
+    if streamed:
+        reply = Reply(200, _marked_stream("stream__text.sse"), "text/event-stream", None)
+    else:
+        body = read_json("openai_responses", "response__text.json")
+        body["output"] = [_with_phase_and_logprobs(item) for item in body["output"]]
+        reply = Reply(200, json.dumps(body).encode(), "application/json", None)
+    gateway.upstream.script(RESPONSES, reply)
+    sdk = client(gateway)
+    asked = {"model": MODEL, "input": "hello", "include": ["message.output_text.logprobs"], "top_logprobs": 1}
+    if streamed:
+        with sdk.responses.stream(**asked) as stream:  # type: ignore[call-overload]
+            answer = stream.get_final_response()
+    else:
+        answer = sdk.responses.create(**asked)  # type: ignore[call-overload]
+    [message] = [item.model_dump() for item in answer.output if item.type == "message"]
+    assert message["phase"] == "final_answer" and message["content"][0]["logprobs"] == LOGPROBS
+    sent = gateway.upstream.bodies(RESPONSES)[0]
+    assert sent["include"] == ["message.output_text.logprobs"] and sent["top_logprobs"] == 1

@@ -25,7 +25,12 @@ from metis_core.gateway.shapes.base import (
     sse,
 )
 from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
-from metis_core.gateway.shapes.responses_client_items import client_item, held_tool_names
+from metis_core.gateway.shapes.responses_client_items import (
+    client_item,
+    held_tool_names,
+    kept_text_parts,
+    with_text_parts,
+)
 from metis_core.gateway.shapes.url_citations import url_annotations
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -95,20 +100,28 @@ class OpenAIResponsesShape(InboundShape):
             return [item]
         # Text blocks in a row are one message item, as a stream writes them (and as OpenAI answers: one
         # output_text a message); each cited block's annotation spans its own part of the joined text.
+        # A Responses upstream's `phase` starts a new item where it changes; its logprobs go with their text.
         texts: list[str] = []
         spans: list[tuple[int, int, list[Citation]]] = []
+        kept = kept_text_parts(message)
+        blocks: list[int] = []
         at = 0
 
         def close_text() -> None:
             nonlocal at
             if texts:
-                items.append(_text_item(f"msg_{new_ulid()}", "".join(texts), cited=url_annotations(spans, message)))
+                item = _text_item(f"msg_{new_ulid()}", "".join(texts), cited=url_annotations(spans, message))
+                items.append(with_text_parts(item, [kept.get(index, {}) for index in blocks]))
             texts.clear()
             spans.clear()
+            blocks.clear()
             at = 0
 
-        for block in message.content:
+        for position, block in enumerate(message.content):
             if isinstance(block, TextBlock) and block.text:
+                if blocks and kept.get(blocks[-1], {}).get("phase") != kept.get(position, {}).get("phase"):
+                    close_text()
+                blocks.append(position)
                 if block.citations:
                     spans.append((at, at + len(block.text), list(block.citations)))
                 texts.append(block.text)
@@ -165,6 +178,8 @@ class ResponsesStreamWriter(StreamWriter):
         """(output index, item id, text so far) of the open message item."""
         self.spans: dict[int, list[int]] = {}
         """canonical text block index -> [start, end] within the open message item's text."""
+        self.item_blocks: dict[int, list[int]] = {}
+        """output index of a message item -> the canonical text blocks it holds (for phase and logprobs)."""
         self.citations: dict[int, list[Citation]] = {}
         """canonical text block index -> the citations its `citation_delta` events brought."""
         self.calls: dict[int, tuple[int, str, str, str, list[str]]] = {}
@@ -265,6 +280,7 @@ class ResponsesStreamWriter(StreamWriter):
             if span is None:  # a new text block within this item starts where the item's text ends
                 offset = sum(map(len, parts))
                 span = self.spans[event.index] = [offset, offset]
+                self.item_blocks.setdefault(index, []).append(event.index)
             span[1] += len(event.text)
             parts.append(event.text)
             frames += self._event("response.output_text.delta", item_id=item_id, output_index=index,
@@ -300,6 +316,9 @@ class ResponsesStreamWriter(StreamWriter):
         elif isinstance(event, MessageComplete):
             frames += self._close_text(event.message)
             final = event.message
+            kept = kept_text_parts(final)
+            for index, held_blocks in self.item_blocks.items():  # the upstream's phase and logprobs, now known
+                self.output[index] = with_text_parts(self.output[index], [kept.get(b, {}) for b in held_blocks])
             status = "incomplete" if cut_short(final) else "completed"
             body = self.shape.response_object(self.response_id, self.model, status, self.output,
                                               final.metadata.usage)
