@@ -66,6 +66,8 @@ class RawRecord:
     arguments: dict[str, str] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
+    callers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """canonical call id -> the `caller` of a function call a program made (programmatic tool calling)."""
     text_keys: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
     """(assembler text key, what its message item and part carry back); `text_parts` once built."""
     text_parts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -90,9 +92,13 @@ class RawRecord:
             self.arguments[canonical_id] = arguments
 
     def add_namespace(self, canonical_id: str, item: dict[str, Any]) -> None:
+        """What a call item carries besides its name and input: its tool-search `namespace`, its `caller`."""
         namespace = item.get("namespace")
         if isinstance(namespace, str) and namespace:
             self.namespaces[canonical_id] = namespace
+        caller = item.get("caller")
+        if isinstance(caller, dict) and caller.get("type") not in (None, "direct"):
+            self.callers[canonical_id] = caller
 
     def add_message(self, keys: list[Any], item: dict[str, Any]) -> None:
         """What the API wants back of a message item besides its text: `phase` and `logprobs`."""
@@ -116,7 +122,7 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "text_parts",
+        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "callers", "text_parts",
                      "unhandled_items"):
             value = getattr(self, name)
             if value:

@@ -199,6 +199,8 @@ class _InputWriter:
         """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
         self.client_calls: dict[str, dict[str, Any]] = {}
         """Canonical id -> client-run item: its result goes back as that item's *_output."""
+        self.callers: dict[str, dict[str, Any]] = {}
+        """Canonical id -> the program that made a function call: its output goes back with that caller."""
         self.unanswerable: set[str] = set()
         """call_ids of computer calls answered without a screenshot: neither goes out (the API takes no such pair)."""
 
@@ -282,6 +284,7 @@ class _InputWriter:
         client: dict[str, dict[str, Any]] = {**(raw.get("shell_calls") or {}), **(raw.get("client_calls") or {})}
         summary_parts = _summary_parts_by_block(raw) if raw else {}
         namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
+        callers: dict[str, dict[str, Any]] = raw.get("callers") or {} if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
         text_parts: dict[str, dict[str, Any]] = raw.get("text_parts") or {} if raw else {}
@@ -314,6 +317,8 @@ class _InputWriter:
                 call = self._call(block, custom, arguments)
                 if block.id in namespaces:
                     call["namespace"] = namespaces[block.id]
+                if block.id in callers:  # a program's call: its output names the same caller
+                    call["caller"] = self.callers[block.id] = callers[block.id]
                 out.append(call)
             elif isinstance(block, ThinkingBlock):
                 item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
@@ -399,7 +404,10 @@ class _InputWriter:
                 out.extend(self._client_output(message, index, block, client_call, call_id))
                 continue
             kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
-            out.append({"type": kind, "call_id": call_id, "output": output})
+            item = {"type": kind, "call_id": call_id, "output": output}
+            if block.tool_use_id in self.callers:
+                item["caller"] = self.callers[block.tool_use_id]
+            out.append(item)
         return out
 
 

@@ -398,7 +398,7 @@ class _InputReader:
 
 def _has_raw(record: RawRecord) -> bool:
     return bool(record.reasoning or record.custom_tool_calls or record.arguments or record.namespaces
-                or record.client_calls or record.text_parts)
+                or record.callers or record.client_calls or record.text_parts)
 
 
 def _image(url: str) -> ImageBlock:

@@ -96,3 +96,20 @@ def test_phase_and_logprobs_of_assistant_text_and_the_logprobs_options_go_back_u
     rebuilt = OpenAIResponsesAdapter().to_wire(read.messages, read.tools, read.options, ToolIdMap()).body
     assert rebuilt["input"] == body["input"]
     assert rebuilt["include"] == ["message.output_text.logprobs"] and rebuilt["top_logprobs"] == 2
+
+
+def test_a_function_call_a_program_made_keeps_its_caller_and_its_output_names_the_same_caller() -> None:
+    """Programmatic tool calling, shaped after the SDK's Program item and `caller` fields."""
+    program = {"type": "program", "id": "cm_1", "call_id": "call_prog", "code": "await tools.getStock({})",
+               "fingerprint": "gAAAA-fp"}
+    caller = {"type": "program", "caller_id": "call_prog"}
+    call = {"type": "function_call", "id": "fc_1", "status": "in_progress", "call_id": "call_f", "name": "getStock",
+            "arguments": "{}", "caller": caller}
+    ids = ToolIdMap()
+    message = parsed([program, call], ids)
+    [use] = message.tool_uses()
+    items, dropped = written([user_message("stock?"), message, tool_result_message(use.id, "42")], ids)
+    assert dropped == []
+    assert items[1:] == [program, {"type": "function_call", "call_id": "call_f", "name": "getStock", "arguments": "{}",
+                                   "caller": caller},
+                         {"type": "function_call_output", "call_id": "call_f", "output": "42", "caller": caller}]
