@@ -122,8 +122,8 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "callers", "text_parts",
-                     "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "callers",
+                     "text_parts", "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value
