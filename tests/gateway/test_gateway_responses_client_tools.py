@@ -122,3 +122,26 @@ def test_the_upstreams_phase_and_logprobs_reach_the_responses_client(gateway: Ga
     assert message["phase"] == "final_answer" and message["content"][0]["logprobs"] == LOGPROBS
     sent = gateway.upstream.bodies(RESPONSES)[0]
     assert sent["include"] == ["message.output_text.logprobs"] and sent["top_logprobs"] == 1
+
+
+def test_a_computer_call_and_its_acknowledged_screenshot_pass_through_the_gateway(gateway: GatewayHarness) -> None:
+    """The upstream answer is the recorded text answer with its output replaced by a computer_call shaped
+    after the SDK's ResponseComputerToolCall (no public recording has one)."""
+    checks = [{"id": "cu_sc_1", "code": "malicious_instructions", "message": "check the page"}]
+    computer_call = {"type": "computer_call", "id": "cu_67cc", "call_id": "call_zw3", "status": "completed",
+                     "action": {"type": "click", "button": "left", "x": 156, "y": 50}, "pending_safety_checks": checks}
+    body = read_json("openai_responses", "response__text.json")
+    body["output"] = [computer_call]
+    gateway.upstream.script(RESPONSES, Reply(200, json.dumps(body).encode(), "application/json", None),
+                            Reply.recording("openai_responses", "response__text.json"))
+    sdk = client(gateway)
+    tools = [{"type": "computer_use_preview", "display_width": 1024, "display_height": 768, "environment": "browser"}]
+    first = sdk.responses.create(model=MODEL, input="open the page", tools=tools)  # type: ignore[arg-type]
+    [call] = [item.model_dump(exclude_none=True) for item in first.output]
+    assert call == computer_call
+    output = {"type": "computer_call_output", "call_id": "call_zw3", "acknowledged_safety_checks": checks,
+              "output": {"type": "computer_screenshot", "image_url": "data:image/png;base64,iVBORw0KGgo="}}
+    sdk.responses.create(model=MODEL, tools=tools, input=[  # type: ignore[arg-type]
+        {"role": "user", "content": "open the page"}, call, output])  # type: ignore[list-item]
+    sent = gateway.upstream.bodies(RESPONSES)[1]["input"]
+    assert [item for item in sent if item.get("type", "").startswith("computer_call")] == [call, output]
