@@ -404,7 +404,7 @@ class _InputWriter:
                 out.extend(self._client_output(message, index, block, client_call, call_id))
                 continue
             kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
-            item = {"type": kind, "call_id": call_id, "output": output}
+            item: dict[str, Any] = {"type": kind, "call_id": call_id, "output": output}
             if block.tool_use_id in self.callers:
                 item["caller"] = self.callers[block.tool_use_id]
             out.append(item)
