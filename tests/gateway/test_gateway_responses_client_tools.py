@@ -5,17 +5,35 @@ SDK; its next request's items and their *_output items reach the upstream as the
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 import openai
 import pytest
-from cli.replay_server import Reply
+from cli.replay_server import ReplayServer, Reply
 from fixture_files import read_bytes, read_json
 
 from .gateway_harness import GatewayHarness
 
 RESPONSES = "/v1/responses"
 MODEL = "openai_responses:gpt-5.1"
+
+
+@pytest.fixture(scope="module")
+def shared_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayHarness]:
+    upstream = ReplayServer().start()
+    harness = GatewayHarness(tmp_path_factory.mktemp("client-tools") / "home", upstream).start()
+    yield harness
+    harness.stop()
+    upstream.stop()
+
+
+@pytest.fixture
+def gateway(shared_gateway: GatewayHarness) -> GatewayHarness:
+    """One gateway for the module; each test starts with no upstream requests seen or replies queued."""
+    shared_gateway.upstream.requests.clear()
+    shared_gateway.upstream.queues.clear()
+    return shared_gateway
 
 
 def client(gateway: GatewayHarness) -> openai.OpenAI:
