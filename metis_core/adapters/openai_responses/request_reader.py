@@ -1,12 +1,14 @@
 """A Responses API request body -> canonical messages, tools and options (gateway inbound, imports).
 
-Everything with a canonical meaning is mapped: instructions -> a leading system message, input
-items -> user/assistant/tool/system messages (hosted-tool items -> hosted blocks, annotations ->
-citations), function tools -> ToolDefinitions, other tool kinds -> `options.provider_tools`, sampling,
-reasoning and structured-output settings -> AdapterOptions. Other top-level fields go to
-`AdapterOptions.extra` verbatim (an absent `include` is recorded as None, so request.py adds no
-default), which makes read-then-build reproduce the request. Shapes that point at server-side
-state or that no canonical block holds raise UnreadableWireRequestError naming the field.
+Everything with a canonical meaning is mapped: instructions -> a leading system message, input items
+-> user/assistant/tool/system messages (hosted-tool items -> hosted blocks, client-run shell,
+apply_patch and computer items -> tool calls, their outputs -> tool results, annotations ->
+citations, an assistant item's phase and logprobs kept), function tools -> ToolDefinitions, other
+tool kinds -> `options.provider_tools`, sampling, reasoning and structured-output settings ->
+AdapterOptions. Other top-level fields go to `AdapterOptions.extra` verbatim (an absent `include`
+is recorded as None, so request.py adds no default), which makes read-then-build reproduce the
+request. Shapes that point at server-side state or that no canonical block holds raise
+UnreadableWireRequestError naming the field.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ never merge; `sequence_number` is not needed (2025-05 recordings lack it). Termi
 stream too. The terminal response carries the full output: it supplies the final encrypted
 reasoning (re-encrypted per serialization) and anything a stream delivered only whole, matched to
 the streamed items by item id (never by list position), so the final Message equals the
-non-streaming one. Hosted-tool and client shell items arrive whole at output_item.done. No HTTP here.
+non-streaming one. Hosted-tool and client-run items arrive whole at output_item.done. No HTTP here.
 """
 
 from __future__ import annotations
