@@ -11,6 +11,7 @@ from metis_core.agent.tools.base import ToolContext
 from metis_core.agent.tools.patch import ApplyPatch
 from metis_core.agent.tools.registry import ToolRegistry
 from metis_core.agent.tools.v4a_diff import PatchFormatError, apply_create, apply_update
+from metis_core.errors import ToolError
 
 SOURCE = "def greet(name):\n    return 'hi ' + name\n\n\ndef main():\n    print(greet('x'))\n    return 0\n"
 
@@ -76,3 +77,10 @@ def test_apply_patch_runs_when_called_but_is_never_offered_as_a_function_tool() 
     assert "apply_patch" not in registry.names() and registry.get("apply_patch") is None
     tool = registry.for_call("apply_patch")
     assert tool is not None and tool.definition.needs_confirmation
+
+
+def test_a_provider_called_tool_cannot_shadow_a_function_tool_of_the_same_name() -> None:
+    registry = ToolRegistry.with_builtins()
+    with pytest.raises(ToolError, match="already registered as a function tool"):
+        registry.register_provider_called(registry.get("run_command"))  # type: ignore[arg-type]
+    assert registry.extended([]).for_call("apply_patch") is not None

@@ -1,6 +1,7 @@
 """The tools a session offers the model, by name. A tool that declares no side effects is run as
 possibly writing: it asks before each call until its author declares what it does. Tools a provider's
-own tool asks for (apply_patch) run when called but are never offered as function tools.
+own tool asks for (apply_patch, or one registered with `register_provider_called`) run when called
+but are never offered as function tools.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def builtin_tools() -> list[Tool]:
 class ToolRegistry:
     def __init__(self, tools: Iterable[Tool] = ()) -> None:
         self._tools: dict[str, Tool] = {}
+        self._provider_called: dict[str, Tool] = dict(PROVIDER_CALLED_TOOLS)
         self._undeclared: set[str] = set()
         for tool in tools:
             self.register(tool)
@@ -45,12 +47,25 @@ class ToolRegistry:
         name = tool.definition.name
         if name in self._tools:
             raise ToolError(f"a tool named {name!r} is already registered; tool names must be unique")
+        self._declare(tool)
+        self._tools[name] = tool
+
+    def _declare(self, tool: Tool) -> None:
+        name = tool.definition.name
         if not tool.definition.declares_side_effects and name not in self._undeclared:
             # Safe by default: run as writing (confirmation asked), and say how to declare it.
             tool.definition = tool.definition.model_copy(update={"side_effects": SideEffects.WRITE})
             self._undeclared.add(name)
             log.warning(UNDECLARED_NOTE.format(name=f"tool {name!r}"))
-        self._tools[name] = tool
+
+    def register_provider_called(self, tool: Tool) -> None:
+        """Run `tool` when a provider's own tool calls it by name, without offering it to models as a
+        function tool: e.g. a `computer` tool that answers a Responses `computer_call` with a screenshot."""
+        name = tool.definition.name
+        if name in self._tools:
+            raise ToolError(f"a tool named {name!r} is already registered as a function tool; pick one")
+        self._declare(tool)
+        self._provider_called[name] = tool
 
     def undeclared_note(self, name: str) -> str | None:
         """Why `name` asks for confirmation though its author declared nothing, and how to declare it."""
@@ -61,7 +76,7 @@ class ToolRegistry:
 
     def for_call(self, name: str) -> Tool | None:
         """The tool that runs a call: a registered one, else one a provider's own tool calls (apply_patch)."""
-        return self._tools.get(name) or PROVIDER_CALLED_TOOLS.get(name)
+        return self._tools.get(name) or self._provider_called.get(name)
 
     def definitions(self) -> list[ToolDefinition]:
         return [tool.definition for tool in self._tools.values()]
@@ -73,6 +88,7 @@ class ToolRegistry:
         """A new registry with these tools after this one's (a session's own tools, e.g. skills)."""
         extended = ToolRegistry()
         extended._undeclared = set(self._undeclared)
+        extended._provider_called = dict(self._provider_called)
         for tool in [*self._tools.values(), *tools]:
             extended.register(tool)
         return extended
