@@ -77,12 +77,15 @@ class RawRecord:
     thinking_blocks: int = 0
     response: dict[str, Any] = field(default_factory=dict)
 
-    def add_reasoning(self, item_id: Any, has_block: bool, part_lengths: list[int]) -> None:
+    def add_reasoning(self, item_id: Any, has_block: bool, part_lengths: list[int], from_content: bool = False) -> None:
+        """One reasoning item; `from_content`: its text is its `reasoning_text` content, not a summary."""
         entry: dict[str, Any] = {"id": item_id if isinstance(item_id, str) else None}
         if has_block:
             entry["block"] = self.thinking_blocks
             self.thinking_blocks += 1
-        if len(part_lengths) > 1:
+        if from_content:
+            entry["content_parts"] = part_lengths
+        elif len(part_lengths) > 1:
             entry["summary_parts"] = part_lengths
         self.reasoning.append(entry)
 

@@ -382,6 +382,10 @@ class _InputWriter:
         if not replayable_to(block, PROVIDER, API, self.model):
             self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))
             return None
+        if isinstance(part_lengths, dict):  # the text was the item's reasoning_text content, not a summary
+            content = [{"type": "reasoning_text", "text": part}
+                       for part in split_summary(block.text, part_lengths["content_parts"])]
+            return {"type": "reasoning", "summary": [], "content": content, "encrypted_content": block.signature}
         summary = [{"type": "summary_text", "text": part} for part in split_summary(block.text, part_lengths)]
         return {"type": "reasoning", "summary": summary, "encrypted_content": block.signature}
 
@@ -433,9 +437,11 @@ def _without_unanswerable(items: list[dict[str, Any]], unanswerable: set[str]) -
 
 
 def _summary_parts_by_block(raw: dict[str, Any]) -> dict[int, Any]:
-    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal."""
+    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal; a dict
+    `{content_parts}` where the block's text was the item's reasoning_text content."""
     return {
-        entry["block"]: entry.get("summary_parts")
+        entry["block"]: {"content_parts": entry["content_parts"]} if "content_parts" in entry
+        else entry.get("summary_parts")
         for entry in raw.get("reasoning") or ()
         if isinstance(entry, dict) and entry.get("block") is not None
     }

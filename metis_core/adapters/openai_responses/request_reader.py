@@ -23,6 +23,7 @@ from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.openai_responses import client_tools, hosted
 from metis_core.adapters.openai_responses.raw import API, PROVIDER, RAW_KEY, RawRecord, join_summary
+from metis_core.adapters.openai_responses.response import reasoning_texts
 from metis_core.errors import MalformedResponseError, UnreadableWireRequestError
 from metis_core.messages import (
     BlockOrigin,
@@ -341,7 +342,7 @@ class _InputReader:
         self.pending.blocks.append(ToolUseBlock(id=canonical, name=name, input=parsed))
 
     def _reasoning(self, item: dict[str, Any]) -> None:
-        parts = [p["text"] for p in item.get("summary") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts, from_content = reasoning_texts(item)
         text = join_summary(parts)
         signature = item.get("encrypted_content")
         signature = signature if isinstance(signature, str) else None
@@ -356,7 +357,7 @@ class _InputReader:
                 item.get("id"),
                 extra={"session_id": self.session_id},
             )
-        self.pending.record.add_reasoning(item.get("id"), has_block, [len(p) for p in parts])
+        self.pending.record.add_reasoning(item.get("id"), has_block, [len(p) for p in parts], from_content)
 
     def _output(self, position: int, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")

@@ -82,7 +82,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
     elif hosted.is_hosted(kind):
         assembler.hosted(position, dict(item), hosted.build_item)
     elif kind == "reasoning":
-        parts = summary_texts(item)
+        parts, from_content = reasoning_texts(item)
         text = join_summary(parts)
         signature = item.get("encrypted_content")
         has_block = bool(text) or isinstance(signature, str)
@@ -90,7 +90,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
             assembler.thinking(position, text)
             if isinstance(signature, str):
                 assembler.thinking_signature(position, signature)
-        record.add_reasoning(item.get("id"), has_block, [len(part) for part in parts])
+        record.add_reasoning(item.get("id"), has_block, [len(part) for part in parts], from_content)
     elif kind in ("function_call", "custom_tool_call"):
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(name, str) or not name:
@@ -143,6 +143,20 @@ def summary_texts(item: dict[str, Any]) -> list[str]:
         for part in item.get("summary") or ()
         if isinstance(part, dict) and isinstance(part.get("text"), str)
     ]
+
+
+def reasoning_texts(item: dict[str, Any]) -> tuple[list[str], bool]:
+    """A reasoning item's text parts: its summary, else its raw `reasoning_text` content (gpt-oss and
+    Responses-compatible servers send the reasoning itself); True when they came from the content."""
+    summary = summary_texts(item)
+    if summary:
+        return summary, False
+    content = [
+        part["text"]
+        for part in item.get("content") or ()
+        if isinstance(part, dict) and part.get("type") == "reasoning_text" and isinstance(part.get("text"), str)
+    ]
+    return content, bool(content)
 
 
 def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[str, Any]) -> list[StreamEvent]:
