@@ -64,7 +64,7 @@ class ToolDispatcher:
 
     async def run_one(self, use: ToolUseBlock, recorder: TurnRecorder, parent: Event | None) -> DispatchResult:
         session_id = recorder.session_id
-        tool = self.registry.get(use.name)
+        tool = self.registry.for_call(use.name)
         if tool is None:
             problems = [f"there is no tool named {use.name!r}; available: {', '.join(self.registry.names())}"]
         else:
@@ -99,7 +99,7 @@ class ToolDispatcher:
         return self._finish(use, outcome, recorder, called, started)
 
     async def _confirm(self, use: ToolUseBlock, recorder: TurnRecorder, called: Event | None) -> ToolOutcome | None:
-        definition = self.registry.get(use.name).definition  # type: ignore[union-attr]
+        definition = self.registry.for_call(use.name).definition  # type: ignore[union-attr]
         expires = datetime.now(UTC) + timedelta(seconds=self.confirmation.timeout_seconds)
         path = use.input.get("path")
         command = use.input.get("command")

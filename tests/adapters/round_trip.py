@@ -184,7 +184,8 @@ def _responses_recorded(answer: Json) -> Any:
     return out
 
 
-REPAIR_OUTPUTS = ("function_call_output", "custom_tool_call_output", "shell_call_output", "local_shell_call_output")
+REPAIR_OUTPUTS = ("function_call_output", "custom_tool_call_output", "shell_call_output", "local_shell_call_output",
+                  "apply_patch_call_output", "computer_call_output")
 """Items history repair adds to answer a client call left open; not part of the answer. A hosted
 `shell_call_output` the answer itself carries has an `id`; a repair's has none."""
 STATELESS_ITEMS = ("message", "reasoning", "function_call", "custom_tool_call")

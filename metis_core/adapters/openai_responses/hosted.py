@@ -1,7 +1,7 @@
 """Responses API hosted-tool items, compaction and annotations <-> canonical blocks.
 
-Hosted-tool items (web and file search, code interpreter, image generation, MCP, shell, apply
-patch, tool search) become `ProviderToolCallBlock`s, their separate outputs and listings
+Hosted-tool items (web and file search, code interpreter, image generation, MCP, hosted shell, tool
+search, programmatic tool calling's `program`) become `ProviderToolCallBlock`s, their separate outputs and listings
 `ProviderToolResultBlock`s, `compaction` a `CompactionBlock`; each keeps the item exactly as sent
 (replayed verbatim) and a text rendering. Annotations on output text become citations.
 """
@@ -22,12 +22,12 @@ from metis_core.messages import (
 CALL_ITEMS = frozenset({
     "web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call",
     "mcp_approval_request", "local_shell_call", "shell_call", "apply_patch_call", "tool_search_call",
-    "computer_call",
+    "computer_call", "program",
 })
 """Items of work the provider did (or asks its own tool runtime to do): never client function calls."""
 OUTPUT_ITEMS = frozenset({
     "mcp_list_tools", "mcp_approval_response", "local_shell_call_output", "shell_call_output",
-    "apply_patch_call_output", "tool_search_output", "computer_call_output",
+    "apply_patch_call_output", "tool_search_output", "computer_call_output", "program_output",
 })
 COMPACTION_ITEM = "compaction"
 

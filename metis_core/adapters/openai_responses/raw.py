@@ -3,8 +3,9 @@
 Everything sits under `provider_raw["openai_responses"]`, so no other adapter's keys collide:
 the response id, status and served model; per reasoning item its `rs_` id, the thinking block it
 became and the lengths of its summary parts; the canonical ids of custom (grammar) tool calls; the
-model's exact argument strings where re-serializing would change them (byte-identical replays keep
-prompt caches warm). Only this adapter reads it; nothing here is needed to understand a message.
+client-run items (shell, apply_patch, computer) by canonical id; the model's exact argument strings
+where re-serializing would change them (byte-identical replays keep prompt caches warm). Only this
+adapter reads it; nothing here is needed to understand a message.
 """
 
 from __future__ import annotations
@@ -60,11 +61,13 @@ class RawRecord:
 
     reasoning: list[dict[str, Any]] = field(default_factory=list)
     custom_tool_calls: list[str] = field(default_factory=list)
-    shell_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
-    """Canonical id -> the client-run shell item it came from (client_tools.py), replayed verbatim."""
+    client_calls: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Canonical id -> the client-run item it came from (client_tools.py), replayed verbatim."""
     arguments: dict[str, str] = field(default_factory=dict)
     namespaces: dict[str, str] = field(default_factory=dict)
     """canonical call id -> the `namespace` a call to a tool found by tool search was issued under."""
+    callers: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """canonical call id -> the `caller` of a function call a program made (programmatic tool calling)."""
     text_keys: list[tuple[Any, dict[str, Any]]] = field(default_factory=list)
     """(assembler text key, what its message item and part carry back); `text_parts` once built."""
     text_parts: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -74,12 +77,15 @@ class RawRecord:
     thinking_blocks: int = 0
     response: dict[str, Any] = field(default_factory=dict)
 
-    def add_reasoning(self, item_id: Any, has_block: bool, part_lengths: list[int]) -> None:
+    def add_reasoning(self, item_id: Any, has_block: bool, part_lengths: list[int], from_content: bool = False) -> None:
+        """One reasoning item; `from_content`: its text is its `reasoning_text` content, not a summary."""
         entry: dict[str, Any] = {"id": item_id if isinstance(item_id, str) else None}
         if has_block:
             entry["block"] = self.thinking_blocks
             self.thinking_blocks += 1
-        if len(part_lengths) > 1:
+        if from_content:
+            entry["content_parts"] = part_lengths
+        elif len(part_lengths) > 1:
             entry["summary_parts"] = part_lengths
         self.reasoning.append(entry)
 
@@ -89,9 +95,13 @@ class RawRecord:
             self.arguments[canonical_id] = arguments
 
     def add_namespace(self, canonical_id: str, item: dict[str, Any]) -> None:
+        """What a call item carries besides its name and input: its tool-search `namespace`, its `caller`."""
         namespace = item.get("namespace")
         if isinstance(namespace, str) and namespace:
             self.namespaces[canonical_id] = namespace
+        caller = item.get("caller")
+        if isinstance(caller, dict) and caller.get("type") not in (None, "direct"):
+            self.callers[canonical_id] = caller
 
     def add_message(self, keys: list[Any], item: dict[str, Any]) -> None:
         """What the API wants back of a message item besides its text: `phase` and `logprobs`."""
@@ -115,8 +125,8 @@ class RawRecord:
 
     def as_provider_raw(self) -> dict[str, Any]:
         mine: dict[str, Any] = {k: v for k, v in self.response.items() if v is not None}
-        for name in ("reasoning", "custom_tool_calls", "shell_calls", "arguments", "namespaces", "text_parts",
-                     "unhandled_items"):
+        for name in ("reasoning", "custom_tool_calls", "client_calls", "arguments", "namespaces", "callers",
+                     "text_parts", "unhandled_items"):
             value = getattr(self, name)
             if value:
                 mine[name] = value

@@ -197,8 +197,12 @@ class _InputWriter:
         self.dropped = dropped
         self.custom_calls: set[str] = set()
         """Canonical ids of custom (grammar) tool calls: their results go back as custom outputs."""
-        self.shell_calls: dict[str, dict[str, Any]] = {}
-        """Canonical id -> client-run shell item: its result goes back as that item's *_output."""
+        self.client_calls: dict[str, dict[str, Any]] = {}
+        """Canonical id -> client-run item: its result goes back as that item's *_output."""
+        self.callers: dict[str, dict[str, Any]] = {}
+        """Canonical id -> the program that made a function call: its output goes back with that caller."""
+        self.unanswerable: set[str] = set()
+        """call_ids of computer calls answered without a screenshot: neither goes out (the API takes no such pair)."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
@@ -225,6 +229,8 @@ class _InputWriter:
                 items.extend(self._assistant(message))
             else:
                 items.extend(self._tool_outputs(message))
+        if self.unanswerable:
+            items = _without_unanswerable(items, self.unanswerable)
         return (SUMMARY_SEPARATOR.join(instructions) if instructions is not None else None), items
 
     def _user(self, message: Message) -> dict[str, Any] | None:
@@ -275,9 +281,10 @@ class _InputWriter:
         raw = responses_raw(message)
         custom: list[str] = raw.get("custom_tool_calls") or [] if raw else []
         arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
-        shell: dict[str, dict[str, Any]] = raw.get("shell_calls") or {} if raw else {}
+        client: dict[str, dict[str, Any]] = {**(raw.get("shell_calls") or {}), **(raw.get("client_calls") or {})}
         summary_parts = _summary_parts_by_block(raw) if raw else {}
         namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
+        callers: dict[str, dict[str, Any]] = raw.get("callers") or {} if raw else {}
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
         text_parts: dict[str, dict[str, Any]] = raw.get("text_parts") or {} if raw else {}
@@ -303,13 +310,15 @@ class _InputWriter:
                 out.append(self._cited_text(message, index, block, kept))
             elif isinstance(block, HOSTED_CLASSES):
                 out.append(block.payload)  # this API's own item, exactly as it sent it
-            elif isinstance(block, ToolUseBlock) and block.id in shell:
-                self.shell_calls[block.id] = shell[block.id]
-                out.append(shell[block.id])  # the shell item exactly as it was sent
+            elif isinstance(block, ToolUseBlock) and block.id in client:
+                self.client_calls[block.id] = client[block.id]
+                out.append(client[block.id])  # the client-run item exactly as it was sent
             elif isinstance(block, ToolUseBlock):
                 call = self._call(block, custom, arguments)
                 if block.id in namespaces:
                     call["namespace"] = namespaces[block.id]
+                if block.id in callers:  # a program's call: its output names the same caller
+                    call["caller"] = self.callers[block.id] = callers[block.id]
                 out.append(call)
             elif isinstance(block, ThinkingBlock):
                 item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
@@ -373,6 +382,10 @@ class _InputWriter:
         if not replayable_to(block, PROVIDER, API, self.model):
             self.drop(message, index, "thinking", origin_mismatch_reason(block, PROVIDER, API, self.model))
             return None
+        if isinstance(part_lengths, dict):  # the text was the item's reasoning_text content, not a summary
+            content = [{"type": "reasoning_text", "text": part}
+                       for part in split_summary(block.text, part_lengths["content_parts"])]
+            return {"type": "reasoning", "summary": [], "content": content, "encrypted_content": block.signature}
         summary = [{"type": "summary_text", "text": part} for part in split_summary(block.text, part_lengths)]
         return {"type": "reasoning", "summary": summary, "encrypted_content": block.signature}
 
@@ -390,20 +403,45 @@ class _InputWriter:
                 output = self._parts(message, list(parts), index)
             else:
                 output = block.text()
-            shell_call = self.shell_calls.get(block.tool_use_id)
-            if shell_call is not None:
-                kind, replayed_id = str(shell_call.get("type")), str(shell_call.get("call_id") or call_id)
-                out.append(client_tools.output_item(kind, replayed_id, block.text(), block.is_error, shell_call))
+            client_call = self.client_calls.get(block.tool_use_id)
+            if client_call is not None:
+                out.extend(self._client_output(message, index, block, client_call, call_id))
                 continue
             kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
-            out.append({"type": kind, "call_id": call_id, "output": output})
+            item: dict[str, Any] = {"type": kind, "call_id": call_id, "output": output}
+            if block.tool_use_id in self.callers:
+                item["caller"] = self.callers[block.tool_use_id]
+            out.append(item)
         return out
 
 
+    def _client_output(self, message: Message, index: int, block: ToolResultBlock, call: dict[str, Any],
+                       call_id: str) -> list[dict[str, Any]]:
+        """The output item for a client-run call: the one read from a request verbatim, else built."""
+        replayed_id = str(call.get("call_id") or call_id)
+        kept = responses_raw(message).get("output_items") or {}
+        given = kept.get(block.tool_use_id)
+        if isinstance(given, dict) and given.get("call_id") == replayed_id:
+            return [given]
+        item = client_tools.output_item(call, replayed_id, block)
+        if item is None:
+            self.unanswerable.add(replayed_id)
+            self.drop(message, index, "tool_result", "a computer call must be answered with a screenshot "
+                      "(an image block in its tool result); the call and this result are left out")
+            return []
+        return [item]
+
+
+def _without_unanswerable(items: list[dict[str, Any]], unanswerable: set[str]) -> list[dict[str, Any]]:
+    return [item for item in items if not (item.get("type") == "computer_call" and item.get("call_id") in unanswerable)]
+
+
 def _summary_parts_by_block(raw: dict[str, Any]) -> dict[int, Any]:
-    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal."""
+    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal; a dict
+    `{content_parts}` where the block's text was the item's reasoning_text content."""
     return {
-        entry["block"]: entry.get("summary_parts")
+        entry["block"]: {"content_parts": entry["content_parts"]} if "content_parts" in entry
+        else entry.get("summary_parts")
         for entry in raw.get("reasoning") or ()
         if isinstance(entry, dict) and entry.get("block") is not None
     }

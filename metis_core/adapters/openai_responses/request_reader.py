@@ -1,12 +1,14 @@
 """A Responses API request body -> canonical messages, tools and options (gateway inbound, imports).
 
-Everything with a canonical meaning is mapped: instructions -> a leading system message, input
-items -> user/assistant/tool/system messages (hosted-tool items -> hosted blocks, annotations ->
-citations), function tools -> ToolDefinitions, other tool kinds -> `options.provider_tools`, sampling,
-reasoning and structured-output settings -> AdapterOptions. Other top-level fields go to
-`AdapterOptions.extra` verbatim (an absent `include` is recorded as None, so request.py adds no
-default), which makes read-then-build reproduce the request. Shapes that point at server-side
-state or that no canonical block holds raise UnreadableWireRequestError naming the field.
+Everything with a canonical meaning is mapped: instructions -> a leading system message, input items
+-> user/assistant/tool/system messages (hosted-tool items -> hosted blocks, client-run shell,
+apply_patch and computer items -> tool calls, their outputs -> tool results, annotations ->
+citations, an assistant item's phase and logprobs kept), function tools -> ToolDefinitions, other
+tool kinds -> `options.provider_tools`, sampling, reasoning and structured-output settings ->
+AdapterOptions. Other top-level fields go to `AdapterOptions.extra` verbatim (an absent `include`
+is recorded as None, so request.py adds no default), which makes read-then-build reproduce the
+request. Shapes that point at server-side state or that no canonical block holds raise
+UnreadableWireRequestError naming the field.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ import orjson
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
-from metis_core.adapters.openai_responses import hosted
+from metis_core.adapters.openai_responses import client_tools, hosted
 from metis_core.adapters.openai_responses.raw import API, PROVIDER, RAW_KEY, RawRecord, join_summary
-from metis_core.errors import UnreadableWireRequestError
+from metis_core.adapters.openai_responses.response import reasoning_texts
+from metis_core.errors import MalformedResponseError, UnreadableWireRequestError
 from metis_core.messages import (
     BlockOrigin,
     ImageBlock,
@@ -186,6 +189,8 @@ class _InputReader:
         self.origin = BlockOrigin(provider=PROVIDER, api=API, model=options.model_name)
         self.messages: list[Message] = []
         self.pending = _PendingAssistant()
+        self.client_call_ids: dict[str, str] = {}
+        """call_id -> canonical id of the client-run calls read so far: their outputs are tool results."""
 
     def item(self, position: int, item: Any) -> None:
         if not isinstance(item, dict):
@@ -193,7 +198,7 @@ class _InputReader:
         kind = item.get("type", "message")
         role = item.get("role")
         if kind == "message" and role == "assistant":
-            self._assistant_text(position, item.get("content"))
+            self._assistant_text(position, item)
         elif kind == "message" and role in ("user", "system", "developer"):
             self.flush_assistant()
             self._message(position, role, item.get("content"))
@@ -204,6 +209,11 @@ class _InputReader:
         elif kind in ("function_call_output", "custom_tool_call_output"):
             self.flush_assistant()
             self._output(position, item)
+        elif client_tools.is_client_call(item):
+            self._client_call(position, item)
+        elif kind in client_tools.OUTPUT_KINDS and item.get("call_id") in self.client_call_ids:
+            self.flush_assistant()
+            self._client_output(position, item)
         elif hosted.is_hosted(kind):
             self.pending.blocks.append(hosted.build_item(dict(item), "", self.origin))
         else:
@@ -255,10 +265,59 @@ class _InputReader:
                 )
         return blocks
 
-    def _assistant_text(self, position: int, content: Any) -> None:
-        for block in self._parts(position, content):
-            if isinstance(block, TextBlock):
-                self.pending.blocks.append(block)
+    def _assistant_text(self, position: int, item: dict[str, Any]) -> None:
+        """Text parts of an assistant message; its `phase` and each part's `logprobs` are kept to go back."""
+        content = item.get("content")
+        phase = item.get("phase")
+        parts = content if isinstance(content, list) else [None]
+        for part, block in zip(parts, self._parts(position, content), strict=True):
+            if not isinstance(block, TextBlock):
+                continue
+            kept: dict[str, Any] = {"phase": phase} if isinstance(phase, str) and phase else {}
+            if isinstance(part, dict) and part.get("logprobs"):
+                kept["logprobs"] = part["logprobs"]
+            if kept:
+                ordinal = sum(isinstance(b, TextBlock) for b in self.pending.blocks)
+                self.pending.record.text_parts[str(ordinal)] = kept
+            self.pending.blocks.append(block)
+
+    def _client_call(self, position: int, item: dict[str, Any]) -> None:
+        """A shell, apply_patch or computer call the client ran: the same tool_use an answer gives."""
+        try:
+            call_id, name, tool_input = client_tools.call_input(item, position)
+        except MalformedResponseError as error:
+            kind = item.get("type")
+            raise UnreadableWireRequestError(f"input[{position}] ({kind}) cannot be read: {error}") from None
+        canonical = self.tool_ids.canonical_for(PROVIDER, call_id)
+        self.client_call_ids[call_id] = canonical
+        self.pending.record.client_calls[canonical] = dict(item)
+        self.pending.blocks.append(ToolUseBlock(id=canonical, name=name, input=tool_input))
+
+    def _client_output(self, position: int, item: dict[str, Any]) -> None:
+        """Its `*_output`: a tool result (a screenshot as an image), with the item kept to go back verbatim."""
+        canonical = self.client_call_ids[str(item.get("call_id"))]
+        output = item.get("output")
+        content: list[Any]
+        if item.get("type") == "computer_call_output":
+            url = output.get("image_url") if isinstance(output, dict) else None
+            if not isinstance(url, str):
+                raise UnreadableWireRequestError(
+                    f"input[{position}] (computer_call_output) has no screenshot `image_url`; metis reads "
+                    "screenshots given by URL or data URL (not file ids)"
+                )
+            content = [_image(url)]
+        else:
+            content = [TextBlock(text=client_tools.output_text(item))]
+        failed = item.get("status") == "failed"
+        self.messages.append(
+            Message(
+                role=Role.TOOL,
+                session_id=self.session_id,
+                content=[ToolResultBlock(tool_use_id=canonical, content=content, is_error=failed)],
+                metadata=MessageMetadata(parent_tool_use_id=canonical,
+                                         provider_raw={RAW_KEY: {"output_items": {canonical: dict(item)}}}),
+            )
+        )
 
     def _call(self, position: int, kind: str, item: dict[str, Any]) -> None:
         call_id, name = item.get("call_id"), item.get("name")
@@ -283,7 +342,7 @@ class _InputReader:
         self.pending.blocks.append(ToolUseBlock(id=canonical, name=name, input=parsed))
 
     def _reasoning(self, item: dict[str, Any]) -> None:
-        parts = [p["text"] for p in item.get("summary") or () if isinstance(p, dict) and isinstance(p.get("text"), str)]
+        parts, from_content = reasoning_texts(item)
         text = join_summary(parts)
         signature = item.get("encrypted_content")
         signature = signature if isinstance(signature, str) else None
@@ -298,7 +357,7 @@ class _InputReader:
                 item.get("id"),
                 extra={"session_id": self.session_id},
             )
-        self.pending.record.add_reasoning(item.get("id"), has_block, [len(p) for p in parts])
+        self.pending.record.add_reasoning(item.get("id"), has_block, [len(p) for p in parts], from_content)
 
     def _output(self, position: int, item: dict[str, Any]) -> None:
         call_id = item.get("call_id")
@@ -341,7 +400,8 @@ class _InputReader:
 
 
 def _has_raw(record: RawRecord) -> bool:
-    return bool(record.reasoning or record.custom_tool_calls or record.arguments or record.namespaces)
+    return bool(record.reasoning or record.custom_tool_calls or record.arguments or record.namespaces
+                or record.callers or record.client_calls or record.text_parts)
 
 
 def _image(url: str) -> ImageBlock:

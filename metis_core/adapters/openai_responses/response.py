@@ -3,8 +3,8 @@
 Output items map in order: `message` parts -> text blocks (a refusal part becomes text and stop
 reason `refusal`), `reasoning` -> a thinking block (summary parts joined, `encrypted_content` as
 the signature, origin stamped by the assembler), `function_call` -> tool_use, `custom_tool_call`
--> tool_use with input `{"input": <raw text>}`, client-run shell calls -> `run_command` tool_use
-(client_tools.py), hosted-tool items and `compaction` -> hosted
+-> tool_use with input `{"input": <raw text>}`, client-run shell, apply_patch and computer calls ->
+`run_command` / `apply_patch` / `computer` tool_use (client_tools.py), hosted-tool items and `compaction` -> hosted
 blocks (hosted.py), output_text annotations -> citations. Built through the same MessageAssembler the stream
 uses, so both paths give the same Message. It does not read streams (stream.py).
 """
@@ -73,16 +73,16 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
                 assembler.text(text_key(position, index), text)
         add_annotations(assembler, position, item)
         record.add_message([text_key(position, i) for i in range(len(item.get("content") or ()))], item)
-    elif client_tools.is_client_shell(item):
-        shell_id, tool_input = client_tools.shell_input(item, position)
-        start = assembler.tool_start(position, shell_id, client_tools.SHELL_TOOL)
+    elif client_tools.is_client_call(item):
+        client_id, tool_name, tool_input = client_tools.call_input(item, position)
+        start = assembler.tool_start(position, client_id, tool_name)
         assembler.tool_input_object(position, tool_input)
-        record.shell_calls[start.id] = dict(item)
+        record.client_calls[start.id] = dict(item)
         assembler.tool_end(position)
     elif hosted.is_hosted(kind):
         assembler.hosted(position, dict(item), hosted.build_item)
     elif kind == "reasoning":
-        parts = summary_texts(item)
+        parts, from_content = reasoning_texts(item)
         text = join_summary(parts)
         signature = item.get("encrypted_content")
         has_block = bool(text) or isinstance(signature, str)
@@ -90,7 +90,7 @@ def add_output_item(assembler: MessageAssembler, record: RawRecord, position: in
             assembler.thinking(position, text)
             if isinstance(signature, str):
                 assembler.thinking_signature(position, signature)
-        record.add_reasoning(item.get("id"), has_block, [len(part) for part in parts])
+        record.add_reasoning(item.get("id"), has_block, [len(part) for part in parts], from_content)
     elif kind in ("function_call", "custom_tool_call"):
         call_id, name = item.get("call_id"), item.get("name")
         if not isinstance(name, str) or not name:
@@ -145,6 +145,20 @@ def summary_texts(item: dict[str, Any]) -> list[str]:
     ]
 
 
+def reasoning_texts(item: dict[str, Any]) -> tuple[list[str], bool]:
+    """A reasoning item's text parts: its summary, else its raw `reasoning_text` content (gpt-oss and
+    Responses-compatible servers send the reasoning itself); True when they came from the content."""
+    summary = summary_texts(item)
+    if summary:
+        return summary, False
+    content = [
+        part["text"]
+        for part in item.get("content") or ()
+        if isinstance(part, dict) and part.get("type") == "reasoning_text" and isinstance(part.get("text"), str)
+    ]
+    return content, bool(content)
+
+
 def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[str, Any]) -> list[StreamEvent]:
     """Close the message for a terminal response object: stop reason, raw data, status."""
     record.set_response(response)
@@ -155,7 +169,7 @@ def end_response(assembler: MessageAssembler, record: RawRecord, response: dict[
     assembler.provider_raw.update(record.as_provider_raw())
     status = response.get("status")
     if status == "completed":
-        has_tool = bool(record.custom_tool_calls or record.shell_calls) or any(
+        has_tool = bool(record.custom_tool_calls or record.client_calls) or any(
             isinstance(item, dict) and item.get("type") == "function_call" for item in response.get("output") or ()
         )
         return assembler.complete("refusal" if record.refusal else "tool_use" if has_tool else "end_turn")

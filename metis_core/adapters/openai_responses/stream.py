@@ -6,7 +6,7 @@ never merge; `sequence_number` is not needed (2025-05 recordings lack it). Termi
 stream too. The terminal response carries the full output: it supplies the final encrypted
 reasoning (re-encrypted per serialization) and anything a stream delivered only whole, matched to
 the streamed items by item id (never by list position), so the final Message equals the
-non-streaming one. Hosted-tool and client shell items arrive whole at output_item.done. No HTTP here.
+non-streaming one. Hosted-tool and client-run items arrive whole at output_item.done. No HTTP here.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from metis_core.adapters.openai_responses.response import (
     add_output_item,
     end_response,
     part_text,
-    summary_texts,
+    reasoning_texts,
     text_key,
 )
 from metis_core.adapters.openai_responses.usage import usage_from_responses
@@ -59,6 +59,9 @@ class ResponsesStreamTranslator(StreamTranslator):
         self._custom_input: dict[int, list[str]] = {}
         self._kinds: dict[int, str] = {}
         self._seen_ids: set[str] = set()
+        self._done_texts: dict[int, list[Any]] = {}
+        """output_index -> the part texts of the message item done there, to know it again in the terminal
+        response under another id (some proxies, e.g. GitHub Copilot's, rotate item ids per event)."""
         self._hosted_keys: dict[str, int] = {}
         """Item id -> assembler key of each hosted item, so the terminal copy can replace it."""
         self._done = False
@@ -142,9 +145,9 @@ class ResponsesStreamTranslator(StreamTranslator):
         if kind == "reasoning":
             item_id = item.get("id")
             self._reasoning[position] = _Reasoning(item_id=item_id if isinstance(item_id, str) else None)
-        if hosted.is_hosted(kind) and not client_tools.is_client_shell(item):
+        if hosted.is_hosted(kind) and not client_tools.is_client_call(item):
             # held where it was announced: some items are finished only in the terminal response
-            # (a client shell call is a tool call, read whole from its output_item.done)
+            # (a client-run call is a tool call, read whole from its output_item.done)
             self._hold_hosted(position, item)
         return []
 
@@ -162,13 +165,13 @@ class ResponsesStreamTranslator(StreamTranslator):
         if isinstance(item.get("id"), str):
             self._seen_ids.add(item["id"])
         self._kinds.setdefault(position, kind if isinstance(kind, str) else "")
-        if client_tools.is_client_shell(item):
+        if client_tools.is_client_call(item):
             if self.assembler.has_tool(position):
                 return []
-            call_id, tool_input = client_tools.shell_input(item, position)  # whole: it has no deltas
-            start = self.assembler.tool_start(position, call_id, client_tools.SHELL_TOOL)
+            call_id, tool_name, tool_input = client_tools.call_input(item, position)  # whole: no deltas
+            start = self.assembler.tool_start(position, call_id, tool_name)
             self.assembler.tool_input_object(position, tool_input)
-            self.record.shell_calls[start.id] = dict(item)
+            self.record.client_calls[start.id] = dict(item)
             return [start, self.assembler.tool_end(position)]
         if hosted.is_hosted(kind):
             self._hold_hosted(position, item)  # the finished copy replaces the announced one
@@ -197,6 +200,7 @@ class ResponsesStreamTranslator(StreamTranslator):
         return []
 
     def _message_done(self, position: int, item: dict[str, Any]) -> list[StreamEvent]:
+        self._done_texts[position] = _part_texts(item)
         events: list[StreamEvent] = []
         for index, part in enumerate(item.get("content") or ()):
             key = text_key(position, index)
@@ -324,8 +328,10 @@ class ResponsesStreamTranslator(StreamTranslator):
         if state.item_id is None and isinstance(item.get("id"), str):
             state.item_id = item["id"]
         events: list[StreamEvent] = []
+        from_content = False
         if not state.streamed:
-            for index, text in enumerate(summary_texts(item)):
+            texts, from_content = reasoning_texts(item)
+            for index, text in enumerate(texts):
                 events.extend(self._summary_text(position, state, index, text))
         signature = item.get("encrypted_content")
         if isinstance(signature, str):
@@ -333,7 +339,7 @@ class ResponsesStreamTranslator(StreamTranslator):
         has_block = state.streamed or bool(state.part_lengths) or state.signature is not None
         if has_block and not state.part_lengths:
             self.assembler.thinking(position, "")  # an empty but signed block keeps its place in order
-        self.record.add_reasoning(state.item_id, has_block, list(state.part_lengths))
+        self.record.add_reasoning(state.item_id, has_block, list(state.part_lengths), from_content)
         state.streamed = True
         return events
 
@@ -366,6 +372,8 @@ class ResponsesStreamTranslator(StreamTranslator):
                 continue  # streamed already: matched by id, whatever its position in this list
             elif item_id is None and position in self._kinds:
                 continue  # no id to match by (older recordings): its output_index was streamed
+            elif item.get("type") == "message" and self._done_texts.get(position) == _part_texts(item):
+                continue  # the message done at this index, under a rotated id: the same text, never twice
             else:
                 # never streamed at all: keyed past every output_index so it can merge with nothing
                 add_output_item(self.assembler, self.record, UNSTREAMED_KEY_BASE + position, item)
@@ -383,3 +391,8 @@ class ResponsesStreamTranslator(StreamTranslator):
         error_class = error_class_for(code if isinstance(code, str) else None, text)
         self._flush_signatures()
         return self._fail(error_class, text, retryable=error_class in RETRYABLE_CLASSES)
+
+
+def _part_texts(item: dict[str, Any]) -> list[Any]:
+    return [part.get("text", part.get("refusal")) if isinstance(part, dict) else None
+            for part in item.get("content") or ()]

@@ -2,7 +2,8 @@
 
 Stateless only: `previous_response_id` and `conversation` are refused by the reader (send the whole
 conversation in `input`). Text becomes one `message` output item per run of text, tool calls become
-`function_call` items; reasoning is not written (its encrypted form belongs to OpenAI's own calls).
+`function_call` items, or the client-run item the Responses upstream made (responses_client_items.py);
+reasoning is not written (its encrypted form belongs to OpenAI's own calls).
 Citations with a URL become the text's `url_citation` annotations (`annotation.added` in a stream).
 Stream events carry `sequence_number` and the item/content indexes the SDK's accumulator needs.
 """
@@ -24,6 +25,12 @@ from metis_core.gateway.shapes.base import (
     sse,
 )
 from metis_core.gateway.shapes.openai_chat import ERROR_TYPES
+from metis_core.gateway.shapes.responses_client_items import (
+    client_item,
+    held_tool_names,
+    kept_text_parts,
+    with_text_parts,
+)
 from metis_core.gateway.shapes.url_citations import url_annotations
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -93,28 +100,37 @@ class OpenAIResponsesShape(InboundShape):
             return [item]
         # Text blocks in a row are one message item, as a stream writes them (and as OpenAI answers: one
         # output_text a message); each cited block's annotation spans its own part of the joined text.
+        # A Responses upstream's `phase` starts a new item where it changes; its logprobs go with their text.
         texts: list[str] = []
         spans: list[tuple[int, int, list[Citation]]] = []
+        kept = kept_text_parts(message)
+        blocks: list[int] = []
         at = 0
 
         def close_text() -> None:
             nonlocal at
             if texts:
-                items.append(_text_item(f"msg_{new_ulid()}", "".join(texts), cited=url_annotations(spans, message)))
+                item = _text_item(f"msg_{new_ulid()}", "".join(texts), cited=url_annotations(spans, message))
+                items.append(with_text_parts(item, [kept.get(index, {}) for index in blocks]))
             texts.clear()
             spans.clear()
+            blocks.clear()
             at = 0
 
-        for block in message.content:
+        for position, block in enumerate(message.content):
             if isinstance(block, TextBlock) and block.text:
+                if blocks and kept.get(blocks[-1], {}).get("phase") != kept.get(position, {}).get("phase"):
+                    close_text()
+                blocks.append(position)
                 if block.citations:
                     spans.append((at, at + len(block.text), list(block.citations)))
                 texts.append(block.text)
                 at += len(block.text)
             elif isinstance(block, ToolUseBlock):
                 close_text()
-                items.append(_call_item(f"fc_{new_ulid()}", self.client_tool_id(tool_ids, block.id), block.name,
-                                        compact_json(block.input)))
+                call_id = self.client_tool_id(tool_ids, block.id)
+                items.append(client_item(message, block.id, call_id, block.name, block.input)
+                             or _call_item(f"fc_{new_ulid()}", call_id, block.name, compact_json(block.input)))
         close_text()
         return items
 
@@ -137,7 +153,7 @@ class OpenAIResponsesShape(InboundShape):
         return body
 
     def stream_writer(self, model: str, tool_ids: ToolIdMap, request: InboundRequest) -> StreamWriter:
-        return ResponsesStreamWriter(self, model, tool_ids)
+        return ResponsesStreamWriter(self, model, tool_ids, held_tool_names(request))
 
     def error_body(self, status: int, kind: str, message: str) -> dict[str, Any]:
         error_type, code = ERROR_TYPES.get(kind, ("server_error", None))
@@ -145,8 +161,13 @@ class OpenAIResponsesShape(InboundShape):
 
 
 class ResponsesStreamWriter(StreamWriter):
-    def __init__(self, shape: OpenAIResponsesShape, model: str, tool_ids: ToolIdMap) -> None:
+    def __init__(self, shape: OpenAIResponsesShape, model: str, tool_ids: ToolIdMap,
+                 held_names: frozenset[str] = frozenset()) -> None:
         self.shape = shape
+        self.held_names = held_names
+        """Tool names whose calls may be client-run items: from the first such call on, events wait for the
+        complete answer, which says what item each call is."""
+        self.held: list[StreamEvent] | None = None
         self.model = model
         self.tool_ids = tool_ids
         self.response_id = f"resp_{new_ulid()}"
@@ -157,6 +178,8 @@ class ResponsesStreamWriter(StreamWriter):
         """(output index, item id, text so far) of the open message item."""
         self.spans: dict[int, list[int]] = {}
         """canonical text block index -> [start, end] within the open message item's text."""
+        self.item_blocks: dict[int, list[int]] = {}
+        """output index of a message item -> the canonical text blocks it holds (for phase and logprobs)."""
         self.citations: dict[int, list[Citation]] = {}
         """canonical text block index -> the citations its `citation_delta` events brought."""
         self.calls: dict[int, tuple[int, str, str, str, list[str]]] = {}
@@ -200,12 +223,49 @@ class ResponsesStreamWriter(StreamWriter):
     def feed(self, event: StreamEvent) -> bytes:
         if self.failed:
             return b""
+        if self.held is None and isinstance(event, ToolUseStart) and event.name in self.held_names:
+            self.held = []
+        if self.held is not None and not isinstance(event, MessageComplete | StreamError):
+            self.held.append(event)
+            return self._start() if isinstance(event, ToolUseStart) else b""
+        if isinstance(event, MessageComplete) and self.held:
+            return self._release(event.message) + self._feed_one(event)
+        return self._feed_one(event)
+
+    def _start(self) -> bytes:
+        if self.started:
+            return b""
+        self.started = True
+        created = self.shape.response_object(self.response_id, self.model, "in_progress", [], None)
+        return self._event("response.created", response=created) + self._event("response.in_progress",
+                                                                               response=created)
+
+    def _release(self, final: Message) -> bytes:
+        """The events held since the first possibly client-run call, now that the answer says what each is."""
+        held, self.held = self.held or [], None
         frames = b""
-        if not self.started:
-            self.started = True
-            created = self.shape.response_object(self.response_id, self.model, "in_progress", [], None)
-            frames += self._event("response.created", response=created)
-            frames += self._event("response.in_progress", response=created)
+        whole: set[int] = set()
+        for event in held:
+            if isinstance(event, ToolUseStart):
+                block = next((b for b in final.content if isinstance(b, ToolUseBlock) and b.id == event.id), None)
+                call_id = self.shape.client_tool_id(self.tool_ids, event.id)
+                item = client_item(final, event.id, call_id, event.name, block.input) if block else None
+                if item is not None:
+                    whole.add(event.index)
+                    frames += self._close_text()
+                    index = len(self.output)
+                    self.output.append(item)
+                    frames += self._event("response.output_item.added", output_index=index, item=item)
+                    frames += self._event("response.output_item.done", output_index=index, item=item)
+                    continue
+            if isinstance(event, ToolUseInputDelta | ToolUseEnd) and event.index in whole:
+                continue
+            frames += self._feed_one(event)
+        return frames
+
+    def _feed_one(self, event: StreamEvent) -> bytes:
+        frames = b""
+        frames += self._start()
         if isinstance(event, TextDelta):
             if self.text_item is None:
                 index, item_id = len(self.output), f"msg_{new_ulid()}"
@@ -220,6 +280,7 @@ class ResponsesStreamWriter(StreamWriter):
             if span is None:  # a new text block within this item starts where the item's text ends
                 offset = sum(map(len, parts))
                 span = self.spans[event.index] = [offset, offset]
+                self.item_blocks.setdefault(index, []).append(event.index)
             span[1] += len(event.text)
             parts.append(event.text)
             frames += self._event("response.output_text.delta", item_id=item_id, output_index=index,
@@ -255,6 +316,9 @@ class ResponsesStreamWriter(StreamWriter):
         elif isinstance(event, MessageComplete):
             frames += self._close_text(event.message)
             final = event.message
+            kept = kept_text_parts(final)
+            for index, held_blocks in self.item_blocks.items():  # the upstream's phase and logprobs, now known
+                self.output[index] = with_text_parts(self.output[index], [kept.get(b, {}) for b in held_blocks])
             status = "incomplete" if cut_short(final) else "completed"
             body = self.shape.response_object(self.response_id, self.model, status, self.output,
                                               final.metadata.usage)

@@ -292,3 +292,21 @@ def test_exact_argument_strings_are_kept_so_replays_are_byte_identical() -> None
     ).body
     assert wire["input"][1]["arguments"] == '{"location": "Boston, MA", "unit": "celsius"}'
     assert wire["input"][1]["call_id"] == "call_tjEzTywkXuBUO42ugPFnQYqi"
+
+
+def test_reasoning_sent_as_reasoning_text_content_is_the_thinking_text_and_goes_back_as_content() -> None:
+    """gpt-oss and Responses-compatible servers (DeepSeek's) send the reasoning itself as `content`
+    `reasoning_text` parts with an empty summary; the recorded summary sample is reshaped that way."""
+    from metis_core.messages import user_message
+
+    body = read_json(PROVIDER, "response__reasoning_encrypted_content_summary.json")
+    item = body["output"][0]
+    parts = [{"type": "reasoning_text", "text": p["text"]} for p in item["summary"]]
+    item["content"], item["summary"] = parts, []
+    reply = parse(orjson.dumps(body), context("openai_responses:gpt-5.2"))
+    [thinking] = [b for b in reply.content if isinstance(b, ThinkingBlock)]
+    assert thinking.text == "\n\n".join(p["text"] for p in parts)
+    wire = ADAPTER.to_wire([user_message("factorial?"), reply, user_message("thanks")], [],
+                           AdapterOptions(model="openai_responses:gpt-5.2")).body
+    assert wire["input"][1] == {"type": "reasoning", "summary": [], "content": parts,
+                                "encrypted_content": item["encrypted_content"]}

@@ -363,3 +363,17 @@ def test_nothing_after_the_terminal_event_changes_the_message() -> None:
     )
     events = run(body)
     assert final(events).text() == "Hello! 🌍 How can I assist you today?"
+
+
+def test_a_message_whose_id_rotates_before_the_terminal_response_is_not_added_twice() -> None:
+    """GitHub Copilot's Responses proxy gives an item a new id per event; the recorded text stream is
+    replayed with its terminal message under an id never streamed."""
+    events = [orjson.loads(c.data) for c in decode_all(read_bytes(PROVIDER, "stream__text.sse"), "sse")]
+    for item in events[-1]["response"]["output"]:
+        item["id"] = "msg_rotated"
+    message = final(run(sse(*events)))
+    streamed = final(run(read_bytes(PROVIDER, "stream__text.sse")))
+    assert message.text() == streamed.text() and len(message.content) == len(streamed.content)
+    changed = events[-1]["response"]["output"][0]
+    changed["content"][0]["text"] = "something else"  # a different text under an unseen id is still kept
+    assert final(run(sse(*events))).text().endswith("something else")
