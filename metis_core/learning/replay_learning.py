@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from metis_core.errors import LearningError, MetisError
-from metis_core.learning.patterns.evidence import ModelEvidence
+from metis_core.learning.patterns.evidence import DECIDED_Z, ModelEvidence
 from metis_core.learning.patterns.store import Outcome, _now_us
 from metis_core.replay.session_replay import replay_session
 
@@ -38,9 +38,6 @@ JUDGE_PROMPT_TOKENS = 600
 JUDGE_ANSWER_TOKENS = 200
 HOPELESS_AFTER = 2
 """Replays a candidate gets on a kind before it can be given up (one judged failure may be noise)."""
-HOPELESS_Z = 2.326
-"""Given up only when even the 98 % interval's top trails the best model: a judge that errs now and then
-must not give up a kind for good on one bad verdict (routing will rarely explore it again)."""
 
 
 class LearnPlanError(LearningError):
@@ -277,7 +274,7 @@ class ReplayLearner:
 
     def _settled(self, planned: PlannedReplay) -> bool:
         """Whether more replays of this (kind, candidate) would change nothing: routing already
-        chooses the candidate there, or (after HOPELESS_AFTER replays) its 90 % interval lies wholly
+        chooses the candidate there, or (after HOPELESS_AFTER replays) its 98 % interval lies wholly
         below the best other model's mean less the score tolerance."""
         s = self.loop.settings.patterns
         rows = self.loop.patterns.outcomes([planned.fingerprint_id])
@@ -287,7 +284,7 @@ class ReplayLearner:
         if mine is None or not others:
             return False
         chosen = self.loop.advisor.choose(tallies)
-        hopeless = mine.learned >= HOPELESS_AFTER and mine.interval(HOPELESS_Z)[1] < max(others) - s.score_tolerance
+        hopeless = mine.learned >= HOPELESS_AFTER and mine.interval(DECIDED_Z)[1] < max(others) - s.score_tolerance
         return hopeless or (chosen is not None and chosen.model == planned.candidate)
 
     def kinds(self, fingerprint_ids: set[str]) -> list[KindReport]:

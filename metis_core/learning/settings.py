@@ -43,7 +43,7 @@ class PatternSettings(BaseModel):
     change_threshold: float = Field(default=4.0, ge=0.0)
     """Evidence (log-likelihood ratio) the test needs before it declares a change: higher is slower but
     fooled less often by a run of bad luck; 0 = no test. Past a change, only the scores since count."""
-    change_baseline: int = Field(default=3, ge=1)
+    change_baseline: int = Field(default=8, ge=1)
     """Scores of a model on a kind of turn before its later ones are tested against them."""
     recent_outcomes: int = Field(default=200, ge=0)
     """A model's latest outcomes on all turns that the test also reads (a change on every kind at once
