@@ -235,14 +235,3 @@ def test_learning_gives_a_kind_up_only_once_its_posterior_is_decided() -> None:
     assert not settled([0.95, 0.1])
     assert not settled([0.1])  # one failure may be noise
 
-
-def test_exploration_stops_trying_a_model_that_is_decidedly_worse_on_turns_like_this() -> None:
-    store = Store()
-    store.add(STRONG, 0.95, 20)
-    store.add(CHEAP, 0.05)
-    settings = ExplorationSettings(share=1.0, usd_per_day=Decimal(10), candidates=[CHEAP])
-    a = advisor(store, explore=settings)
-    assert any(pick(a) == CHEAP for _ in range(30))  # one failure may be bad luck: still tried
-    store.add(CHEAP, 0.05)
-    a = advisor(store, explore=settings)
-    assert all(pick(a) == STRONG for _ in range(50))

@@ -23,8 +23,8 @@ from metis_core.learning.settings import PatternSettings
 
 US_PER_DAY = 86_400 * 1_000_000
 DECIDED_Z = 2.326
-"""A model is decidedly worse than another when even its 98 % interval's top trails it: not replayed
-or explored further there (wider than the 90 % shown, since a kind given up is rarely tried again)."""
+"""A model is decidedly worse than another when even its 98 % interval's top trails it: `metis learn`
+replays it no further there (wider than the 90 % shown, since a kind given up is rarely tried again)."""
 
 
 @dataclass
@@ -161,7 +161,7 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
     """Per model, the decayed evidence of the scored outcomes (`closeness`: fingerprint id → distance).
     `regimes`: per model, its current regime on all turns (`regime_began`); outcomes before it no
     longer count (nor do those before a change found on these turns alone), and its mean since then
-    stands in for up to `min_samples` outcomes here, so a few lucky turns on one kind do not win
+    stands in for up to `change_baseline` outcomes here, so a few lucky turns on one kind do not win
     back a route the model lost on all of them."""
     per_model: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
@@ -191,7 +191,7 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
         if regime is not None and evidence.weight > 0:
-            prior = float(min(regime.outcomes, settings.min_samples))
+            prior = float(min(regime.outcomes, settings.change_baseline))
             evidence.weight += prior
             evidence.evidence += prior
             evidence.score += prior * regime.mean

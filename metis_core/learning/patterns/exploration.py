@@ -3,8 +3,7 @@
 For a turn whose neighbourhood has a reference model (the one the evidence chooses, else the
 best-known one), each cheaper candidate with little evidence draws a success rate from its Beta
 posterior; the reference draws from its own. A candidate whose draw comes within
-`score_tolerance` of the reference's is worth a try (the best draw wins); one decidedly worse
-there (DECIDED_Z) is not tried again until its evidence fades. Exploration stays
+`score_tolerance` of the reference's is worth a try (the best draw wins). Exploration stays
 within its budget: at most 1 + share × turns routed, and the estimated spend per UTC day, both
 counted per process. Pinned turns never get here (the routing engine does not ask).
 """
@@ -17,7 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from metis_core.learning.patterns.evidence import DECIDED_Z, ModelEvidence
+from metis_core.learning.patterns.evidence import ModelEvidence
 from metis_core.learning.settings import ExplorationSettings
 from metis_core.routing.pattern_slot import ExplorationDraw
 
@@ -70,8 +69,8 @@ class Explorer:
             if model == ref.model:
                 continue
             mine = tallies.get(model, ModelEvidence(model))
-            if mine.evidence >= self.settings.until_evidence or mine.interval(DECIDED_Z)[1] < ref.mean - tolerance:
-                continue  # enough evidence, or decidedly worse: a try would only spend a turn
+            if mine.evidence >= self.settings.until_evidence:
+                continue
             cost = self._cost(mine, ref)
             if cost is None or cost >= ref.mean_cost:
                 continue  # only cheaper models are explored
