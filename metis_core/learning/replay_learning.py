@@ -25,7 +25,7 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
 from metis_core.errors import LearningError, MetisError
-from metis_core.learning.patterns.evidence import ModelEvidence, tally
+from metis_core.learning.patterns.evidence import DECIDED_Z, ModelEvidence
 from metis_core.learning.patterns.store import Outcome, _now_us
 from metis_core.replay.session_replay import replay_session
 
@@ -159,7 +159,7 @@ class ReplayLearner:
             rows = by_kind.get(fp.id, [])
             observed = sorted((o for o in rows if o.source == "observed"), key=lambda o: o.recorded_at_us,
                               reverse=True)
-            evidence = tally(rows, {fp.id: 0.0}, self.loop.settings.patterns, _now_us())
+            evidence = self.loop.advisor.tally(rows, {fp.id: 0.0})
             for candidate in priced:
                 # decayed evidence: after a change point or a long while, a candidate is worth replaying again
                 have = round(evidence[candidate].evidence) if candidate in evidence else 0
@@ -274,17 +274,17 @@ class ReplayLearner:
 
     def _settled(self, planned: PlannedReplay) -> bool:
         """Whether more replays of this (kind, candidate) would change nothing: routing already
-        chooses the candidate there, or (after HOPELESS_AFTER replays) its 90 % interval lies wholly
+        chooses the candidate there, or (after HOPELESS_AFTER replays) its 98 % interval lies wholly
         below the best other model's mean less the score tolerance."""
         s = self.loop.settings.patterns
         rows = self.loop.patterns.outcomes([planned.fingerprint_id])
-        tallies = tally(rows, {planned.fingerprint_id: 0.0}, s, _now_us())
+        tallies = self.loop.advisor.tally(rows, {planned.fingerprint_id: 0.0})
         mine = tallies.get(planned.candidate)
         others = [t.mean for m, t in tallies.items() if m != planned.candidate and t.count >= s.min_samples]
         if mine is None or not others:
             return False
         chosen = self.loop.advisor.choose(tallies)
-        hopeless = mine.learned >= HOPELESS_AFTER and mine.interval()[1] < max(others) - s.score_tolerance
+        hopeless = mine.learned >= HOPELESS_AFTER and mine.interval(DECIDED_Z)[1] < max(others) - s.score_tolerance
         return hopeless or (chosen is not None and chosen.model == planned.candidate)
 
     def kinds(self, fingerprint_ids: set[str]) -> list[KindReport]:
@@ -296,7 +296,7 @@ class ReplayLearner:
             if fp.id not in fingerprint_ids:
                 continue
             rows = self.loop.patterns.outcomes([fp.id])
-            tallies = tally(rows, {fp.id: 0.0}, self.loop.settings.patterns, now)
+            tallies = self.loop.advisor.tally(rows, {fp.id: 0.0}, now)
             chosen = self.loop.advisor.choose(tallies)
             observed = [o for o in rows if o.source == "observed"]
             baseline = _mean_cost([o for o in observed if chosen is None or o.model != chosen.model])

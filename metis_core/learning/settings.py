@@ -37,10 +37,17 @@ class PatternSettings(BaseModel):
     (0 = no decay by count), so a model whose quality changes loses or regains its routes quickly."""
     half_life_days: float = Field(default=30.0, ge=0)
     """... and half as much after this many days (0 = no decay by age)."""
-    change_window: int = Field(default=6, ge=0)
     change_margin: float = Field(default=0.35, ge=0.0, le=1.0)
-    """When a model's last `change_window` scores on similar turns differ from its earlier ones by more
-    than this, only the last ones count (a change point: a new version, an outage of quality); 0 = off."""
+    """The change in a model's success rate the change-point test looks for (either way: a model got
+    worse, or better); 0 = no test."""
+    change_threshold: float = Field(default=4.0, ge=0.0)
+    """Evidence (log-likelihood ratio) the test needs before it declares a change: higher is slower but
+    fooled less often by a run of bad luck; 0 = no test. Past a change, only the scores since count."""
+    change_baseline: int = Field(default=8, ge=1)
+    """Scores of a model on a kind of turn before its later ones are tested against them."""
+    recent_outcomes: int = Field(default=200, ge=0)
+    """A model's latest outcomes on all turns that the test also reads (a change on every kind at once
+    shows sooner there); 0 = per neighbourhood only."""
 
 
 class ExplorationSettings(BaseModel):

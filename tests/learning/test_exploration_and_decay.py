@@ -6,14 +6,16 @@ from __future__ import annotations
 import random
 import time
 from decimal import Decimal
+from types import SimpleNamespace
 
 import pytest
 
 from metis_core.learning.patterns.advisor import PatternAdvisor
-from metis_core.learning.patterns.evidence import US_PER_DAY, changed, decay, tally
+from metis_core.learning.patterns.evidence import US_PER_DAY, Regime, decay, regime_began, regime_start, tally
 from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Fingerprint
 from metis_core.learning.patterns.store import Outcome, StoredFingerprint
+from metis_core.learning.replay_learning import PlannedReplay, ReplayLearner
 from metis_core.learning.settings import ExplorationSettings, PatternSettings
 from metis_core.routing.engine import TurnNeeds
 
@@ -45,6 +47,9 @@ class Store:
 
     def outcomes(self, ids: list[str]) -> list[Outcome]:
         return list(self.rows)
+
+    def latest_outcomes(self, model: str, limit: int) -> list[Outcome]:
+        return [o for o in reversed(self.rows) if o.model == model][:limit]
 
 
 def advisor(store: Store, settings: PatternSettings | None = None, explore: ExplorationSettings | None = None,
@@ -87,7 +92,7 @@ def turns_until_strong(settings: PatternSettings) -> int:
     return 100
 
 
-OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_window": 0}
+OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_threshold": 0}
 
 
 def test_a_model_whose_success_drops_loses_its_routes_within_a_few_turns() -> None:
@@ -115,15 +120,41 @@ def test_a_model_that_improves_wins_its_routes_back() -> None:
     assert turns_until_cheap(PatternSettings()) <= 7  # the change point: its last six scores alone count
 
 
-def test_a_change_point_needs_the_recent_scores_to_differ_by_more_than_the_margin() -> None:
-    def rows(scores: list[float]) -> list[Outcome]:  # newest first
-        return [Outcome("fp1", CHEAP, x, Decimal(0), 0, NOW - i) for i, x in enumerate(scores)]
-
+def test_a_drop_or_a_rise_is_found_where_it_began_and_noise_is_not_a_change() -> None:
     s = PatternSettings()
-    assert changed(rows([0.05] * 4 + [0.95] * 2 + [0.95] * 20), s)
-    assert changed(rows([0.95] * 6 + [0.05] * 10), s)
-    assert not changed(rows([0.95, 0.05, 0.95, 0.95, 0.05, 0.95] + [0.95] * 20), s)  # two failures in six
-    assert not changed(rows([0.05] * 6), s) and not changed(rows([0.05] * 7 + [0.95]), PatternSettings(**OFF))
+    good = [("a", 0.95)] * 30
+    assert regime_start(good + [("a", 0.05)] * 3, s) == 30  # three failures after a clean record
+    assert regime_start(good + [("a", 0.05)] * 2, s) == 0  # two may be bad luck: not yet
+    noisy = [("a", 0.05 if i % 10 == 9 else 0.95) for i in range(200)]  # one failure in ten, steadily
+    assert regime_start(noisy, s) == 0
+    assert regime_start([("a", 0.05)] * 10 + [("a", 0.95)] * 6, s) == 10  # a model that improves
+    assert regime_start(good + [("a", 0.05)] * 5, PatternSettings(change_threshold=0)) == 0
+
+
+def test_each_score_is_weighed_against_its_own_kind_so_a_model_wide_drop_adds_up_across_kinds() -> None:
+    s = PatternSettings()
+    history = [("easy", 0.95), ("hard", 0.05)] * 15  # a hard kind it fails on is no change
+    assert regime_start(history, s) == 0
+    dropped = [*history, ("easy", 0.05), ("easy2", 0.95), ("easy", 0.05)]  # two failures: not yet
+    assert regime_start(dropped, s) == 0
+    assert regime_start(history + [("easy", 0.05)] * 3, s) == 30
+
+
+def rows_of(model: str, scores: list[float], fp: str = "fp1", start: int = 0) -> list[Outcome]:
+    return [Outcome(fp, model, x, COSTS[model], 10, NOW - 10_000 + start + i) for i, x in enumerate(scores)]
+
+
+def test_after_a_model_wide_drop_a_few_lucky_turns_on_one_kind_do_not_win_its_route_back() -> None:
+    before = rows_of(CHEAP, [0.95] * 20, "other") + rows_of(CHEAP, [0.05] * 6, "other", 20)
+    regime = regime_began(list(reversed(before)), PatternSettings())
+    assert isinstance(regime, Regime) and regime.began_us == before[20].recorded_at_us and regime.mean < 0.1
+    lucky = rows_of(CHEAP, [0.95] * 3, "fp1", 30) + rows_of(STRONG, [0.95] * 20, "fp1", 40)
+    alone = tally(lucky, {"fp1": 0.0}, PatternSettings(), NOW)
+    pooled = tally(lucky, {"fp1": 0.0}, PatternSettings(), NOW, {CHEAP: regime})
+    assert alone[CHEAP].mean == pytest.approx(0.95) and pooled[CHEAP].mean < 0.7
+    a = advisor(Store())
+    assert a.choose(alone) is not None and a.choose(alone).model == CHEAP  # type: ignore[union-attr]
+    assert a.choose(pooled) is not None and a.choose(pooled).model == STRONG  # type: ignore[union-attr]
 
 
 def test_exploration_tries_a_cheaper_model_with_no_evidence_and_says_why() -> None:
@@ -185,3 +216,22 @@ def test_seeded_exploration_is_reproducible() -> None:
 
     first = run()
     assert first == run() and len(set(first)) > 1
+
+
+def test_learning_gives_a_kind_up_only_once_its_posterior_is_decided() -> None:
+    """Two judged failures give a candidate up; one success and one failure (a judge that errs now and
+    then) does not: a kind given up is rarely explored again."""
+    def settled(scores: list[float]) -> bool:
+        store = Store()
+        store.add(STRONG, 0.95, 40)
+        store.rows += [Outcome("fp1", CHEAP, x, COSTS[CHEAP], 10, NOW - 100 + i, "learned")
+                       for i, x in enumerate(scores)]
+        loop = SimpleNamespace(runtime=None, settings=SimpleNamespace(patterns=PatternSettings()), patterns=store,
+                               advisor=advisor(store))
+        planned = PlannedReplay("s1", 1, "t1", "fp1", STRONG, CHEAP, Decimal("0.001"))
+        return ReplayLearner(loop)._settled(planned)  # type: ignore[arg-type]
+
+    assert settled([0.1, 0.1])
+    assert not settled([0.95, 0.1])
+    assert not settled([0.1])  # one failure may be noise
+

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from metis_core.learning.patterns.evidence import ModelEvidence, tally
+from metis_core.learning.patterns.evidence import ModelEvidence, Regime, regime_began, tally
 from metis_core.learning.patterns.exploration import Explorer
 from metis_core.learning.patterns.fingerprint import Embedder, fingerprint
-from metis_core.learning.patterns.store import PatternStore, _now_us
+from metis_core.learning.patterns.store import Outcome, PatternStore, _now_us
 from metis_core.learning.settings import PatternSettings
 from metis_core.routing.engine import TurnNeeds
 from metis_core.routing.pattern_slot import FingerprintKind, PatternRecommendation, ScoredModel
@@ -56,7 +56,20 @@ class PatternAdvisor:
             return Neighbourhood(None, 0, {}, kind)
         closeness = {stored.id: dist for stored, dist in near}
         return Neighbourhood(near[0][0].id, len(near),
-                             tally(self.store.outcomes(list(closeness)), closeness, s, now_us or _now_us()), kind)
+                             self.tally(self.store.outcomes(list(closeness)), closeness, now_us), kind)
+
+    def tally(self, outcomes: list[Outcome], closeness: dict[str, float], now_us: int | None = None,
+              ) -> dict[str, ModelEvidence]:
+        """Each model's evidence on these outcomes, from when its current regime began (a change seen
+        on its latest outcomes on all turns, or on these alone)."""
+        s = self.settings
+        regimes: dict[str, Regime] = {}
+        if s.recent_outcomes and s.change_threshold:
+            for model in sorted({o.model for o in outcomes}):
+                regime = regime_began(self.store.latest_outcomes(model, s.recent_outcomes), s)
+                if regime is not None:
+                    regimes[model] = regime
+        return tally(outcomes, closeness, s, now_us or _now_us(), regimes)
 
     def recommend(self, needs: TurnNeeds, *, explore: bool = True) -> PatternRecommendation | None:
         s = self.settings

@@ -2,24 +2,29 @@
 
 An outcome's weight is its closeness (1 − distance) times its decay: halved every
 `half_life_outcomes` newer outcomes of the same model in the neighbourhood and every
-`half_life_days` of age; and when its last `change_window` scores differ from those before by more
-than `change_margin` (a change point), only the last ones count. A model whose quality changes
-therefore loses (or regains) its standing within a bounded number of its own turns, and evidence
-no one refreshes fades back to the prior.
+`half_life_days` of age. A change-point test (a two-sided CUSUM of each score against the
+posterior of the model's scores before it) runs on the neighbourhood and on the model's latest
+outcomes on all turns; past a change only the scores since count. A model whose quality changes
+therefore loses (or regains) its standing within a few of its own turns, and evidence no one
+refreshes fades back to the prior.
 Scores in [0, 1] count as fractional successes: Beta(1 + Σ w·score, 1 + Σ w·(1 − score)).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from metis_core.learning.patterns.store import Outcome
 from metis_core.learning.settings import PatternSettings
 
 US_PER_DAY = 86_400 * 1_000_000
+DECIDED_Z = 2.326
+"""A model is decidedly worse than another when even its 98 % interval's top trails it: `metis learn`
+replays it no further there (wider than the 90 % shown, since a kind given up is rarely tried again)."""
 
 
 @dataclass
@@ -87,21 +92,77 @@ def decay(rank: int, age_us: int, settings: PatternSettings) -> float:
     return by_rank * by_age
 
 
-def changed(newest_first: list[Outcome], settings: PatternSettings) -> bool:
-    """A change point: the model's last `change_window` scores on these turns differ from all of its
-    scores before them by more than `change_margin` (either way: a model got worse, or better)."""
-    window = settings.change_window
-    if not window or not settings.change_margin or len(newest_first) <= window:
-        return False
-    recent = [o.score or 0.0 for o in newest_first[:window]]
-    before = [o.score or 0.0 for o in newest_first[window:]]
-    # rounded: two failures in six against a clean record is a difference of 0.3 exactly, not a hair more
-    return round(abs(sum(recent) / len(recent) - sum(before) / len(before)), 9) > settings.change_margin
+def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings) -> int:
+    """Where a model's current regime begins in `stream` (its scores oldest first, each with the
+    group it belongs to: a fingerprint); 0 when no change was found.
+
+    A two-sided Bernoulli CUSUM against the posterior of the regime so far: each score is weighed
+    against its own group's mean over the regime before the current run of evidence (needing
+    `change_baseline` of them), by the log-likelihood ratio of a success rate `change_margin`
+    lower (or higher) against that mean. When the sum passes `change_threshold`, a change
+    happened where the run began, and only the scores from there on form the new regime."""
+    if not settings.change_threshold or not settings.change_margin:
+        return 0
+    sums: dict[str, list[tuple[int, float]]] = defaultdict(list)  # group → (index, cumulative score)
+    for index, (group, score) in enumerate(stream):
+        before = sums[group][-1][1] if sums[group] else 0.0
+        sums[group].append((index, before + score))
+    regime, runs, totals = 0, [0, 0], [0.0, 0.0]  # run starts and sums: [falling, rising]
+    for index, (group, score) in enumerate(stream):
+        for side, shift in enumerate((-settings.change_margin, settings.change_margin)):
+            count, successes = _baseline(sums[group], regime, runs[side])
+            if count < settings.change_baseline:
+                runs[side] = index + 1  # too little to test against yet: this score joins the baseline
+                continue
+            p0 = min(0.99, max(0.01, (1.0 + successes) / (2.0 + count)))
+            p1 = min(0.99, max(0.01, p0 + shift))
+            totals[side] += score * math.log(p1 / p0) + (1.0 - score) * math.log((1.0 - p1) / (1.0 - p0))
+            if totals[side] <= 0:
+                totals[side], runs[side] = 0.0, index + 1
+            elif totals[side] > settings.change_threshold:
+                regime = runs[side]
+                runs, totals = [index + 1, index + 1], [0.0, 0.0]
+                break
+    return regime
+
+
+def _baseline(cumulative: list[tuple[int, float]], start: int, end: int) -> tuple[int, float]:
+    """(count, Σ score) of a group's scores with stream index in [start, end)."""
+    lo = bisect.bisect_left(cumulative, start, key=lambda c: c[0])
+    hi = bisect.bisect_left(cumulative, end, key=lambda c: c[0])
+    if hi <= lo:
+        return 0, 0.0
+    return hi - lo, cumulative[hi - 1][1] - (cumulative[lo - 1][1] if lo else 0.0)
+
+
+@dataclass(frozen=True)
+class Regime:
+    """A model's outcomes on all turns since a change found on them."""
+
+    began_us: int
+    outcomes: int
+    mean: float
+
+
+def regime_began(newest_first: Sequence[Outcome], settings: PatternSettings) -> Regime | None:
+    """When one model's current regime began, from its latest outcomes on all turns (newest first),
+    and its outcomes since; None when no change was found. A change that shows on every kind at
+    once (a new version, an outage of quality) is seen sooner across them all."""
+    oldest_first = [o for o in reversed(newest_first) if o.score is not None]
+    start = regime_start([(o.fingerprint_id, o.score or 0.0) for o in oldest_first], settings)
+    if not 0 < start < len(oldest_first):
+        return None
+    since = [o.score or 0.0 for o in oldest_first[start:]]
+    return Regime(oldest_first[start].recorded_at_us, len(since), sum(since) / len(since))
 
 
 def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: PatternSettings,
-          now_us: int) -> dict[str, ModelEvidence]:
-    """Per model, the decayed evidence of the scored outcomes (`closeness`: fingerprint id → distance)."""
+          now_us: int, regimes: dict[str, Regime] | None = None) -> dict[str, ModelEvidence]:
+    """Per model, the decayed evidence of the scored outcomes (`closeness`: fingerprint id → distance).
+    `regimes`: per model, its current regime on all turns (`regime_began`); outcomes before it no
+    longer count (nor do those before a change found on these turns alone), and its mean since then
+    stands in for up to `change_baseline` outcomes here, so a few lucky turns on one kind do not win
+    back a route the model lost on all of them."""
     per_model: dict[str, list[Outcome]] = defaultdict(list)
     for outcome in outcomes:
         if outcome.score is not None:
@@ -109,9 +170,13 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
     tallies: dict[str, ModelEvidence] = {}
     for model, rows in per_model.items():
         evidence = ModelEvidence(model)
-        newest_first = [o for _, o in sorted(enumerate(rows), key=lambda p: (p[1].recorded_at_us, p[0]), reverse=True)]
-        if changed(newest_first, settings):
-            newest_first = newest_first[: settings.change_window]  # what came before the change no longer counts
+        regime = (regimes or {}).get(model)
+        if regime is not None:
+            rows = [o for o in rows if o.recorded_at_us >= regime.began_us]
+        oldest_first = [o for _, o in sorted(enumerate(rows), key=lambda p: (p[1].recorded_at_us, p[0]))]
+        oldest_first = oldest_first[regime_start([(o.fingerprint_id, o.score or 0.0) for o in oldest_first],
+                                                 settings):]
+        newest_first = oldest_first[::-1]
         for rank, outcome in enumerate(newest_first):
             assert outcome.score is not None
             dist = closeness[outcome.fingerprint_id]
@@ -125,6 +190,12 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.distance += w * dist
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
+        if regime is not None and evidence.weight > 0:
+            prior = float(min(regime.outcomes, settings.change_baseline))
+            evidence.weight += prior
+            evidence.evidence += prior
+            evidence.score += prior * regime.mean
+            evidence.squares += prior * regime.mean * regime.mean
         if evidence.weight > 0:
             tallies[model] = evidence
     return tallies

@@ -9,8 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from metis_core.learning.patterns.evidence import ModelEvidence, tally
-from metis_core.learning.patterns.store import _now_us
+from metis_core.learning.patterns.evidence import ModelEvidence
 
 if TYPE_CHECKING:
     from metis_core.learning.loop import LearningLoop
@@ -84,7 +83,7 @@ def explain_turn(loop: LearningLoop, turn_id: str) -> TurnExplanation | None:
         near = loop.patterns.neighbors(stored.fingerprint, s.k, s.max_distance)
         neighbours = len(near)
         closeness = {fp.id: dist for fp, dist in near}
-        tallies = tally(loop.patterns.outcomes(list(closeness)), closeness, s, _now_us())
+        tallies = loop.advisor.tally(loop.patterns.outcomes(list(closeness)), closeness)
         posteriors = [ModelPosterior.of(t) for t in sorted(tallies.values(), key=lambda t: (-t.mean, t.model))]
         chosen = loop.advisor.choose(tallies)
         picks = chosen.model if chosen is not None else None

@@ -234,14 +234,19 @@ class PatternStore:
         marks = ", ".join("?" * len(fingerprint_ids))
         return self._outcomes(f"o.fingerprint_id IN ({marks})", fingerprint_ids)
 
+    def latest_outcomes(self, model: str, limit: int) -> list[Outcome]:
+        """`model`'s latest `limit` outcomes on any turn, newest first (what its change test reads)."""
+        return self._outcomes("o.model = ? AND o.score IS NOT NULL", (model,), "o.recorded_at DESC, o.id DESC", limit)
+
     def outcomes_of_turn(self, turn_id: str) -> list[Outcome]:
         return self._outcomes("o.turn_id = ?", (turn_id,))
 
-    def _outcomes(self, where: str, params: Any) -> list[Outcome]:
+    def _outcomes(self, where: str, params: Any, order: str = "o.id", limit: int | None = None) -> list[Outcome]:
         # a replay session (its replay_of set) ran a stored turn again: its outcome is learned evidence
         rows = self.db.rows(
             "SELECT o.fingerprint_id, o.model, o.score, o.cost_usd, o.latency_ms, o.recorded_at, "
             "CASE WHEN s.replay_of IS NULL THEN 'observed' ELSE 'learned' END, o.session_id, o.turn_id "
-            f"FROM pattern_outcomes o LEFT JOIN sessions s ON s.id = o.session_id WHERE {where} ORDER BY o.id", params)
+            f"FROM pattern_outcomes o LEFT JOIN sessions s ON s.id = o.session_id WHERE {where} ORDER BY {order}"
+            + (f" LIMIT {int(limit)}" if limit is not None else ""), params)
         return [Outcome(r[0], r[1], r[2], Decimal(r[3]), r[4], int(r[5]), str(r[6]), str(r[7]), str(r[8]))
                 for r in rows]
