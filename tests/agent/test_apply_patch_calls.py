@@ -25,6 +25,8 @@ async def _patched(h: Harness, answer: ConfirmationAnswer) -> list[dict[str, obj
     assert [r.tool_name for r in h.confirmer.asked] == ["apply_patch"]
     assert h.confirmer.asked[0].projected_modifications == ["shopping-checklist.md"]
     assert next(m for m in session.history if m.role is Role.TOOL).tool_results()
+    calling = next(m for m in session.history if m.role is Role.ASSISTANT and m.tool_uses())
+    assert calling.metadata.tool_input_violations is None  # a provider-defined tool: no offered schema applies
     second: list[dict[str, object]] = h.requests_to("openai-responses.test")[1]["input"]
     return second
 

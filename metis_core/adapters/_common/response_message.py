@@ -42,7 +42,8 @@ def assistant_message(
         content.append(TextBlock(text=""))
     violations = None
     if status is _COMPLETE and context.tools:
-        violations = ingress_violations(content, context.tools, message_id=context.message_id, model=context.model)
+        violations = ingress_violations(content, context.tools, message_id=context.message_id, model=context.model,
+                                        exempt=provider_shaped_calls(provider_raw))
     routing = routing_record(context)
     usage = finish_usage(context, usage if usage is not None else Usage())
     raw = provider_raw or None
@@ -58,6 +59,17 @@ def assistant_message(
                    metadata=MessageMetadata(
                        tool_input_violations=violations, model=context.model, provider=context.provider,
                        routing=routing, usage=usage, status=status, stop_reason=stop_reason, provider_raw=raw))
+
+
+def provider_shaped_calls(provider_raw: dict[str, Any]) -> frozenset[str]:
+    """Ids of the calls whose tools the provider defines, not the request's function tools (Responses'
+    client-run items and custom tool calls, listed in its raw record): no offered schema applies to them."""
+    shaped: set[str] = set()
+    for record in provider_raw.values():
+        if type(record) is dict:
+            shaped.update(record.get("client_calls") or ())
+            shaped.update(record.get("custom_tool_calls") or ())
+    return frozenset(shaped)
 
 
 DIRECT_ROUTING_REASON = "direct adapter call (no routing engine)"

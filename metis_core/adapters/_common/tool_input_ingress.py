@@ -10,7 +10,7 @@ the errors (tool.input_invalid), and a direct caller reads them from the metadat
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from metis_core.messages import ContentBlock, ToolDefinition, ToolUseBlock
@@ -19,14 +19,16 @@ log = logging.getLogger("metis_core.adapters.tool_input")
 
 
 def ingress_violations(
-    content: Sequence[ContentBlock], tools: Sequence[ToolDefinition], *, message_id: str, model: str
+    content: Sequence[ContentBlock], tools: Sequence[ToolDefinition], *, message_id: str, model: str,
+    exempt: Collection[str] = (),
 ) -> dict[str, list[str]] | None:
-    """tool_use id -> its violations, for the calls that fail; None when all pass or no tools were offered."""
+    """tool_use id -> its violations, for the calls that fail; None when all pass or no tools were offered.
+    Calls in `exempt` (to tools the provider itself defines, e.g. Responses' apply_patch) are not checked."""
     if not tools:
         return None
     found: dict[str, list[str]] = {}
     for block in content:
-        if type(block) is not ToolUseBlock:
+        if type(block) is not ToolUseBlock or block.id in exempt:
             continue
         name = block.name
         problems = None
