@@ -336,3 +336,23 @@ def test_a_paused_whole_answer_with_signed_thinking_is_resumed_as_recorded(gatew
     assert resent == normalized_anthropic_content(recorded["messages"][1]["content"])  # signature and all
     [turn] = gateway.of_type("turn.completed")
     assert turn.payload["llm_call_count"] == 2 and len(gateway.of_type("llm.call_completed")) == 2
+
+
+REFUSAL_SSE = read_bytes("anthropic", "stream__refusal_stop_details.sse")
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+def test_a_refusals_stop_details_reach_an_anthropic_client(gateway: GatewayHarness, streamed: bool) -> None:
+    _, token = gateway.issue()
+    gateway.upstream.script(ANTHROPIC, as_sse(REFUSAL_SSE) if streamed else as_json(body_of(REFUSAL_SSE)))
+    client = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    ask: Any = {"model": MODEL, "max_tokens": 64, "messages": [{"role": "user", "content": "hi"}]}
+    if streamed:
+        with client.messages.stream(**ask) as stream:
+            answer = stream.get_final_message()
+    else:
+        answer = client.messages.create(**ask)
+    details = (answer.model_extra or {}).get("stop_details") or getattr(answer, "stop_details", None)
+    details = details.model_dump() if hasattr(details, "model_dump") else details
+    assert answer.stop_reason == "refusal"
+    assert details == {"type": "refusal", "category": "cyber", "explanation": "This request was refused due to policy."}

@@ -150,6 +150,14 @@ def answer_container(message: Message) -> dict[str, Any] | None:
     return container if isinstance(container, dict) else None
 
 
+def answer_stop_details(message: Message) -> dict[str, Any] | None:
+    """Why a Claude answer stopped, as the provider said (`stop_details`, e.g. a refusal's category and
+    explanation): a client reading Messages gets it as it came."""
+    raw = message.metadata.provider_raw
+    details = raw.get("stop_details") if raw else None
+    return details if isinstance(details, dict) else None
+
+
 def pending_container(history: list[Message]) -> str | None:
     """The code-execution container a request must name: Anthropic refuses results for tool calls
     made from code execution (programmatic tool calling) unless `container` names the one they ran in."""

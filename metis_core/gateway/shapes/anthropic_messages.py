@@ -16,7 +16,7 @@ import orjson
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, HostedBlock, cited, replayable
 from metis_core.adapters._common.platform_origin import claude_platform_model, claude_signed, redacted_data
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.anthropic.hosted import answer_container
+from metis_core.adapters.anthropic.hosted import answer_container, answer_stop_details
 from metis_core.adapters.anthropic.hosted import call_fields as anthropic_call_fields
 from metis_core.adapters.anthropic.request import API, PROVIDER
 from metis_core.adapters.anthropic.request_reader import read_request
@@ -140,6 +140,7 @@ class AnthropicMessagesShape(InboundShape):
             "content": self.content(message, tool_ids), "stop_reason": _stop_reason(message), "stop_sequence": None,
             "usage": _usage(message.metadata.usage),
             **({"container": container} if (container := answer_container(message)) else {}),
+            **({"stop_details": details} if (details := answer_stop_details(message)) else {}),
         }  # fmt: skip
 
     def stream_writer(self, model: str, tool_ids: ToolIdMap, request: InboundRequest) -> StreamWriter:
@@ -290,7 +291,8 @@ class AnthropicStreamWriter(StreamWriter):
         usage = message.metadata.usage or self.usage
         frames += sse("message_delta", {
             "type": "message_delta", "delta": {"stop_reason": _stop_reason(message), "stop_sequence": None,
-                                               **({"container": c} if (c := answer_container(message)) else {})},
+                                               **({"container": c} if (c := answer_container(message)) else {}),
+                                               **({"stop_details": d} if (d := answer_stop_details(message)) else {})},
             "usage": _usage(usage),
         })  # fmt: skip
         return frames + sse("message_stop", {"type": "message_stop"})
