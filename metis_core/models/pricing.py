@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from metis_core.errors import MetisError, PriceTableError
-from metis_core.messages.metadata import Usage
 from metis_core.models.price_file import (
     CACHE_WRITE_1H,
     RATE_KINDS,
@@ -36,8 +35,9 @@ from metis_core.plain_values import PlainValue
 from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only annotations: the message model is not loaded to list models and prices
     from metis_core.config import MetisConfig
+    from metis_core.messages.metadata import Usage
 
 log = logging.getLogger("metis_core.models.pricing")
 
