@@ -15,15 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import typer
+from typer import _click as click  # typer >= 0.29 carries its own copy of click
 from typer._coercion import RuntimeParam, build_runtime_param
 from typer._display import describe_number_range
 from typer._param_types import coerce_cli_path
 from typer.core import TyperGroup
-
-try:  # typer >= 0.29 carries its own copy of click; older typer depends on click itself
-    from typer import _click as click
-except ImportError:  # pragma: no cover
-    import click  # type: ignore[no-redef,import-not-found,unused-ignore]
 
 
 @dataclass(frozen=True)
