@@ -19,7 +19,7 @@ from typer import _click as click  # typer >= 0.29 carries its own copy of click
 from typer._coercion import RuntimeParam, build_runtime_param
 from typer._display import describe_number_range
 from typer._param_types import coerce_cli_path
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 
 @dataclass(frozen=True)
@@ -163,7 +163,7 @@ class LazyGroup(TyperGroup):
             self.commands[cmd_name] = LAZY_COMMANDS[cmd_name].load()
         return super().get_command(ctx, cmd_name)
 
-    def get_help_option(self, ctx: click.Context) -> click.Option | None:
+    def get_help_option(self, ctx: click.Context) -> TyperOption | None:
         made = super().get_help_option(ctx)
         if made is not None:
             parse_plainly(made)

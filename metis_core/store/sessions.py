@@ -488,7 +488,8 @@ class SessionStore:
         in one query: what spend is summed from, without reading each session's whole history."""
         from metis_core.store.message_rows import gc_paused, messages_from_rows
 
-        clauses, params = ["role = ?"], [ASSISTANT]
+        clauses: list[str] = ["role = ?"]
+        params: list[Any] = [ASSISTANT]
         if session_id is not None:
             clauses.append("session_id = ?")
             params.append(session_id)
