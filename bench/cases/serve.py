@@ -139,6 +139,6 @@ def run(ctx: RunContext) -> list[Figure]:
         Figure("serve", "events/s, bus -> trace store, metis serve with no WebSocket client", METIS, median(alone),
                "events/s", runs * events, target=Target("report"), higher_is_better=True),
         Figure("serve", "events/s, bus -> trace store, one stalled WebSocket client (all events)", METIS,
-               median(stalled_rates), "events/s", runs * max(events, STALL_EVENTS), target=Target("report"), higher_is_better=True,
-               note=note),
+               median(stalled_rates), "events/s", runs * max(events, STALL_EVENTS), target=Target("report"),
+               higher_is_better=True, note=note),
     ]
