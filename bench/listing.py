@@ -32,7 +32,7 @@ COMMANDS = (
     ("--version",),  # the floor: interpreter, typer and the command table, nothing listed
     ("sessions", "list"), ("sessions", "list", "--limit", "1000"), ("models",), ("aliases", "list"),
     ("keys", "list"), ("templates", "list"), ("gateway", "keys", "list"), ("skills", "list"), ("users", "list"),
-    ("cost",), ("patterns", "list"), ("memory", "history"),
+    ("cost",), ("patterns", "list"), ("memory", "history"), ("db", "status"),
 )  # fmt: skip
 
 

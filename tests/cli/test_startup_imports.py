@@ -87,7 +87,7 @@ MODELS = ("pydantic", "metis_core.config", "metis_core.messages", "metis_core.ag
 LISTINGS = [
     (["sessions", "list"], MODELS), (["sessions", "list", "--limit", "1000"], MODELS),
     (["gateway", "keys", "list"], (*MODELS, "metis_core.store.sessions", "metis_core.events")),
-    (["users", "list"], MODELS),
+    (["users", "list"], MODELS), (["db", "status"], MODELS),
     (["memory", "history"], ("pydantic", "metis_core.config", "metis_core.messages")),
     (["models"], ("metis_core.messages", "metis_core.agent", "rich.table")),
     (["aliases", "list"], ("metis_core.messages", "metis_core.agent", "rich.table")),
