@@ -14,11 +14,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime
 from metis_core.cli.session_ids import resolve_session_id
 
@@ -130,25 +131,30 @@ def _say_why(terminal: Terminal, failures: list[Any]) -> None:
 
 @patterns_app.command("list")
 @guarded
-def patterns_list(limit: Annotated[int, typer.Option(min=1, help="How many fingerprints.")] = 30) -> None:
-    """Fingerprints most recently seen, with the models tried on them and how they did."""
+def patterns_list(limit: Annotated[int, typer.Option(min=1, help="How many fingerprints.")] = 30,
+                  plain: PlainOption = False) -> None:
+    """Fingerprints most recently seen, with the models tried on them and how they did (plain
+    tab-separated rows when piped; on a terminal a table and the store's totals)."""
     terminal = Terminal.open()
     with pattern_store() as patterns:
         stored = patterns.fingerprints(limit)
         outcomes = patterns.outcomes([f.id for f in stored])
         fingerprints, total = patterns.counts()
-    table = Table("fingerprint", "kind", "features", "models (mean score · n)")
+    rows = Rows(("fingerprint", "kind", "features", "models (mean score · n)"))
     for fp in stored:
         mine = [o for o in outcomes if o.fingerprint_id == fp.id]
-        table.add_row(fp.id, fp.fingerprint.kind, _features(fp.fingerprint.features), _models(mine))
-    terminal.out.print(table, soft_wrap=False)
-    terminal.out.print(f"{fingerprints} fingerprint(s), {total} outcome(s)", style="dim", markup=False)
+        rows.rows.append((fp.id, fp.fingerprint.kind, _features(fp.fingerprint.features), _models(mine)))
+    print_rows(terminal, rows, plain=plain)
+    if not plain and terminal.out.is_terminal:
+        terminal.out.print(f"{fingerprints} fingerprint(s), {total} outcome(s)", style="dim", markup=False)
 
 
 @patterns_app.command("show")
 @guarded
 def patterns_show(fingerprint_id: Annotated[str, typer.Argument(help="A fingerprint id (patterns list).")]) -> None:
     """One fingerprint: its features and every outcome recorded for it."""
+    from rich.table import Table
+
     terminal = Terminal.open()
     with pattern_store() as patterns:
         fp = patterns.get(fingerprint_id)
@@ -196,6 +202,8 @@ def patterns_explain(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
 ) -> None:
     """Why a turn went to its model: the routing chain, the pattern, its evidence and posterior."""
+    from rich.table import Table
+
     from metis_core.cli.session_ids import pick_id
     from metis_core.learning.patterns.explain import explain_turn, routed_turns
 
@@ -246,6 +254,8 @@ def learn(
     """Replay a sample of stored turns on cheaper models, judge the answers, learn where they do well."""
     import asyncio
     from decimal import Decimal, InvalidOperation
+
+    from rich.table import Table
 
     from metis_core.learning.replay_learning import ReplayLearner
 

@@ -93,7 +93,8 @@ LISTINGS = [
     (["aliases", "list"], ("metis_core.messages", "metis_core.agent", "rich.table")),
     (["keys", "list"], ("metis_core.messages", "metis_core.agent", "rich.table")),
     (["templates", "list"], ("metis_core.messages", "metis_core.agent")),
-    (["cost"], ("metis_core.agent", "rich.table")), (["patterns", "list"], ("metis_core.messages", "metis_core.agent")),
+    (["cost"], ("metis_core.agent", "rich.table")),
+    (["patterns", "list"], ("metis_core.messages", "metis_core.agent", "rich.table")),
     (["skills", "list"], ("metis_core.messages", "metis_core.events", "metis_core.store")),
 ]
 """Every listing command, and what it does not load beside LISTING_HEAVY (its stdout is not a terminal)."""
