@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, SecretStr, Valid
 
 from metis_core.errors import ConfigError, InsecureKeyFileError, MissingAPIKeyError
 from metis_core.field_defaults import empty_dict, empty_list
+from metis_core.key_env import STANDARD_KEY_ENV
 from metis_core.yaml_text import read_yaml_file
 
 if TYPE_CHECKING:
@@ -54,20 +55,6 @@ SDK_BASE_URL_ENV: dict[str, str] = {
     "ollama": "OLLAMA_HOST",
     "azure": "AZURE_OPENAI_ENDPOINT",
     "azure_responses": "AZURE_OPENAI_ENDPOINT",
-}
-STANDARD_KEY_ENV: dict[str, tuple[str, ...]] = {
-    "anthropic": ("ANTHROPIC_API_KEY",),
-    "openai": ("OPENAI_API_KEY",),
-    "openai_responses": ("OPENAI_API_KEY",),
-    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
-    "openrouter": ("OPENROUTER_API_KEY",),
-    "ollama": ("OLLAMA_API_KEY",),
-    "openai_compatible": ("OPENAI_COMPATIBLE_API_KEY",),
-    "bedrock": ("AWS_BEARER_TOKEN_BEDROCK",),
-    "azure": ("AZURE_OPENAI_API_KEY",),
-    "azure_responses": ("AZURE_OPENAI_API_KEY",),
-    "vertex": (),
-    "vertex_anthropic": (),
 }
 # Local servers usually run without authentication; a key is used when one is configured.
 # Bedrock without a bearer API key signs with the AWS credential chain (adapters/bedrock/signing.py).
@@ -250,6 +237,11 @@ class MetisConfig(BaseModel):
     @property
     def mcp_servers(self) -> "dict[str, McpServerConfig]":
         return self.agent_sections.mcp_servers
+
+    @property
+    def declared_mcp_servers(self) -> "dict[str, McpServerConfig]":
+        """The MCP servers config.yaml declares (read-only use): a file without agent sections builds none."""
+        return self._agent.mcp_servers if self._agent is not None else {}
 
     @property
     def delegation(self) -> "DelegationConfig":

@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import ValidationError
 
 from metis_core.config import CONFIG_FILE_NAME, MetisConfig, metis_home
@@ -46,6 +45,8 @@ def read_config_data(path: Path) -> dict[str, Any]:
 
 def change_config(change: Callable[[dict[str, Any]], None], home: Path | None = None) -> ConfigChange:
     """Apply `change` to config.yaml's data, check the result loads, and write it back."""
+    import yaml  # writing only: the listings that import this module read config.yaml without it
+
     path = config_path(home)
     old_text = path.read_text(encoding="utf-8") if path.is_file() else ""
     data = read_config_data(path)

@@ -2,7 +2,8 @@
 
 Sums each model call's own priced usage (spend.py); unpriced calls are counted and flagged.
 `--since` limits the window, `--session` to one session, `--json` prints the three groupings,
-`--by` one grouping, including the gateway's key, user and team.
+`--by` one grouping, including the gateway's key, user and team. Piped (or `--plain`), one tab-separated
+line per row, the grouping first.
 `--reprice` shows the same calls priced with today's table beside what was stored (cost_reprice.py).
 """
 
@@ -17,10 +18,11 @@ import typer
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import parse_when, session_store
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, cost_text
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.cli.spend import extra_field, spend_by, stored_calls, total
-from metis_core.cli.tables import spend_table
+from metis_core.cli.spend import SpendRow, extra_field, spend_by, stored_calls, total
 from metis_core.messages import Message
 
 
@@ -35,6 +37,7 @@ def cost(
                                                        "traffic) key, user, team.")] = None,
     reprice: Annotated[bool, typer.Option("--reprice", help="Price the stored calls with today's price table "
                                                            "beside what was recorded; changes nothing.")] = False,
+    plain: PlainOption = False,
 ) -> None:
     """What the model calls cost, grouped by session, model and day (or one --by grouping)."""
     terminal = Terminal.open()
@@ -68,8 +71,23 @@ def cost(
     if not calls:
         terminal.out.print("no model calls recorded yet", markup=False)
         return
+    if plain or not terminal.out.is_terminal:
+        terminal.raw(_spend_lines(groupings, whole).plain())
+        return
+    from metis_core.cli.tables import spend_table  # rich tables: only for a person at a terminal
+
     for name, rows in groupings.items():
         terminal.out.print(spend_table(f"by {name}", name, rows, whole), soft_wrap=False)
+
+
+def _spend_lines(groupings: dict[str, list[SpendRow]], whole: SpendRow) -> Rows:
+    """Every grouping's rows for other programs, the grouping first (`session`, `model`, ...), then
+    the total with an empty key: `metis cost | grep ^model` picks one grouping."""
+    lines = Rows(("by", "key", "calls", "tokens in", "tokens out", "cost"))
+    for name, rows in [*groupings.items(), ("total", [whole])]:
+        lines.rows += [(name, "" if row is whole else row.key, str(row.calls), str(row.input_tokens),
+                        str(row.output_tokens), cost_text(row.cost_usd, row.unpriced_calls)) for row in rows]
+    return lines
 
 
 def _show_repricing(terminal: Terminal, calls: list[Message], as_json: bool) -> None:

@@ -12,14 +12,16 @@ import functools
 import os
 import traceback
 from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+from typing import TYPE_CHECKING, ParamSpec, TypeVar
 
 import typer
 
 from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.output import Terminal
-from metis_core.config import MetisConfig, load_config
 from metis_core.errors import MetisError, MissingAPIKeyError
+
+if TYPE_CHECKING:
+    from metis_core.config import MetisConfig
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -45,6 +47,8 @@ def clarify(error: MetisError, config: MetisConfig | None) -> MetisError:
 
 def _config_or_none() -> MetisConfig | None:
     """The configuration, if it loads: its keys are scrubbed from the error line too."""
+    from metis_core.config import load_config  # only on a failure: commands that load no config stay light
+
     try:
         return load_config()
     except MetisError:

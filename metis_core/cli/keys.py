@@ -22,7 +22,7 @@ from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.rows import Rows, print_rows
 from metis_core.cli.runtime_setup import load_cli_config
-from metis_core.config import STANDARD_KEY_ENV
+from metis_core.key_env import STANDARD_KEY_ENV
 
 app = typer.Typer(help="Store and list provider API keys (config.yaml, mode 0600).", no_args_is_help=True,
                   add_completion=False)

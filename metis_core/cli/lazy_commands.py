@@ -3,21 +3,23 @@
 `lazy(name, "package.module:attribute", help)` adds a command: the attribute is a typer app (a
 group such as `metis sessions`), a click command, or a plain function typer can wrap. The root
 help lists names and the one-line help given here without importing anything; a command's own
-module (and its dependencies: the agent, stores, rich) loads when that command is invoked.
+module (and its dependencies: the agent, stores, rich) loads when that command is invoked. Option
+values of the plain types (text, numbers, paths) are parsed without typer's pydantic adapters.
 """
 
 from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import typer
-from typer.core import TyperGroup
-
-try:  # typer >= 0.29 carries its own copy of click; older typer depends on click itself
-    from typer import _click as click
-except ImportError:  # pragma: no cover
-    import click  # type: ignore[no-redef,import-not-found,unused-ignore]
+from typer import _click as click  # typer >= 0.29 carries its own copy of click
+from typer._coercion import RuntimeParam, build_runtime_param
+from typer._display import describe_number_range
+from typer._param_types import coerce_cli_path
+from typer.core import TyperGroup, TyperOption
 
 
 @dataclass(frozen=True)
@@ -41,7 +43,52 @@ class LazyCommand:
             command = typer.main.get_command(wrapper)
         command.name = self.name
         plain_help_types(command)
+        parse_plain_values(command)
         return command
+
+
+@dataclass(frozen=True)
+class PlainValue(RuntimeParam):
+    """An option's value as typer parses it, for text, numbers (min, max, clamp) and paths, without
+    the pydantic TypeAdapter typer builds for every parameter, given or not (pydantic's import and
+    ~5 ms a parameter: most of a listing's start-up). Other types and lists go to typer's own."""
+
+    def _coerce_value(self, value: Any, param: Any, ctx: Any) -> Any:
+        kind, info = self.annotation, self.parameter_info
+        if kind is str and isinstance(value, str) and info.parser is None:
+            return value
+        if kind in (int, float) and isinstance(value, (str, kind)) and info.parser is None:
+            try:  # a default (int or float already) is checked against min and max as typer does
+                number = kind(value)
+            except ValueError:
+                raise typer.BadParameter(f"{value!r} is not a valid {'integer' if kind is int else 'number'}.",
+                                         ctx=ctx, param=param) from None
+            low, high = info.min, info.max
+            below, above = low is not None and number < low, high is not None and number > high
+            if info.clamp and (below or above):
+                return kind(low if below else high)
+            if below or above:
+                raise typer.BadParameter(f"{number} is not in the range {describe_number_range(low, high)}.",
+                                         ctx=ctx, param=param)
+            return number
+        if isinstance(kind, type) and issubclass(kind, Path) and isinstance(value, (str, Path)) and info.parser is None:
+            return coerce_cli_path(value, info, path_type=info.path_type or kind, param=param, ctx=ctx)
+        return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+
+
+def parse_plainly(param: click.Parameter) -> None:
+    """Give a typer parameter PlainValue's parsing (a file parameter keeps typer's)."""
+    descriptor = getattr(param, "type_descriptor", None)
+    if descriptor is not None and descriptor.file_annotation is None and hasattr(param, "_runtime_param"):
+        param._runtime_param = PlainValue(descriptor.parameter_info, descriptor.annotation)
+
+
+def parse_plain_values(command: click.Command) -> None:
+    """PlainValue parsing for every parameter of `command` and its subcommands."""
+    for param in command.params:
+        parse_plainly(param)
+    for sub in getattr(command, "commands", {}).values():
+        parse_plain_values(sub)
 
 
 TYPE_WORDS = {"bool": None, "str": "TEXT", "int": "INTEGER", "float": "NUMBER", "Path": "PATH", "path": "PATH",
@@ -87,6 +134,7 @@ def plain_help_types(command: click.Command) -> None:
         made = help_option(ctx)
         if made is not None:
             _show_word(made)
+            parse_plainly(made)
         return made
 
     setattr(command, "get_help_option", plain_help_option)  # noqa: B010
@@ -114,6 +162,12 @@ class LazyGroup(TyperGroup):
         if cmd_name not in self.commands and cmd_name in LAZY_COMMANDS:
             self.commands[cmd_name] = LAZY_COMMANDS[cmd_name].load()
         return super().get_command(ctx, cmd_name)
+
+    def get_help_option(self, ctx: click.Context) -> TyperOption | None:
+        made = super().get_help_option(ctx)
+        if made is not None:
+            parse_plainly(made)
+        return made
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         """One line per command from the registered help: listing imports no command module."""

@@ -1,7 +1,7 @@
 """`metis feedback`, `metis eval run`, `metis patterns list|show|clear`: the learning loop from the shell.
 
-Each opens the runtime with the learning layer attached (docs/learning.md) and calls it; nothing
-here scores, fingerprints or routes by itself.
+Each opens the runtime with the learning layer attached (docs/learning.md) and calls it, except
+`patterns list|show`, which only read the pattern store; nothing here scores, fingerprints or routes.
 """
 
 from __future__ import annotations
@@ -11,17 +11,21 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from metis_core.agent.runtime import Runtime
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.failures import guarded
+from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
+from metis_core.cli.rows import Rows, print_rows
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime
 from metis_core.cli.session_ids import resolve_session_id
+
+if TYPE_CHECKING:  # the agent loads for commands that run the learning loop, not to read the pattern store
+    from metis_core.agent.runtime import Runtime
+    from metis_core.learning.patterns.store import PatternStore
 
 eval_app = typer.Typer(help="Score turns and sessions with the evaluator.", no_args_is_help=True)
 patterns_app = typer.Typer(help="What the pattern store has learned, and forgetting it.", no_args_is_help=True)
@@ -37,6 +41,24 @@ def learning_runtime() -> Iterator[tuple[Runtime, Any]]:
         yield runtime, runtime.learning
     finally:
         runtime.close()
+
+
+@contextmanager
+def pattern_store() -> Iterator[PatternStore]:
+    """The pattern store on its own, for reading it: no Runtime, no bus, no learning loop."""
+    from metis_core.cli.local_data import database
+    from metis_core.learning.database import LearningDatabase
+    from metis_core.learning.patterns.store import PatternStore
+    from metis_core.learning.settings import LearningSettings
+
+    settings = LearningSettings.from_config(load_cli_config().learning)
+    if not settings.enabled:
+        raise UsageProblem("learning is off in config.yaml (learning.enabled: false)")
+    db = LearningDatabase(database())
+    try:
+        yield PatternStore(db, settings.patterns)
+    finally:
+        db.close()
 
 
 def parse_since(value: str | None) -> datetime | None:
@@ -109,31 +131,36 @@ def _say_why(terminal: Terminal, failures: list[Any]) -> None:
 
 @patterns_app.command("list")
 @guarded
-def patterns_list(limit: Annotated[int, typer.Option(min=1, help="How many fingerprints.")] = 30) -> None:
-    """Fingerprints most recently seen, with the models tried on them and how they did."""
+def patterns_list(limit: Annotated[int, typer.Option(min=1, help="How many fingerprints.")] = 30,
+                  plain: PlainOption = False) -> None:
+    """Fingerprints most recently seen, with the models tried on them and how they did (plain
+    tab-separated rows when piped; on a terminal a table and the store's totals)."""
     terminal = Terminal.open()
-    with learning_runtime() as (_, learning):
-        stored = learning.patterns.fingerprints(limit)
-        outcomes = learning.patterns.outcomes([f.id for f in stored])
-        fingerprints, total = learning.patterns.counts()
-    table = Table("fingerprint", "kind", "features", "models (mean score · n)")
+    with pattern_store() as patterns:
+        stored = patterns.fingerprints(limit)
+        outcomes = patterns.outcomes([f.id for f in stored])
+        fingerprints, total = patterns.counts()
+    rows = Rows(("fingerprint", "kind", "features", "models (mean score · n)"))
     for fp in stored:
         mine = [o for o in outcomes if o.fingerprint_id == fp.id]
-        table.add_row(fp.id, fp.fingerprint.kind, _features(fp.fingerprint.features), _models(mine))
-    terminal.out.print(table, soft_wrap=False)
-    terminal.out.print(f"{fingerprints} fingerprint(s), {total} outcome(s)", style="dim", markup=False)
+        rows.rows.append((fp.id, fp.fingerprint.kind, _features(fp.fingerprint.features), _models(mine)))
+    print_rows(terminal, rows, plain=plain)
+    if not plain and terminal.out.is_terminal:
+        terminal.out.print(f"{fingerprints} fingerprint(s), {total} outcome(s)", style="dim", markup=False)
 
 
 @patterns_app.command("show")
 @guarded
 def patterns_show(fingerprint_id: Annotated[str, typer.Argument(help="A fingerprint id (patterns list).")]) -> None:
     """One fingerprint: its features and every outcome recorded for it."""
+    from rich.table import Table
+
     terminal = Terminal.open()
-    with learning_runtime() as (_, learning):
-        fp = learning.patterns.get(fingerprint_id)
+    with pattern_store() as patterns:
+        fp = patterns.get(fingerprint_id)
         if fp is None:
             raise UsageProblem(f"no fingerprint {fingerprint_id}; `metis patterns list` shows them")
-        outcomes = learning.patterns.outcomes([fingerprint_id])
+        outcomes = patterns.outcomes([fingerprint_id])
     terminal.out.print(f"fingerprint {fp.id} ({fp.fingerprint.kind})", style="bold", markup=False)
     terminal.out.print(_features(fp.fingerprint.features), markup=False)
     table = Table("model", "score", "cost", "latency")
@@ -175,6 +202,8 @@ def patterns_explain(
     as_json: Annotated[bool, typer.Option("--json", help="One JSON document for scripts.")] = False,
 ) -> None:
     """Why a turn went to its model: the routing chain, the pattern, its evidence and posterior."""
+    from rich.table import Table
+
     from metis_core.cli.session_ids import pick_id
     from metis_core.learning.patterns.explain import explain_turn, routed_turns
 
@@ -225,6 +254,8 @@ def learn(
     """Replay a sample of stored turns on cheaper models, judge the answers, learn where they do well."""
     import asyncio
     from decimal import Decimal, InvalidOperation
+
+    from rich.table import Table
 
     from metis_core.learning.replay_learning import ReplayLearner
 

@@ -28,9 +28,9 @@ VersionArgument = Annotated[int, typer.Argument(help="A version number from `met
 
 def _path(user: bool) -> Path:
     from metis_core.agent.memory.files import memory_path
-    from metis_core.cli.runtime_setup import load_cli_config
+    from metis_core.store.sqlite.connection import metis_home  # not the config model: only its home is needed
 
-    return memory_path("USER.md" if user else "MEMORY.md", Path.cwd(), load_cli_config().home)
+    return memory_path("USER.md" if user else "MEMORY.md", Path.cwd(), metis_home())
 
 
 def _version(path: Path, version: int) -> Snapshot:

@@ -12,12 +12,15 @@ import os
 import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from rich.console import Console
 
-from metis_core.config import STANDARD_KEY_ENV, MetisConfig
+from metis_core.key_env import STANDARD_KEY_ENV
 from metis_core.secret_scrub import MIN_SECRET_LENGTH, REDACTED
+
+if TYPE_CHECKING:  # the configuration model (pydantic) is the caller's to load: a listing never does
+    from metis_core.config import MetisConfig
 
 
 def known_secret_values(config: MetisConfig | None = None) -> list[str]:
@@ -30,7 +33,7 @@ def known_secret_values(config: MetisConfig | None = None) -> list[str]:
             if settings.api_key is not None:
                 values.add(settings.api_key.get_secret_value())
             values.update(v.get_secret_value() for v in settings.headers.values())
-        for server in config.mcp_servers.values():
+        for server in config.declared_mcp_servers.values():
             values.update(v.get_secret_value() for v in [*server.env.values(), *server.headers.values()])
     values.update(os.environ.get(name, "").strip() for name in names)
     return sorted((v for v in values if len(v) >= MIN_SECRET_LENGTH), key=len, reverse=True)

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 from metis_core.cli.output import Terminal
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich's tables load for a person at a terminal, not for rows piped to a program
+    from rich.table import Table
+
     from metis_core.store.records import SessionRecord
 
 PREVIEW_CHARS = 160
@@ -31,6 +31,8 @@ class Rows:
     rows: list[tuple[str, ...]] = field(default_factory=list)
 
     def table(self) -> Table:
+        from rich.table import Table
+
         table = Table()
         for index, column in enumerate(self.columns):
             if index == 0:  # the id: whole, on one line, at any width (the other columns fold instead)

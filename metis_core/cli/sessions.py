@@ -18,24 +18,16 @@ import typer
 
 from metis_core.cli.failures import guarded
 from metis_core.cli.local_data import progress, session_store, trace_store
-from metis_core.cli.memory_withheld import withhold_memory_text
 from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.rows import cost_text, format_usd, preview, print_rows, sessions_rows
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.messages import (
-    ImageBlock,
-    Message,
-    MessageStatus,
-    TextBlock,
-    ThinkingBlock,
-    ToolResultBlock,
-    ToolUseBlock,
-)
-from metis_core.store.sessions import SessionDeletion
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the message model and rich's text load for `show`, not for `list`
     from rich.text import Text
+
+    from metis_core.messages import Message
+    from metis_core.store.sessions import SessionDeletion
 
 app = typer.Typer(help="List, show, export and import stored sessions.", no_args_is_help=True)
 
@@ -45,6 +37,8 @@ ROLE_STYLES = {"user": "bold", "assistant": "green", "tool": "cyan", "system": "
 
 def message_text(message: Message) -> Text:
     from rich.text import Text
+
+    from metis_core.messages import ImageBlock, MessageStatus, TextBlock, ThinkingBlock, ToolResultBlock, ToolUseBlock
 
     role = message.role.value
     head = Text(f"{role}", style=ROLE_STYLES.get(role, ""))
@@ -128,6 +122,8 @@ def export(
     session_id: SessionArgument,
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default stdout).")] = None,
 ) -> None:
+    from metis_core.cli.memory_withheld import withhold_memory_text  # hashing: only an export needs it
+
     terminal = Terminal.open()
     with progress(terminal, f"exporting {session_id}") as update, session_store() as store:
         session_id = resolve_session_id(store, session_id)

@@ -86,12 +86,6 @@ def total(rows: Iterable[SpendRow]) -> SpendRow:
     return whole
 
 
-def stored_calls(store: SessionStore, *, session_id: str | None = None, since: datetime | None = None,
-                 limit: int = 10_000) -> list[Message]:
-    """Model calls of one session, or of every session updated since `since`."""
-    ids = [session_id] if session_id else [s.id for s in store.list_sessions(limit)
-                                            if since is None or s.updated_at >= since]
-    calls: list[Message] = []
-    for sid in ids:
-        calls += [m for m in model_calls(store.load_messages(sid)) if since is None or m.created_at >= since]
-    return calls
+def stored_calls(store: SessionStore, *, session_id: str | None = None, since: datetime | None = None) -> list[Message]:
+    """Model calls of one session, or of every session, made at or after `since`."""
+    return model_calls(store.answers(session_id=session_id, since=since))

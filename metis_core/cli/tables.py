@@ -9,8 +9,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-
 from metis_core.cli.rows import Rows, cost_text
 from metis_core.cli.rows import print_rows as print_rows  # callers of tables.py print with it
 from metis_core.cli.rows import sessions_table as sessions_table
@@ -18,6 +16,8 @@ from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelInfo
 
 if TYPE_CHECKING:  # only `/tools` in the chat passes these; the listing commands never load the agent
+    from rich.table import Table
+
     from metis_core.agent.confirmation import ConfirmationPolicy
     from metis_core.agent.tools.registry import ToolRegistry
     from metis_core.cli.spend import SpendRow
@@ -42,6 +42,8 @@ def models_rows(models: Iterable[ModelInfo], prices: PriceTable) -> Rows:
 
 
 def spend_table(title: str, key_title: str, rows: list[SpendRow], whole: SpendRow | None = None) -> Table:
+    from rich.table import Table  # a table for a terminal; piped lists print Rows.plain() without rich's tables
+
     table = Table(title=title, title_justify="left")
     for column in (key_title, "calls", "tokens in", "tokens out", "cost"):
         table.add_column(column, justify="left" if column == key_title else "right", overflow="fold")
@@ -53,6 +55,8 @@ def spend_table(title: str, key_title: str, rows: list[SpendRow], whole: SpendRo
 
 
 def tools_table(registry: ToolRegistry, policy: ConfirmationPolicy) -> Table:
+    from rich.table import Table
+
     table = Table()
     for column in ("tool", "side effects", "asks first", "description"):
         table.add_column(column, overflow="fold")

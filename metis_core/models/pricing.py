@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
 from metis_core.errors import MetisError, PriceTableError
-from metis_core.messages.metadata import ExtraCallUsage, Usage, UsageDetails
 from metis_core.models.price_file import (
     CACHE_WRITE_1H,
     RATE_KINDS,
@@ -36,8 +35,9 @@ from metis_core.plain_values import PlainValue
 from metis_core.prepared_data import DATA_DIR, load_checked
 from metis_core.yaml_text import parse_yaml_text
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # only annotations: the message model is not loaded to list models and prices
     from metis_core.config import MetisConfig
+    from metis_core.messages.metadata import ExtraCallUsage, Usage
 
 log = logging.getLogger("metis_core.models.pricing")
 
@@ -359,6 +359,8 @@ class PriceTable:
                           at: date | None) -> Decimal:
         """`cost` plus each call billed beside the request's totals, at its own model's price when the
         table knows it; one it does not know is left out of the cost with a WARNING."""
+        from metis_core.messages.metadata import Usage, UsageDetails  # only an answer with such calls loads them
+
         provider = model_id.split(":", 1)[0]
         for call in calls:
             call_price = price if call.model is None else self.price_for(f"{provider}:{call.model}", at)

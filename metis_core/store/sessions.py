@@ -18,24 +18,13 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import orjson
 
 from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
-from metis_core.messages import Message, Role
-from metis_core.messages.call_spend import CLIENT_HISTORY
 from metis_core.store.backend import Location, SharedDatabase, open_backend
-from metis_core.store.conversation_batch import (
-    INSERT_MESSAGE,
-    INSERT_SESSION,
-    INSERT_TOOL_CALL,
-    TOOL_CALL_NULLABLE,
-    conversation_rows,
-)
-from metis_core.store.message_append import insert_message
-from metis_core.store.message_rows import gc_paused, messages_from_rows
 from metis_core.store.migrations import SCHEMA_VERSION
 from metis_core.store.multi_row_insert import multi_row_inserts
 from metis_core.store.records import (
@@ -52,6 +41,12 @@ from metis_core.store.records import (
     tool_call_from_row,
 )
 from metis_core.store.session_page import SessionPage, SessionQuery, read_session_page
+
+if TYPE_CHECKING:  # the message model (pydantic) loads where messages are written or read, not to list sessions
+    from metis_core.messages import Message
+
+ASSISTANT = "assistant"
+"""Role.ASSISTANT as stored."""
 
 
 class _Unset:
@@ -177,6 +172,8 @@ class SessionStore:
         title: str | None = None,
     ) -> None:
         """A new session and all its messages in one transaction: all of it or none (gateway calls)."""
+        from metis_core.store.message_append import insert_message
+
         stamp = now_us()
         with self._lock, self._db.transaction():
             self._insert_session_row(
@@ -192,6 +189,8 @@ class SessionStore:
         back alone and returned with its error; the others commit. A failure of the transaction
         itself (the database locked past the busy timeout, disk full) raises, nothing committed.
         """
+        from metis_core.store.message_append import insert_message
+
         items = list(conversations)
         with self._lock:
             if self._store_prepared(items):
@@ -217,6 +216,14 @@ class SessionStore:
     def _store_prepared(self, items: list[StoredConversation]) -> bool:
         """The whole batch as prepared rows in one transaction (multi-row INSERTs); False, with nothing
         written, when a conversation needs the checked path or the database refuses a row."""
+        from metis_core.store.conversation_batch import (
+            INSERT_MESSAGE,
+            INSERT_SESSION,
+            INSERT_TOOL_CALL,
+            TOOL_CALL_NULLABLE,
+            conversation_rows,
+        )
+
         cwd = os.getcwd()  # once per batch: the gateway's calls share a few workspaces, each resolved once
         workspaces = {path: _normalized_in(cwd, path) for path in {item.workspace_path for item in items}}
         rows = conversation_rows(items, workspaces, SCHEMA_VERSION)
@@ -452,22 +459,47 @@ class SessionStore:
         `provider_ids` maps this message's canonical tool_use ids to the ids its provider
         issued; they are kept on the tool_calls rows and merged into the session's tool-id map.
         """
+        from metis_core.store.message_append import insert_message
+
         with self._lock, self._db.transaction():
             insert_message(self._db, message, provider_ids)
 
     def append_messages(self, messages: Iterable[Message]) -> None:
         """Store several messages in one transaction: all of them or none."""
+        from metis_core.store.message_append import insert_message
+
         with self._lock, self._db.transaction():
             for message in messages:
                 insert_message(self._db, message)
 
     def load_messages(self, session_id: str) -> list[Message]:
         """Every message of the session in id order, equal to what was appended."""
+        from metis_core.store.message_rows import gc_paused, messages_from_rows
+
         with self._lock, self._db.errors(), gc_paused():
             if not self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
                 raise SessionNotFoundError(f"no session {session_id} in {self.path}")
             select = self._db.statements.message_select
             rows = self._db.execute(f"{select} WHERE session_id = ? ORDER BY id", (session_id,)).fetchall()
+            return messages_from_rows(rows)
+
+    def answers(self, *, session_id: str | None = None, since: datetime | None = None) -> list[Message]:
+        """The assistant messages of one session or of every session (created at or after `since`),
+        in one query: what spend is summed from, without reading each session's whole history."""
+        from metis_core.store.message_rows import gc_paused, messages_from_rows
+
+        clauses: list[str] = ["role = ?"]
+        params: list[Any] = [ASSISTANT]
+        if session_id is not None:
+            clauses.append("session_id = ?")
+            params.append(session_id)
+        if since is not None:
+            clauses.append("created_at >= ?")
+            params.append(to_us(since))
+        with self._lock, self._db.errors(), gc_paused():
+            select = self._db.statements.message_select
+            rows = self._db.execute(f"{select} WHERE {' AND '.join(clauses)} ORDER BY session_id, id",
+                                    tuple(params)).fetchall()
             return messages_from_rows(rows)
 
     def answering_models(self, session_ids: Sequence[str]) -> dict[str, str]:
@@ -517,12 +549,14 @@ class SessionStore:
 
     def session_totals(self, session_id: str) -> SessionTotals:
         """Usage summed from the assistant messages themselves (not the running columns)."""
+        from metis_core.messages.call_spend import CLIENT_HISTORY
+
         with self._lock, self._db.errors():
             (count,) = self._db.execute(
                 "SELECT COUNT(*) FROM messages WHERE session_id = ?", (session_id,)
             ).fetchone()
             rows = self._db.execute(
-                self._db.statements.usage_and_model, (session_id, Role.ASSISTANT.value)
+                self._db.statements.usage_and_model, (session_id, ASSISTANT)
             ).fetchall()
         sums = dict.fromkeys(
             ("input_tokens", "output_tokens", "cached_input_tokens", "cache_creation_input_tokens", "reasoning_tokens"),
@@ -566,6 +600,7 @@ class SessionStore:
     def import_session(self, data: Mapping[str, Any], *, as_new_session: bool = False) -> SessionRecord:
         """Store an exported session. An id already present is refused unless `as_new_session`,
         which stores a copy under fresh session, message and tool-use ids."""
+        from metis_core.store.message_append import insert_message
         from metis_core.store.transfer import parse_export
 
         parsed = parse_export(data, renumber=as_new_session)

@@ -161,7 +161,9 @@ def test_cost_groups_spend_by_session_model_and_day(cli: Cli) -> None:
     assert [r["key"] for r in document["model"]] == ["anthropic:claude-sonnet-4-6"]
     assert [r["key"] for r in document["session"]] == [cli.session_id]
     assert len(document["day"]) == 1
-    assert "by model" in cli("cost").stdout
+    piped = cli("cost").stdout.splitlines()  # not a terminal: one tab-separated line per row, the grouping first
+    assert "model\tanthropic:claude-sonnet-4-6\t2\t388\t71\t$0.002229" in piped
+    assert piped[-1] == "total\t\t2\t388\t71\t$0.002229"
     assert cli("cost", "--session", "sess_nope").exit_code == 6
 
 

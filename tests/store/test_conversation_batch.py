@@ -12,8 +12,7 @@ from session_samples import assistant, full_conversation, simple_exchange, tool_
 from metis_core.errors import SessionInvariantError
 from metis_core.ids import new_session_id, new_tool_use_id
 from metis_core.messages import MessageStatus, TextBlock, ToolUseBlock, user_message
-from metis_core.store import SessionStore
-from metis_core.store import sessions as sessions_module
+from metis_core.store import SessionStore, conversation_batch
 from metis_core.store.sessions import StoredConversation
 
 
@@ -53,7 +52,7 @@ def test_prepared_rows_store_what_the_checked_path_stores(db_location: Path | st
     try:
         assert fast.store_conversations(items) == []
         with monkeypatch.context() as patch:
-            patch.setattr(sessions_module, "conversation_rows", lambda *args: None)
+            patch.setattr(conversation_batch, "conversation_rows", lambda *args: None)
             assert checked.store_conversations(items) == []
         assert _snapshot(fast, items) == _snapshot(checked, items)
         totals = fast.get_session(items[0].session_id)

@@ -169,6 +169,20 @@ def test_totals_follow_assistant_usage_and_count_unpriced(store: SessionStore, t
     assert totals.models == ("anthropic:claude-sonnet-4-6",)
 
 
+def test_answers_are_the_assistant_messages_of_one_session_or_all_since_a_time(store: SessionStore,
+                                                                                tmp_path: Path) -> None:
+    first, second = store.create_session(tmp_path), store.create_session(tmp_path)
+    store.append_messages(full_conversation(first.id)[0])
+    store.append_messages(simple_exchange(second.id, 2))
+    everything = store.answers()
+    assert [m.role.value for m in everything] == ["assistant"] * 4
+    assert {m.session_id for m in everything} == {first.id, second.id}
+    mine = [m for m in store.load_messages(first.id) if m.role.value == "assistant"]
+    assert store.answers(session_id=first.id) == mine
+    later = everything[-1].created_at
+    assert all(m.created_at >= later for m in store.answers(since=later)) and store.answers(since=later)
+
+
 def test_append_messages_is_all_or_nothing(store: SessionStore, tmp_path: Path) -> None:
     session = store.create_session(tmp_path)
     good = simple_exchange(session.id, 2)
