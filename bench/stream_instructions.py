@@ -1,4 +1,4 @@
-"""Instructions per 2,000-event stream, whole and by stage, counted by callgrind: the stream rows' figure load does not move.
+"""Instructions per 2,000-event stream, whole and by stage, counted by callgrind (unmoved by load).
 
     bench/.venv/bin/python -m bench.stream_instructions [--provider anthropic,openai] [--streams N]
 
