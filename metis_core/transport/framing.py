@@ -3,89 +3,98 @@
 Handles what real servers send: LF, CRLF or CR line endings (Gemini frames with CRLF), `:`
 comment lines (OpenRouter keep-alives), multi-line `data:`, a UTF-8 BOM, and bytes split at any
 point, including inside a multi-byte character. It does not parse the JSON inside `data`.
+Bytes are held until an event (SSE: a blank line; NDJSON: a newline) is complete and only then
+decoded, so a character split across chunks is never cut and each event is decoded once.
 """
 
 from __future__ import annotations
 
-import codecs
-
 from metis_core.transport.wire import WireChunk
+
+BOM = b"\xef\xbb\xbf"
 
 
 class SSEDecoder:
     """Feed bytes, get complete events. `finish()` flushes an event left without a blank line."""
 
+    __slots__ = ("_buffer", "_started")
+
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._buffer = ""
-        self._event: str | None = None
-        self._data: list[str] = []
+        self._buffer = b""
+        """Bytes after the last complete event, line endings already LF (a trailing CR held as is)."""
         self._started = False
 
     def feed(self, data: bytes) -> list[WireChunk]:
-        text = self._decoder.decode(data)
-        if not self._started and text:
-            text = text.removeprefix("\ufeff")
+        buffer = self._buffer + data
+        if not self._started:
+            if BOM.startswith(buffer):  # empty, or a BOM split across chunks: wait for more
+                self._buffer = buffer
+                return []
+            buffer = buffer.removeprefix(BOM)
             self._started = True
-        buffer = self._buffer + text
-        held = ""
-        if buffer.endswith("\r"):  # might be the first half of a CRLF: wait for the next bytes
-            buffer, held = buffer[:-1], "\r"
-        if "\r" in buffer:  # CRLF and lone CR endings read as LF (one split serves all three)
-            buffer = buffer.replace("\r\n", "\n").replace("\r", "\n")
-        *lines, rest = buffer.split("\n")
-        self._buffer = rest + held
-        out: list[WireChunk] = []
-        for line in lines:
-            self._line(line, out)
-        return out
-
-    def _line(self, line: str, out: list[WireChunk]) -> None:
-        if not line:
-            if self._data or self._event is not None:
-                out.append(WireChunk(data="\n".join(self._data), event=self._event))
-            self._event = None
-            self._data = []
-            return
-        if line[0] == ":":
-            return  # comment / keep-alive
-        name, _, value = line.partition(":")
-        if value.startswith(" "):
-            value = value[1:]
-        if name == "data":
-            self._data.append(value)
-        elif name == "event":
-            self._event = value
-        # `id:` and `retry:` carry nothing our adapters use
+        held = b""
+        if b"\r" in buffer:  # CRLF and lone CR endings read as LF (one split serves all three)
+            if buffer.endswith(b"\r"):  # might be the first half of a CRLF: wait for the next bytes
+                buffer, held = buffer[:-1], b"\r"
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        end = buffer.rfind(b"\n\n")
+        if end < 0:
+            self._buffer = buffer + held
+            return []
+        self._buffer = buffer[end + 2 :] + held
+        return _events(buffer[: end + 2])
 
     def finish(self) -> list[WireChunk]:
-        out: list[WireChunk] = []
-        tail = self._buffer + self._decoder.decode(b"", final=True)
-        self._buffer = ""
-        for line in tail.replace("\r\n", "\n").replace("\r", "\n").split("\n"):
-            self._line(line, out)
-        self._line("", out)
-        return out
+        tail = self._buffer.removeprefix(BOM) if not self._started else self._buffer
+        self._buffer = b""
+        return _events(tail.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + b"\n\n") if tail else []
+
+
+def _events(raw: bytes) -> list[WireChunk]:
+    """The events of complete SSE text: lines with LF endings, each event ended by a blank line."""
+    out: list[WireChunk] = []
+    event: str | None = None
+    data: str | None = None
+    for line in raw.decode("utf-8", "replace").split("\n"):
+        if not line:
+            if data is not None or event is not None:
+                out.append(WireChunk(data or "", event))
+                event = data = None
+            continue
+        name, _, value = line.partition(":")  # a `:` comment line has no name and is skipped
+        if name == "data":
+            value = value.removeprefix(" ")
+            data = value if data is None else f"{data}\n{value}"
+        elif name == "event":
+            event = value.removeprefix(" ")
+        # `id:` and `retry:` carry nothing our adapters use
+    return out
 
 
 class NDJSONDecoder:
     """One JSON document per line; blank lines skipped. `finish()` returns a last unterminated line."""
 
+    __slots__ = ("_buffer",)
+
     def __init__(self) -> None:
-        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
-        self._buffer = ""
+        self._buffer = b""
 
     def feed(self, data: bytes) -> list[WireChunk]:
-        self._buffer += self._decoder.decode(data)
-        if "\n" not in self._buffer:
+        buffer = self._buffer + data
+        end = buffer.rfind(b"\n")
+        if end < 0:
+            self._buffer = buffer
             return []
-        *lines, self._buffer = self._buffer.split("\n")
-        return [WireChunk(data=line.strip()) for line in lines if line.strip()]
+        self._buffer = buffer[end + 1 :]
+        return _lines(buffer[:end])
 
     def finish(self) -> list[WireChunk]:
-        tail = (self._buffer + self._decoder.decode(b"", final=True)).strip()
-        self._buffer = ""
-        return [WireChunk(data=tail)] if tail else []
+        tail, self._buffer = self._buffer, b""
+        return _lines(tail)
+
+
+def _lines(raw: bytes) -> list[WireChunk]:
+    return [WireChunk(line) for text in raw.decode("utf-8", "replace").split("\n") if (line := text.strip())]
 
 
 def decode_all(body: bytes, framing: str) -> list[WireChunk]:

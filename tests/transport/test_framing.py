@@ -73,3 +73,10 @@ def test_ndjson_lines_split_anywhere() -> None:
     whole = decode_all(body, "ndjson")
     assert len(whole) > 3 and all(c.data.startswith("{") for c in whole)
     assert feed_bytewise(body, NDJSONDecoder()) == whole
+
+
+def test_a_bom_split_across_chunks_is_dropped_once() -> None:
+    body = b"\xef\xbb\xbfdata: a\n\ndata: \xef\xbb\xbfb\n\n"
+    expected = [WireChunk(data="a"), WireChunk(data="\ufeffb")]
+    assert decode_all(body, "sse") == expected
+    assert feed_bytewise(body, SSEDecoder()) == expected

@@ -110,10 +110,11 @@ class MessageAssembler:
         return index, self._slots[index]
 
     def text(self, key: Hashable, text: str) -> TextDelta:
-        text = self._text(text, "text")
+        if type(text) is not str:
+            text = self._text(text, "text")
         index, slot = self._slot(key, "text")
         slot.parts.append(text)
-        return TextDelta(index=index, text=text)
+        return TextDelta(index, text)  # positional: this runs for every delta
 
     def text_ordinal(self, key: Hashable) -> int | None:
         """Which text block of the built message `key`'s text becomes (None: it makes none)."""
@@ -123,10 +124,11 @@ class MessageAssembler:
         return sum(1 for slot in self._slots[:index] if _makes_text_block(slot))
 
     def thinking(self, key: Hashable, text: str) -> ThinkingDelta:
-        text = self._text(text, "thinking text")
+        if type(text) is not str:
+            text = self._text(text, "thinking text")
         index, slot = self._slot(key, "thinking")
         slot.parts.append(text)
-        return ThinkingDelta(index=index, text=text)
+        return ThinkingDelta(index, text)
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
         signature = self._text(signature, "thinking signature")
@@ -156,10 +158,11 @@ class MessageAssembler:
         return index is not None and self._slots[index].kind == "tool_use"
 
     def tool_input(self, key: Hashable, fragment: str) -> ToolUseInputDelta:
-        fragment = self._text(fragment, "tool arguments fragment")
+        if type(fragment) is not str:
+            fragment = self._text(fragment, "tool arguments fragment")
         index, slot = self._slot(key, "tool_use")
         slot.parts.append(fragment)
-        return ToolUseInputDelta(index=index, id=slot.tool_id, partial_json=fragment)
+        return ToolUseInputDelta(index, slot.tool_id, fragment)
 
     def tool_input_object(self, key: Hashable, value: dict[str, Any]) -> None:
         """For providers that send arguments as a whole object (Gemini, Ollama)."""

@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from metis_core.hashing import canonical_json
-
 MAX_TOOL_INPUT_DEPTH = 100
 """Tool arguments nested deeper are refused: no real tool takes them, and hashing, storing and
 validating them recursively would run out of stack somewhere later, far from the cause."""
@@ -75,6 +73,8 @@ def hashable_json(value: Any) -> bool:
         return False
     if plain:
         return True
+    from metis_core.hashing import canonical_json  # rfc8785 loads only for unusual arguments
+
     try:
         canonical_json(value)
     except (ValueError, TypeError, RecursionError):

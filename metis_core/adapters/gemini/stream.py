@@ -77,7 +77,7 @@ class GeminiStreamTranslator(StreamTranslator):
             return self.assembler.fail(ErrorClass.OTHER.value,
                                        f"Gemini sent a chunk that is not a JSON object: {str(body)[:200]!r}")
         error = body.get("error")
-        if isinstance(error, dict):
+        if error is not None and isinstance(error, dict):
             return self._stream_error(error)
         events: list[StreamEvent] = []
         candidates = body.get("candidates")
@@ -91,18 +91,18 @@ class GeminiStreamTranslator(StreamTranslator):
                         events.extend(self._part(part))
             self._candidate_metadata(candidate)
             finish = candidate.get("finishReason")
-            if isinstance(finish, str):
+            if finish is not None and isinstance(finish, str):
                 self._finish_reason = finish
                 raw = self.assembler.provider_raw
                 raw["finish_reason"] = finish
                 if isinstance(candidate.get("finishMessage"), str):
                     raw["finish_message"] = candidate["finishMessage"]
         feedback = body.get("promptFeedback")
-        if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
+        if feedback is not None and isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
             self._block_reason = feedback["blockReason"]
             self.assembler.provider_raw["block_reason"] = self._block_reason
         usage = body.get("usageMetadata")
-        if isinstance(usage, dict):
+        if usage is not None and isinstance(usage, dict):
             self._usage = usage
             for field, key in USAGE_LABELS.items():  # which tier served the call (billing), not counts
                 if isinstance(usage.get(field), str):
@@ -117,11 +117,11 @@ class GeminiStreamTranslator(StreamTranslator):
     def _candidate_metadata(self, candidate: dict[str, Any]) -> None:
         """Grounding and URL-context metadata: streams send it whole on one chunk (the last one seen wins)."""
         grounding = candidate.get("groundingMetadata")
-        if isinstance(grounding, dict) and grounding:
+        if grounding and isinstance(grounding, dict):
             self._grounding = grounding
             self.assembler.provider_raw[GROUNDING_KEY] = grounding
         url_context = candidate.get("urlContextMetadata")
-        if isinstance(url_context, dict) and url_context:
+        if url_context and isinstance(url_context, dict):
             self.assembler.provider_raw[URL_CONTEXT_KEY] = url_context
 
     # --- parts ---------------------------------------------------------------------------------
@@ -134,9 +134,9 @@ class GeminiStreamTranslator(StreamTranslator):
 
     def _part(self, part: dict[str, Any]) -> list[StreamEvent]:
         signature = part.get("thoughtSignature")
-        signature = to_standard_base64(signature) if isinstance(signature, str) and signature else None
+        signature = to_standard_base64(signature) if signature and isinstance(signature, str) else None
         call = part.get("functionCall")
-        if isinstance(call, dict):
+        if call is not None and isinstance(call, dict):
             return self._function_call(call, signature)
         text = part.get("text")
         if isinstance(text, str):

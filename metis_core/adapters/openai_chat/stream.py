@@ -127,7 +127,7 @@ class ChatStreamTranslator(StreamTranslator):
         if usage:
             events.append(self.apply_usage(usage))
         error = payload.get("error")
-        if isinstance(error, dict):
+        if error and isinstance(error, dict):
             events.extend(self.apply_error(error))
         return events
 
@@ -153,8 +153,9 @@ class ChatStreamTranslator(StreamTranslator):
             self._refused = True
             self.raw[REFUSAL_KEY] = self.raw.get(REFUSAL_KEY, "") + refusal
             events.append(self.asm.text("refusal", refusal))
+        # a search model's url_citations (a stream sends them in one chunk)
         annotations = delta.get("annotations")
-        if isinstance(annotations, list):  # a search model's url_citations (a stream sends them in one chunk)
+        if annotations and isinstance(annotations, list):
             events.extend(self.asm.citation("text", url_citation(a, self.asm.origin)) for a in annotations
                           if isinstance(a, dict) and a.get("type") == "url_citation")
         tool_calls = delta.get("tool_calls")
