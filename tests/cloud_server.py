@@ -123,3 +123,23 @@ def service_account_file(directory: Any, token_uri: str) -> tuple[Any, bytes]:
     path = directory / "service-account.json"
     path.write_text(json.dumps(info))
     return path, public_pem
+
+
+def serving_cloud(directory: Any) -> tuple[CloudServer, Any]:
+    """A started CloudServer and a service-account key file whose tokens it grants (stop it when done)."""
+    server = CloudServer()
+    key_file, server.public_key_pem = service_account_file(directory, server.base_url + TOKEN_PATH)
+    return server, key_file
+
+
+def only_these_cloud_credentials(monkeypatch: Any, home: Any, access_key: str, secret: str, adc_file: Any) -> None:
+    """botocore and google-auth see only these AWS keys and this ADC file: no profile, config file,
+    session token, bearer key or metadata server of the machine running the tests."""
+    for name, value in {"AWS_ACCESS_KEY_ID": access_key, "AWS_SECRET_ACCESS_KEY": secret, "AWS_REGION": "us-east-1",
+                        "AWS_EC2_METADATA_DISABLED": "true", "AWS_CONFIG_FILE": str(home / "none"),
+                        "AWS_SHARED_CREDENTIALS_FILE": str(home / "none"),
+                        "GOOGLE_APPLICATION_CREDENTIALS": str(adc_file)}.items():
+        monkeypatch.setenv(name, value)
+    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_CLOUD_PROJECT",
+                 "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
+        monkeypatch.delenv(name, raising=False)

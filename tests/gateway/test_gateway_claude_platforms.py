@@ -19,7 +19,7 @@ import pytest
 from bedrock_recordings import body, index
 from cli.replay_server import ANTHROPIC, ReplayServer
 from cli.replay_server import Reply as ReplayReply
-from cloud_server import TOKEN_PATH, CloudServer, Reply, service_account_file
+from cloud_server import CloudServer, Reply, only_these_cloud_credentials, serving_cloud
 from fixture_files import read_bytes
 from typer.testing import CliRunner
 
@@ -39,17 +39,8 @@ OVERLOADED = ReplayReply.recording("anthropic", "error__529_overloaded_error.jso
 
 @pytest.fixture
 def gateway(tmp_path: Path, upstream: ReplayServer, monkeypatch: pytest.MonkeyPatch) -> Iterator[GatewayHarness]:
-    cloud = CloudServer()
-    key_file, cloud.public_key_pem = service_account_file(tmp_path, cloud.base_url + TOKEN_PATH)
-    for name, value in {"AWS_ACCESS_KEY_ID": "AKIAZ7PLATFORMS00000", "AWS_SECRET_ACCESS_KEY": "platforms/test+secret",
-                        "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-                        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-                        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file)}.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_CLOUD_PROJECT",
-                 "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
-        monkeypatch.delenv(name, raising=False)
+    cloud, key_file = serving_cloud(tmp_path)
+    only_these_cloud_credentials(monkeypatch, tmp_path, "AKIAZ7PLATFORMS00000", "platforms/test+secret", key_file)
     harness = GatewayHarness(tmp_path / "home", upstream)
     harness.runtime.client = ModelClient(
         base_urls={"anthropic": upstream.base_url, "bedrock": upstream.base_url, "vertex_anthropic": cloud.base_url},

@@ -18,7 +18,7 @@ import openai
 import pytest
 from cli.replay_server import ANTHROPIC, ReplayServer
 from cli.replay_server import Reply as ReplayReply
-from cloud_server import TOKEN_PATH, CloudServer, Reply, service_account_file
+from cloud_server import CloudServer, Reply, serving_cloud
 from fixture_files import read_bytes
 from typer.testing import CliRunner
 
@@ -36,9 +36,7 @@ CLOUD_DATA = Path(__file__).parents[1] / "data" / "cloud"
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CloudServer, Path]]:
-    server = CloudServer()
-    key_file, public_pem = service_account_file(tmp_path_factory.mktemp("adc"), server.base_url + TOKEN_PATH)
-    server.public_key_pem = public_pem
+    server, key_file = serving_cloud(tmp_path_factory.mktemp("adc"))
     yield server, key_file
     server.stop()
 

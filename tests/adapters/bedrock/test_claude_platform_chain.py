@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cloud_server import TOKEN_PATH, CloudServer, Reply, service_account_file
+from cloud_server import CloudServer, Reply, only_these_cloud_credentials, serving_cloud
 from fixture_files import read_bytes
 
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
@@ -39,9 +39,7 @@ WEATHER = ToolDefinition(name="get_weather", description="weather of a place",
 
 @pytest.fixture(scope="module")
 def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CloudServer, Path]]:
-    server = CloudServer()
-    key_file, public_pem = service_account_file(tmp_path_factory.mktemp("adc"), server.base_url + TOKEN_PATH)
-    server.public_key_pem = public_pem
+    server, key_file = serving_cloud(tmp_path_factory.mktemp("adc"))
     yield server, key_file
     server.stop()
 
@@ -50,15 +48,7 @@ def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CloudServe
 def chain(cloud: tuple[CloudServer, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FallbackChain]:
     server, key_file = cloud
     server.reset()
-    for name, value in {"AWS_ACCESS_KEY_ID": "AKIAZ7CHAINTEST00000", "AWS_SECRET_ACCESS_KEY": "chain/test+secret+0123",
-                        "AWS_REGION": "us-east-1", "AWS_EC2_METADATA_DISABLED": "true",
-                        "AWS_CONFIG_FILE": str(tmp_path / "none"),
-                        "AWS_SHARED_CREDENTIALS_FILE": str(tmp_path / "none"),
-                        "GOOGLE_APPLICATION_CREDENTIALS": str(key_file)}.items():
-        monkeypatch.setenv(name, value)
-    for name in ("AWS_SESSION_TOKEN", "AWS_PROFILE", "AWS_BEARER_TOKEN_BEDROCK", "GOOGLE_CLOUD_PROJECT",
-                 "GOOGLE_CLOUD_LOCATION", "CLOUD_ML_REGION"):
-        monkeypatch.delenv(name, raising=False)
+    only_these_cloud_credentials(monkeypatch, tmp_path, "AKIAZ7CHAINTEST00000", "chain/test+secret+0123", key_file)
     base = server.base_url
     with ModelClient(base_urls={"anthropic": base, "bedrock": base, "vertex_anthropic": base},
                      api_keys={"anthropic": "sk-ant-chain-SECRET-0001"}, retry=RetryPolicy(max_retries=0)) as client:
