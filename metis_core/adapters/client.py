@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
@@ -27,6 +27,7 @@ from metis_core.adapters.client_streams import feed_last, model_stream
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
 from metis_core.adapters.registry import named_adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
+from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
@@ -525,10 +526,19 @@ class ModelClient:
         ) as wire:
             if not 200 <= wire.status < 300:
                 raise classify_checked(adapter, wire.read())
+            raws: Iterable[bytes] | None = None
+            if is_json_body(wire.headers):  # a server that ignores `stream` answers whole
+                whole = wire.read()
+                events = whole_answer_events(adapter, whole, call.context)
+                if events is not None:
+                    yield from gate.push(events)
+                    yield from gate.close()
+                    return
+                raws = (whole.body,)
             decoder = adapter.chunk_decoder()
             translator = adapter.stream_translator(call.context)
             try:
-                for raw in wire.iter_raw():
+                for raw in raws if raws is not None else wire.iter_raw():
                     for chunk in decoder.feed(raw):
                         yield from gate.push(feed_checked(translator, chunk, provider))
                 for chunk in decoder.finish():

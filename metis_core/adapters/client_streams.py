@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
+from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
 
 if TYPE_CHECKING:
@@ -70,10 +71,19 @@ async def _stream_once(
     ) as wire:
         if not 200 <= wire.status < 300:
             raise classify_checked(adapter, await wire.read())
+        raws: AsyncIterator[bytes] | None = None
+        if is_json_body(wire.headers):  # a server that ignores `stream` answers whole
+            whole = await wire.read()
+            events = whole_answer_events(adapter, whole, call.context)
+            if events is not None:
+                for event in [*gate.push(events), *gate.close()]:
+                    yield event
+                return
+            raws = _once(whole.body)
         decoder = adapter.chunk_decoder()
         translator = adapter.stream_translator(call.context)
         try:
-            async for raw in wire.aiter_raw():
+            async for raw in raws if raws is not None else wire.aiter_raw():
                 for chunk in decoder.feed(raw):
                     for event in gate.push(feed_checked(translator, chunk, provider)):
                         yield event
@@ -88,3 +98,8 @@ async def _stream_once(
             return
         for event in [*gate.push(finish_checked(translator, provider)), *gate.close()]:
             yield event
+
+
+async def _once(body: bytes) -> AsyncIterator[bytes]:
+    """A body already read, as the one raw chunk of a stream."""
+    yield body
