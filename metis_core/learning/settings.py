@@ -10,7 +10,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from metis_core.errors import ConfigError
 
@@ -48,6 +48,14 @@ class PatternSettings(BaseModel):
     recent_outcomes: int = Field(default=200, ge=0)
     """A model's latest outcomes on all turns that the test also reads (a change on every kind at once
     shows sooner there); 0 = per neighbourhood only."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_window(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "change_window" in data:
+            raise ValueError("change_window is no longer a setting: the change test weighs evidence instead of a "
+                             "window; remove it, and tune change_threshold, change_baseline or recent_outcomes")
+        return data
 
 
 class ExplorationSettings(BaseModel):

@@ -20,6 +20,8 @@ def test_bad_learning_settings_name_the_key() -> None:
         LearningSettings.from_config({"judge_modle": "x"})
     with pytest.raises(ConfigError, match="hard_cap_rows must be at least soft_cap_rows"):
         LearningSettings.from_config({"patterns": {"soft_cap_rows": 10, "hard_cap_rows": 5}})
+    with pytest.raises(ConfigError, match=r"change_window is no longer a setting.*remove it"):
+        LearningSettings.from_config({"patterns": {"change_window": 20}})
     assert LearningSettings.from_config(None).judge_model is None
 
 
