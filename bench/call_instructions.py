@@ -17,14 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from bench.callgrind import instructions_per, switch
 
 WARMUP = 200
 TARGET_RATIO = 1.25
@@ -33,10 +31,6 @@ STAGES = ("survey", "to_wire", "body", "send", "parse")
 """The parts of a sync call, as `ModelClient._prepare`, `complete` and `parse_response_checked` run them."""
 ASYNC_STAGES = ("survey", "to_wire", "body", "asend", "parse")
 """The parts of an async call: the same CPU stages around the aiohttp exchange (`HttpTransport.asend`)."""
-
-
-def _switch(state: str) -> None:
-    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
@@ -77,9 +71,9 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         async def exchanges() -> None:
             for index in range(WARMUP + calls):
                 if index == WARMUP:
-                    _switch("on")
+                    switch("on")
                 await exchange()
-            _switch("off")
+            switch("off")
 
         asyncio.run(exchanges())
         return
@@ -102,9 +96,9 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         async def run() -> None:
             for index in range(WARMUP + calls):
                 if index == WARMUP:
-                    _switch("on")
+                    switch("on")
                 await caller.acomplete(provider)
-            _switch("off")
+            switch("off")
             await caller.aclose()
 
         asyncio.run(run())
@@ -113,25 +107,16 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         action = lambda: caller.complete(provider)  # noqa: E731 - the one action the loop repeats
     for index in range(WARMUP + calls):
         if index == WARMUP:
-            _switch("on")
+            switch("on")
         action()
-    _switch("off")
+    switch("off")
 
 
 def count(server: str, subject: str, provider: str, use_async: bool, calls: int) -> float:
     """Instructions per call of `subject`, from a callgrind run of its own."""
-    out = Path(tempfile.mkdtemp(prefix="metis-callgrind-")) / "callgrind.out"
-    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-               sys.executable, "-m", "bench.call_instructions", "--inside", subject, "--server", server,
-               "--provider", provider, "--calls", str(calls), *(["--async"] if use_async else [])]
-    subprocess.run(command, check=True, capture_output=True)
-    return totals_per_call(out.read_text(), calls)
-
-
-def totals_per_call(callgrind_out: str, calls: int) -> float:
-    """The `totals:` line of a callgrind output file, per counted call."""
-    line = next((x for x in callgrind_out.splitlines() if x.startswith("totals:")), "totals: 0")
-    return int(line.split()[1]) / calls
+    return instructions_per("bench.call_instructions", ["--inside", subject, "--server", server, "--provider", provider,
+                                                        "--calls", str(calls), *(["--async"] if use_async else [])],
+                            calls)
 
 
 def report(counts: dict[str, float], floor_name: str) -> list[str]:

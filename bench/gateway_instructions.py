@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 import metis_core
+from bench.callgrind import switch
 from bench.cases.gateway import REQUEST, _issue_key
 from bench.server import serve_in_process
 
@@ -62,19 +63,15 @@ async def _one(app: Any, body: bytes, token: bytes) -> None:
         raise RuntimeError(f"the gateway answered {status}")
 
 
-def _callgrind(switch: str) -> None:
-    subprocess.run(["callgrind_control", "-i", switch, str(os.getpid())], check=True, capture_output=True)
-
-
 async def _drive(app: Any, token: str, calls: int, stream: bool) -> None:
     service = app.state.service
     body = orjson.dumps(dict(REQUEST, stream=True) if stream else REQUEST)
     for index in range(WARMUP + calls):
         if index == WARMUP:
             service.drain()
-            _callgrind("on")
+            switch("on")
         await _one(app, body, token.encode())
-    _callgrind("off")
+    switch("off")
     service.drain()
     await service.aclose()
 

@@ -16,14 +16,12 @@ request building, the HTTP exchange and the first-content gate. Needs `valgrind`
 from __future__ import annotations
 
 import argparse
-import os
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
+
+from bench.callgrind import instructions_per, switch
 
 WARMUP = 3
 TARGET_RATIO = 0.85
@@ -31,10 +29,6 @@ TARGET_RATIO = 0.85
 (1.18x) the floor's instructions per stream."""
 STAGES = ("frame", "translate")
 PROVIDERS = ("anthropic", "openai", "openai_responses", "gemini", "ollama", "openrouter")
-
-
-def _switch(state: str) -> None:
-    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
 
 
 def _stage_action(server: str, provider: str, stage: str) -> Callable[[], Any]:
@@ -87,22 +81,15 @@ def _counted(server: str, subject: str, provider: str, streams: int) -> None:
         action = lambda: caller.stream(provider)  # noqa: E731 - the one action the loop repeats
     for index in range(WARMUP + streams):
         if index == WARMUP:
-            _switch("on")
+            switch("on")
         action()
-    _switch("off")
+    switch("off")
 
 
 def count(server: str, subject: str, provider: str, streams: int) -> float:
     """Instructions per stream of `subject`, from a callgrind run of its own."""
-    out = Path(tempfile.mkdtemp(prefix="metis-callgrind-")) / "callgrind.out"
-    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
-               sys.executable, "-m", "bench.stream_instructions", "--inside", subject, "--server", server,
-               "--provider", provider, "--streams", str(streams)]
-    subprocess.run(command, check=True, capture_output=True)
-    text = out.read_text()
-    shutil.rmtree(out.parent, ignore_errors=True)
-    line = next((x for x in text.splitlines() if x.startswith("totals:")), "totals: 0")
-    return int(line.split()[1]) / streams
+    return instructions_per("bench.stream_instructions", ["--inside", subject, "--server", server,
+                                                          "--provider", provider, "--streams", str(streams)], streams)
 
 
 def report(provider: str, counts: dict[str, float], floor_name: str) -> list[str]:

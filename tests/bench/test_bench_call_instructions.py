@@ -9,7 +9,8 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 if str(REPO_ROOT) not in sys.path:  # `bench` is a top-level folder of the repository, not an installed package
     sys.path.insert(0, str(REPO_ROOT))
 
-from bench.call_instructions import report, totals_per_call  # noqa: E402
+from bench.call_instructions import report  # noqa: E402
+from bench.callgrind import totals_per_call  # noqa: E402
 from bench.figures import FLOOR  # noqa: E402
 
 

@@ -1,0 +1,38 @@
+"""Instruction counts under valgrind's callgrind, for the bench's drivers that count by stage.
+
+A driver re-runs itself as `python -m <module> <args>` inside valgrind with counting off
+(`--instr-atstart=no`); inside, it warms up, then turns counting on and off around the counted
+repeats with `switch`. `instructions_per` runs that and divides the `totals:` line by the repeats.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+
+def switch(state: str) -> None:
+    """Turn callgrind's counting `on` or `off` for this process."""
+    subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
+
+
+def instructions_per(module: str, args: list[str], repeats: int) -> float:
+    """Instructions per counted repeat of `python -m module args`, run under callgrind in its own process."""
+    out = Path(tempfile.mkdtemp(prefix="metis-callgrind-")) / "callgrind.out"
+    command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+               sys.executable, "-m", module, *args]
+    try:
+        subprocess.run(command, check=True, capture_output=True)
+        return totals_per_call(out.read_text(), repeats)
+    finally:
+        shutil.rmtree(out.parent, ignore_errors=True)
+
+
+def totals_per_call(callgrind_out: str, calls: int) -> float:
+    """The `totals:` line of a callgrind output file, per counted call."""
+    line = next((x for x in callgrind_out.splitlines() if x.startswith("totals:")), "totals: 0")
+    return int(line.split()[1]) / calls
