@@ -7,7 +7,9 @@ use, each with its provenance file; $METIS_FIXTURES points elsewhere), so a clon
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -44,3 +46,13 @@ def _isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest
             monkeypatch.delenv(var, raising=False)
     return home
 
+
+
+@pytest.fixture(scope="module")
+def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path]]:
+    """A started cloud server (tests/cloud_server.py) and a service-account key file it grants tokens to."""
+    from cloud_server import serving_cloud
+
+    server, key_file = serving_cloud(tmp_path_factory.mktemp("adc"))
+    yield server, key_file
+    server.stop()

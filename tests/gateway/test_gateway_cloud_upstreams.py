@@ -18,7 +18,7 @@ import openai
 import pytest
 from cli.replay_server import ANTHROPIC, ReplayServer
 from cli.replay_server import Reply as ReplayReply
-from cloud_server import CloudServer, Reply, serving_cloud
+from cloud_server import CloudServer, Reply
 from fixture_files import read_bytes
 from typer.testing import CliRunner
 
@@ -32,13 +32,6 @@ AZURE_KEY = "azure-upstream-SECRET-9f8e7d6c5b4a"
 PROJECT = "metis-test-project"
 CLAUDE_PATH = f"/v1/projects/{PROJECT}/locations/global/publishers/anthropic/models/claude-haiku-4-5@20251001"
 CLOUD_DATA = Path(__file__).parents[1] / "data" / "cloud"
-
-
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CloudServer, Path]]:
-    server, key_file = serving_cloud(tmp_path_factory.mktemp("adc"))
-    yield server, key_file
-    server.stop()
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cloud_server import CloudServer, Reply, only_these_cloud_credentials, serving_cloud
+from cloud_server import CloudServer, Reply, only_these_cloud_credentials
 from fixture_files import read_bytes
 
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
@@ -35,13 +35,6 @@ THROTTLED = Reply(429, b'{"message":"Too many requests, please wait before tryin
                   headers={"x-amzn-ErrorType": "ThrottlingException:http://internal.amazon.com/coral/com.amazon.bedrock/"})
 WEATHER = ToolDefinition(name="get_weather", description="weather of a place",
                          input_schema={"type": "object", "properties": {"location": {"type": "string"}}})
-
-
-@pytest.fixture(scope="module")
-def cloud(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[CloudServer, Path]]:
-    server, key_file = serving_cloud(tmp_path_factory.mktemp("adc"))
-    yield server, key_file
-    server.stop()
 
 
 @pytest.fixture
