@@ -17,6 +17,7 @@ from support_servers import API_KEYS, BASE_URLS
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.compaction.view import SUMMARY_HEADER, baseline, summary_block
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.session import Session
 from metis_core.agent.structured_turn import run_structured_turn
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.agent_config import compaction_config
@@ -177,13 +178,19 @@ async def test_a_400_turn_chat_on_a_32k_model_never_overflows_and_keeps_every_me
     assert sum(Decimal(str(t["total_cost_usd"])) for t in turns) == pytest.approx(stored_cost, rel=Decimal("1e-6"))
 
 
+async def _long_history_on_the_large_model(runtime: Runtime, home: Path) -> Session:
+    """A session of 60 long turns on LARGE: about 45k tokens, more than SMALL's window."""
+    session = runtime.sessions.create(home.parent / "workspace", model=LARGE)
+    for turn in range(60):
+        await runtime.turns.run(session, f"Question {turn}: " + "please explain this part. " * 40)
+    return session
+
+
 async def test_a_swap_to_a_smaller_window_compacts_instead_of_refusing(home: Path) -> None:
     fake = WindowedAnthropic({SMALL: WINDOW, LARGE: 200_000})
     runtime = _runtime(home, fake)
     try:
-        session = runtime.sessions.create(home.parent / "workspace", model=LARGE)
-        for turn in range(60):
-            await runtime.turns.run(session, f"Question {turn}: " + "please explain this part. " * 40)
+        session = await _long_history_on_the_large_model(runtime, home)
         assert fake.largest[LARGE] > WINDOW and fake.summaries == 0  # the big model needed no compaction
         runtime.sessions.swap_model(session, SMALL)  # the old check refused: ~45k tokens > 32k
         result = await runtime.turns.run(session, "And now, on the small model?")
@@ -200,9 +207,7 @@ async def test_a_structured_turn_on_a_long_history_compacts_too(home: Path) -> N
     fake = WindowedAnthropic({SMALL: WINDOW, LARGE: 200_000})
     runtime = _runtime(home, fake)
     try:
-        session = runtime.sessions.create(home.parent / "workspace", model=LARGE)
-        for turn in range(60):
-            await runtime.turns.run(session, f"Question {turn}: " + "please explain this part. " * 40)
+        session = await _long_history_on_the_large_model(runtime, home)
         runtime.sessions.swap_model(session, SMALL)
         spec = output_spec({"type": "object", "properties": {"verdict": {"type": "string"}},
                             "required": ["verdict"], "additionalProperties": False})
