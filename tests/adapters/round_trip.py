@@ -14,10 +14,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import pairwise
+from pathlib import Path
 from typing import Any
 
 import httpx
 from adapters.hosted.wire_oracle import anthropic_message, normalized_anthropic_content, responses_completed
+from bedrock_recordings import index as bedrock_index
+from bedrock_recordings import model_of as bedrock_model
 from mock_http import serve, sse_response
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -442,13 +445,84 @@ def _compatible_projection(message: Json) -> Json:
 OPENAI_COMPATIBLE = Api("openai_compatible", "openai_compatible:served-model", _chat_answer, _compatible_recorded,
                         _chat_sent, _compatible_projection)
 
+
+# --- Bedrock Converse: the output message's content blocks -------------------------------------
+
+
+def _converse_stream_message(data: bytes) -> Json:
+    """A ConverseStream adds up by AWS's documented rules: per contentBlockIndex, text and reasoning
+    text concatenate, a toolUse's input is JSON sent in fragments, and a block that received
+    `citation` deltas is the `citationsContent` of its text (as Converse answers it)."""
+    from botocore.eventstream import EventStreamBuffer  # framing read by botocore, not by the code under test
+
+    frames = EventStreamBuffer()
+    frames.add_data(data)
+    blocks: dict[int, Json] = {}
+    for frame in frames:
+        event = json.loads(frame.payload) if frame.payload else {}
+        block = blocks.setdefault(event.get("contentBlockIndex", -1), {})
+        kind = frame.headers.get(":event-type")
+        if kind == "contentBlockStart" and "toolUse" in event["start"]:
+            block["toolUse"] = {**event["start"]["toolUse"], "input": ""}
+        elif kind == "contentBlockDelta":
+            delta = event["delta"]
+            if "toolUse" in delta:
+                block["toolUse"]["input"] += delta["toolUse"]["input"]
+            if "text" in delta:
+                block["text"] = block.get("text", "") + delta["text"]
+            if "citation" in delta:
+                block.setdefault("citations", []).append(delta["citation"])
+            for key, piece in (delta.get("reasoningContent") or {}).items():
+                reasoning = block.setdefault("reasoning", {})
+                reasoning[key] = reasoning.get(key, "") + piece
+    return {"role": "assistant", "content": [_converse_block(blocks[i]) for i in sorted(blocks) if i >= 0]}
+
+
+def _converse_block(block: Json) -> Json:
+    if "toolUse" in block:
+        call = block["toolUse"]
+        return {"toolUse": {**call, "input": json.loads(call["input"] or "{}")}}
+    if "reasoning" in block:
+        reasoning = block["reasoning"]
+        if "redactedContent" in reasoning:
+            return {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}
+        return {"reasoningContent": {"reasoningText": reasoning}}
+    if "citations" in block:
+        return {"citationsContent": {"content": [{"text": block.get("text", "")}], "citations": block["citations"]}}
+    return {"text": block.get("text", "")}
+
+
+def _converse_answer(data: bytes, streamed: bool) -> Json:
+    if streamed:
+        return _converse_stream_message(data)
+    message: Json = json.loads(data)["output"]["message"]
+    return message
+
+
+def _converse_projection(content: list[Json]) -> list[Json]:
+    """Equivalent spellings only: an empty text block is no block."""
+    return [block for block in content if block != {"text": ""}]
+
+
+BEDROCK = Api(
+    "bedrock",
+    "bedrock:us.amazon.nova-micro-v1:0",
+    _converse_answer,
+    lambda message: message["content"],
+    lambda body: _assistant_turn(body["messages"], "assistant", {"content": []})["content"],
+    _converse_projection,
+)
+
 APIS = {"anthropic": ANTHROPIC, "openai_chat": OPENAI_CHAT, "openai_responses": OPENAI_RESPONSES, "gemini": GEMINI,
-        "openrouter": OPENROUTER, "ollama": OLLAMA, "openai_compatible": OPENAI_COMPATIBLE}
+        "openrouter": OPENROUTER, "ollama": OLLAMA, "openai_compatible": OPENAI_COMPATIBLE, "bedrock": BEDROCK}
 
 
-def model_of(api: Api, answer: Json) -> str:
+def model_of(api: Api, answer: Json, path: Path | None = None) -> str:
     """Gemini's recorded model (its signatures go back only to the model that made them), when the
-    registry knows it; the API's default model otherwise."""
+    registry knows it; a Bedrock recording's model from its request (recordings.json); the API's
+    default model otherwise."""
+    if api is BEDROCK and path is not None:
+        return bedrock_model(next(n for n, entry in bedrock_index().items() if entry["file"] == path.name))
     if api is OLLAMA and answer.get("model"):
         return f"ollama:{answer['model']}"  # thinking goes back only to the model that thought it
     name = answer.get("modelVersion")

@@ -2,8 +2,9 @@
 every item, field and order that API accepts back as an assistant turn.
 
 One case per answer: the non-error bodies and streams of tests/data/shared (the project's recorded
-traffic) and of tests/data/heldout (real answers the adapters were not written against, see its
-PROVENANCE.md), served through ModelClient over MockTransport and compared as in round_trip.py.
+traffic), of tests/data/heldout (real answers the adapters were not written against, see its
+PROVENANCE.md) and of tests/data/bedrock (Converse answers and ConverseStream event streams),
+served through ModelClient over MockTransport and compared as in round_trip.py.
 A known loss is a strict xfail naming what is lost, so fixing it flips its case.
 """
 
@@ -14,9 +15,12 @@ from typing import Any
 
 import pytest
 from adapters.round_trip import APIS, model_of, sent_back
+from bedrock_recordings import DATA as BEDROCK_DATA
+from bedrock_recordings import index as bedrock_index
 from fixture_files import wire_dir
 
 HELDOUT = Path(__file__).resolve().parents[1] / "data" / "heldout"
+STREAMED = (".sse", ".ndjson", ".eventstream")
 
 KNOWN_LOSSES: dict[str, str] = {
     "shared/openai_responses/stream__hosted_shell_call_output.sse": (
@@ -38,22 +42,30 @@ def answers(source: str, folder: Path, api: str) -> list[Any]:
     return cases
 
 
-CASES = [case for api in APIS for case in [*answers("shared", wire_dir(api), api),
-                                            *answers("heldout", HELDOUT / api, api)]]
+def bedrock_answers() -> list[Any]:
+    """Every recorded Converse answer and ConverseStream stream (the error bodies have no turn)."""
+    files = [entry["file"] for name, entry in bedrock_index().items() if not name.startswith("error_")]
+    return [pytest.param("bedrock", BEDROCK_DATA / file, id=f"bedrock/{file}") for file in sorted(files)]
+
+
+CASES = [case for api in APIS if api != "bedrock" for case in [*answers("shared", wire_dir(api), api),
+                                                                *answers("heldout", HELDOUT / api, api)]]
+CASES += bedrock_answers()
 
 
 @pytest.mark.parametrize(("api_name", "path"), CASES)
 def test_a_recorded_answer_written_back_to_its_api_keeps_what_the_api_accepts(api_name: str, path: Path) -> None:
     api = APIS[api_name]
     data = path.read_bytes()
-    streamed = path.suffix in (".sse", ".ndjson")
+    streamed = path.suffix in STREAMED
     answer = api.recorded_answer(data, streamed)
-    _, body = sent_back(api, data, streamed, model_of(api, answer))
+    _, body = sent_back(api, data, streamed, model_of(api, answer, path))
     assert api.projection(api.sent_turn(body)) == api.projection(api.recorded_turn(answer))
 
 
-NO_HELD_OUT = ("ollama",)
-"""No public recording of Ollama's native /api/chat was found with its source; the shared docs examples stand in."""
+NO_HELD_OUT = ("ollama", "bedrock")
+"""No public recording of Ollama's native /api/chat was found with its source; the shared docs examples stand in.
+Bedrock's recordings are all in tests/data/bedrock (bedrock_answers)."""
 
 
 def test_every_api_has_held_out_answers() -> None:
