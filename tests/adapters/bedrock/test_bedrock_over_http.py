@@ -174,3 +174,16 @@ def test_an_exception_inside_the_stream_is_an_error_event_without_credentials(cl
     [error] = [e for e in events if isinstance(e, StreamError)]
     assert error.error_class == "rate_limit" and error.retryable and KEY_ID not in error.message
     assert events[-1].message.text() == "Par"  # type: ignore[attr-defined]
+
+
+def test_a_converse_stream_refused_before_any_event_raises_the_recorded_validation_error(
+        client: ModelClient, upstream: ReplayServer) -> None:
+    """Bedrock's recorded 400 to a ConverseStream call for a model id it does not know: a JSON body,
+    not an event stream, and no x-amzn-ErrorType header in the recording; the status names the class."""
+    name = "error_invalid_model_id_stream"
+    upstream.script(path_of(name), Reply(400, body(name), "application/json"))
+    with pytest.raises(BedrockValidationError) as caught:
+        list(client.stream([user_message("hello")], model_of(name)))
+    assert "HTTP 400: The provided model identifier is invalid. (check the model id" in str(caught.value)
+    assert caught.value.status == 400 and not caught.value.retryable
+    assert upstream.requests[0].path.endswith("/converse-stream")
