@@ -113,8 +113,10 @@ def provider_error(
     provider: str,
     status: int | None,
     headers: Mapping[str, str] | None = None,
+    request_id: str | None = None,
 ) -> ProviderError:
-    """Build the ProviderError for one error object (from a body or from a stream chunk)."""
+    """Build the ProviderError for one error object (from a body or from a stream chunk); the request
+    id comes from the headers, else from the body's `request_id` (Fireworks puts it there too)."""
     raw_code = error.get("code")
     if isinstance(raw_code, int) and status is None:
         status = raw_code  # OpenRouter stream errors carry the HTTP-like status as `code`
@@ -144,7 +146,7 @@ def provider_error(
         f"{message} ({next_step})" if next_step else message,
         provider=provider,
         status=status,
-        request_id=request_id_from_headers(headers),
+        request_id=request_id_from_headers(headers) or request_id,
         retry_after=retry_after,
         provider_code=code or error_type or None,
     )
@@ -160,4 +162,6 @@ def classify_chat_error(response: WireResponse, provider: str) -> ProviderError:
     if not error:
         excerpt = response.body[:200].decode("utf-8", "replace").strip()
         error = {"message": excerpt or f"HTTP {response.status} with an empty body"}
-    return provider_error(error, provider=provider, status=response.status, headers=response.headers)
+    body_request_id = body.get("request_id") if isinstance(body, dict) else None
+    return provider_error(error, provider=provider, status=response.status, headers=response.headers,
+                          request_id=body_request_id if isinstance(body_request_id, str) else None)

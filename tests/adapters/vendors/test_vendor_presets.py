@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,7 @@ import pytest
 
 from metis_core.adapters.client import ModelClient
 from metis_core.config import load_config
-from metis_core.errors import MetisError, MissingAPIKeyError
+from metis_core.errors import InvalidRequestError, MetisError, MissingAPIKeyError
 from metis_core.messages import Message, MessageComplete, user_message
 from metis_core.models.pricing import PriceTable
 from metis_core.models.registry import ModelRegistry
@@ -55,6 +56,7 @@ class Vendor:
         return message
 
 
+FIREWORKS_GPT_OSS = "accounts/fireworks/models/gpt-oss-120b"
 CASES = [
     ("deepseek", "deepseek_model_thinking_part__0.json", "deepseek-reasoner", "Okay, the user is asking how to cross"),
     ("deepseek", "deepseek_model_thinking_stream__0.sse", "deepseek-reasoner", "Hmm, the user just said"),
@@ -74,6 +76,8 @@ CASES = [
     ("perplexity", "perplexity-citations.sse", "sonar", None),
     ("together", "together-tool-call.json", "meta-llama/Meta-Llama-3.1-70B-Instruct-Turbo", None),
     ("together", "together-json-mode.json", "meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", None),
+    ("fireworks", "fireworks-gpt-oss-tool-call.sse", FIREWORKS_GPT_OSS, "We need to call get_time"),
+    ("fireworks", "fireworks-gpt-oss-tool-result.sse", FIREWORKS_GPT_OSS, None),
 ]
 
 
@@ -137,6 +141,47 @@ def test_together_tool_calls_go_back_with_the_vendors_id_and_its_extra_fields_ar
     no_finish = Vendor("together", (DATA / "together" / "together-json-mode.json").read_bytes(), sse=False,
                        tmp_path=tmp_path).ask("together:meta-llama/Meta-Llama-3.1-8B-Instruct-Turbo", stream=False)
     assert no_finish.metadata.stop_reason == "end_turn"  # Together left `finish_reason` out of this answer
+
+
+def test_fireworks_streams_a_gpt_oss_tool_loop_with_its_cached_tokens_priced(tmp_path: Path) -> None:
+    """Fireworks' recorded gpt-oss-120b tool loop: `reasoning_content` deltas, a call whose argument
+    fragments repeat `"id": null`, usage on a last chunk with `choices: []` (reasoning counted under
+    both `completion_tokens_details` and `output_tokens_details`), then the follow-up whose prompt
+    was read from Fireworks' prompt cache (1,521 of 1,594 tokens, priced at the cached rate)."""
+    model = f"fireworks:{FIREWORKS_GPT_OSS}"
+    call = Vendor("fireworks", (DATA / "fireworks" / "fireworks-gpt-oss-tool-call.sse").read_bytes(), sse=True,
+                  tmp_path=tmp_path).ask(model, stream=True)
+    (use,) = call.tool_uses()
+    assert (use.name, use.input) == ("get_time", {"timezone": "UTC"}) and call.metadata.stop_reason == "tool_use"
+    assert [b.text for b in call.thinking()] == ["We need to call get_time with timezone UTC."]
+    usage = call.metadata.usage
+    assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (1522, 37, 10)
+    assert usage.cost_usd == (1522 * Decimal("0.15") + 37 * Decimal("0.60")) / 1_000_000
+
+    answer = Vendor("fireworks", (DATA / "fireworks" / "fireworks-gpt-oss-tool-result.sse").read_bytes(), sse=True,
+                    tmp_path=tmp_path).ask(model, stream=True)
+    assert answer.text() == "It is currently 12:00 PM UTC." and answer.metadata.stop_reason == "end_turn"
+    usage = answer.metadata.usage
+    assert (usage.input_tokens, usage.cached_input_tokens, usage.output_tokens) == (1594 - 1521, 1521, 15)
+    assert usage.cost_usd == (73 * Decimal("0.15") + 1521 * Decimal("0.075") + 15 * Decimal("0.60")) / 1_000_000
+
+
+def test_fireworks_unknown_model_is_a_named_error_with_its_request_id(tmp_path: Path) -> None:
+    """Fireworks' recorded 404 for a model name it does not serve (`code: NOT_FOUND`); its request id
+    is read from the body's `request_id` when no `x-request-id` header reaches the client."""
+    body = (DATA / "fireworks" / "fireworks-error-model-not-found.json").read_bytes()
+    transport = httpx.MockTransport(lambda request: httpx.Response(404, content=body,
+                                                                   headers={"content-type": "application/json"}))
+    config = load_config(tmp_path, environ={"FIREWORKS_API_KEY": SECRET})
+    client = ModelClient(config=config, registry=ModelRegistry.load(config), prices=PriceTable.load(config),
+                         http_client=httpx.Client(transport=transport),
+                         async_http_client=httpx.AsyncClient(transport=transport), retry=RetryPolicy(max_retries=0))
+    with pytest.raises(InvalidRequestError) as caught:
+        client.complete([user_message("go")], model="fireworks:no-such-model-m95")
+    error = caught.value
+    assert "Model not found, inaccessible, and/or not deployed" in str(error) and "check the model name" in str(error)
+    assert (error.status, error.provider_code, error.retryable) == (404, "NOT_FOUND", False)
+    assert error.request_id == "chatcmpl-a1e41670cf5f40a5a1d13e57bf153e66" and SECRET not in repr(error)
 
 
 def test_perplexity_search_results_become_citations_of_the_answer(tmp_path: Path) -> None:
