@@ -15,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.client import ModelClient
 from metis_core.config import load_config
 from metis_core.errors import InvalidRequestError, MetisError, MissingAPIKeyError
@@ -149,10 +150,13 @@ def test_fireworks_streams_a_gpt_oss_tool_loop_with_its_cached_tokens_priced(tmp
     both `completion_tokens_details` and `output_tokens_details`), then the follow-up whose prompt
     was read from Fireworks' prompt cache (1,521 of 1,594 tokens, priced at the cached rate)."""
     model = f"fireworks:{FIREWORKS_GPT_OSS}"
-    call = Vendor("fireworks", (DATA / "fireworks" / "fireworks-gpt-oss-tool-call.sse").read_bytes(), sse=True,
-                  tmp_path=tmp_path).ask(model, stream=True)
+    server = Vendor("fireworks", (DATA / "fireworks" / "fireworks-gpt-oss-tool-call.sse").read_bytes(), sse=True,
+                    tmp_path=tmp_path)
+    ids = ToolIdMap()
+    call = list(server.client.stream([user_message("go")], model=model, tool_ids=ids))[-1].message  # type: ignore[attr-defined]
     (use,) = call.tool_uses()
     assert (use.name, use.input) == ("get_time", {"timezone": "UTC"}) and call.metadata.stop_reason == "tool_use"
+    assert ids.provider_id("fireworks", use.id) == "call_5nSCoKuFlaW6nTzHuTXembDc"  # not reset by `"id": null`
     assert [b.text for b in call.thinking()] == ["We need to call get_time with timezone UTC."]
     usage = call.metadata.usage
     assert (usage.input_tokens, usage.output_tokens, usage.reasoning_tokens) == (1522, 37, 10)
