@@ -18,6 +18,7 @@ from cli.replay_server import ReplayServer, Reply, SeenRequest
 from metis_core.adapters.bedrock.errors import (
     BedrockCredentialsError,
     BedrockModelAccessError,
+    BedrockModelError,
     BedrockThrottlingError,
     BedrockValidationError,
 )
@@ -139,6 +140,8 @@ def test_a_bearer_api_key_replaces_signing(upstream: ReplayServer, aws_env: None
 
 @pytest.mark.parametrize(("status", "error_type", "expected", "hint"), [
     (429, "ThrottlingException", BedrockThrottlingError, "wait and retry"),
+    (429, "ModelNotReadyException", BedrockThrottlingError, "wait and retry"),
+    (503, "ServiceUnavailableException", BedrockModelError, "retry shortly"),
     (403, "AccessDeniedException", BedrockModelAccessError, "enable access to this model"),
     (403, "ExpiredTokenException", BedrockCredentialsError, "aws sso login"),
     (400, None, BedrockValidationError, "check the model id"),
