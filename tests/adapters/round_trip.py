@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 from adapters.hosted.wire_oracle import anthropic_message, normalized_anthropic_content, responses_completed
+from bedrock_recordings import converse_message
 from bedrock_recordings import index as bedrock_index
 from bedrock_recordings import model_of as bedrock_model
 from mock_http import serve, sse_response
@@ -449,56 +450,6 @@ OPENAI_COMPATIBLE = Api("openai_compatible", "openai_compatible:served-model", _
 # --- Bedrock Converse: the output message's content blocks -------------------------------------
 
 
-def _converse_stream_message(data: bytes) -> Json:
-    """A ConverseStream adds up by AWS's documented rules: per contentBlockIndex, text and reasoning
-    text concatenate, a toolUse's input is JSON sent in fragments, and a block that received
-    `citation` deltas is the `citationsContent` of its text (as Converse answers it)."""
-    from botocore.eventstream import EventStreamBuffer  # framing read by botocore, not by the code under test
-
-    frames = EventStreamBuffer()
-    frames.add_data(data)
-    blocks: dict[int, Json] = {}
-    for frame in frames:
-        event = json.loads(frame.payload) if frame.payload else {}
-        block = blocks.setdefault(event.get("contentBlockIndex", -1), {})
-        kind = frame.headers.get(":event-type")
-        if kind == "contentBlockStart" and "toolUse" in event["start"]:
-            block["toolUse"] = {**event["start"]["toolUse"], "input": ""}
-        elif kind == "contentBlockDelta":
-            delta = event["delta"]
-            if "toolUse" in delta:
-                block["toolUse"]["input"] += delta["toolUse"]["input"]
-            if "text" in delta:
-                block["text"] = block.get("text", "") + delta["text"]
-            if "citation" in delta:
-                block.setdefault("citations", []).append(delta["citation"])
-            for key, piece in (delta.get("reasoningContent") or {}).items():
-                reasoning = block.setdefault("reasoning", {})
-                reasoning[key] = reasoning.get(key, "") + piece
-    return {"role": "assistant", "content": [_converse_block(blocks[i]) for i in sorted(blocks) if i >= 0]}
-
-
-def _converse_block(block: Json) -> Json:
-    if "toolUse" in block:
-        call = block["toolUse"]
-        return {"toolUse": {**call, "input": json.loads(call["input"] or "{}")}}
-    if "reasoning" in block:
-        reasoning = block["reasoning"]
-        if "redactedContent" in reasoning:
-            return {"reasoningContent": {"redactedContent": reasoning["redactedContent"]}}
-        return {"reasoningContent": {"reasoningText": reasoning}}
-    if "citations" in block:
-        return {"citationsContent": {"content": [{"text": block.get("text", "")}], "citations": block["citations"]}}
-    return {"text": block.get("text", "")}
-
-
-def _converse_answer(data: bytes, streamed: bool) -> Json:
-    if streamed:
-        return _converse_stream_message(data)
-    message: Json = json.loads(data)["output"]["message"]
-    return message
-
-
 def _converse_projection(content: list[Json]) -> list[Json]:
     """Equivalent spellings only: an empty text block is no block."""
     return [block for block in content if block != {"text": ""}]
@@ -507,7 +458,7 @@ def _converse_projection(content: list[Json]) -> list[Json]:
 BEDROCK = Api(
     "bedrock",
     "bedrock:us.amazon.nova-micro-v1:0",
-    _converse_answer,
+    converse_message,
     lambda message: message["content"],
     lambda body: _assistant_turn(body["messages"], "assistant", {"content": []})["content"],
     _converse_projection,
