@@ -3,12 +3,14 @@
 Replies are queued per path (query included); every request is kept with its headers. `/token`
 answers a service-account JWT grant the way Google's token endpoint does, after checking the
 JWT's RS256 signature against the test key's public half, so google-auth's real signing runs.
+`/msi/token` answers azure-identity's managed identity request (App Service form, a GET).
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +18,8 @@ from typing import Any
 from urllib.parse import parse_qs
 
 TOKEN_PATH = "/token"
+IDENTITY_PATH = "/msi/token"
+IDENTITY_HEADER = "identity-header-not-a-token"
 
 
 @dataclass
@@ -54,7 +58,8 @@ class CloudServer:
         self.queues[path].extend(replies)
 
     def calls(self, prefix: str = "/") -> list[Seen]:
-        return [s for s in self.seen if s.path.startswith(prefix) and s.path != TOKEN_PATH]
+        return [s for s in self.seen if s.path.startswith(prefix) and s.path != TOKEN_PATH
+                and not s.path.startswith(IDENTITY_PATH)]
 
     def reset(self) -> None:
         self.queues.clear()
@@ -74,10 +79,22 @@ class CloudServer:
         self.tokens_issued.append(token)
         return Reply(200, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}).encode())
 
+    def identity_reply(self, seen: Seen) -> Reply:
+        """A managed identity token, as App Service's endpoint grants one (IDENTITY_ENDPOINT / IDENTITY_HEADER)."""
+        query = parse_qs(seen.path.partition("?")[2])
+        if seen.headers.get("x-identity-header") != IDENTITY_HEADER or "resource" not in query:
+            return Reply(400, b'{"error": "bad managed identity request"}')
+        token = f"eyJ0eXAiOiJKV1Qi.managed-identity-{len(self.tokens_issued)}.sig"
+        self.tokens_issued.append(token)
+        return Reply(200, json.dumps({"access_token": token, "expires_on": str(int(time.time()) + 3600),
+                                      "resource": query["resource"][0], "token_type": "Bearer"}).encode())
+
     def reply_for(self, seen: Seen) -> Reply:
         self.seen.append(seen)
         if seen.path == TOKEN_PATH and self.public_key_pem is not None:
             return self.token_reply(seen.body)
+        if seen.path.startswith(IDENTITY_PATH):
+            return self.identity_reply(seen)
         queue = self.queues.get(seen.path)
         if not queue:
             return Reply(599, json.dumps({"error": {"message": f"nothing scripted for {seen.path}"}}).encode())
@@ -96,6 +113,15 @@ def _handler(server: CloudServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("content-type", reply.content_type)
             for name, value in reply.headers.items():
                 self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def do_GET(self) -> None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = server.reply_for(Seen(self.path, headers, b""))
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(reply.body)))
             self.end_headers()
             self.wfile.write(reply.body)
 

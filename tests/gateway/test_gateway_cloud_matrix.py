@@ -1,0 +1,250 @@
+"""Every cloud upstream behind one gateway, for both official SDKs, streamed and not.
+
+One module-scoped gateway fronts Claude and Nova on Bedrock (botocore's SigV4 with a session
+token), Azure OpenAI deployments on the api-version endpoint with a Microsoft Entra ID token that
+azure-identity's managed identity credential fetches, and Gemini and Claude on Vertex AI in a
+region (google-auth signing a service-account JWT). All upstream answers are recordings served
+by tests/cloud_server.py; each call is charged to its key at its Decimal price and recorded with
+its provider, a budget too small for a call is refused before any upstream traffic, and
+`metis cost --by provider` splits the spend by platform.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import botocore.auth
+import openai
+import pytest
+from bedrock_recordings import body as bedrock_body
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials
+from cli.replay_server import ReplayServer
+from cloud_server import (
+    IDENTITY_HEADER,
+    IDENTITY_PATH,
+    CloudServer,
+    Reply,
+    Seen,
+    only_these_cloud_credentials,
+    serving_cloud,
+)
+from fixture_files import read_bytes
+from typer.testing import CliRunner
+
+from metis_core.adapters.client import ModelClient
+from metis_core.cli.app import app
+from metis_core.transport.retry import RetryPolicy
+
+from .gateway_harness import GatewayHarness
+
+KEY_ID, SECRET = "AKIAZ7MATRIXTEST0000", "matrix/test+secret+access+key+0123456789"
+SESSION_TOKEN = "IQoJb3JpZ2luX2VjMATRIXsessionTOKEN0123456789"
+REGION = "us-east5"
+VERTEX = f"/v1/projects/metis-test-project/locations/{REGION}/publishers"
+AZURE_VERSION = "2024-10-21"
+AZURE = "/openai/deployments/gpt-4o/chat/completions?api-version=" + AZURE_VERSION
+CLOUD = Path(__file__).parents[1] / "data" / "cloud"
+M = Decimal(1_000_000)
+
+
+def priced(tokens_in: int, tokens_out: int, rate_in: str, rate_out: str) -> Decimal:
+    """A call's list price: tokens times USD per million tokens."""
+    return (tokens_in * Decimal(rate_in) + tokens_out * Decimal(rate_out)) / M
+
+
+@dataclass(frozen=True)
+class Upstream:
+    provider: str
+    model: str
+    path: str
+    answer: Reply
+    answer_text: str
+    answer_cost: Decimal
+    stream_path: str
+    stream: Reply
+    stream_text: str
+    stream_cost: Decimal
+
+
+SSE, EVENTSTREAM = "text/event-stream", "application/vnd.amazon.eventstream"
+UPSTREAMS = {u.provider: u for u in [
+    Upstream("bedrock", "bedrock:us.amazon.nova-micro-v1:0",
+             "/model/us.amazon.nova-micro-v1%3A0/converse", Reply(200, bedrock_body("converse_text_nova")),
+             "Hello! How can I assist you today?", priced(7, 30, "0.035", "0.14"),  # Nova Micro list price
+             "/model/us.amazon.nova-micro-v1%3A0/converse-stream",
+             Reply(200, bedrock_body("stream_text_nova"), EVENTSTREAM),
+             "The capital of France is Paris.", priced(13, 82, "0.035", "0.14")),
+    Upstream("azure", "azure:gpt-4o",
+             AZURE, Reply(200, (CLOUD / "azure" / "chat__annotations_with_filter_results.json").read_bytes()),
+             "Example model response will be returned", priced(11, 40, "2.50", "10"),  # gpt-4o list price
+             AZURE, Reply(200, (CLOUD / "azure" / "chat_stream__gpt-5.4-mini_with_filter_results.sse").read_bytes(),
+                          SSE),
+             "Hi! How can I help?", priced(23, 11, "2.50", "10")),
+    Upstream("vertex", "vertex:gemini-2.5-flash",
+             f"{VERTEX}/google/models/gemini-2.5-flash:generateContent",
+             Reply(200, (CLOUD / "vertex" / "gemini__global_generate_content.json").read_bytes()),
+             "안녕하세요", priced(13, 40, "0.30", "2.50"),  # gemini-2.5-flash list price
+             f"{VERTEX}/google/models/gemini-2.5-flash:streamGenerateContent?alt=sse",
+             Reply(200, read_bytes("gemini", "stream__text.sse"), SSE),
+             "The capital of France is Paris.", priced(13, 8, "0.30", "2.50")),
+    Upstream("vertex_anthropic", "vertex_anthropic:claude-haiku-4-5@20251001",
+             f"{VERTEX}/anthropic/models/claude-haiku-4-5@20251001:rawPredict",
+             Reply(200, read_bytes("anthropic", "response__text.json")),
+             "The weather in SF", priced(705, 25, "1", "5"),  # claude-haiku-4-5 list price
+             f"{VERTEX}/anthropic/models/claude-haiku-4-5@20251001:streamRawPredict",
+             Reply(200, read_bytes("anthropic", "stream__text_basic.sse"), SSE),
+             "Hello there!", priced(11, 6, "1", "5")),
+]}
+
+
+@pytest.fixture(scope="module")
+def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayHarness]:
+    home = tmp_path_factory.mktemp("cloud-matrix")
+    cloud, key_file = serving_cloud(home)
+    replay = ReplayServer().start()  # the harness's direct upstream: no call goes there
+    with pytest.MonkeyPatch.context() as env:
+        only_these_cloud_credentials(env, home, KEY_ID, SECRET, key_file)
+        env.setenv("AWS_SESSION_TOKEN", SESSION_TOKEN)
+        env.setenv("GOOGLE_CLOUD_LOCATION", REGION)
+        env.setenv("AZURE_OPENAI_API_VERSION", AZURE_VERSION)
+        env.setenv("IDENTITY_ENDPOINT", cloud.base_url + IDENTITY_PATH)  # App Service managed identity
+        env.setenv("IDENTITY_HEADER", IDENTITY_HEADER)
+        for name in ("AZURE_OPENAI_API_KEY", "OPENAI_API_VERSION", "AZURE_CLIENT_ID", "AZURE_TENANT_ID",
+                     "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "MSI_ENDPOINT", "MSI_SECRET"):
+            env.delenv(name, raising=False)
+        harness = GatewayHarness(home / "home", replay)
+        harness.runtime.client = ModelClient(base_urls={provider: cloud.base_url for provider in UPSTREAMS},
+                                             api_keys={}, retry=RetryPolicy(max_retries=0))
+        harness.runtime.configured_providers = set(UPSTREAMS)
+        harness.cloud = cloud  # type: ignore[attr-defined]
+        harness.start()
+        yield harness
+        harness.stop()
+    replay.stop()
+    cloud.stop()
+
+
+@pytest.fixture
+def cloud(gateway: GatewayHarness) -> CloudServer:
+    server: CloudServer = gateway.cloud  # type: ignore[attr-defined]
+    server.queues.clear()
+    server.seen.clear()
+    return server
+
+
+def ask(gateway: GatewayHarness, sdk: str, token: str, model: str, stream: bool, **extra: Any) -> str:
+    """One call through the gateway with an official SDK; the answer's text."""
+    messages: Any = [{"role": "user", "content": "hi"}]
+    if sdk == "openai":
+        client = openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token, max_retries=0)
+        if not stream:
+            answer = client.chat.completions.create(model=model, messages=messages, **extra)
+            return answer.choices[0].message.content or ""
+        chunks = client.chat.completions.create(model=model, messages=messages, stream=True, **extra)
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    claude = anthropic.Anthropic(base_url=gateway.base_url, api_key=token, max_retries=0)
+    max_tokens = extra.pop("max_tokens", 500)
+    if not stream:
+        reply = claude.messages.create(model=model, max_tokens=max_tokens, messages=messages, **extra)
+        return "".join(b.text for b in reply.content if b.type == "text")
+    with claude.messages.stream(model=model, max_tokens=max_tokens, messages=messages, **extra) as streamed:
+        final = streamed.get_final_message()
+    return "".join(b.text for b in final.content if b.type == "text")
+
+
+def assert_signed_with_the_session_credentials(seen: Seen, base_url: str) -> None:
+    """botocore recomputes the SigV4 signature over what the upstream received."""
+    authorization = seen.headers["authorization"]
+    names = authorization.split("SignedHeaders=", 1)[1].split(",", 1)[0].split(";")
+    request = AWSRequest(method="POST", url=base_url + seen.path, data=seen.body,
+                         headers={n: seen.headers[n] for n in names if n != "host"})
+    request.context["timestamp"] = seen.headers["x-amz-date"]
+    signer = botocore.auth.SigV4Auth(Credentials(KEY_ID, SECRET, SESSION_TOKEN), "bedrock", "us-east-1")
+    assert authorization.endswith("Signature=" + signer.signature(
+        signer.string_to_sign(request, signer.canonical_request(request)), request))
+    assert seen.headers["x-amz-security-token"] == SESSION_TOKEN
+
+
+def assert_authenticated(upstream: Upstream, seen: Seen, cloud: CloudServer) -> None:
+    if upstream.provider == "bedrock":
+        assert_signed_with_the_session_credentials(seen, cloud.base_url)
+        return
+    bearer = seen.headers["authorization"].removeprefix("Bearer ")
+    assert bearer in cloud.tokens_issued and "api-key" not in seen.headers
+    if upstream.provider == "azure":  # a managed identity token azure-identity fetched
+        assert bearer.startswith("eyJ0eXAiOiJKV1Qi.managed-identity-")
+    else:  # a Google access token google-auth got for the signed service-account JWT
+        assert bearer.startswith("ya29.test-token-")
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("sdk", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", list(UPSTREAMS))
+def test_each_sdk_is_answered_by_each_cloud_charged_and_recorded_with_its_provider(
+        gateway: GatewayHarness, cloud: CloudServer, provider: str, sdk: str, stream: bool) -> None:
+    upstream = UPSTREAMS[provider]
+    path, reply = (upstream.stream_path, upstream.stream) if stream else (upstream.path, upstream.answer)
+    cloud.script(path, reply)
+    key_id, token = gateway.issue(budget_usd=Decimal("1"), budget_period="day", allowed_models=[upstream.model])
+    text = ask(gateway, sdk, token, upstream.model, stream)
+    assert text.startswith(upstream.stream_text if stream else upstream.answer_text)
+    [seen] = cloud.calls()
+    assert seen.path == path and token not in json.dumps(seen.headers)
+    assert_authenticated(upstream, seen, cloud)
+    expected = upstream.stream_cost if stream else upstream.answer_cost
+    [completed] = [e for e in gateway.of_type("llm.call_completed") if e.payload["gateway_key_id"] == key_id]
+    assert completed.payload["provider"] == provider and completed.payload["model"] == upstream.model
+    assert Decimal(str(completed.payload["cost_usd"])) == expected
+    assert gateway.spent_today(key_id) == expected
+
+
+@pytest.mark.parametrize(("provider", "sdk"), [("bedrock", "openai"), ("azure", "anthropic"),
+                                               ("vertex", "openai"), ("vertex_anthropic", "anthropic")])
+def test_a_budget_too_small_for_the_call_is_refused_before_the_cloud_is_asked(
+        gateway: GatewayHarness, cloud: CloudServer, provider: str, sdk: str) -> None:
+    upstream = UPSTREAMS[provider]
+    cloud.script(upstream.path, upstream.answer)
+    key_id, token = gateway.issue(budget_usd=Decimal("0.000001"), budget_period="day")
+    refused = openai.RateLimitError if sdk == "openai" else anthropic.RateLimitError
+    with pytest.raises(refused) as caught:
+        ask(gateway, sdk, token, upstream.model, False, max_tokens=1000)
+    assert caught.value.status_code == 429 and "budget" in str(caught.value).lower()
+    assert not cloud.calls() and cloud.queues[upstream.path], "no upstream traffic"
+    assert gateway.spent_today(key_id) == 0
+
+
+def test_allow_lists_name_cloud_models_and_refuse_the_rest(gateway: GatewayHarness, cloud: CloudServer) -> None:
+    bedrock, vertex = UPSTREAMS["bedrock"], UPSTREAMS["vertex_anthropic"]
+    cloud.script(bedrock.path, bedrock.answer)
+    _, token = gateway.issue(allowed_models=["bedrock:us.amazon.*", "azure:gpt-4o"])
+    assert ask(gateway, "openai", token, bedrock.model, False).startswith(bedrock.answer_text)
+    for model in (vertex.model, "azure:gpt-4o-mini", "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"):
+        with pytest.raises(openai.PermissionDeniedError):
+            ask(gateway, "openai", token, model, False)
+    assert len(cloud.calls()) == 1
+
+
+def test_cost_by_provider_splits_the_cloud_spend(gateway: GatewayHarness, cloud: CloudServer,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    _, token = gateway.issue()
+    for upstream in UPSTREAMS.values():
+        cloud.script(upstream.path, upstream.answer)
+        ask(gateway, "anthropic", token, upstream.model, False)
+    gateway.drain()
+    spent: dict[str, Decimal] = {}
+    for event in gateway.events.of_type("llm.call_completed"):  # every call this gateway made so far
+        provider = event.payload["provider"]
+        spent[provider] = spent.get(provider, Decimal(0)) + Decimal(str(event.payload["cost_usd"]))
+    monkeypatch.setenv("METIS_HOME", str(gateway.runtime.home))
+    result = CliRunner().invoke(app, ["cost", "--by", "provider", "--json"])
+    assert result.exit_code == 0, result.output
+    rows = {row["key"]: Decimal(row["cost_usd"]) for row in json.loads(result.output)["provider"]}
+    assert set(rows) == set(UPSTREAMS)
+    assert rows == pytest.approx(spent, abs=Decimal("1e-9"))
