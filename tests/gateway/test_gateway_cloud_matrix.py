@@ -12,6 +12,7 @@ its provider, a budget too small for a call is refused before any upstream traff
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -46,6 +47,7 @@ from .gateway_harness import GatewayHarness
 
 KEY_ID, SECRET = "AKIAZ7MATRIXTEST0000", "matrix/test+secret+access+key+0123456789"
 SESSION_TOKEN = "IQoJb3JpZ2luX2VjMATRIXsessionTOKEN0123456789"
+AZURE_KEY = "azure-matrix-SECRET-4b3a29180f7e6d5c"
 REGION = "us-east5"
 VERTEX = f"/v1/projects/metis-test-project/locations/{REGION}/publishers"
 AZURE_VERSION = "2024-10-21"
@@ -119,10 +121,12 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayHarness
         for name in ("AZURE_OPENAI_API_KEY", "OPENAI_API_VERSION", "AZURE_CLIENT_ID", "AZURE_TENANT_ID",
                      "AZURE_CLIENT_SECRET", "AZURE_FEDERATED_TOKEN_FILE", "MSI_ENDPOINT", "MSI_SECRET"):
             env.delenv(name, raising=False)
+        keyed = f"azure+http://{AZURE_KEY}@{cloud.base_url.removeprefix('http://')}/openai/v1"  # v1, api-key
+        env.setenv("METIS_PROVIDER_AZKEY", keyed)  # a second Azure resource, as a named provider
         harness = GatewayHarness(home / "home", replay)
         harness.runtime.client = ModelClient(base_urls={provider: cloud.base_url for provider in UPSTREAMS},
                                              api_keys={}, retry=RetryPolicy(max_retries=0))
-        harness.runtime.configured_providers = set(UPSTREAMS)
+        harness.runtime.configured_providers = {*UPSTREAMS, "azkey"}
         harness.cloud = cloud  # type: ignore[attr-defined]
         harness.start()
         yield harness
@@ -248,3 +252,59 @@ def test_cost_by_provider_splits_the_cloud_spend(gateway: GatewayHarness, cloud:
     rows = {row["key"]: Decimal(row["cost_usd"]) for row in json.loads(result.output)["provider"]}
     assert set(rows) == set(UPSTREAMS)
     assert rows == pytest.approx(spent, abs=Decimal("1e-9"))
+
+
+def test_no_cloud_credential_reaches_a_client_event_log_store_or_export(
+        gateway: GatewayHarness, cloud: CloudServer, caplog: pytest.LogCaptureFixture,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Answers and failures whose bodies echo every credential in use: AWS's secret key and session
+    token, the Azure api-key, the Entra and Google access tokens. None reaches the SDK client, an
+    event, a log record, the stored record or an export of it."""
+    from stream_frames import event_message, exception_message
+
+    caplog.set_level(logging.DEBUG)
+    _, token = gateway.issue()
+    for provider in ("azure", "vertex", "vertex_anthropic"):  # each platform's token issued and in use
+        cloud.script(UPSTREAMS[provider].path, UPSTREAMS[provider].answer)
+        ask(gateway, "openai", token, UPSTREAMS[provider].model, False)
+    cloud.script("/openai/v1/chat/completions", UPSTREAMS["azure"].answer)
+    ask(gateway, "anthropic", token, "azkey:gpt-4o", True)
+    secrets = [SECRET, SESSION_TOKEN, AZURE_KEY, *cloud.tokens_issued]
+    echo = json.dumps({"message": "refused: " + " ".join(secrets),
+                       "error": {"code": "401", "message": "bad credentials " + " ".join(secrets)}}).encode()
+    expired = {"x-amzn-ErrorType": "ExpiredTokenException:http://internal.amazon.com/coral/"}
+    stream_cut = (event_message("messageStart", b'{"role":"assistant"}')
+                  + exception_message("throttlingException", json.dumps({"message": " ".join(secrets)}).encode()))
+    failures: list[tuple[str, str, bool, Reply]] = [
+        ("bedrock", UPSTREAMS["bedrock"].path, False, Reply(403, echo, headers=expired)),
+        ("bedrock", UPSTREAMS["bedrock"].stream_path, True, Reply(200, stream_cut, EVENTSTREAM)),
+        ("azure", UPSTREAMS["azure"].path, False, Reply(401, echo)),
+        ("azkey", "/openai/v1/chat/completions", True, Reply(401, echo)),
+        ("vertex", UPSTREAMS["vertex"].path, False, Reply(401, echo)),
+        ("vertex_anthropic", UPSTREAMS["vertex_anthropic"].stream_path, True, Reply(429, echo)),
+    ]
+    told: list[str] = []
+    for provider, path, stream, reply in failures:
+        cloud.script(path, reply)
+        model = "azkey:gpt-4o" if provider == "azkey" else UPSTREAMS[provider].model
+        for sdk in ("openai", "anthropic"):
+            cloud.script(path, reply)
+            try:
+                told.append(ask(gateway, sdk, token, model, stream))
+            except (openai.APIError, anthropic.APIError) as failed:
+                told += [str(failed), repr(failed), json.dumps(failed.body, default=str)]
+    assert len(cloud.calls()) == 4 + 2 * len(failures)
+    gateway.drain()
+    events = gateway.events.events
+    failed_sessions = list(dict.fromkeys(e.session_id for e in events if e.type == "llm.call_failed"))
+    assert len(failed_sessions) >= len(failures)
+    monkeypatch.setenv("METIS_HOME", str(gateway.runtime.home))
+    exported = [CliRunner().invoke(app, ["trace", "export", session, "--format", fmt, "--include-content"]).output
+                for session in failed_sessions[:3] for fmt in ("eventlog", "otel")]
+    stored = b"".join(p.read_bytes() for p in Path(gateway.runtime.home).glob("metis.db*"))
+    seen_anywhere = "\n".join([*told, json.dumps([e.model_dump(mode="json") for e in events]), caplog.text,
+                               *exported, stored.decode("utf-8", "replace")])
+    assert sum("refused the gateway's own credentials" in said for said in told) >= 4 * 2  # 4 refusals, 2 SDKs
+    leaked = [secret[:12] for secret in secrets if secret in seen_anywhere]
+    assert not leaked, f"credentials leaked: {leaked}"
+    assert all("[redacted key]" in out for out in exported), "each export carries its failure, scrubbed"
