@@ -25,6 +25,8 @@ import botocore.auth
 import openai
 import pytest
 from bedrock_recordings import body as bedrock_body
+from bedrock_recordings import index as bedrock_index
+from bedrock_recordings import model_of
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 from cli.replay_server import ReplayServer
@@ -235,15 +237,24 @@ def test_a_budget_too_small_for_the_call_is_refused_before_the_cloud_is_asked(
     assert gateway.spent_today(key_id) == 0
 
 
-def test_allow_lists_name_cloud_models_and_refuse_the_rest(gateway: GatewayHarness, cloud: CloudServer) -> None:
+def test_allow_lists_name_cloud_models_and_an_inference_profile_arn_is_a_model_id(
+        gateway: GatewayHarness, cloud: CloudServer) -> None:
     bedrock, vertex = UPSTREAMS["bedrock"], UPSTREAMS["vertex_anthropic"]
+    arn = model_of("converse_application_profile_arn")  # bedrock:arn:aws:bedrock:...:application-inference-profile/...
+    arn_path = "/model/" + bedrock_index()["converse_application_profile_arn"]["request_uri"].split("/model/", 1)[1]
     cloud.script(bedrock.path, bedrock.answer)
-    _, token = gateway.issue(allowed_models=["bedrock:us.amazon.*", "azure:gpt-4o"])
+    cloud.script(arn_path, Reply(200, bedrock_body("converse_application_profile_arn")))
+    key_id, token = gateway.issue(allowed_models=["bedrock:us.amazon.*", arn, "azure:gpt-4o"])
     assert ask(gateway, "openai", token, bedrock.model, False).startswith(bedrock.answer_text)
-    for model in (vertex.model, "azure:gpt-4o-mini", "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0"):
+    assert ask(gateway, "anthropic", token, arn, False) == "Hello"
+    assert [c.path for c in cloud.calls()] == [bedrock.path, arn_path]
+    [_, by_arn] = [e for e in gateway.of_type("llm.call_completed") if e.payload["gateway_key_id"] == key_id]
+    assert by_arn.payload["model"] == arn and by_arn.payload["provider"] == "bedrock"
+    for model in (vertex.model, "azure:gpt-4o-mini", "bedrock:us.anthropic.claude-sonnet-4-20250514-v1:0",
+                  arn.replace("mi1dadi0g15f", "other0profile")):
         with pytest.raises(openai.PermissionDeniedError):
             ask(gateway, "openai", token, model, False)
-    assert len(cloud.calls()) == 1
+    assert len(cloud.calls()) == 2
 
 
 def test_cost_by_provider_splits_the_cloud_spend(gateway: GatewayHarness, cloud: CloudServer,
