@@ -1,12 +1,12 @@
 """Every cloud upstream behind one gateway, for both official SDKs, streamed and not.
 
 One module-scoped gateway fronts Claude and Nova on Bedrock (botocore's SigV4 with a session
-token), Azure OpenAI deployments on the api-version endpoint with a Microsoft Entra ID token that
-azure-identity's managed identity credential fetches, and Gemini and Claude on Vertex AI in a
-region (google-auth signing a service-account JWT). All upstream answers are recordings served
-by tests/cloud_server.py; each call is charged to its key at its Decimal price and recorded with
-its provider, a budget too small for a call is refused before any upstream traffic, and
-`metis cost --by provider` splits the spend by platform.
+token), Azure OpenAI deployments (Chat Completions and Responses) on the api-version endpoint with
+a Microsoft Entra ID token that azure-identity's managed identity credential fetches, and Gemini
+and Claude on Vertex AI in a region (google-auth signing a service-account JWT). All upstream
+answers are recordings served by tests/cloud_server.py; each call is charged to its key at its
+Decimal price and recorded with its provider, a budget too small for a call is refused before any
+upstream traffic, and `metis cost --by provider` splits the spend by platform.
 """
 
 from __future__ import annotations
@@ -92,6 +92,13 @@ UPSTREAMS = {u.provider: u for u in [
              AZURE, Reply(200, (CLOUD / "azure" / "chat_stream__gpt-5.4-mini_with_filter_results.sse").read_bytes(),
                           SSE),
              "Hi! How can I help?", priced(23, 11, "2.50", "10")),
+    Upstream("azure_responses", "azure_responses:gpt-5",  # the Responses API on the same resource
+             f"/openai/responses?api-version={AZURE_VERSION}",
+             Reply(200, read_bytes("openai_responses", "response__reasoning_encrypted_content_summary.json")),
+             "```python\ndef factorial", priced(34, 226, "1.25", "10"),  # gpt-5 list price
+             f"/openai/responses?api-version={AZURE_VERSION}",
+             Reply(200, read_bytes("openai_responses", "stream__text.sse"), SSE),
+             "Hello! 🌍 How can", priced(9, 12, "1.25", "10")),
     Upstream("vertex", "vertex:gemini-2.5-flash",
              f"{VERTEX}/google/models/gemini-2.5-flash:generateContent",
              Reply(200, (CLOUD / "vertex" / "gemini__global_generate_content.json").read_bytes()),
@@ -195,7 +202,7 @@ def assert_authenticated(upstream: Upstream, seen: Seen, cloud: CloudServer) -> 
         return
     bearer = seen.headers["authorization"].removeprefix("Bearer ")
     assert bearer in cloud.tokens_issued and "api-key" not in seen.headers
-    if upstream.provider == "azure":  # a managed identity token azure-identity fetched
+    if upstream.provider.startswith("azure"):  # a managed identity token azure-identity fetched
         assert bearer.startswith("eyJ0eXAiOiJKV1Qi.managed-identity-")
     else:  # a Google access token google-auth got for the signed service-account JWT
         assert bearer.startswith("ya29.test-token-")
@@ -209,7 +216,7 @@ def test_each_sdk_is_answered_by_each_cloud_charged_and_recorded_with_its_provid
     upstream = UPSTREAMS[provider]
     path, reply = (upstream.stream_path, upstream.stream) if stream else (upstream.path, upstream.answer)
     cloud.script(path, reply)
-    key_id, token = gateway.issue(budget_usd=Decimal("1"), budget_period="day", allowed_models=[upstream.model])
+    key_id, token = gateway.issue(budget_usd=Decimal("5"), budget_period="day", allowed_models=[upstream.model])
     text = ask(gateway, sdk, token, upstream.model, stream)
     assert text.startswith(upstream.stream_text if stream else upstream.answer_text)
     [seen] = cloud.calls()
