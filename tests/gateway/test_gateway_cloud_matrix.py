@@ -337,3 +337,25 @@ def test_no_cloud_credential_reaches_a_client_event_log_store_or_export(
     leaked = [secret[:12] for secret in secrets if secret in seen_anywhere]
     assert not leaked, f"credentials leaked: {leaked}"
     assert all("[redacted key]" in out for out in exported), "each export carries its failure, scrubbed"
+
+
+def test_a_bedrock_guardrail_block_reaches_each_sdk_as_a_refusal(gateway: GatewayHarness, cloud: CloudServer) -> None:
+    """Bedrock answers a blocked prompt with 200 and the guardrail's message: a refusal on the record
+    (stop reason `refusal`), content_filter to an OpenAI client, refusal to an Anthropic one."""
+    blocked = json.dumps({
+        "output": {"message": {"role": "assistant", "content": [{"text": "Sorry, I can't help with that."}]}},
+        "stopReason": "guardrail_intervened", "usage": {"inputTokens": 12, "outputTokens": 0, "totalTokens": 12},
+        "trace": {"guardrail": {"inputAssessment": {"g1": {"topicPolicy": {"topics": [
+            {"name": "Finance", "type": "DENY", "action": "BLOCKED"}]}}}}}}).encode()
+    bedrock = UPSTREAMS["bedrock"]
+    cloud.script(bedrock.path, Reply(200, blocked), Reply(200, blocked))
+    key_id, token = gateway.issue()
+    answer = openai_client(gateway.base_url, token).chat.completions.create(
+        model=bedrock.model, messages=[{"role": "user", "content": "stock tips?"}])
+    reply = anthropic_client(gateway.base_url, token).messages.create(
+        model=bedrock.model, max_tokens=100, messages=[{"role": "user", "content": "stock tips?"}])
+    assert answer.choices[0].finish_reason == "content_filter"
+    assert answer.choices[0].message.content == "Sorry, I can't help with that."  # the guardrail's own message
+    assert reply.stop_reason == "refusal" and reply.content[0].text == "Sorry, I can't help with that."  # type: ignore[union-attr]
+    recorded = [e for e in gateway.of_type("llm.call_completed") if e.payload["gateway_key_id"] == key_id]
+    assert [e.payload["stop_reason"] for e in recorded] == ["refusal", "refusal"]
