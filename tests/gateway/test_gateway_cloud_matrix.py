@@ -359,3 +359,21 @@ def test_a_bedrock_guardrail_block_reaches_each_sdk_as_a_refusal(gateway: Gatewa
     assert reply.stop_reason == "refusal" and reply.content[0].text == "Sorry, I can't help with that."  # type: ignore[union-attr]
     recorded = [e for e in gateway.of_type("llm.call_completed") if e.payload["gateway_key_id"] == key_id]
     assert [e.payload["stop_reason"] for e in recorded] == ["refusal", "refusal"]
+
+
+
+def test_a_bedrock_event_stream_cut_mid_message_is_a_named_stream_error_for_each_sdk(
+        gateway: GatewayHarness, cloud: CloudServer) -> None:
+    bedrock = UPSTREAMS["bedrock"]
+    cut = Reply(200, bedrock_body("stream_text_nova")[:2000], EVENTSTREAM)  # ends inside an event-stream frame
+    cloud.script(bedrock.stream_path, cut, cut)
+    _, token = gateway.issue()
+    with pytest.raises(openai.APIError, match=r"body cut off\); the partial answer is kept, retry the turn"):
+        list(openai_client(gateway.base_url, token).chat.completions.create(
+            model=bedrock.model, messages=[{"role": "user", "content": "capital of France?"}], stream=True))
+    claude = anthropic_client(gateway.base_url, token)
+    with (pytest.raises(anthropic.APIStatusError, match=r"body cut off\); the partial answer is kept, retry"),
+          claude.messages.stream(model=bedrock.model, max_tokens=100,
+                                 messages=[{"role": "user", "content": "capital?"}]) as streamed):
+        streamed.get_final_message()
+    assert len(cloud.calls()) == 2
