@@ -122,7 +122,7 @@ class CloudServer:
             return self.token_reply(seen.body)
         if seen.path.startswith(IDENTITY_PATH):
             return self.identity_reply(seen)
-        if seen.path == "/" or seen.path.startswith(METADATA_PATH):
+        if (seen.path == "/" and "metadata-flavor" in seen.headers) or seen.path.startswith(METADATA_PATH):
             return self.metadata_reply(seen)
         queue = self.queues.get(seen.path)
         if not queue:

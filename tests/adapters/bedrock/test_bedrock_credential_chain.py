@@ -1,6 +1,7 @@
 """Bedrock signs with whatever botocore's standard credential chain finds: a named profile in the
-shared credentials file (with its session token), or a container role's credentials fetched from
-the container credentials endpoint (here a local server, as ECS and EKS Pod Identity serve them)."""
+shared credentials file (with its session token), a profile that assumes a role (STS AssumeRole),
+or a container role's credentials from the container credentials endpoint (as ECS and EKS Pod
+Identity serve them). STS and that endpoint are a local server (tests/cloud_server.py)."""
 
 from __future__ import annotations
 
@@ -63,3 +64,34 @@ def test_a_container_role_is_fetched_from_the_container_credentials_endpoint(
     assert signed_by(headers) == ("ASIACONTAINERROLE001", "container-role-session-token")
     [fetched] = server.seen
     assert fetched.headers["authorization"] == "pod-identity-auth-token"
+
+
+ASSUMED = """<AssumeRoleResponse xmlns="https://sts.amazonaws.com/doc/2011-06-15/"><AssumeRoleResult>
+<Credentials><AccessKeyId>ASIAASSUMEDROLE00001</AccessKeyId><SecretAccessKey>assumed/secret+key</SecretAccessKey>
+<SessionToken>assumed-role-session-token</SessionToken><Expiration>{expiration}</Expiration></Credentials>
+<AssumedRoleUser><AssumedRoleId>AROAEXAMPLE:metis</AssumedRoleId>
+<Arn>arn:aws:sts::123456789012:assumed-role/bedrock-caller/metis</Arn></AssumedRoleUser>
+</AssumeRoleResult><ResponseMetadata><RequestId>c6104cbe-af31-11e0-8154-cbc7ccf896c7</RequestId></ResponseMetadata>
+</AssumeRoleResponse>"""
+
+
+def test_a_profile_that_assumes_a_role_signs_with_the_role_session(aws_home: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    (aws_home / "credentials").write_text(
+        "[base]\naws_access_key_id = AKIABASEPROFILE00001\naws_secret_access_key = base/secret+key\n")
+    (aws_home / "config").write_text(
+        "[profile caller]\nrole_arn = arn:aws:iam::123456789012:role/bedrock-caller\nsource_profile = base\n"
+        "role_session_name = metis\nregion = us-east-1\n")
+    server = CloudServer()
+    try:
+        expiration = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        server.script("/", Reply(200, ASSUMED.format(expiration=expiration).encode(), "text/xml"))
+        monkeypatch.setenv("AWS_PROFILE", "caller")
+        monkeypatch.setenv("AWS_ENDPOINT_URL_STS", server.base_url)  # STS is the local server
+        headers = SigV4Signer({}).sign("POST", URL, b"{}", {})
+    finally:
+        server.stop()
+    assert signed_by(headers) == ("ASIAASSUMEDROLE00001", "assumed-role-session-token")
+    [assume] = server.seen
+    assert b"Action=AssumeRole" in assume.body and b"RoleSessionName=metis" in assume.body
+    assert "Credential=AKIABASEPROFILE00001/" in assume.headers["authorization"]  # signed by the source profile
