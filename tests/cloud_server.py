@@ -3,12 +3,16 @@
 Replies are queued per path (query included); every request is kept with its headers. `/token`
 answers a service-account JWT grant the way Google's token endpoint does, after checking the
 JWT's RS256 signature against the test key's public half, so google-auth's real signing runs.
+`/msi/token` answers azure-identity's managed identity request (App Service form, a GET);
+`/token` also takes gcloud user credentials' refresh-token grant, and `/computeMetadata/v1/...`
+plays the GCE metadata server (GCE_METADATA_HOST) with its ping, project id and token.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,6 +20,10 @@ from typing import Any
 from urllib.parse import parse_qs
 
 TOKEN_PATH = "/token"
+IDENTITY_PATH = "/msi/token"
+IDENTITY_HEADER = "identity-header-not-a-token"
+METADATA_PATH = "/computeMetadata/v1/"
+REFRESH_TOKEN = "1//gcloud-user-refresh-token"
 
 
 @dataclass
@@ -54,7 +62,8 @@ class CloudServer:
         self.queues[path].extend(replies)
 
     def calls(self, prefix: str = "/") -> list[Seen]:
-        return [s for s in self.seen if s.path.startswith(prefix) and s.path != TOKEN_PATH]
+        return [s for s in self.seen if s.path.startswith(prefix) and s.path not in (TOKEN_PATH, "/")
+                and not s.path.startswith((IDENTITY_PATH, METADATA_PATH))]
 
     def reset(self) -> None:
         self.queues.clear()
@@ -68,16 +77,53 @@ class CloudServer:
         from google.auth import jwt
 
         form = parse_qs(body.decode())
+        if form.get("grant_type") == ["refresh_token"]:  # gcloud user credentials (authorized_user)
+            if form.get("refresh_token") != [REFRESH_TOKEN]:
+                return Reply(400, b'{"error": "invalid_grant", "error_description": "Bad Request"}')
+            return self.issued("user")
         assertion = form["assertion"][0]
         claims = jwt.decode(assertion, certs=self.public_key_pem, verify=True)  # raises on a bad signature
-        token = f"ya29.test-token-{len(self.tokens_issued)}-{claims['iss'].partition('@')[0]}"
+        return self.issued(claims["iss"].partition("@")[0])
+
+    def issued(self, whom: str) -> Reply:
+        token = f"ya29.test-token-{len(self.tokens_issued)}-{whom}"
         self.tokens_issued.append(token)
         return Reply(200, json.dumps({"access_token": token, "expires_in": 3599, "token_type": "Bearer"}).encode())
+
+    def metadata_reply(self, seen: Seen) -> Reply:
+        """The GCE metadata server: only for requests with `Metadata-Flavor: Google`, as the real one."""
+        if seen.headers.get("metadata-flavor") != "Google":
+            return Reply(403, b"missing Metadata-Flavor header")
+        flavor = {"Metadata-Flavor": "Google"}
+        if seen.path.startswith(METADATA_PATH + "project/project-id"):
+            return Reply(200, b"metis-metadata-project", "application/text", flavor)
+        if seen.path.startswith(METADATA_PATH + "instance/service-accounts/default/token"):
+            reply = self.issued("metadata")
+            return Reply(reply.status, reply.body, headers=flavor)
+        if seen.path.startswith(METADATA_PATH + "instance/service-accounts/default/"):  # ?recursive=true
+            info = {"aliases": ["default"], "email": "metis-vm@metis-metadata-project.iam.gserviceaccount.com",
+                    "scopes": ["https://www.googleapis.com/auth/cloud-platform"]}
+            return Reply(200, json.dumps(info).encode(), headers=flavor)
+        return Reply(200, b"", "application/text", flavor)  # the ping, and anything else asked
+
+    def identity_reply(self, seen: Seen) -> Reply:
+        """A managed identity token, as App Service's endpoint grants one (IDENTITY_ENDPOINT / IDENTITY_HEADER)."""
+        query = parse_qs(seen.path.partition("?")[2])
+        if seen.headers.get("x-identity-header") != IDENTITY_HEADER or "resource" not in query:
+            return Reply(400, b'{"error": "bad managed identity request"}')
+        token = f"eyJ0eXAiOiJKV1Qi.managed-identity-{len(self.tokens_issued)}.sig"
+        self.tokens_issued.append(token)
+        return Reply(200, json.dumps({"access_token": token, "expires_on": str(int(time.time()) + 3600),
+                                      "resource": query["resource"][0], "token_type": "Bearer"}).encode())
 
     def reply_for(self, seen: Seen) -> Reply:
         self.seen.append(seen)
         if seen.path == TOKEN_PATH and self.public_key_pem is not None:
             return self.token_reply(seen.body)
+        if seen.path.startswith(IDENTITY_PATH):
+            return self.identity_reply(seen)
+        if (seen.path == "/" and "metadata-flavor" in seen.headers) or seen.path.startswith(METADATA_PATH):
+            return self.metadata_reply(seen)
         queue = self.queues.get(seen.path)
         if not queue:
             return Reply(599, json.dumps({"error": {"message": f"nothing scripted for {seen.path}"}}).encode())
@@ -94,6 +140,17 @@ def _handler(server: CloudServer) -> type[BaseHTTPRequestHandler]:
             reply = server.reply_for(Seen(self.path, headers, raw))
             self.send_response(reply.status)
             self.send_header("content-type", reply.content_type)
+            for name, value in reply.headers.items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(reply.body)
+
+        def do_GET(self) -> None:
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            reply = server.reply_for(Seen(self.path, headers, b""))
+            self.send_response(reply.status)
+            self.send_header("content-type", reply.content_type)
+            self.send_header("content-length", str(len(reply.body)))
             for name, value in reply.headers.items():
                 self.send_header(name, value)
             self.end_headers()

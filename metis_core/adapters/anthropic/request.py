@@ -89,7 +89,10 @@ class _Builder:
         self.tool_ids = tool_ids
         self.caps = caps
         self.dropped: list[DroppedBlock] = []
-        self.wire_id = RequestToolIds(tool_ids, PROVIDER, "anthropic")
+        # ids are namespaced by the provider the request goes to, as the response issued them (Claude on
+        # Vertex gets back the ids Vertex issued, not Anthropic direct's)
+        target = options.model.partition(":")[0] if ":" in options.model else PROVIDER
+        self.wire_id = RequestToolIds(tool_ids, target, "anthropic")
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)

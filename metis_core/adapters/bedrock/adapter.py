@@ -64,6 +64,10 @@ class BedrockAdapter(Adapter):
 
     def sign_request(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
         if any(name.lower() == "authorization" for name in headers):
+            if url.split("?", 1)[0].endswith("/converse-stream"):
+                from metis_core.adapters.bedrock.signing import require_botocore
+
+                require_botocore()  # the event stream is read by botocore: say so before the call is paid for
             return headers  # a bearer API key: nothing to sign
         if self._signer is None:
             from metis_core.adapters.bedrock.signing import SigV4Signer

@@ -95,6 +95,7 @@ class SigV4Signer:
 
     def frozen_credentials(self) -> Any:
         """Current credentials from the chain (refreshed by botocore when they are refreshable)."""
+        require_botocore()  # before any botocore import below: a missing package is named with its extra
         with self._lock:
             if self._credentials is None:
                 from botocore.exceptions import BotoCoreError
