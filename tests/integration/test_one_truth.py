@@ -180,8 +180,12 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         on_postgres.undo()
 
 
+def _events(scenario: Scenario, name: str) -> list[Event]:
+    return stored_events(scenario.home, scenario.sessions[name], database=scenario.database)
+
+
 def _truth(scenario: Scenario, name: str) -> Truth:
-    return Truth.of(stored_events(scenario.home, scenario.sessions[name], database=scenario.database))
+    return Truth.of(_events(scenario, name))
 
 
 def _cli(scenario: Scenario, *args: str) -> str:
@@ -265,6 +269,9 @@ def test_the_serve_json_api_shows_the_same_spend(scenario: Scenario, monkeypatch
                    (truth.cost, truth.calls, truth.unpriced), name
             assert (Decimal(listed[session_id]["total_cost_usd"]), listed[session_id]["unpriced_calls"]) == \
                    (truth.cost, truth.unpriced), name
+            answers = [e for e in _events(scenario, name) if e.type == "llm.call_completed"]
+            if answers:  # the list names the model that answered, as `metis sessions list` does
+                assert listed[session_id]["answered_by"] == answers[-1].payload["model"], name
         unpriced_timeline = http.get(f"/api/console/sessions/{scenario.sessions['unpriced']}/timeline").json()
         [turn_span] = [span for span in unpriced_timeline["spans"] if span["kind"] == "turn"]
         assert (turn_span["cost_usd"], turn_span["unpriced_calls"]) == (None, 1)  # the waterfall: unknown, never $0
