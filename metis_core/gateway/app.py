@@ -34,6 +34,7 @@ from metis_core.errors import (
     GatewayError,
     GatewayRequestError,
     MetisError,
+    MissingAPIKeyError,
     OutputSchemaError,
     OutputValidationError,
     ProviderError,
@@ -406,7 +407,9 @@ class GatewayApp:
 
     def failed(self, shape: InboundShape, record: CallRecord, error: BaseException, budget: CallBudget) -> Response:
         budget.close()  # no answer: the reservation goes back whole
-        if not isinstance(error, CALL_FAILURES):
+        if isinstance(error, MissingAPIKeyError):  # the operator's to fix: one line saying how, no traceback
+            log.warning("gateway call %s: %s", record.session_id, error)
+        elif not isinstance(error, CALL_FAILURES):
             log.exception("gateway call %s failed", record.session_id, exc_info=error)
         record.errored(error)
         failure = upstream_failure(error)
