@@ -457,10 +457,17 @@ class GatewayApp:
             self.service.authenticate(presented_token(request), shape)
         except GatewayError as error:
             return error_response(shape, error.status, error.kind, str(error))
-        registry = self.service.rt.registry
-        ids = [m.id for m in registry.models()]
-        aliases = list(self.service.engine.policy.aliases()) + list(self.service.engine.policy.chains())
-        names = [*ids, *sorted({*registry.aliases(), *aliases})]
+        rt, engine = self.service.rt, self.service.engine
+
+        def served(name: str) -> bool:  # an alias or chain with a member whose provider has a key here
+            try:
+                return any(rt.is_configured(model) for model in engine.expand(name))
+            except MetisError:
+                return False
+
+        ids = [m.id for m in rt.registry.models() if rt.is_configured(m.id)]  # no key, no listing: it would 404
+        aliases = list(engine.policy.aliases()) + list(engine.policy.chains())
+        names = [*ids, *sorted(name for name in {*rt.registry.aliases(), *aliases} if served(name))]
         if shape is ANTHROPIC:
             data = [{"id": n, "type": "model", "display_name": n, "created_at": "1970-01-01T00:00:00Z"} for n in names]
             return json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,

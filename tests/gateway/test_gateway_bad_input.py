@@ -90,6 +90,13 @@ def test_a_model_of_a_provider_the_gateway_has_no_key_for_is_a_404_naming_the_pr
         assert "GEMINI_API_KEY" not in error["message"] and "operator" in error["message"]
 
 
+def test_the_model_list_names_only_what_the_gateway_can_serve(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    listed = {m.id for m in openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token).models.list().data}
+    assert "anthropic:claude-haiku-4-5" in listed and "haiku" in listed  # keyed: its models and their aliases
+    assert not any(name.startswith("gemini:") for name in listed) and "flash" not in listed  # no key for gemini
+
+
 def test_a_bare_model_name_resolves_through_the_shapes_provider(gateway: GatewayHarness) -> None:
     _, token = gateway.issue()
     gateway.upstream.script(OPENAI, Reply.recording("openai_chat", "response__text.json"))
