@@ -86,9 +86,11 @@ def completed_payload(message: Message) -> dict[str, Any]:
         "input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens,
         "cached_input_tokens": usage.cached_input_tokens,
         "cache_creation_input_tokens": usage.cache_creation_input_tokens,
-        # The catalog types cost as a float; an unpriced model is 0.0 with pricing_version
-        # "unpriced" here, while the message itself keeps cost_usd None (never a silent zero).
-        "cost_usd": float(usage.cost_usd or 0), "pricing_version": usage.pricing_version or "unpriced",
+        # The catalog types cost as a float; a call without a price (an unpriced model, a cut call
+        # on one) is 0.0 with pricing_version "unpriced" here, while the message itself keeps
+        # cost_usd None (never a silent zero).
+        "cost_usd": float(usage.cost_usd or 0),
+        "pricing_version": (usage.pricing_version or "unpriced") if usage.cost_usd is not None else "unpriced",
         "latency_ms": usage.latency_ms, "stop_reason": stop,
         "produced_tool_calls": tool_calls, "produced_thinking_blocks": thinking,
     }

@@ -17,7 +17,7 @@ from metis_core.agent.confirmation import deny_all
 from metis_core.agent.structured_turn import StructuredTurnResult, run_structured_turn
 from metis_core.cli.cassette_flags import replaying
 from metis_core.cli.exit_codes import ExitCode, UsageProblem, exit_code_for
-from metis_core.cli.first_run import has_any_provider
+from metis_core.cli.first_run import has_any_provider, local_server_model, only_a_local_server
 from metis_core.cli.output import Terminal
 from metis_core.cli.run import NOTHING_CONFIGURED, full_prompt, piped_input, result_document
 from metis_core.cli.runtime_setup import load_cli_config, open_runtime, require_a_key_for
@@ -101,6 +101,8 @@ def run_with_schema(request: SchemaRun) -> ExitCode:
     policy = OutputPolicy(max_retries=request.retries, nl_to_format=request.nl_to_format)
     if model is None and not has_any_provider(config) and not replaying():
         raise ConfigError(NOTHING_CONFIGURED)
+    if model is None and only_a_local_server(config) and not replaying():
+        model = local_server_model(terminal, config, ask=False)
     override, body = split_override(prompt)
     runtime = open_runtime(config, confirmer=deny_all, approve_everything=False)
     try:

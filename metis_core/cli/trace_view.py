@@ -51,13 +51,19 @@ def _turn_cost(p: dict[str, Any]) -> str:
     return cost_text(Decimal(str(p.get("total_cost_usd") or 0)), unpriced)
 
 
-def describe(event: Event) -> str:
-    """What happened, in one line, with the figures that matter for that type."""
+def unpriced_calls(events: list[Event]) -> int:
+    """The session's model calls that had no price (session.ended's total leaves them out)."""
+    return sum(1 for e in events if e.type == "llm.call_completed" and e.payload.get("pricing_version") == "unpriced")
+
+
+def describe(event: Event, session_unpriced: int = 0) -> str:
+    """What happened, in one line, with the figures that matter for that type (`session_unpriced`: the
+    session's unpriced calls, so its total says so)."""
     p = event.payload
     details = {
         "session.created": lambda: f"model {p.get('initial_active_model') or '(routing default)'}",
         "session.ended": lambda: f"{p.get('disposition')} · {p.get('turn_count')} turns · "
-                                 f"{format_usd(p.get('total_cost_usd'))}",
+                                 f"{cost_text(Decimal(str(p.get('total_cost_usd') or 0)), session_unpriced)}",
         "route.decided": lambda: f"→ {p.get('chosen_model')}" + _winner_reason(p),
         "pattern.matched": lambda: f"{p.get('chosen_model')} · confidence {float(p.get('confidence') or 0):.2f} · "
                                    f"{p.get('sample_size')} samples · {p.get('alternatives_count')} models scored "
@@ -90,9 +96,9 @@ def describe(event: Event) -> str:
     return details() if details is not None else ""
 
 
-def _label(event: Event, parent_missing: bool = False) -> Text:
+def _label(event: Event, parent_missing: bool = False, session_unpriced: int = 0) -> Text:
     label = Text(event.type, style=STYLES.get(event.type, ""))
-    detail = describe(event)
+    detail = describe(event, session_unpriced)
     if detail:
         label.append(f"  {detail}", style="dim" if event.type not in ("llm.call_completed",) else "")
     if parent_missing:
@@ -113,9 +119,10 @@ def trace_tree(session_id: str, events: list[Event], worker_events: WorkerEvents
 
 def _add_session(tree: Tree, events: list[Event], worker_events: WorkerEvents | None) -> None:
     causal = build_tree(events)
+    unpriced = unpriced_calls(events)
 
     def add(branch: Tree, node: CausalNode) -> None:
-        child = branch.add(_label(node.event, node.parent_missing))
+        child = branch.add(_label(node.event, node.parent_missing, unpriced))
         worker = node.event.payload.get("worker_session_id") if node.event.type == "delegate.started" else None
         if worker and worker_events is not None:
             sub = child.add(Text(f"worker session {worker}", style="bold dim"))
@@ -133,9 +140,10 @@ def events_table(events: list[Event]) -> Table:
     table = Table(title=None, show_lines=False)
     for column in ("time", "type", "actor", "event", "parent", "details"):
         table.add_column(column, overflow="fold")
+    unpriced = unpriced_calls(events)
     for event in events:
         table.add_row(
             event.timestamp.strftime("%H:%M:%S.%f")[:-3], Text(event.type, style=STYLES.get(event.type, "")),
-            event.actor.value, event.id[-8:], (event.parent_event_id or "")[-8:], describe(event),
+            event.actor.value, event.id[-8:], (event.parent_event_id or "")[-8:], describe(event, unpriced),
         )
     return table

@@ -117,10 +117,14 @@ class _LogBuilder:
 
     def _session_end(self, event: Event) -> bool:
         p = event.payload
-        return self.add(event, "SESSION_END", {
+        payload = {
             "status": SESSION_STATUS.get(str(p["disposition"]), "failure"), "reason": str(p["disposition"]),
             "duration_ms": round(float(p["duration_seconds"]) * 1000), "total_cost_usd": p["total_cost_usd"],
-        })
+        }
+        calls = (e for e in self.rec.events if e.type == "llm.call_completed")
+        if any(e.payload.get("pricing_version") == "unpriced" for e in calls):
+            del payload["total_cost_usd"]  # a call had no price: the total is not known (v0.2 has no lower bound)
+        return self.add(event, "SESSION_END", payload)
 
     def _turn_error(self, event: Event) -> bool:
         error = (event.payload.get("signals_extra") or {}).get("error")

@@ -158,6 +158,11 @@ class _RunBuilder:
             "totalInputTokens": p["total_input_tokens"], "totalOutputTokens": p["total_output_tokens"],
             "totalCostUsd": p["total_cost_usd"],
         }
+        unpriced = (p.get("signals_extra") or {}).get("unpriced_calls")
+        if unpriced:  # the total leaves those calls out: a lower bound, or unknown (omitted) when nothing was priced
+            outputs["unpricedCalls"] = unpriced
+            if not p["total_cost_usd"]:
+                del outputs["totalCostUsd"]
         answer = self.rec.messages.last_between(self.started.id, event.id, Role.ASSISTANT)
         if self.options.include_content and answer is not None:
             outputs["answer"] = answer.text()

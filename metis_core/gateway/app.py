@@ -34,6 +34,7 @@ from metis_core.errors import (
     GatewayError,
     GatewayRequestError,
     MetisError,
+    MissingAPIKeyError,
     OutputSchemaError,
     OutputValidationError,
     ProviderError,
@@ -406,7 +407,9 @@ class GatewayApp:
 
     def failed(self, shape: InboundShape, record: CallRecord, error: BaseException, budget: CallBudget) -> Response:
         budget.close()  # no answer: the reservation goes back whole
-        if not isinstance(error, CALL_FAILURES):
+        if isinstance(error, MissingAPIKeyError):  # the operator's to fix: one line saying how, no traceback
+            log.warning("gateway call %s: %s", record.session_id, error)
+        elif not isinstance(error, CALL_FAILURES):
             log.exception("gateway call %s failed", record.session_id, exc_info=error)
         record.errored(error)
         failure = upstream_failure(error)
@@ -454,10 +457,17 @@ class GatewayApp:
             self.service.authenticate(presented_token(request), shape)
         except GatewayError as error:
             return error_response(shape, error.status, error.kind, str(error))
-        registry = self.service.rt.registry
-        ids = [m.id for m in registry.models()]
-        aliases = list(self.service.engine.policy.aliases()) + list(self.service.engine.policy.chains())
-        names = [*ids, *sorted({*registry.aliases(), *aliases})]
+        rt, engine = self.service.rt, self.service.engine
+
+        def served(name: str) -> bool:  # an alias or chain with a member whose provider has a key here
+            try:
+                return any(rt.is_configured(model) for model in engine.expand(name))
+            except MetisError:
+                return False
+
+        ids = [m.id for m in rt.registry.models() if rt.is_configured(m.id)]  # no key, no listing: it would 404
+        aliases = list(engine.policy.aliases()) + list(engine.policy.chains())
+        names = [*ids, *sorted(name for name in {*rt.registry.aliases(), *aliases} if served(name))]
         if shape is ANTHROPIC:
             data = [{"id": n, "type": "model", "display_name": n, "created_at": "1970-01-01T00:00:00Z"} for n in names]
             return json_response({"data": data, "has_more": False, "first_id": names[0] if names else None,

@@ -199,4 +199,6 @@ def cut_usage(partial: Message | None, input_tokens: int, charged: Decimal | Non
         return usage
     price = prices.price_for(model) if prices is not None and model else None
     usage.cost_usd = price.cost_of(usage) if price is not None else None
+    if usage.cost_usd is None:
+        usage.pricing_version = None  # no price: unpriced on the record, like any call to that model
     return usage

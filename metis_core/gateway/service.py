@@ -30,6 +30,7 @@ from metis_core.errors import (
     GatewayRequestError,
     GatewayUnknownModelError,
     MetisError,
+    MissingAPIKeyError,
     ModelIdError,
     OutputSchemaError,
     OutputValidationError,
@@ -100,6 +101,10 @@ def upstream_failure(error: BaseException) -> UpstreamFailure:
         return UpstreamFailure(502, "upstream", redact(str(error)))
     if isinstance(error, CapabilityMismatchError | ToolSchemaError | OutputSchemaError):
         return UpstreamFailure(400, "invalid_request", redact(str(error)))
+    if isinstance(error, MissingAPIKeyError):  # the operator's setup, not a crash; never its variable names
+        return UpstreamFailure(404, "not_found", f"this gateway has no credentials for {error.provider}, so it cannot "
+                                                 f"serve {error.provider} models; `GET /v1/models` lists what it "
+                                                 f"serves, or ask its operator to add a key for {error.provider}")
     if isinstance(error, AuthenticationError):
         return UpstreamFailure(502, "upstream", f"{error.provider} refused the gateway's own credentials; "
                                                 "the gateway operator must fix its provider key")

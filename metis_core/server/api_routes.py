@@ -43,8 +43,9 @@ def _limit(request: Request, default: int) -> int:
         return default
 
 
-def session_json(record: SessionRecord) -> dict[str, Any]:
-    return {"id": record.id, "title": record.title, "active_model": record.active_model,
+def session_json(record: SessionRecord, answered_by: str | None = None) -> dict[str, Any]:
+    """A session's JSON form; `answered_by`: the model of its last answer (the model lists show)."""
+    return {"id": record.id, "title": record.title, "active_model": record.active_model, "answered_by": answered_by,
             "workspace_path": record.workspace_path, "created_at": record.created_at.isoformat(),
             "updated_at": record.updated_at.isoformat(),
             "ended_at": record.ended_at.isoformat() if record.ended_at else None,
@@ -70,14 +71,16 @@ async def list_sessions(request: Request) -> JSONResponse:
         records = await asyncio.to_thread(store.search_sessions, query, limit)
     else:
         records = await asyncio.to_thread(store.list_sessions, limit)
-    return JSONResponse({"sessions": [session_json(r) for r in records]})
+    answered = await asyncio.to_thread(store.answering_models, [r.id for r in records])
+    return JSONResponse({"sessions": [session_json(r, answered.get(r.id)) for r in records]})
 
 
 async def get_session(request: Request) -> JSONResponse:
     store = context_of(request).runtime.store
     record = await asyncio.to_thread(store.get_session, request.path_params["session_id"])
     totals = await asyncio.to_thread(store.session_totals, record.id)
-    return JSONResponse({"session": session_json(record), "totals": _plain(vars(totals))})
+    answered = await asyncio.to_thread(store.answering_models, [record.id])
+    return JSONResponse({"session": session_json(record, answered.get(record.id)), "totals": _plain(vars(totals))})
 
 
 def _plain(values: dict[str, Any]) -> dict[str, Any]:

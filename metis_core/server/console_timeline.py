@@ -54,10 +54,13 @@ def _figures(span: Span) -> dict[str, Any]:
     tokens_in = payload.get("input_tokens", payload.get("total_input_tokens"))
     tokens_out = payload.get("output_tokens", payload.get("total_output_tokens"))
     cost = payload.get("cost_usd", payload.get("total_cost_usd"))
+    unpriced = int((payload.get("signals_extra") or {}).get("unpriced_calls") or 0)  # a turn's calls with no price
     if payload.get("pricing_version") == "unpriced":
-        cost = None  # a 0.0 with no price is unknown, not free
+        cost, unpriced = None, 1  # a 0.0 with no price is unknown, not free
+    elif unpriced and not cost:
+        cost = None  # nothing in the turn was priced: its total is unknown
     return {"input_tokens": tokens_in, "output_tokens": tokens_out,
-            "cost_usd": None if cost is None else format(Decimal(str(cost)), "f"),
+            "cost_usd": None if cost is None else format(Decimal(str(cost)), "f"), "unpriced_calls": unpriced,
             "retries": payload.get("retry_count") or 0}
 
 

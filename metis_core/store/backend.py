@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from metis_core.errors import ConfigError
+
 DATABASE_URL_ENV = "METIS_DATABASE_URL"
 POOL_SIZE_ENV = "METIS_DATABASE_POOL_SIZE"
 Location = Path | str
@@ -125,6 +127,9 @@ def database_location(location: Location | None = None) -> Location:
     if isinstance(chosen, str) and chosen.startswith("sqlite://"):
         return Path(chosen.removeprefix("sqlite://"))
     if isinstance(chosen, str) and not is_postgres_url(chosen):
+        if "://" in chosen:  # another database's URL would otherwise become a SQLite file of that name
+            raise ConfigError(f"{redact_url(chosen)} is not a database metis can use: give a postgresql:// URL, "
+                              "sqlite:///path or a file path (METIS_DATABASE_URL, database_url: or --url)")
         return Path(chosen)
     return chosen
 

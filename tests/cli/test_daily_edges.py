@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from structured_wire import openai_chat_stream
 
 from metis_core.cli.exit_codes import ExitCode, exit_code_for
 from metis_core.cli.rows import Rows
@@ -58,6 +59,19 @@ def test_chat_with_only_a_local_server_uses_the_first_model_it_lists(
     done = metis(["chat"], local_server_env(home, server), workspace, stdin="hi\n")
     assert done.returncode == 0, done.stderr
     assert "none configured" not in done.stdout + done.stderr
+    assert server.bodies(OPENAI)[0]["model"] == "my-llama"
+
+
+def test_a_schema_run_with_only_a_local_server_uses_the_first_model_it_lists(
+    home: Path, server: ReplayServer, workspace: Path,
+) -> None:
+    schema = workspace / "person.schema.json"
+    schema.write_text('{"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}')
+    server.script(MODELS, model_list("my-llama"))
+    server.script(OPENAI, Reply(200, openai_chat_stream('{"name": "Ada"}')))
+    done = metis(["run", "--json", "--schema", str(schema), "name someone"], local_server_env(home, server), workspace)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["value"] == {"name": "Ada"}
     assert server.bodies(OPENAI)[0]["model"] == "my-llama"
 
 

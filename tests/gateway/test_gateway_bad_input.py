@@ -77,6 +77,26 @@ def test_an_unknown_model_is_a_404_with_a_hint(gateway: GatewayHarness) -> None:
     assert gateway.upstream.requests == []
 
 
+def test_a_model_of_a_provider_the_gateway_has_no_key_for_is_a_404_naming_the_provider(
+        gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    for path, shape_error in (("/v1/chat/completions", "invalid_request_error"), ("/v1/messages", "not_found_error")):
+        response = post(gateway, path, token, json.dumps({
+            "model": "gemini:gemini-2.5-flash", "max_tokens": 10,
+            "messages": [{"role": "user", "content": "hi"}]}).encode())
+        assert response.status_code == 404, response.text  # not a 500 "the gateway failed to answer"
+        error = response.json()["error"]
+        assert error["type"] == shape_error and "gemini" in error["message"]
+        assert "GEMINI_API_KEY" not in error["message"] and "operator" in error["message"]
+
+
+def test_the_model_list_names_only_what_the_gateway_can_serve(gateway: GatewayHarness) -> None:
+    _, token = gateway.issue()
+    listed = {m.id for m in openai.OpenAI(base_url=gateway.base_url + "/v1", api_key=token).models.list().data}
+    assert "anthropic:claude-haiku-4-5" in listed and "haiku" in listed  # keyed: its models and their aliases
+    assert not any(name.startswith("gemini:") for name in listed) and "flash" not in listed  # no key for gemini
+
+
 def test_a_bare_model_name_resolves_through_the_shapes_provider(gateway: GatewayHarness) -> None:
     _, token = gateway.issue()
     gateway.upstream.script(OPENAI, Reply.recording("openai_chat", "response__text.json"))

@@ -180,8 +180,12 @@ def scenario(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         on_postgres.undo()
 
 
+def _events(scenario: Scenario, name: str) -> list[Event]:
+    return stored_events(scenario.home, scenario.sessions[name], database=scenario.database)
+
+
 def _truth(scenario: Scenario, name: str) -> Truth:
-    return Truth.of(stored_events(scenario.home, scenario.sessions[name], database=scenario.database))
+    return Truth.of(_events(scenario, name))
 
 
 def _cli(scenario: Scenario, *args: str) -> str:
@@ -239,6 +243,8 @@ def test_the_trace_tree_shows_each_call_and_the_turn_total(scenario: Scenario) -
     turn_line = next(line for line in tree.splitlines() if "turn.completed" in line)
     assert "cost unknown" in call_line and "$0" not in call_line
     assert "cost unknown (1 call unpriced)" in turn_line and "$0" not in turn_line
+    ended_line = next(line for line in tree.splitlines() if "session.ended" in line)
+    assert "cost unknown (1 call unpriced)" in ended_line and "$0" not in ended_line
     for name in ("failed", "gateway_failed"):
         failed = _truth(scenario, name)
         tree = _cli(scenario, "trace", "tree", scenario.sessions[name])
@@ -263,6 +269,12 @@ def test_the_serve_json_api_shows_the_same_spend(scenario: Scenario, monkeypatch
                    (truth.cost, truth.calls, truth.unpriced), name
             assert (Decimal(listed[session_id]["total_cost_usd"]), listed[session_id]["unpriced_calls"]) == \
                    (truth.cost, truth.unpriced), name
+            answers = [e for e in _events(scenario, name) if e.type == "llm.call_completed"]
+            if answers:  # the list names the model that answered, as `metis sessions list` does
+                assert listed[session_id]["answered_by"] == answers[-1].payload["model"], name
+        unpriced_timeline = http.get(f"/api/console/sessions/{scenario.sessions['unpriced']}/timeline").json()
+        [turn_span] = [span for span in unpriced_timeline["spans"] if span["kind"] == "turn"]
+        assert (turn_span["cost_usd"], turn_span["unpriced_calls"]) == (None, 1)  # the waterfall: unknown, never $0
     finally:
         live.stop()
         runtime.close()
@@ -288,6 +300,11 @@ def test_the_exports_never_price_an_unpriced_call_and_carry_the_priced_ones(scen
     assert "metis.cost_usd" not in keys and "metis.unpriced_calls" in keys  # unknown, never 0.0
     openwop = _cli(scenario, "trace", "export", scenario.sessions["unpriced"], "--format", "openwop")
     assert "costEstimateUsd" not in openwop
+    assert _values(openwop, "totalCostUsd") == [] and _values(openwop, "unpricedCalls") == [1]
+    eventlog = _cli(scenario, "trace", "export", scenario.sessions["unpriced"], "--format", "eventlog")
+    assert _values(eventlog, "total_cost_usd") == []  # SESSION_END: unknown is left out, never 0.0
+    eventlog = _cli(scenario, "trace", "export", scenario.sessions["failed"], "--format", "eventlog")
+    assert [Decimal(str(v)) for v in _values(eventlog, "total_cost_usd")] == [_truth(scenario, "failed").cost]
     priced = _cli(scenario, "trace", "export", scenario.sessions["failed"], "--format", "openwop")
     costs = [Decimal(str(u)) for u in _values(priced, "costEstimateUsd")]
     assert len(costs) == 3 and sum(costs) == _truth(scenario, "failed").cost

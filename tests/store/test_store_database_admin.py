@@ -10,7 +10,7 @@ from session_samples import full_conversation
 from store_backends import execute_on, scalar_on
 from trace_samples import chain
 
-from metis_core.errors import StoreError
+from metis_core.errors import ConfigError, StoreError
 from metis_core.store import SessionStore
 from metis_core.store.backend import database_location, redact_url
 from metis_core.store.copy import TABLES, copy_database
@@ -106,6 +106,16 @@ def test_the_database_url_picks_the_backend(monkeypatch: pytest.MonkeyPatch, _is
     monkeypatch.setenv("METIS_DATABASE_URL", "sqlite:///tmp/x.db")
     assert database_location() == Path("/tmp/x.db")
     assert "secret" not in redact_url("postgresql://u:secret@db.example:5432/metis")
+
+
+def test_a_url_of_another_database_is_refused_not_taken_for_a_file_name(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    for url in ("mysql://u:secret@db.example/metis", "postgresql+psycopg://db.example/metis"):
+        with pytest.raises(ConfigError, match="postgresql://") as refused:
+            database_status(url)
+        assert "secret" not in str(refused.value)
+    assert list(tmp_path.iterdir()) == []  # no SQLite file named after the URL
 
 
 def test_step_7_links_replay_sessions_from_their_titles_on_either_backend(db_location: Path | str) -> None:

@@ -174,7 +174,7 @@ async function showSession(sessionId) {
     "Choose a span to see its events."));
   show(
     el("h1", {}, s.title || s.id),
-    el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.active_model || "routed", " · ",
+    el("p", { class: "meta" }, el("span", { class: "mono" }, s.id), " · ", s.answered_by || s.active_model || "routed", " · ",
       t.model_calls + " model calls · " + spend(t.cost_usd, t.unpriced_message_count) + " · " + t.input_tokens + " in / " +
       t.output_tokens + " out tokens"),
     el("p", {}, button, " ", el("a", { href: "#/chat/" + s.id, id: "chat-link" }, "Chat in this session")),

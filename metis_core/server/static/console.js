@@ -207,7 +207,8 @@ function waterfall(timeline, events, detail) {
     bar.style.width = Math.max(0.4, 100 * span.duration_ms / total) + "%";
     const figures = [ms(span.duration_ms)];
     if (span.input_tokens !== null && span.input_tokens !== undefined) figures.push(span.input_tokens + "/" + span.output_tokens + " tok");
-    if (span.cost_usd !== null) figures.push(usd(span.cost_usd));
+    if (span.unpriced_calls) figures.push(spend(span.cost_usd, span.unpriced_calls));
+    else if (span.cost_usd !== null) figures.push(usd(span.cost_usd));
     else if (span.kind === "model call" && span.status === "ok") figures.push("cost unknown");
     if (span.retries) figures.push(span.retries + " retries");
     if (span.status !== "ok") figures.push(span.status);
