@@ -259,3 +259,9 @@ def test_a_model_that_trails_takes_no_route_on_fewer_outcomes_than_a_switch_need
     assert pick(advisor(store, PatternSettings(switch_evidence=0))) == CHEAP
     store.add(CHEAP, 0.95)
     assert pick(advisor(store)) == CHEAP
+
+
+def test_kinds_too_new_to_test_do_not_move_where_a_drop_under_way_began() -> None:
+    history = [("a", 0.95), ("b", 0.95)] * 10
+    drop = [("a", 0.05), ("c", 0.95), ("b", 0.05), ("d", 0.95), ("a", 0.05), ("e", 0.95), ("b", 0.05)]
+    assert regime_start(history + drop, PatternSettings()) == 20  # c, d, e have no baseline of their own

@@ -113,8 +113,9 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings)
     for index, (group, score) in enumerate(stream):
         for side, shift in enumerate((-settings.change_margin, settings.change_margin)):
             count, successes, failures = _baseline(sums[group], regime, runs[side])
-            if count < settings.change_baseline:
-                runs[side] = index + 1  # too little to test against yet: this score joins the baseline
+            if count < settings.change_baseline:  # too little to test against yet: this score joins the
+                if totals[side] <= 0:  # baseline, unless a run is under way (pulling its start past this
+                    runs[side] = index + 1  # score would put a change's first scores in other kinds' baselines)
                 continue
             p0 = (1.0 + successes) / (2.0 + count)
             if not 0.0 < p0 + shift < 1.0:  # no room for a change of the margin this way (90 % cannot rise by 0.35)
