@@ -101,6 +101,7 @@ PROJECT = Scenario("project", STRONG, CHEAP,
                    {k: Task(tuple(p), out, s, c) for k, (p, out, s, c) in KINDS.items()},
                    {k: float(v) for k, v in MIX.items()}, "bench/cases/learning.py")
 
+
 def mt_bench(path: Path = MT_BENCH_DATA) -> Scenario:
     """MT-Bench as recorded: each category a kind (even mix: ten questions, two turns each), each
     question-turn a prompt whose outcome on either model is GPT-4's recorded grade of that model's
@@ -124,7 +125,8 @@ def mt_bench(path: Path = MT_BENCH_DATA) -> Scenario:
         f"Outcomes: GPT-4's recorded 1-10 grades of {data['strong']} and {data['cheap']} on MT-Bench's 80 "
         f"questions, both turns ({data['source']}; bench/data/README.md), success = grade >= {ACCEPTED_GRADE}. "
         "Prices: Claude Opus 4.1 and Claude 3 Haiku stand in for the pair (the bench speaks Anthropic's wire "
-        "format), 60x apart per token, between the pair's published 17x (input) and 50x (output) spread.")
+        "format), 60x apart per token; the pair's list prices ($10/$30 per million tokens for gpt-4-1106-preview, "
+        "about $0.60 for hosted Mixtral 8x7B) are 17x apart for input and 50x for output.")
 
 
 BUILT_IN = {"project": lambda: PROJECT, "mt-bench": mt_bench}
