@@ -117,12 +117,12 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings)
                 if totals[side] <= 0:  # baseline, unless a run is under way (pulling its start past this
                     runs[side] = index + 1  # score would put a change's first scores in other kinds' baselines)
                 continue
-            p0 = min(0.99, max(0.01, (1.0 + successes) / (2.0 + count)))
-            p1 = min(0.99, max(0.01, p0 + shift))
-            if abs(p1 - p0) < settings.change_margin / 2:  # no room for half the margin this way: a 90 %
-                if totals[side] <= 0:  # kind cannot rise by 0.35, and a lucky run there is no such change
+            p0 = (1.0 + successes) / (2.0 + count)
+            if not 0.0 < p0 + shift < 1.0:  # no room for a change of the margin this way: a 90 % kind
+                if totals[side] <= 0:  # cannot rise by 0.35, and a lucky run there is no such change
                     runs[side] = index + 1
                 continue
+            p1 = p0 + shift
             llr = score * math.log(p1 / p0) + (1.0 - score) * math.log((1.0 - p1) / (1.0 - p0))
             # in units of this kind's threshold: a falling one grows with the failures its baseline holds
             scale = 1.0 + settings.change_failure_scale * failures / count if shift < 0 else 1.0
