@@ -13,12 +13,12 @@ runs, in-process over an httpx MockTransport (Anthropic's wire format, usage siz
 
 Whether an answer is right is drawn per session (the same draws for every policy), or, in a scenario
 of recorded outcomes (mt-bench), is the model's recorded verdict on that question until the drop; it
-shows in the answer's text, which is what the user and the judge read. The sessions hold the scenario's mix exactly, in
-random order (--iid-mix draws each kind independently instead): with independent draws the share
-of hard sessions in 200 wanders by several points from seed to seed, and so does the cost of even
-perfect per-kind routing (56.6 % of always-strong at the project mix, 59-62 % on the draws of
-seeds 2026, 1, 2, 3), which measured the dice rather than the policy. Scenarios:
-bench/learning_scenarios.py. Writes bench/results/learning-cold-<UTC>.json.
+shows in the answer's text, which is what the user and the judge read. The sessions hold the
+scenario's mix exactly, in random order (--iid-mix draws each kind independently instead): with
+independent draws the share of hard sessions in 200 wanders by several points from seed to seed,
+and so does the cost of even perfect per-kind routing (56.6 % of always-strong at the project mix,
+59-62 % on the draws of seeds 2026, 1, 2, 3), which measured the dice rather than the policy.
+Scenarios: bench/learning_scenarios.py. Writes bench/results/learning-cold-<UTC>.json.
 """
 
 from __future__ import annotations
