@@ -11,13 +11,14 @@ runs, in-process over an httpx MockTransport (Anthropic's wire format, usage siz
 4. the same routing run again, with the cheap model's success on the kinds it suits dropping to
    DROPPED_SUCCESS halfway through: how many sessions until routing stops choosing it for them.
 
-Whether an answer is right is drawn per session (the same draws for every policy) and shows in its
-text, which is what the user and the judge read. The sessions hold the scenario's mix exactly, in
-random order (--iid-mix draws each kind independently instead): with independent draws the share
-of hard sessions in 200 wanders by several points from seed to seed, and so does the cost of even
-perfect per-kind routing (56.6 % of always-strong at the project mix, 59-62 % on the draws of
-seeds 2026, 1, 2, 3), which measured the dice rather than the policy. Scenarios:
-bench/learning_scenarios.py. Writes bench/results/learning-cold-<UTC>.json.
+Whether an answer is right is drawn per session (the same draws for every policy), or, in a scenario
+of recorded outcomes (mt-bench), is the model's recorded verdict on that question until the drop; it
+shows in the answer's text, which is what the user and the judge read. The sessions hold the
+scenario's mix exactly, in random order (--iid-mix draws each kind independently instead): with
+independent draws the share of hard sessions in 200 wanders by several points from seed to seed,
+and so does the cost of even perfect per-kind routing (56.6 % of always-strong at the project mix,
+59-62 % on the draws of seeds 2026, 1, 2, 3), which measured the dice rather than the policy.
+Scenarios: bench/learning_scenarios.py. Writes bench/results/learning-cold-<UTC>.json.
 """
 
 from __future__ import annotations
@@ -82,7 +83,9 @@ class Model:
         bare = self.scenario.strong.split(":")[-1]  # the adapter may send a dated snapshot of it
         full = self.scenario.strong if model.startswith(bare) or bare.startswith(model) else self.scenario.cheap
         luck = self.luck if self.luck >= 0 else self.rng.random()  # replays draw their own
-        self.last_right = luck < self.chance(kind, full)
+        dropped = self.dropped and full == self.scenario.cheap and kind in self.scenario.suited
+        recorded = None if dropped else self.scenario.recorded_right(kind, text, full == self.scenario.strong)
+        self.last_right = recorded if recorded is not None else luck < self.chance(kind, full)
         answer = RIGHT if self.last_right else WRONG
         return httpx.Response(200, headers={"content-type": "text/event-stream"},
                               content=_stream(answer, self.scenario.kinds[kind].output_tokens, 400 + len(text) // 4))

@@ -43,6 +43,14 @@ class PatternSettings(BaseModel):
     change_threshold: float = Field(default=4.0, ge=0.0)
     """Evidence (log-likelihood ratio) the test needs before it declares a change: higher is slower but
     fooled less often by a run of bad luck; 0 = no test. Past a change, only the scores since count."""
+    change_failure_scale: float = Field(default=5.0, ge=0.0)
+    """A falling change needs more evidence on a kind that fails now and then: the threshold grows by
+    this times the share of failures (scores below 0.5) in the kind's baseline, so a 90 % kind (×1.5)
+    does not flip on four failures in a row while a clean record (×1) does on three; 0 = a fixed threshold."""
+    switch_evidence: float = Field(default=3.0, ge=0.0)
+    """Effective outcomes a model needs on turns like this one before it may take their route from the
+    model with the best posterior mean on price alone: below it, a few lucky turns of a model that trails by far
+    look as good as a model that truly suits the kind; 0 = no minimum beyond min_samples."""
     change_baseline: int = Field(default=8, ge=1)
     """Scores of a model on a kind of turn before its later ones are tested against them."""
     recent_outcomes: int = Field(default=200, ge=0)

@@ -152,7 +152,7 @@ def test_after_a_model_wide_drop_a_few_lucky_turns_on_one_kind_do_not_win_its_ro
     alone = tally(lucky, {"fp1": 0.0}, PatternSettings(), NOW)
     pooled = tally(lucky, {"fp1": 0.0}, PatternSettings(), NOW, {CHEAP: regime})
     assert alone[CHEAP].mean == pytest.approx(0.95) and pooled[CHEAP].mean < 0.7
-    a = advisor(Store())
+    a = advisor(Store(), PatternSettings(switch_evidence=0))  # the regime's part alone
     assert a.choose(alone) is not None and a.choose(alone).model == CHEAP  # type: ignore[union-attr]
     assert a.choose(pooled) is not None and a.choose(pooled).model == STRONG  # type: ignore[union-attr]
 
@@ -235,3 +235,36 @@ def test_learning_gives_a_kind_up_only_once_its_posterior_is_decided() -> None:
     assert not settled([0.95, 0.1])
     assert not settled([0.1])  # one failure may be noise
 
+
+
+def test_a_kind_that_fails_now_and_then_needs_a_longer_run_of_failures_to_count_as_a_drop() -> None:
+    s = PatternSettings()
+    ninety = [("a", 0.05 if i % 10 == 9 else 0.95) for i in range(39)]  # one failure in ten
+    assert regime_start(ninety + [("a", 0.05)] * 4, s) == 0  # four in a row: bad luck at 90 %, not yet a drop
+    assert regime_start(ninety + [("a", 0.05)] * 4, PatternSettings(change_failure_scale=0)) == 39
+    assert regime_start(ninety + [("a", 0.05)] * 5, s) == 39
+    assert regime_start([("a", 0.95)] * 30 + [("a", 0.05)] * 3, s) == 30  # a clean record: three still are
+
+
+def test_a_kind_near_the_top_cannot_rise_by_the_margin_so_a_lucky_run_is_no_change() -> None:
+    draw = random.Random(43)  # a steady 90 % record whose run of luck once read as a rise (at outcome 86)
+    ninety = [("a", 0.95 if draw.random() < 0.9 else 0.05) for _ in range(160)]
+    assert regime_start(ninety, PatternSettings()) == 0
+    half = [("a", 0.05 if i % 2 else 0.95) for i in range(20)]
+    assert regime_start(half + [("a", 0.95)] * 12, PatternSettings()) == 20  # a 50 % kind can still improve
+
+
+def test_a_model_that_trails_takes_no_route_on_fewer_outcomes_than_a_switch_needs() -> None:
+    store = Store()
+    store.add(STRONG, 0.95, 20)
+    store.add(CHEAP, 0.95, 3)  # three lucky turns: 2.8 outcomes of evidence after decay
+    assert pick(advisor(store)) == STRONG
+    assert pick(advisor(store, PatternSettings(switch_evidence=0))) == CHEAP
+    store.add(CHEAP, 0.95)
+    assert pick(advisor(store)) == CHEAP
+
+
+def test_kinds_too_new_to_test_do_not_move_where_a_drop_under_way_began() -> None:
+    history = [("a", 0.95), ("b", 0.95)] * 10
+    drop = [("a", 0.05), ("c", 0.95), ("b", 0.05), ("d", 0.95), ("a", 0.05), ("e", 0.95), ("b", 0.05)]
+    assert regime_start(history + drop, PatternSettings()) == 20  # c, d, e have no baseline of their own

@@ -22,6 +22,9 @@ def test_bad_learning_settings_name_the_key() -> None:
         LearningSettings.from_config({"patterns": {"soft_cap_rows": 10, "hard_cap_rows": 5}})
     with pytest.raises(ConfigError, match=r"change_window is no longer a setting.*remove it"):
         LearningSettings.from_config({"patterns": {"change_window": 20}})
+    for key in ("switch_evidence", "change_failure_scale"):
+        with pytest.raises(ConfigError, match=rf"learning\.patterns\.{key}: Input should be greater than or equal"):
+            LearningSettings.from_config({"patterns": {key: -1}})
     assert LearningSettings.from_config(None).judge_model is None
 
 

@@ -3,10 +3,11 @@ per dollar that is nearly as good as the best one, when the evidence clears the 
 
 Per model over the neighbours' scored outcomes, weighted by closeness and decayed with age
 (evidence.py): mean score, its standard error (over the effective sample size), mean cost.
-Eligible: at least `min_samples` outcomes, a mean of at least `success_floor`, and a mean that could be
-within `score_tolerance` of the best model's (mean + one standard error), so a few early failures
-do not shut a cheap model out for good; a model that keeps failing falls below the bar within a
-few half-lives. The best score per dollar wins. Confidence = n / (n + 2) × (1 − mean distance).
+Eligible: at least `min_samples` outcomes, a mean of at least `success_floor`; besides the model with
+the best posterior mean, only one with `switch_evidence` effective outcomes and a mean that could be within
+`score_tolerance` of the best (mean + one standard error), so a few early failures do not shut a
+cheap model out for good, nor do a few lucky turns hand it a kind it trails on. The best score per
+dollar wins. Confidence = n / (n + 2) × (1 − mean distance).
 When exploring is allowed, an `Explorer` may send the turn to a cheaper model with little
 evidence instead (exploration.py); the recommendation then says so.
 """
@@ -25,6 +26,8 @@ from metis_core.routing.pattern_slot import FingerprintKind, PatternRecommendati
 
 COST_FLOOR_USD = 1e-6
 """Free (local or unpriced) models compare as costing this much, so score per dollar stays finite."""
+TIE = 1e-3
+"""Posterior means this close are a tie (outcomes recorded seconds apart decay by a hair differently)."""
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ class PatternAdvisor:
         if not eligible:
             return None
         best = max(t.mean for t in eligible)
-        eligible = [t for t in eligible if t.mean + t.standard_error >= best - s.score_tolerance]
+        surest = max(t.posterior_mean for t in eligible)  # the posterior weighs the mean by its evidence
+        eligible = [t for t in eligible if t.posterior_mean >= surest - TIE or (
+            t.evidence >= s.switch_evidence and t.mean + t.standard_error >= best - s.score_tolerance)]
         return max(eligible, key=lambda t: (t.mean / max(t.mean_cost, COST_FLOOR_USD), t.mean, t.model))
 
 

@@ -100,23 +100,33 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings)
     against its own group's mean over the regime before the current run of evidence (needing
     `change_baseline` of them), by the log-likelihood ratio of a success rate `change_margin`
     lower (or higher) against that mean. When the sum passes `change_threshold`, a change
-    happened where the run began, and only the scores from there on form the new regime."""
+    happened where the run began, and only the scores from there on form the new regime. A falling
+    score counts against a threshold raised by `change_failure_scale` × its baseline's failure share:
+    a kind that fails now and then needs a longer run of failures than one that never failed."""
     if not settings.change_threshold or not settings.change_margin:
         return 0
-    sums: dict[str, list[tuple[int, float]]] = defaultdict(list)  # group → (index, cumulative score)
+    sums: dict[str, list[tuple[int, float, int]]] = defaultdict(list)  # group → (index, Σ score, failures)
     for index, (group, score) in enumerate(stream):
-        before = sums[group][-1][1] if sums[group] else 0.0
-        sums[group].append((index, before + score))
+        before = sums[group][-1] if sums[group] else (0, 0.0, 0)
+        sums[group].append((index, before[1] + score, before[2] + (score < 0.5)))
     regime, runs, totals = 0, [0, 0], [0.0, 0.0]  # run starts and sums: [falling, rising]
     for index, (group, score) in enumerate(stream):
         for side, shift in enumerate((-settings.change_margin, settings.change_margin)):
-            count, successes = _baseline(sums[group], regime, runs[side])
-            if count < settings.change_baseline:
-                runs[side] = index + 1  # too little to test against yet: this score joins the baseline
+            count, successes, failures = _baseline(sums[group], regime, runs[side])
+            if count < settings.change_baseline:  # too little to test against yet: this score joins the
+                if totals[side] <= 0:  # baseline, unless a run is under way (pulling its start past this
+                    runs[side] = index + 1  # score would put a change's first scores in other kinds' baselines)
                 continue
-            p0 = min(0.99, max(0.01, (1.0 + successes) / (2.0 + count)))
-            p1 = min(0.99, max(0.01, p0 + shift))
-            totals[side] += score * math.log(p1 / p0) + (1.0 - score) * math.log((1.0 - p1) / (1.0 - p0))
+            p0 = (1.0 + successes) / (2.0 + count)
+            if not 0.0 < p0 + shift < 1.0:  # no room for a change of the margin this way: a 90 % kind
+                if totals[side] <= 0:  # cannot rise by 0.35, and a lucky run there is no such change
+                    runs[side] = index + 1
+                continue
+            p1 = p0 + shift
+            llr = score * math.log(p1 / p0) + (1.0 - score) * math.log((1.0 - p1) / (1.0 - p0))
+            # in units of this kind's threshold: a falling one grows with the failures its baseline holds
+            scale = 1.0 + settings.change_failure_scale * failures / count if shift < 0 else 1.0
+            totals[side] += llr / scale
             if totals[side] <= 0:
                 totals[side], runs[side] = 0.0, index + 1
             elif totals[side] > settings.change_threshold:
@@ -126,13 +136,14 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings)
     return regime
 
 
-def _baseline(cumulative: list[tuple[int, float]], start: int, end: int) -> tuple[int, float]:
-    """(count, Σ score) of a group's scores with stream index in [start, end)."""
+def _baseline(cumulative: list[tuple[int, float, int]], start: int, end: int) -> tuple[int, float, int]:
+    """(count, Σ score, failures) of a group's scores with stream index in [start, end)."""
     lo = bisect.bisect_left(cumulative, start, key=lambda c: c[0])
     hi = bisect.bisect_left(cumulative, end, key=lambda c: c[0])
     if hi <= lo:
-        return 0, 0.0
-    return hi - lo, cumulative[hi - 1][1] - (cumulative[lo - 1][1] if lo else 0.0)
+        return 0, 0.0, 0
+    first = cumulative[lo - 1] if lo else (0, 0.0, 0)
+    return hi - lo, cumulative[hi - 1][1] - first[1], cumulative[hi - 1][2] - first[2]
 
 
 @dataclass(frozen=True)
