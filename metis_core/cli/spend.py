@@ -24,16 +24,22 @@ if TYPE_CHECKING:  # the message model (pydantic) loads where messages are; `met
 
 @dataclass(frozen=True)
 class Answer:
-    """A stored assistant message as spend is grouped and summed: its session, when it was made and its
-    metadata in the JSON form it is stored in (declared fields and extra ones such as `gateway_key_id`)."""
+    """A stored assistant message as spend is grouped and summed: its session, when it was made, its
+    metadata in the JSON form it is stored in (declared fields and extra ones such as `gateway_key_id`)
+    and what it adds to a total (read from that metadata once, whatever the groupings)."""
 
     session_id: str
     created_at: datetime
     metadata: Mapping[str, Any]
+    spend: AnswerSpend
+
+    @classmethod
+    def read(cls, session_id: str, created_at: datetime, metadata: Mapping[str, Any]) -> Answer:
+        return cls(session_id, created_at, metadata, AnswerSpend.of_metadata(metadata))
 
     @classmethod
     def of(cls, message: Message) -> Answer:
-        return cls(message.session_id, message.created_at, message.metadata.model_dump(mode="json"))
+        return cls.read(message.session_id, message.created_at, message.metadata.model_dump(mode="json"))
 
     @property
     def model(self) -> str | None:
@@ -55,7 +61,7 @@ class SpendRow:
     unpriced_calls: int = 0
 
     def add(self, answer: Answer) -> None:
-        spend = AnswerSpend.of_metadata(answer.metadata)
+        spend = answer.spend
         self.calls += spend.calls
         self.unpriced_calls += spend.unpriced_calls
         self.input_tokens += spend.input_tokens
@@ -68,16 +74,16 @@ class SpendRow:
                 "unpriced_calls": self.unpriced_calls}
 
 
-def is_model_call(answer: Answer) -> bool:
-    """An assistant message that came from a completed model call: one that carries usage, as each
-    llm.call_completed does. A partial answer cut short (a cancel, a broken stream) has no usage: its
-    call is on the turn's record (turn.cancelled, llm.call_failed) but nothing was charged for it.
+def is_model_call(metadata: Mapping[str, Any]) -> bool:
+    """Whether an assistant message (by its metadata in JSON form) came from a completed model call: it
+    carries usage, as each llm.call_completed does. A partial answer cut short (a cancel, a broken
+    stream) has no usage: its call is on the turn's record (turn.cancelled, llm.call_failed) but
+    nothing was charged for it.
 
     Copies made by `sessions import --as-new` (metadata `copied_from`) are left out: their calls
     were paid for once, by the original. So are assistant messages a gateway client sent as its
     history (`from_client`): they were no call of ours.
     """
-    metadata = answer.metadata
     return metadata.get("usage") is not None and not metadata.get("copied_from") and not metadata.get("from_client")
 
 
@@ -85,7 +91,7 @@ def model_calls(messages: Iterable[Message]) -> list[Message]:
     """The messages among `messages` that are model calls (`is_model_call`), as loaded messages."""
     from metis_core.messages import Role
 
-    return [m for m in messages if m.role is Role.ASSISTANT and is_model_call(Answer.of(m))]
+    return [m for m in messages if m.role is Role.ASSISTANT and is_model_call(m.metadata.model_dump(mode="json"))]
 
 
 def spend_by(answers: Iterable[Answer], key: Callable[[Answer], str]) -> list[SpendRow]:
@@ -110,8 +116,8 @@ def total(rows: Iterable[SpendRow]) -> SpendRow:
 def stored_answers(store: SessionStore, *, session_id: str | None = None,
                    since: datetime | None = None) -> list[Answer]:
     """Model calls of one session, or of every session, made at or after `since`, read from the rows."""
-    answers = (Answer(*row) for row in store.answer_metadata(session_id=session_id, since=since))
-    return [answer for answer in answers if is_model_call(answer)]
+    rows = store.answer_metadata(session_id=session_id, since=since)
+    return [Answer.read(*row) for row in rows if is_model_call(row[2])]
 
 
 def stored_calls(store: SessionStore, *, session_id: str | None = None, since: datetime | None = None) -> list[Message]:

@@ -100,10 +100,7 @@ class AnswerSpend:
         calls, unpriced = call_counts(metadata.get(MODEL_CALLS), metadata.get(UNPRICED_CALLS), priced=cost is not None)
         if usage is None:
             return cls(calls, unpriced)
-        return cls(
-            calls, unpriced,
-            input_tokens=sum(int(usage.get(name) or 0)
-                             for name in ("input_tokens", "cached_input_tokens", "cache_creation_input_tokens")),
-            output_tokens=int(usage.get("output_tokens") or 0),
-            cost_usd=Decimal(cost) if cost is not None else Decimal(0),
-        )  # fmt: skip
+        tokens_in = (int(usage.get("input_tokens") or 0) + int(usage.get("cached_input_tokens") or 0)
+                     + int(usage.get("cache_creation_input_tokens") or 0))
+        return cls(calls, unpriced, tokens_in, int(usage.get("output_tokens") or 0),
+                   Decimal(cost) if cost is not None else Decimal(0))
