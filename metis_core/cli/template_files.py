@@ -13,8 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.model_options import model_options
 from metis_core.config import metis_home
@@ -59,6 +57,8 @@ def versions_dir(name: str, home: Path | None = None) -> Path:
 
 def parse_template(name: str, text: str, where: str) -> Template:
     """The template in `text`; TemplateError naming `where` when it is not valid."""
+    import yaml  # with the first template read (safe_load imports it too): listing none needs no YAML
+
     try:
         data = safe_load(text) or {}
     except yaml.YAMLError:
