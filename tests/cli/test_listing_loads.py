@@ -32,7 +32,7 @@ with contextlib.redirect_stdout(io.StringIO()) as out:
         app(ARGS, standalone_mode=True)
     except SystemExit:
         pass
-loaded = sorted(m for m in sys.modules if m.startswith(("metis_core", "rich", "pydantic")))
+loaded = sorted(m for m in sys.modules if m.startswith(("metis_core", "rich", "pydantic", "yaml")))
 settings = sys.modules.get("metis_core.learning.settings")
 built = settings is not None and settings.LearningSettings.__pydantic_complete__
 print(json.dumps({"loaded": loaded, "out": out.getvalue(), "settings_built": built}))
@@ -104,9 +104,9 @@ def test_cost_sums_the_stored_rows_without_the_message_models_or_rich(home: Path
 
 
 def test_cost_groups_by_the_gateway_key_user_and_team_from_the_stored_metadata(home: Path) -> None:
-    document = json.loads(_run(home, ["cost", "--by", "key", "--json"])["out"])
+    document = json.loads(str(_run(home, ["cost", "--by", "key", "--json"])["out"]))
     assert [(row["key"], row["calls"]) for row in document["key"]] == [("-", 4), ("gk_one", 1)]
-    users = json.loads(_run(home, ["cost", "--by", "user", "--json"])["out"])["user"]
+    users = json.loads(str(_run(home, ["cost", "--by", "user", "--json"])["out"]))["user"]
     assert [(row["key"], row["cost_usd"]) for row in users] == [("-", "0.0035"), ("usr_a", "0.0012")]
 
 
@@ -136,10 +136,17 @@ def test_a_structured_runs_spend_reads_the_same_from_its_row_and_its_message() -
     assert AnswerSpend.of_metadata(stored) == Answer.of(message).spend
 
 
-@pytest.mark.parametrize("args", [["cost"], ["sessions", "list"], ["patterns", "list"]])
-def test_a_piped_listing_loads_no_rich_and_patterns_build_no_settings_schema(home: Path, args: list[str]) -> None:
+PIPED = [(["cost"], "metis_core.cli.cost"), (["sessions", "list"], "metis_core.cli.sessions"),
+         (["patterns", "list"], "metis_core.learning.settings"),
+         (["templates", "list"], "metis_core.cli.template_files")]
+"""Listings and a module each loads when it runs (so the run is known to have got that far)."""
+
+
+@pytest.mark.parametrize(("args", "ran"), PIPED, ids=[" ".join(args) for args, _ in PIPED])
+def test_a_piped_listing_loads_no_rich_or_yaml_and_patterns_build_no_settings_schema(home: Path, args: list[str],
+                                                                                   ran: str) -> None:
     report = _run(home, args)
     loaded = report["loaded"]
-    assert isinstance(loaded, list) and (report["out"] or "metis_core.learning.settings" in loaded)  # no patterns yet
-    assert [m for m in loaded if m == "rich" or m.startswith("rich.")] == []
+    assert isinstance(loaded, list) and ran in loaded
+    assert [m for m in loaded if m.split(".")[0] in ("rich", "yaml")] == []  # no config.yaml, no template
     assert report["settings_built"] is False  # no learning section in config.yaml: defaults, nothing validated
