@@ -150,3 +150,20 @@ def test_a_piped_listing_loads_no_rich_or_yaml_and_patterns_build_no_settings_sc
     assert isinstance(loaded, list) and ran in loaded
     assert [m for m in loaded if m.split(".")[0] in ("rich", "yaml")] == []  # no config.yaml, no template
     assert report["settings_built"] is False  # no learning section in config.yaml: defaults, nothing validated
+
+
+@pytest.mark.parametrize("env", [{}, {"FORCE_COLOR": "1"}, {"FORCE_COLOR": ""}, {"TTY_COMPATIBLE": "1"},
+                                 {"TTY_COMPATIBLE": "0", "FORCE_COLOR": "1"}])
+def test_whether_stdout_is_a_terminal_is_answered_as_rich_answers_it(env: dict[str, str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from metis_core.cli.output import ScrubbingStream, Terminal
+
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    piped = Terminal(ScrubbingStream(io.StringIO(), []), ScrubbingStream(io.StringIO(), []))
+    quick = piped.out_is_terminal
+    assert quick == piped.out.is_terminal  # the console, made now, agrees
