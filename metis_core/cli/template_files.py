@@ -15,8 +15,8 @@ from typing import Any
 
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.model_options import model_options
-from metis_core.config import metis_home
 from metis_core.errors import ConfigError
+from metis_core.store.db import metis_home  # not config's: the configuration model (pydantic) is not needed here
 from metis_core.yaml_text import safe_load
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
