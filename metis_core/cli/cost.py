@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -22,8 +22,10 @@ from metis_core.cli.options import PlainOption
 from metis_core.cli.output import Terminal
 from metis_core.cli.rows import Rows, cost_text
 from metis_core.cli.session_ids import resolve_session_id
-from metis_core.cli.spend import SpendRow, extra_field, spend_by, stored_calls, total
-from metis_core.messages import Message
+from metis_core.cli.spend import Answer, SpendRow, spend_by, stored_answers, stored_calls, total
+
+if TYPE_CHECKING:  # loaded messages only for --reprice: the grouping reads the stored rows
+    from metis_core.messages import Message
 
 
 @guarded
@@ -45,18 +47,18 @@ def cost(
     with session_store() as store:
         if session_id is not None:
             session_id = resolve_session_id(store, session_id)  # a prefix or `latest` works too
-        calls = stored_calls(store, session_id=session_id, since=start)
-    if reprice:
-        _show_repricing(terminal, calls, as_json)
-        return
-    keys: dict[str, Callable[[Message], str]] = {
-        "session": lambda m: m.session_id,
-        "model": lambda m: m.metadata.model or "?",
-        "provider": lambda m: m.metadata.provider or (m.metadata.model or "?").partition(":")[0],
-        "day": lambda m: m.created_at.strftime("%Y-%m-%d"),
-        "key": lambda m: extra_field(m, "gateway_key_id"),
-        "user": lambda m: m.metadata.user_id or "-",
-        "team": lambda m: m.metadata.team_id or "-",
+        if reprice:
+            _show_repricing(terminal, stored_calls(store, session_id=session_id, since=start), as_json)
+            return
+        calls = stored_answers(store, session_id=session_id, since=start)  # rows, not messages: no model to load
+    keys: dict[str, Callable[[Answer], str]] = {
+        "session": lambda a: a.session_id,
+        "model": lambda a: a.model or "?",
+        "provider": lambda a: a.metadata.get("provider") or (a.model or "?").partition(":")[0],
+        "day": lambda a: a.created_at.strftime("%Y-%m-%d"),
+        "key": lambda a: a.field("gateway_key_id"),
+        "user": lambda a: a.field("user_id"),
+        "team": lambda a: a.field("team_id"),
     }
     if by is not None and by not in keys:
         raise UsageProblem(f"--by takes one of {', '.join(keys)}, not {by!r}")
@@ -71,7 +73,7 @@ def cost(
     if not calls:
         terminal.out.print("no model calls recorded yet", markup=False)
         return
-    if plain or not terminal.out.is_terminal:
+    if plain or not terminal.out_is_terminal:
         terminal.raw(_spend_lines(groupings, whole).plain())
         return
     from metis_core.cli.tables import spend_table  # rich tables: only for a person at a terminal

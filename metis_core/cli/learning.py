@@ -145,7 +145,7 @@ def patterns_list(limit: Annotated[int, typer.Option(min=1, help="How many finge
         mine = [o for o in outcomes if o.fingerprint_id == fp.id]
         rows.rows.append((fp.id, fp.fingerprint.kind, _features(fp.fingerprint.features), _models(mine)))
     print_rows(terminal, rows, plain=plain)
-    if not plain and terminal.out.is_terminal:
+    if not plain and terminal.out_is_terminal:
         terminal.out.print(f"{fingerprints} fingerprint(s), {total} outcome(s)", style="dim", markup=False)
 
 

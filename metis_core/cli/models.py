@@ -61,7 +61,7 @@ def models(
         return
     print_rows(terminal, models_rows(infos, prices), plain=plain)
     aliases = registry.aliases()
-    if aliases and terminal.out.is_terminal and not plain:
+    if aliases and terminal.out_is_terminal and not plain:
         terminal.out.print("aliases: " + " · ".join(f"{a} = {', '.join(m)}" for a, m in sorted(aliases.items())),
                            style="dim", markup=False)
 

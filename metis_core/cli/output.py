@@ -3,7 +3,8 @@
 Keys are SecretStr inside the library and never printed on purpose; the scrubbing here is the
 last safety net for text that comes from outside (a provider error body that echoes a header,
 a tool output). It replaces the exact values of configured keys, nothing else: pattern-based
-redaction of event fields lives in the agent layer.
+redaction of event fields lives in the agent layer. rich loads when a console is first used: a
+listing piped to another program writes plain rows through the scrubbing stream and never does.
 """
 
 from __future__ import annotations
@@ -11,15 +12,15 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Iterable
-from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, TextIO
-
-from rich.console import Console
 
 from metis_core.key_env import STANDARD_KEY_ENV
 from metis_core.secret_scrub import MIN_SECRET_LENGTH, REDACTED
 
 if TYPE_CHECKING:  # the configuration model (pydantic) is the caller's to load: a listing never does
+    from rich.console import Console
+
     from metis_core.config import MetisConfig
 
 
@@ -70,29 +71,42 @@ class ScrubbingStream:
         return getattr(self.target, "encoding", "utf-8") or "utf-8"
 
 
-@dataclass
 class Terminal:
-    """The two consoles of one command invocation (built per call: tests swap sys.stdout)."""
+    """The two consoles of one command invocation (built per call: tests swap sys.stdout), each made
+    on first use."""
 
-    out: Console
-    err: Console
-    scrubber: ScrubbingStream
+    def __init__(self, stdout: ScrubbingStream, stderr: ScrubbingStream) -> None:
+        self.scrubber = stdout
+        self.error_stream = stderr
 
     @classmethod
     def open(cls, config: MetisConfig | None = None) -> Terminal:
         secrets = known_secret_values(config)
-        stdout = ScrubbingStream(sys.stdout, secrets)
-        stderr = ScrubbingStream(sys.stderr, secrets)
-        return cls(
-            out=Console(file=stdout, soft_wrap=True, highlight=False),  # type: ignore[arg-type]
-            err=Console(file=stderr, soft_wrap=True, highlight=False),  # type: ignore[arg-type]
-            scrubber=stdout,
-        )
+        return cls(ScrubbingStream(sys.stdout, secrets), ScrubbingStream(sys.stderr, secrets))
+
+    @cached_property
+    def out(self) -> Console:
+        from rich.console import Console
+
+        return Console(file=self.scrubber, soft_wrap=True, highlight=False)  # type: ignore[arg-type]
+
+    @cached_property
+    def err(self) -> Console:
+        from rich.console import Console
+
+        return Console(file=self.error_stream, soft_wrap=True, highlight=False)  # type: ignore[arg-type]
+
+    @property
+    def out_is_terminal(self) -> bool:
+        """`out.is_terminal`, without making the console when stdout is plainly not a terminal: not a tty
+        and none of the variables that make rich treat it as one (TTY_COMPATIBLE=1, FORCE_COLOR)."""
+        forced = os.environ.get("TTY_COMPATIBLE") == "1" or bool(os.environ.get("FORCE_COLOR"))
+        return self.out.is_terminal if forced or self.scrubber.isatty() else False
 
     @property
     def interactive(self) -> bool:
         """stdin and stdout are both terminals: prompting is possible."""
-        return sys.stdin.isatty() and self.out.is_terminal
+        return sys.stdin.isatty() and self.out_is_terminal
 
     def confirmed(self, question: str, *, yes: bool, act: str) -> bool:
         """True when `--yes` was given or the person answers y to `question`; "kept" is printed on a
@@ -118,5 +132,5 @@ class Terminal:
 
     def raw(self, text: str) -> None:
         """Exactly `text` on stdout (JSON for scripts), scrubbed, without rich's rendering."""
-        self.out.file.write(text)
-        self.out.file.flush()
+        self.scrubber.write(text)
+        self.scrubber.flush()

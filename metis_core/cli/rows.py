@@ -51,7 +51,7 @@ class Rows:
 
 def print_rows(terminal: Terminal, rows: Rows, *, plain: bool = False) -> None:
     """A table on a terminal; plain rows when asked or when stdout goes to another program."""
-    if plain or not terminal.out.is_terminal:
+    if plain or not terminal.out_is_terminal:
         terminal.raw(rows.plain())
     else:
         terminal.out.print(rows.table(), soft_wrap=False)

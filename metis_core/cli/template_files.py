@@ -13,12 +13,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from metis_core.cli.exit_codes import UsageProblem
 from metis_core.cli.model_options import model_options
-from metis_core.config import metis_home
 from metis_core.errors import ConfigError
+from metis_core.store.db import metis_home  # not config's: the configuration model (pydantic) is not needed here
 from metis_core.yaml_text import safe_load
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
@@ -59,6 +57,8 @@ def versions_dir(name: str, home: Path | None = None) -> Path:
 
 def parse_template(name: str, text: str, where: str) -> Template:
     """The template in `text`; TemplateError naming `where` when it is not valid."""
+    import yaml  # with the first template read (safe_load imports it too): listing none needs no YAML
+
     try:
         data = safe_load(text) or {}
     except yaml.YAMLError:

@@ -2,7 +2,7 @@
 
 Validated here (not in config.py) so the learning layer owns its knobs; a bad value is a
 ConfigError naming the key. Every field has a default, so an empty section means "on, heuristic
-judge only, no LLM spend".
+judge only, no LLM spend". No section (the usual case) builds no schema: its defaults are constructed.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from metis_core.errors import ConfigError
 
 
 class PatternSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
     k: int = Field(default=8, ge=1, le=100)
     """Neighbouring fingerprints consulted per turn."""
@@ -70,7 +70,7 @@ class ExplorationSettings(BaseModel):
     """Online exploration: now and then route a turn to a cheaper model with little evidence on
     turns like it (Thompson sampling on the pattern store's Beta posteriors), within a budget."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
     share: float = Field(default=0.0, ge=0.0, le=1.0)
     """At most 1 + share × (turns routed) turns explored per process; 0 (the default) turns exploration
@@ -90,7 +90,7 @@ class ExplorationSettings(BaseModel):
 
 
 class LearningSettings(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
     enabled: bool = True
     judge_model: str | None = None
@@ -106,6 +106,9 @@ class LearningSettings(BaseModel):
 
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> LearningSettings:
+        if not section:  # every default, valid as declared: nothing to validate (`metis patterns list` reads it)
+            return cls.model_construct(_fields_set=set(), patterns=PatternSettings.model_construct(),
+                                       exploration=ExplorationSettings.model_construct())
         try:
             settings = cls.model_validate(section or {})
         except ValidationError as error:

@@ -24,12 +24,9 @@ from metis_core.messages.blocks import (
 )
 from metis_core.messages.invariants import check_message
 from metis_core.messages.metadata import MessageMetadata, MessageStatus
+from metis_core.messages.migrations import SCHEMA_VERSION as SCHEMA_VERSION  # re-exported: its home is the migrations
 
 log = logging.getLogger("metis_core.messages")
-
-SCHEMA_VERSION = 2
-"""v2 added provider_tool_call, provider_tool_result, compaction and TextBlock.citations."""
-
 
 class Role(StrEnum):
     USER = "user"

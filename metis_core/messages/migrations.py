@@ -16,6 +16,10 @@ from metis_core.errors import SchemaMigrationError
 
 log = logging.getLogger("metis_core.messages")
 
+SCHEMA_VERSION = 2
+"""The stored message shape's current version (`Message.schema_version`). v2 added provider_tool_call,
+provider_tool_result, compaction and TextBlock.citations."""
+
 MessageDict = dict[str, Any]
 Migration = Callable[[MessageDict], MessageDict]
 
@@ -57,8 +61,6 @@ def migrate_message_dict(
     migrations: dict[int, Migration] | None = None,
 ) -> MessageDict:
     """Apply every migration from the dict's `schema_version` up to `target` (default: current)."""
-    from metis_core.messages.message import SCHEMA_VERSION
-
     chain = MESSAGE_MIGRATIONS if migrations is None else migrations
     goal = SCHEMA_VERSION if target is None else target
     version = int(data.get("schema_version", 1))

@@ -35,6 +35,7 @@ from metis_core.store.records import (
     ToolCallRecord,
     ToolCallStatus,
     ToolIdMap,
+    from_us,
     now_us,
     session_from_row,
     to_us,
@@ -72,6 +73,19 @@ def normalize_workspace(path: str | Path) -> str:
 @functools.lru_cache(maxsize=1024)
 def _normalized_in(cwd: str, path: str) -> str:
     return normalize_workspace(path)
+
+
+def _answers_where(session_id: str | None, since: datetime | None) -> tuple[str, tuple[Any, ...]]:
+    """The WHERE clause and parameters of one session's (or every session's) assistant messages since `since`."""
+    clauses: list[str] = ["role = ?"]
+    params: list[Any] = [ASSISTANT]
+    if session_id is not None:
+        clauses.append("session_id = ?")
+        params.append(session_id)
+    if since is not None:
+        clauses.append("created_at >= ?")
+        params.append(to_us(since))
+    return " AND ".join(clauses), tuple(params)
 
 
 def _json_text(value: Any) -> str:
@@ -488,19 +502,38 @@ class SessionStore:
         in one query: what spend is summed from, without reading each session's whole history."""
         from metis_core.store.message_rows import gc_paused, messages_from_rows
 
-        clauses: list[str] = ["role = ?"]
-        params: list[Any] = [ASSISTANT]
-        if session_id is not None:
-            clauses.append("session_id = ?")
-            params.append(session_id)
-        if since is not None:
-            clauses.append("created_at >= ?")
-            params.append(to_us(since))
+        where, params = _answers_where(session_id, since)
         with self._lock, self._db.errors(), gc_paused():
             select = self._db.statements.message_select
-            rows = self._db.execute(f"{select} WHERE {' AND '.join(clauses)} ORDER BY session_id, id",
-                                    tuple(params)).fetchall()
+            rows = self._db.execute(f"{select} WHERE {where} ORDER BY session_id, id", params).fetchall()
             return messages_from_rows(rows)
+
+    def answer_metadata(self, *, session_id: str | None = None,
+                        since: datetime | None = None) -> list[tuple[str, datetime, dict[str, Any]]]:
+        """(session id, created_at, metadata in its JSON form) of the messages `answers` returns, in the
+        same order, without building them: what `metis cost` groups and sums. A row stored at an older
+        message schema is read through `Message` (its migrations), so every row reads as the current shape."""
+        from metis_core.messages.migrations import SCHEMA_VERSION as MESSAGE_SCHEMA_VERSION
+
+        where, params = _answers_where(session_id, since)
+        with self._lock, self._db.errors():
+            rows = self._db.execute(f"SELECT id, session_id, created_at, metadata_json, schema_version FROM messages "
+                                    f"WHERE {where} ORDER BY session_id, id", params).fetchall()
+            older = [row[0] for row in rows if row[4] != MESSAGE_SCHEMA_VERSION]
+            migrated = self._metadata_through_messages(older) if older else {}
+        return [(sid, from_us(created), migrated[mid] if mid in migrated else
+                 orjson.loads(metadata) if isinstance(metadata, (str, bytes)) else dict(metadata or {}))
+                for mid, sid, created, metadata, _ in rows]
+
+    def _metadata_through_messages(self, message_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        from metis_core.store.message_rows import messages_from_rows
+
+        select, rows = self._db.statements.message_select, []
+        for start in range(0, len(message_ids), 500):  # within every backend's limit on parameters
+            chunk = tuple(message_ids[start:start + 500])
+            marks = ", ".join("?" for _ in chunk)
+            rows += self._db.execute(f"{select} WHERE id IN ({marks})", chunk).fetchall()
+        return {m.id: m.metadata.model_dump(mode="json") for m in messages_from_rows(rows)}
 
     def answering_models(self, session_ids: Sequence[str]) -> dict[str, str]:
         """The model of each session's most recent answer (sessions without one are left out)."""

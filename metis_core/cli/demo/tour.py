@@ -21,7 +21,7 @@ from metis_core.cli.demo.server import DemoServer
 from metis_core.cli.output import Terminal
 from metis_core.cli.render import StreamPrinter, shown_tools, turn_summary
 from metis_core.cli.runtime_setup import CLI_ASYNC_HTTP
-from metis_core.cli.spend import model_calls, spend_by, total
+from metis_core.cli.spend import Answer, model_calls, spend_by, total
 from metis_core.cli.tables import spend_table
 from metis_core.cli.trace_view import trace_tree
 from metis_core.cli.turn_execution import execute_turn
@@ -92,7 +92,7 @@ class Tour:
         out.print(trace_tree(session.id, runtime.trace.replay(session.id)), soft_wrap=False)
         self.step(4, "the costs, priced from the real price table")
         calls = model_calls(runtime.store.load_messages(session.id))
-        rows = spend_by(calls, lambda m: m.metadata.model or "?")
+        rows = spend_by([Answer.of(m) for m in calls], lambda a: a.model or "?")
         out.print(spend_table("cost per model", "model", rows, total(rows)), soft_wrap=False)
         versions = sorted({m.metadata.usage.pricing_version for m in calls
                            if m.metadata.usage and m.metadata.usage.pricing_version})
