@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 
 
 class AdapterCapabilities(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     supports_thinking: bool = False
     supports_images: bool = False
