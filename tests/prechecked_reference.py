@@ -66,6 +66,8 @@ VALIDATING = SimpleNamespace(
         MessageMetadata(model=model, provider=provider, routing=routing, usage=usage, status=status,
                         stop_reason=stop_reason, provider_raw=provider_raw, tool_input_violations=violations)),
     message=_message,
+    text_message=lambda role, text, session_id: Message(role=role, session_id=session_id,
+                                                        content=[TextBlock(text=text)]),
 )
 """Stands in for `metis_core.messages.prechecked` wherever a module imports it."""
 

@@ -28,6 +28,7 @@ from metis_core.messages import (
     StreamEvent,
     ToolDefinition,
     Usage,
+    prechecked,
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
@@ -92,7 +93,7 @@ class WireRequest:
     """Lossy projections made while building this request (each already logged at WARN)."""
 
 
-DIRECT_ROUTING = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="", reason=DIRECT_ROUTING_REASON)
+DIRECT_ROUTING = prechecked.routing_record(RoutingMode.DEFAULT, "", DIRECT_ROUTING_REASON)
 
 
 @dataclass

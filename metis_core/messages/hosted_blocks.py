@@ -8,13 +8,15 @@ and `text`: what another model should be told instead (results with URLs, code a
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from metis_core.messages.origin import BlockOrigin
 
 
 class Citation(BaseModel):
     """A source a text span rests on: the parts every target can show, plus the provider's own."""
+
+    model_config = ConfigDict(defer_build=True)
 
     url: str | None = None
     title: str | None = None
@@ -26,6 +28,8 @@ class Citation(BaseModel):
 
 class ProviderToolCallBlock(BaseModel):
     """A tool the provider ran (or asked its own runtime to run): never dispatched by metis."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["provider_tool_call"] = "provider_tool_call"
     id: str
@@ -42,6 +46,8 @@ class ProviderToolCallBlock(BaseModel):
 class ProviderToolResultBlock(BaseModel):
     """What a hosted tool returned, as the provider sent it."""
 
+    model_config = ConfigDict(defer_build=True)
+
     type: Literal["provider_tool_result"] = "provider_tool_result"
     tool_use_id: str
     """The provider id of the `ProviderToolCallBlock` it answers (may be empty for listings)."""
@@ -55,6 +61,8 @@ class ProviderToolResultBlock(BaseModel):
 
 class CompactionBlock(BaseModel):
     """A provider's summary of the conversation before it; only its origin can read `payload`."""
+
+    model_config = ConfigDict(defer_build=True)
 
     type: Literal["compaction"] = "compaction"
     text: str = ""

@@ -10,7 +10,7 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, Field, field_serializer, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 from metis_core.field_defaults import empty_list
 from metis_core.ids import new_ulid
@@ -45,6 +45,8 @@ def format_timestamp(value: datetime) -> str:
 
 
 class Message(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     id: str = Field(default_factory=new_ulid)
     session_id: str = ""
     role: Role
@@ -139,10 +141,19 @@ class Message(BaseModel):
 
 
 def user_message(text: str, *, session_id: str = "", **extra: Any) -> Message:
+    if type(text) is str and type(session_id) is str and not extra:
+        # Built from its checked parts: a first call then never builds Message's validator (~1 MB).
+        from metis_core.messages.prechecked import text_message  # it imports this module
+
+        return text_message(Role.USER, text, session_id)
     return Message(role=Role.USER, session_id=session_id, content=[TextBlock(text=text)], **extra)
 
 
 def system_message(text: str, *, session_id: str = "") -> Message:
+    if type(text) is str and type(session_id) is str:
+        from metis_core.messages.prechecked import text_message
+
+        return text_message(Role.SYSTEM, text, session_id)
     return Message(role=Role.SYSTEM, session_id=session_id, content=[TextBlock(text=text)])
 
 

@@ -54,6 +54,8 @@ class RoutingMode(StrEnum):
 
 
 class RoutingDecisionRecord(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     mode: RoutingMode
     chosen_model: str
     reason: str
@@ -66,6 +68,8 @@ class ExtraCallUsage(BaseModel):
     """A call the provider made inside one request and billed beside its totals, not inside them
     (Anthropic's `usage.iterations` of type `compaction` or `advisor_message`); `model` is set when
     another model answered it (the advisor), else the request's model did."""
+
+    model_config = ConfigDict(defer_build=True)
 
     kind: str
     model: str | None = None
@@ -85,6 +89,8 @@ class UsageDetails(BaseModel):
     `modalities` maps a Gemini count's name (prompt, candidates, cache, tool_use_prompt) to tokens per
     modality (TEXT, IMAGE, AUDIO, VIDEO, DOCUMENT).
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     cache_write_1h_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
     web_search_requests: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
@@ -108,6 +114,8 @@ class Usage(BaseModel):
     Providers differ (OpenAI and Gemini count cached tokens inside prompt tokens, Anthropic
     does not); adapters normalize exactly once so that pricing can add the parts up.
     """
+
+    model_config = ConfigDict(defer_build=True)
 
     input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
     output_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
@@ -133,7 +141,7 @@ class Usage(BaseModel):
 
 
 class MessageMetadata(BaseModel):
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(defer_build=True, extra="allow")
 
     model: str | None = None
     provider: str | None = None

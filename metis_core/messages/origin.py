@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict
 class BlockOrigin(BaseModel):
     """Who issued an opaque token: a signature replays only to the same provider, API and model."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     provider: str
     api: str

@@ -280,6 +280,14 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     return built
 
 
+def text_message(role: Role, text: str, session_id: str) -> Message:
+    """`Message(role=role, session_id=session_id, content=[TextBlock(text=text)])`, as `user_message` and
+    `system_message` build it."""
+    built = message(role, session_id, [text_block(text)], default_metadata())
+    _set_given(built, {"role", "session_id", "content"})
+    return built
+
+
 def _one_text_turn(role: Role, content: list[Any]) -> bool:
     """A user or system message of one text block, which no §5.1/§5.3 rule can fault (text is allowed
     in both, and the content is not empty): `message` skips its check (a named fast path, docs/

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from enum import StrEnum
 from typing import Any, Self
 
-from pydantic import BaseModel, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
 from metis_core.messages.schema_changes import SchemaChange
 
@@ -29,6 +29,8 @@ CONFIRMATION_SIDE_EFFECTS = frozenset({SideEffects.WRITE, SideEffects.EXECUTE, S
 
 
 class ToolDefinition(BaseModel):
+    model_config = ConfigDict(defer_build=True)
+
     name: str
     description: str
     input_schema: dict[str, Any]

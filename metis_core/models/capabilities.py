@@ -4,13 +4,13 @@ Declarations are honest: a feature the adapter does not expose is declared False
 model has it. Values come from the model registry (data/models.yaml) plus user overrides.
 """
 
-from typing import Literal
+from typing import Any, Final, Literal, get_args, get_origin
 
 from pydantic import BaseModel, ConfigDict
 
 
 class AdapterCapabilities(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     supports_thinking: bool = False
     supports_images: bool = False
@@ -52,3 +52,32 @@ class AdapterCapabilities(BaseModel):
         if self.supports_structured_output:
             return "json_schema"
         return "tool" if self.supports_tools else "instructions"
+
+
+def _exact_kind(annotation: Any) -> type | frozenset[str] | None:
+    """What a field's value must be to need no validation: its type, or a Literal's values; None: always validate."""
+    if annotation in (bool, int, str):
+        return annotation  # type: ignore[no-any-return]
+    if get_origin(annotation) is Literal:
+        return frozenset(get_args(annotation))
+    return tuple if annotation == tuple[str, ...] else None
+
+
+_KINDS: Final = {name: _exact_kind(info.annotation) for name, info in AdapterCapabilities.model_fields.items()}
+
+
+def capabilities_from(fields: dict[str, Any]) -> AdapterCapabilities:
+    """`AdapterCapabilities.model_validate(fields)`. When every value already has its field's exact type (what
+    models.yaml and config entries hold once their check passed), the instance is made without pydantic's
+    validator, so a first call builds no schema at all (~1.8 MB of RSS); anything else is validated."""
+    exact: dict[str, Any] = {}
+    for name, value in fields.items():
+        kind = _KINDS.get(name)
+        if kind is tuple:
+            if type(value) not in (list, tuple) or not all(type(item) is str for item in value):
+                return AdapterCapabilities.model_validate(fields)
+            value = tuple(value)
+        elif not (type(value) is kind or (type(kind) is frozenset and type(value) is str and value in kind)):
+            return AdapterCapabilities.model_validate(fields)
+        exact[name] = value
+    return AdapterCapabilities.model_construct(**exact)

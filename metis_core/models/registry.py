@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from metis_core.errors import AliasCycleError, ConfigError, ModelIdError, UnknownModelError
-from metis_core.models.capabilities import AdapterCapabilities
+from metis_core.models.capabilities import AdapterCapabilities, capabilities_from
 from metis_core.models.model_id import parse_model_id
 from metis_core.models.registry_file import (
     UPSTREAM_FACTS,
@@ -180,7 +180,7 @@ class ModelRegistry:
             name=name,
             catalog_id=catalog_id,
             display_name=display_name,
-            capabilities=AdapterCapabilities.model_validate(fields),
+            capabilities=capabilities_from(fields),
             aliases=tuple(a for a, m in self._aliases.items() if m == [model_id]),
             snapshots=snapshots,
         )

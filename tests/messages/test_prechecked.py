@@ -201,6 +201,16 @@ def test_message_is_the_constructors(role: Role, content: list[Any], fields: dic
     same(built, reference)
 
 
+@pytest.mark.parametrize("role", [Role.USER, Role.SYSTEM])
+@pytest.mark.parametrize("session_id", ["", "ses_1"])
+def test_text_message_is_the_constructors(role: Role, session_id: str) -> None:
+    built = prechecked.text_message(role, "hello", session_id)
+    reference = Message(role=role, session_id=session_id, content=[TextBlock(text="hello")])
+    assert built.created_at.tzinfo is UTC and built.id != reference.id
+    reference.__dict__.update(id=built.id, created_at=built.created_at)
+    same(built, reference)
+
+
 @pytest.mark.parametrize(("role", "content", "fields"), [
     (Role.USER, [], {}),
     (Role.USER, [ToolUseBlock(id="tu_1", name="f", input={})], {}),
