@@ -55,7 +55,7 @@ class OpenRouterStreamTranslator(ChatStreamTranslator):
 
     def apply_delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         if DETAILS_KEY not in delta and "reasoning" not in delta:  # most deltas: text or tool calls only
-            return super().apply_delta(delta)
+            return ChatStreamTranslator.apply_delta(self, delta)  # named: `super()` costs ~1K instructions a delta
         events: list[StreamEvent] = []
         details = delta.get(DETAILS_KEY)
         if details:
