@@ -24,7 +24,13 @@ from metis_core.adapters._common.token_estimate import survey_history, surveyed_
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
 from metis_core.adapters.client_streams import feed_last, model_stream
-from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked, parse_response_checked
+from metis_core.adapters.parse_guard import (
+    PARSE_FAILURES,
+    classify_checked,
+    finish_checked,
+    malformed_event,
+    parse_response_checked,
+)
 from metis_core.adapters.registry import named_adapter_class
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
@@ -540,7 +546,11 @@ class ModelClient:
             try:
                 for raw in raws if raws is not None else wire.iter_raw():
                     for chunk in decoder.feed(raw):
-                        yield from gate.push(feed_checked(translator, chunk, provider))
+                        try:
+                            events = translator.feed(chunk)
+                        except PARSE_FAILURES as error:
+                            raise malformed_event(chunk, error, provider) from None
+                        yield from events if gate.open else gate.push(events)  # an open gate passes all
                 for chunk in decoder.finish():
                     yield from gate.push(feed_last(translator, chunk, adapter.provider))
             except ProviderError as error:

@@ -7,7 +7,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from metis_core.adapters.parse_guard import classify_checked, feed_checked, finish_checked
+from metis_core.adapters.parse_guard import (
+    PARSE_FAILURES,
+    classify_checked,
+    feed_checked,
+    finish_checked,
+    malformed_event,
+)
 from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
 from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
 from metis_core.errors import MalformedResponseError, ProviderError, TruncatedStreamError
@@ -85,7 +91,11 @@ async def _stream_once(
         try:
             async for raw in raws if raws is not None else wire.aiter_raw():
                 for chunk in decoder.feed(raw):
-                    for event in gate.push(feed_checked(translator, chunk, provider)):
+                    try:
+                        events = translator.feed(chunk)
+                    except PARSE_FAILURES as error:
+                        raise malformed_event(chunk, error, provider) from None
+                    for event in events if gate.open else gate.push(events):  # an open gate passes all
                         yield event
             for chunk in decoder.finish():
                 for event in gate.push(feed_last(translator, chunk, adapter.provider)):

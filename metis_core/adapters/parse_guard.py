@@ -48,15 +48,21 @@ def event_name(chunk: WireChunk) -> str:
 
 
 def feed_checked(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
-    """`translator.feed(chunk)`, with any parse failure named as a MalformedResponseError."""
+    """`translator.feed(chunk)`, with any parse failure named as a MalformedResponseError. (The stream
+    loops in client.py and client_streams.py write this try out, as it runs once per event.)"""
     try:
         return translator.feed(chunk)
     except PARSE_FAILURES as error:
-        raise MalformedResponseError(
-            f"{event_name(chunk)} has an unexpected shape ({_why(error)}); "
-            "the partial answer is kept, retry the turn for a full one",
-            provider=provider,
-        ) from None
+        raise malformed_event(chunk, error, provider) from None
+
+
+def malformed_event(chunk: WireChunk, error: BaseException, provider: str) -> MalformedResponseError:
+    """The error for a stream event whose shape broke the translator reading it."""
+    return MalformedResponseError(
+        f"{event_name(chunk)} has an unexpected shape ({_why(error)}); "
+        "the partial answer is kept, retry the turn for a full one",
+        provider=provider,
+    )
 
 
 def _assembler_of(translator: StreamTranslator) -> MessageAssembler | None:

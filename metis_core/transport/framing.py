@@ -3,8 +3,8 @@
 Handles what real servers send: LF, CRLF or CR line endings (Gemini frames with CRLF), `:`
 comment lines (OpenRouter keep-alives), multi-line `data:`, a UTF-8 BOM, and bytes split at any
 point, including inside a multi-byte character. It does not parse the JSON inside `data`.
-Bytes are held until an event (SSE: a blank line; NDJSON: a newline) is complete and only then
-decoded, so a character split across chunks is never cut and each event is decoded once.
+Bytes are held until a line is complete and only then decoded, so a character split across
+chunks is never cut.
 """
 
 from __future__ import annotations
@@ -15,16 +15,29 @@ BOM = b"\xef\xbb\xbf"
 
 
 class SSEDecoder:
-    """Feed bytes, get complete events. `finish()` flushes an event left without a blank line."""
+    """Feed bytes, get complete events. `finish()` flushes an event left without a blank line.
 
-    __slots__ = ("_buffer", "_started")
+    Works line by line on the bytes: `bytes.splitlines` ends lines at LF, CRLF or CR alike, and a line
+    is decoded only once its ending has arrived, so a character split across chunks is never cut.
+    """
+
+    __slots__ = ("_buffer", "_data", "_event", "_skip_lf", "_started")
 
     def __init__(self) -> None:
         self._buffer = b""
-        """Bytes after the last complete event, line endings already LF (a trailing CR held as is)."""
+        """The start of a line whose ending has not arrived yet."""
+        self._event: str | None = None
+        self._data: str | None = None
+        """The event being read (its name and `data` lines so far), sent on at the blank line ending it."""
+        self._skip_lf = False
+        """The bytes so far ended with CR: an LF opening the next chunk completes that CRLF."""
         self._started = False
 
     def feed(self, data: bytes) -> list[WireChunk]:
+        if self._skip_lf and data:
+            self._skip_lf = False
+            if data[:1] == b"\n":
+                data = data[1:]
         buffer = self._buffer + data
         if not self._started:
             if BOM.startswith(buffer):  # empty, or a BOM split across chunks: wait for more
@@ -32,43 +45,35 @@ class SSEDecoder:
                 return []
             buffer = buffer.removeprefix(BOM)
             self._started = True
-        held = b""
-        if b"\r" in buffer:  # CRLF and lone CR endings read as LF (one split serves all three)
-            if buffer.endswith(b"\r"):  # might be the first half of a CRLF: wait for the next bytes
-                buffer, held = buffer[:-1], b"\r"
-            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        end = buffer.rfind(b"\n\n")
-        if end < 0:
-            self._buffer = buffer + held
-            return []
-        self._buffer = buffer[end + 2 :] + held
-        return _events(buffer[: end + 2])
+        lines = buffer.splitlines()
+        last = buffer[-1:]
+        if last == b"\n":
+            self._buffer = b""
+        elif last == b"\r":  # might be the first half of a CRLF
+            self._buffer = b""
+            self._skip_lf = True
+        else:
+            self._buffer = lines.pop() if lines else b""
+        out: list[WireChunk] = []
+        event, value = self._event, self._data
+        for line in lines:
+            if not line:
+                if value is not None or event is not None:
+                    out.append(WireChunk(value or "", event))
+                    event = value = None
+                continue
+            name, _, field = line.partition(b":")  # a `:` comment line has no name and is skipped
+            if name == b"data":
+                text = field.removeprefix(b" ").decode("utf-8", "replace")
+                value = text if value is None else f"{value}\n{text}"
+            elif name == b"event":
+                event = field.removeprefix(b" ").decode("utf-8", "replace")
+            # `id:` and `retry:` carry nothing our adapters use
+        self._event, self._data = event, value
+        return out
 
     def finish(self) -> list[WireChunk]:
-        tail = self._buffer.removeprefix(BOM) if not self._started else self._buffer
-        self._buffer = b""
-        return _events(tail.replace(b"\r\n", b"\n").replace(b"\r", b"\n") + b"\n\n") if tail else []
-
-
-def _events(raw: bytes) -> list[WireChunk]:
-    """The events of complete SSE text: lines with LF endings, each event ended by a blank line."""
-    out: list[WireChunk] = []
-    event: str | None = None
-    data: str | None = None
-    for line in raw.decode("utf-8", "replace").split("\n"):
-        if not line:
-            if data is not None or event is not None:
-                out.append(WireChunk(data or "", event))
-                event = data = None
-            continue
-        name, _, value = line.partition(":")  # a `:` comment line has no name and is skipped
-        if name == "data":
-            value = value.removeprefix(" ")
-            data = value if data is None else f"{data}\n{value}"
-        elif name == "event":
-            event = value.removeprefix(" ")
-        # `id:` and `retry:` carry nothing our adapters use
-    return out
+        return self.feed(b"\n\n")  # ends a last line and the event it belongs to
 
 
 class NDJSONDecoder:
@@ -80,21 +85,12 @@ class NDJSONDecoder:
         self._buffer = b""
 
     def feed(self, data: bytes) -> list[WireChunk]:
-        buffer = self._buffer + data
-        end = buffer.rfind(b"\n")
-        if end < 0:
-            self._buffer = buffer
-            return []
-        self._buffer = buffer[end + 1 :]
-        return _lines(buffer[:end])
+        lines = (self._buffer + data).split(b"\n")
+        self._buffer = lines.pop()  # the start of a line whose newline has not arrived
+        return [WireChunk(text) for line in lines if (text := line.decode("utf-8", "replace").strip())]
 
     def finish(self) -> list[WireChunk]:
-        tail, self._buffer = self._buffer, b""
-        return _lines(tail)
-
-
-def _lines(raw: bytes) -> list[WireChunk]:
-    return [WireChunk(line) for text in raw.decode("utf-8", "replace").split("\n") if (line := text.strip())]
+        return self.feed(b"\n")
 
 
 def decode_all(body: bytes, framing: str) -> list[WireChunk]:

@@ -80,3 +80,9 @@ def test_a_bom_split_across_chunks_is_dropped_once() -> None:
     expected = [WireChunk(data="a"), WireChunk(data="\ufeffb")]
     assert decode_all(body, "sse") == expected
     assert feed_bytewise(body, SSEDecoder()) == expected
+
+
+def test_a_crlf_split_by_an_empty_chunk_and_a_body_ending_in_cr_frame_as_lf() -> None:
+    decoder = SSEDecoder()
+    out = decoder.feed(b"data: a\r") + decoder.feed(b"") + decoder.feed(b"\n\r\ndata: b\r")
+    assert out + decoder.finish() == [WireChunk(data="a"), WireChunk(data="b")]

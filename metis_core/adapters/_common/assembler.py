@@ -57,10 +57,12 @@ HostedBuilder = Callable[[dict[str, Any], str, BlockOrigin], Any]
 class _Slot:
     """One content block being assembled: its kind and the parts received so far."""
 
-    __slots__ = ("closed", "extra", "kind", "parts", "signature", "tool_id", "tool_input", "tool_name")
+    __slots__ = ("closed", "extra", "index", "kind", "parts", "signature", "tool_id", "tool_input", "tool_name")
 
-    def __init__(self, kind: str) -> None:
+    def __init__(self, kind: str, index: int) -> None:
         self.kind = kind
+        self.index = index
+        """Its position in the final message's content."""
         self.parts: list[str] = []
         self.signature: str | None = None
         self.tool_id = ""
@@ -78,7 +80,7 @@ class MessageAssembler:
         # Providers without signatures (Ollama) still bind thinking to its origin for replay rules.
         self.unsigned_thinking_origin = unsigned_thinking_origin
         self._slots: list[_Slot] = []
-        self._by_key: dict[Hashable, int] = {}
+        self._by_key: dict[Hashable, _Slot] = {}
         self.usage: Usage | None = None
         """Set when the provider reports usage; a message without a report gets zero counts."""
         self.provider_raw: dict[str, Any] = {}
@@ -101,68 +103,76 @@ class MessageAssembler:
             )
         return value
 
-    def _slot(self, key: Hashable, kind: str) -> tuple[int, _Slot]:
-        index = self._by_key.get(key)
-        if index is None or self._slots[index].kind != kind:
-            index = len(self._slots)
-            self._slots.append(_Slot(kind))
-            self._by_key[key] = index
-        return index, self._slots[index]
+    def _slot(self, key: Hashable, kind: str) -> _Slot:
+        """The block at `key` if it is of `kind`, else a new one there (a key reused for another kind)."""
+        slot = self._by_key.get(key)
+        if slot is None or slot.kind != kind:
+            slot = self._by_key[key] = _Slot(kind, len(self._slots))
+            self._slots.append(slot)
+        return slot
+
+    # text, thinking and tool_input run once per delta: each looks its block up itself (no `_slot` call)
 
     def text(self, key: Hashable, text: str) -> TextDelta:
         if type(text) is not str:
             text = self._text(text, "text")
-        index, slot = self._slot(key, "text")
+        slot = self._by_key.get(key)
+        if slot is None or slot.kind != "text":
+            slot = self._slot(key, "text")
         slot.parts.append(text)
-        return TextDelta(index, text)  # positional: this runs for every delta
+        return TextDelta(slot.index, text)  # positional: this runs for every delta
 
     def text_ordinal(self, key: Hashable) -> int | None:
         """Which text block of the built message `key`'s text becomes (None: it makes none)."""
-        index = self._by_key.get(key)
-        if index is None or not _makes_text_block(self._slots[index]):
+        slot = self._by_key.get(key)
+        if slot is None or not _makes_text_block(slot):
             return None
-        return sum(1 for slot in self._slots[:index] if _makes_text_block(slot))
+        return sum(1 for other in self._slots[: slot.index] if _makes_text_block(other))
 
     def thinking(self, key: Hashable, text: str) -> ThinkingDelta:
         if type(text) is not str:
             text = self._text(text, "thinking text")
-        index, slot = self._slot(key, "thinking")
+        slot = self._by_key.get(key)
+        if slot is None or slot.kind != "thinking":
+            slot = self._slot(key, "thinking")
         slot.parts.append(text)
-        return ThinkingDelta(index, text)
+        return ThinkingDelta(slot.index, text)
 
     def thinking_signature(self, key: Hashable, signature: str) -> None:
         signature = self._text(signature, "thinking signature")
-        _, slot = self._slot(key, "thinking")
+        slot = self._slot(key, "thinking")
         slot.signature = (slot.signature or "") + signature
 
     def redacted_thinking(self, key: Hashable, data: str) -> None:
         data = self._text(data, "redacted thinking data")
-        _, slot = self._slot(key, "redacted_thinking")
+        slot = self._slot(key, "redacted_thinking")
         slot.parts.append(data)
 
     def tool_start(self, key: Hashable, provider_id: str | None, name: str) -> ToolUseStart:
         name = self._text(name, "tool name")
         if provider_id is not None:
             provider_id = self._text(provider_id, "tool call id")
-        index, slot = self._slot(key, "tool_use")
+        slot = self._slot(key, "tool_use")
         slot.tool_id = self.context.tool_ids.issue(self.context.provider, provider_id)
         slot.tool_name = name
-        return ToolUseStart(index=index, id=slot.tool_id, name=name)
+        return ToolUseStart(index=slot.index, id=slot.tool_id, name=name)
 
     def has_text(self, key: Hashable) -> bool:
-        index = self._by_key.get(key)
-        return index is not None and self._slots[index].kind == "text"
+        slot = self._by_key.get(key)
+        return slot is not None and slot.kind == "text"
 
     def has_tool(self, key: Hashable) -> bool:
-        index = self._by_key.get(key)
-        return index is not None and self._slots[index].kind == "tool_use"
+        slot = self._by_key.get(key)
+        return slot is not None and slot.kind == "tool_use"
 
     def tool_input(self, key: Hashable, fragment: str) -> ToolUseInputDelta:
         if type(fragment) is not str:
             fragment = self._text(fragment, "tool arguments fragment")
-        index, slot = self._slot(key, "tool_use")
+        slot = self._by_key.get(key)
+        if slot is None or slot.kind != "tool_use":
+            slot = self._slot(key, "tool_use")
         slot.parts.append(fragment)
-        return ToolUseInputDelta(index, slot.tool_id, fragment)
+        return ToolUseInputDelta(slot.index, slot.tool_id, fragment)
 
     def tool_input_object(self, key: Hashable, value: dict[str, Any]) -> None:
         """For providers that send arguments as a whole object (Gemini, Ollama)."""
@@ -170,14 +180,14 @@ class MessageAssembler:
             raise MalformedResponseError(
                 f"tool arguments are {type(value).__name__}, not an object", provider=self.context.provider
             )
-        _, slot = self._slot(key, "tool_use")
+        slot = self._slot(key, "tool_use")
         slot.tool_input = value if hashable_json(value) else None
         if slot.tool_input is None:
             slot.parts = ["<arguments with numbers or nesting no JSON hash can hold>"]
 
     def tool_end(self, key: Hashable) -> StreamEvent:
         """Close a tool block: its whole parsed input, or an error event if the JSON is broken."""
-        index, slot = self._slot(key, "tool_use")
+        slot = self._slot(key, "tool_use")
         slot.closed = True
         parsed = self._parse_tool_input(slot)
         if parsed is None:
@@ -186,22 +196,22 @@ class MessageAssembler:
                 message=f"tool {slot.tool_name!r} arguments are not a JSON object: {''.join(slot.parts)[:200]!r}",
             )
         slot.tool_input = parsed
-        return ToolUseEnd(index=index, id=slot.tool_id, name=slot.tool_name, input=parsed)
+        return ToolUseEnd(index=slot.index, id=slot.tool_id, name=slot.tool_name, input=parsed)
 
     def citation(self, key: Hashable, citation: Citation) -> CitationDelta:
         """A source for the text block at `key` (Anthropic citations, Responses annotations)."""
-        index, slot = self._slot(key, "text")
+        slot = self._slot(key, "text")
         slot.extra.setdefault("citations", []).append(citation)
-        return CitationDelta(index=index, citation=citation)
+        return CitationDelta(index=slot.index, citation=citation)
 
     def whole_block(self, key: Hashable) -> WholeBlock | None:
         """The event of a hosted or redacted-thinking block that is complete (its provider closed it):
         the block as the final message will hold it (built once here and kept for `build`); for a signed
         thinking block, whose text streamed as deltas, the block with its signature (None when unsigned)."""
-        index = self._by_key.get(key)
-        if index is None:
+        slot = self._by_key.get(key)
+        if slot is None:
             return None
-        slot = self._slots[index]
+        index = slot.index
         if slot.kind == "thinking":  # its text streamed; signed, it is now complete (a writer can close it)
             if slot.signature is None:
                 return None
@@ -224,20 +234,19 @@ class MessageAssembler:
         `build` makes the canonical block when the message is built, from the payload and any
         fragments streamed in with `hosted_fragment`.
         """
-        _, slot = self._slot(key, "hosted")
+        slot = self._slot(key, "hosted")
         slot.extra["payload"] = payload
         slot.extra["build"] = build
 
     def has_hosted(self, key: Hashable) -> bool:
-        index = self._by_key.get(key)
-        return index is not None and self._slots[index].kind == "hosted"
+        slot = self._by_key.get(key)
+        return slot is not None and slot.kind == "hosted"
 
     def hosted_fragment(self, key: Hashable, fragment: str) -> None:
-        _, slot = self._slot(key, "hosted")
-        slot.parts.append(fragment)
+        self._slot(key, "hosted").parts.append(fragment)
 
     def set_block_extra(self, key: Hashable, kind: str, **values: Any) -> None:
-        _, slot = self._slot(key, kind)
+        slot = self._slot(key, kind)
         slot.extra.update(values)
 
     @staticmethod
@@ -265,8 +274,7 @@ class MessageAssembler:
         """Normal end. Open tool blocks are closed; any that do not parse make the message PARTIAL."""
         events: list[StreamEvent] = []
         broken = False
-        for key, index in list(self._by_key.items()):
-            slot = self._slots[index]
+        for key, slot in list(self._by_key.items()):
             if slot.kind == "tool_use" and not slot.closed:
                 event = self.tool_end(key)
                 events.append(event)

@@ -42,6 +42,7 @@ class GeminiStreamTranslator(StreamTranslator):
         self._open: str | None = None  # kind of the block the next part may extend
         self._open_signed = False
         self._key = 0
+        """The assembler key of the newest block (each block gets the next number, whatever its kind)."""
         self._text_ordinal = -1
         self._has_calls = False
         self._finish_reason: str | None = None
@@ -50,7 +51,7 @@ class GeminiStreamTranslator(StreamTranslator):
         self._skipped: list[str] = []
         self._streaming_call: tuple[Any, dict[str, Any]] | None = None
         """(assembler key, arguments so far) of a call whose arguments arrive as partialArgs."""
-        self._last_text_key: tuple[str, int] | None = None
+        self._last_text_key: int | None = None
         self._hosted_parts = HostedPartReader()
         self._grounding: dict[str, Any] | None = None
 
@@ -59,12 +60,12 @@ class GeminiStreamTranslator(StreamTranslator):
     def feed(self, chunk: WireChunk) -> list[StreamEvent]:
         if self.assembler.finished:
             return []
-        data = chunk.data.strip()
-        if not data or data == "[DONE]":
-            return []
         try:
-            body = orjson.loads(data)
+            body = orjson.loads(chunk.data)  # surrounding whitespace is fine
         except orjson.JSONDecodeError:
+            data = chunk.data.strip()
+            if not data or data == "[DONE]":
+                return []
             return self.assembler.fail(ErrorClass.OTHER.value,
                                        f"Gemini sent a stream chunk that is not JSON: {data[:200]!r}")
         return self.consume(body)
@@ -76,9 +77,9 @@ class GeminiStreamTranslator(StreamTranslator):
         if not isinstance(body, dict):
             return self.assembler.fail(ErrorClass.OTHER.value,
                                        f"Gemini sent a chunk that is not a JSON object: {str(body)[:200]!r}")
-        error = body.get("error")
-        if error is not None and isinstance(error, dict):
-            return self._stream_error(error)
+        # Keys most chunks lack are tested with `in` before they are read: cheaper than .get per chunk.
+        if "error" in body and isinstance(body["error"], dict):
+            return self._stream_error(body["error"])
         events: list[StreamEvent] = []
         candidates = body.get("candidates")
         if isinstance(candidates, list) and candidates and isinstance(candidates[0], dict):
@@ -88,21 +89,27 @@ class GeminiStreamTranslator(StreamTranslator):
             if isinstance(parts, list):
                 for part in parts:
                     if isinstance(part, dict):
-                        events.extend(self._part(part))
-            self._candidate_metadata(candidate)
-            finish = candidate.get("finishReason")
-            if finish is not None and isinstance(finish, str):
+                        self._part(part, events)
+            if "finishReason" in candidate and isinstance(finish := candidate["finishReason"], str):
                 self._finish_reason = finish
-                raw = self.assembler.provider_raw
-                raw["finish_reason"] = finish
+                self.assembler.provider_raw["finish_reason"] = finish
                 if isinstance(candidate.get("finishMessage"), str):
-                    raw["finish_message"] = candidate["finishMessage"]
-        feedback = body.get("promptFeedback")
-        if feedback is not None and isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
-            self._block_reason = feedback["blockReason"]
-            self.assembler.provider_raw["block_reason"] = self._block_reason
-        usage = body.get("usageMetadata")
-        if usage is not None and isinstance(usage, dict):
+                    self.assembler.provider_raw["finish_message"] = candidate["finishMessage"]
+            if "groundingMetadata" in candidate:  # sent whole on one chunk: the last one seen wins
+                grounding = candidate["groundingMetadata"]
+                if grounding and isinstance(grounding, dict):
+                    self._grounding = grounding
+                    self.assembler.provider_raw[GROUNDING_KEY] = grounding
+            if "urlContextMetadata" in candidate:
+                url_context = candidate["urlContextMetadata"]
+                if url_context and isinstance(url_context, dict):
+                    self.assembler.provider_raw[URL_CONTEXT_KEY] = url_context
+        if "promptFeedback" in body:
+            feedback = body["promptFeedback"]
+            if isinstance(feedback, dict) and isinstance(feedback.get("blockReason"), str):
+                self._block_reason = feedback["blockReason"]
+                self.assembler.provider_raw["block_reason"] = self._block_reason
+        if "usageMetadata" in body and isinstance(usage := body["usageMetadata"], dict):
             self._usage = usage
             for field, key in USAGE_LABELS.items():  # which tier served the call (billing), not counts
                 if isinstance(usage.get(field), str):
@@ -114,16 +121,6 @@ class GeminiStreamTranslator(StreamTranslator):
             raw["model_version"] = body["modelVersion"]
         return events
 
-    def _candidate_metadata(self, candidate: dict[str, Any]) -> None:
-        """Grounding and URL-context metadata: streams send it whole on one chunk (the last one seen wins)."""
-        grounding = candidate.get("groundingMetadata")
-        if grounding and isinstance(grounding, dict):
-            self._grounding = grounding
-            self.assembler.provider_raw[GROUNDING_KEY] = grounding
-        url_context = candidate.get("urlContextMetadata")
-        if url_context and isinstance(url_context, dict):
-            self.assembler.provider_raw[URL_CONTEXT_KEY] = url_context
-
     # --- parts ---------------------------------------------------------------------------------
 
     def _new_block(self, kind: str, signed: bool) -> int:
@@ -132,34 +129,48 @@ class GeminiStreamTranslator(StreamTranslator):
         self._open_signed = signed
         return self._key
 
-    def _part(self, part: dict[str, Any]) -> list[StreamEvent]:
-        signature = part.get("thoughtSignature")
-        signature = to_standard_base64(signature) if signature and isinstance(signature, str) else None
-        call = part.get("functionCall")
-        if call is not None and isinstance(call, dict):
-            return self._function_call(call, signature)
+    def _part(self, part: dict[str, Any], events: list[StreamEvent]) -> None:
+        """Appends the part's events to `events`."""
+        signature: str | None = None
+        if "thoughtSignature" in part:  # rare keys are tested with `in` before they are read (see consume)
+            value = part["thoughtSignature"]
+            signature = to_standard_base64(value) if value and isinstance(value, str) else None
+        if "functionCall" in part and isinstance(call := part["functionCall"], dict):
+            events.extend(self._function_call(call, signature))
+            return
         text = part.get("text")
         if isinstance(text, str):
-            if part.get("thought") is True:
-                return self._thought(text, signature)
-            return self._text(text, signature)
+            if "thought" in part and part["thought"] is True:
+                events.extend(self._thought(text, signature))
+            elif not text:
+                if signature is not None:
+                    self._signatures.trailing = signature
+            else:
+                if self._open != "text" or (signature is not None and self._open_signed):
+                    self._new_block("text", False)
+                    self._text_ordinal += 1
+                if signature is not None:
+                    self._signatures.text[self._text_ordinal] = signature
+                    self._open_signed = True
+                self._last_text_key = self._key
+                events.append(self.assembler.text(self._key, text))
+            return
         if is_hosted_part(part):
-            return self._hosted_part(part)
+            self._hosted_part(part)
+            return
         kind = next((k for k in _UNSUPPORTED_PARTS if k in part), "unknown")
         if kind not in self._skipped:
             self._skipped.append(kind)
             self.assembler.provider_raw["skipped_parts"] = list(self._skipped)
             log.warning("Gemini response part %r has no canonical form and was skipped", kind,
                         extra={"adapter": "gemini", "part": kind, "session_id": self.assembler.context.session_id})
-        return []
 
-    def _hosted_part(self, part: dict[str, Any]) -> list[StreamEvent]:
+    def _hosted_part(self, part: dict[str, Any]) -> None:
         """Code Gemini ran, a tool Google ran (Gemini 3), or their output: a hosted block holding the part as sent."""
         build = self._hosted_parts.builder(part)
-        key = ("hosted", self._new_block("hosted", False))
+        key = self._new_block("hosted", False)
         self._open = None  # text after it starts a new block
         self.assembler.hosted(key, dict(part), build)
-        return []
 
     def _function_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
         name = call.get("name")
@@ -181,7 +192,7 @@ class GeminiStreamTranslator(StreamTranslator):
         return [*events, *self._whole_call(call, signature)]
 
     def _open_streaming_call(self, call: dict[str, Any], name: str, signature: str | None) -> list[StreamEvent]:
-        key = ("call", self._new_block("call", False))
+        key = self._new_block("call", False)
         self._open = None
         provider_id = call.get("id") if isinstance(call.get("id"), str) else None
         start = self.assembler.tool_start(key, provider_id, name)
@@ -216,7 +227,7 @@ class GeminiStreamTranslator(StreamTranslator):
         return [delta, self.assembler.tool_end(key)]
 
     def _whole_call(self, call: dict[str, Any], signature: str | None) -> list[StreamEvent]:
-        key = ("call", self._new_block("call", False))
+        key = self._new_block("call", False)
         self._open = None  # a call never extends
         provider_id = call.get("id") if isinstance(call.get("id"), str) else None
         name = str(call.get("name"))
@@ -237,7 +248,7 @@ class GeminiStreamTranslator(StreamTranslator):
     def _thought(self, text: str, signature: str | None) -> list[StreamEvent]:
         if self._open != "thinking" or (signature is not None and self._open_signed):
             self._new_block("thinking", False)
-        key = ("thinking", self._key)
+        key = self._key
         events: list[StreamEvent] = []
         delta = self.assembler.thinking(key, text)
         if text:
@@ -246,20 +257,6 @@ class GeminiStreamTranslator(StreamTranslator):
             self.assembler.thinking_signature(key, signature)
             self._open_signed = True
         return events
-
-    def _text(self, text: str, signature: str | None) -> list[StreamEvent]:
-        if not text:
-            if signature is not None:
-                self._signatures.trailing = signature
-            return []
-        if self._open != "text" or (signature is not None and self._open_signed):
-            self._new_block("text", False)
-            self._text_ordinal += 1
-        if signature is not None:
-            self._signatures.text[self._text_ordinal] = signature
-            self._open_signed = True
-        self._last_text_key = ("text", self._key)
-        return [self.assembler.text(self._last_text_key, text)]
 
     # --- endings -------------------------------------------------------------------------------
 

@@ -30,6 +30,8 @@ class OllamaStreamTranslator(StreamTranslator):
         self.assembler = MessageAssembler(context, api=API, unsigned_thinking_origin=True)
         self._segment = 0
         self._last_kind = ""
+        self._key: tuple[str, int] = ("", 0)
+        """The assembler key of the text or thinking block the next delta of `_last_kind` extends."""
         self._tool_count = 0
 
     # --- the StreamTranslator contract --------------------------------------------------------
@@ -54,8 +56,6 @@ class OllamaStreamTranslator(StreamTranslator):
 
     def apply(self, line: dict[str, Any]) -> list[StreamEvent]:
         """Translate one decoded line (or a whole non-streaming body, which has the same shape)."""
-        if self.assembler.finished:
-            return []
         error = line.get("error")
         if error is not None:
             text = error if isinstance(error, str) else orjson.dumps(error).decode()
@@ -90,10 +90,10 @@ class OllamaStreamTranslator(StreamTranslator):
         if kind != self._last_kind:  # a new block whenever the kind changes, so order is kept
             self._segment += 1
             self._last_kind = kind
-        key = (kind, self._segment)
+            self._key = (kind, self._segment)
         if kind == "text":
-            return self.assembler.text(key, text)
-        return self.assembler.thinking(key, text)
+            return self.assembler.text(self._key, text)
+        return self.assembler.thinking(self._key, text)
 
     def _tool_calls(self, calls: Any) -> list[StreamEvent] | None:
         """Events for whole tool calls, or None (and nothing started) if any call is malformed."""

@@ -126,9 +126,8 @@ class ChatStreamTranslator(StreamTranslator):
         usage = payload.get("usage")
         if usage:
             events.append(self.apply_usage(usage))
-        error = payload.get("error")
-        if error and isinstance(error, dict):
-            events.extend(self.apply_error(error))
+        if "error" in payload and payload["error"] and isinstance(payload["error"], dict):
+            events.extend(self.apply_error(payload["error"]))
         return events
 
     def note_response(self, payload: dict[str, Any]) -> None:
@@ -148,18 +147,16 @@ class ChatStreamTranslator(StreamTranslator):
                 content = "".join(p.get("text", "") for p in content if isinstance(p, dict))
             if content:
                 events.append(self.asm.text("text", content))
-        refusal = delta.get("refusal")
-        if refusal:
+        # The keys below are missing from most deltas: tested with `in` first, cheaper than .get per delta.
+        if "refusal" in delta and (refusal := delta["refusal"]):
             self._refused = True
             self.raw[REFUSAL_KEY] = self.raw.get(REFUSAL_KEY, "") + refusal
             events.append(self.asm.text("refusal", refusal))
         # a search model's url_citations (a stream sends them in one chunk)
-        annotations = delta.get("annotations")
-        if annotations and isinstance(annotations, list):
+        if "annotations" in delta and (annotations := delta["annotations"]) and isinstance(annotations, list):
             events.extend(self.asm.citation("text", url_citation(a, self.asm.origin)) for a in annotations
                           if isinstance(a, dict) and a.get("type") == "url_citation")
-        tool_calls = delta.get("tool_calls")
-        if tool_calls:
+        if "tool_calls" in delta and (tool_calls := delta["tool_calls"]):
             for position, call in enumerate(tool_calls):
                 events.extend(self.apply_tool_call(position, call))
         return events

@@ -216,10 +216,10 @@ class ResponsesStreamTranslator(StreamTranslator):
     # --- text ------------------------------------------------------------------------------------
 
     def _text_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
-        key = self._text_key(event)
-        delta = event.get("delta")
-        if key is None or not isinstance(delta, str) or not delta:
+        position, index, delta = event.get("output_index"), event.get("content_index", 0), event.get("delta")
+        if not isinstance(position, int) or not isinstance(index, int) or not isinstance(delta, str) or not delta:
             return []
+        key = ("text", position, index)  # text_key(position, index), built here: this runs for every delta
         self._streamed_text.add(key)
         return [self.assembler.text(key, delta)]
 
