@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 import shutil
 import sqlite3
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from cli.import_probe import probe
 
 from metis_core.cli.spend import Answer, model_calls, spend_by, stored_answers, total
 from metis_core.messages import Message, MessageMetadata, MessageStatus, TextBlock, Usage
@@ -24,19 +23,6 @@ from metis_core.messages.metadata import RoutingDecisionRecord
 from metis_core.store.sessions import SessionStore
 
 MODEL = "anthropic:claude-sonnet-4-6"
-PROBE = """
-import contextlib, io, json, sys
-from metis_core.cli.app import app
-with contextlib.redirect_stdout(io.StringIO()) as out:
-    try:
-        app(ARGS, standalone_mode=True)
-    except SystemExit:
-        pass
-loaded = sorted(m for m in sys.modules if m.startswith(("metis_core", "rich", "pydantic", "yaml")))
-settings = sys.modules.get("metis_core.learning.settings")
-built = settings is not None and settings.LearningSettings.__pydantic_complete__
-print(json.dumps({"loaded": loaded, "out": out.getvalue(), "settings_built": built}))
-"""
 MESSAGE_MODELS = ("metis_core.messages.message", "metis_core.messages.metadata", "metis_core.messages.blocks")
 
 
@@ -79,10 +65,7 @@ def home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(home: Path, args: list[str]) -> dict[str, object]:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(home.parent), "METIS_HOME": str(home), "NO_COLOR": "1"}
-    done = subprocess.run([sys.executable, "-c", PROBE.replace("ARGS", repr(args))], capture_output=True, text=True,
-                          timeout=60, check=True, env=env, cwd=home.parent)
-    report: dict[str, object] = json.loads(done.stdout.strip().splitlines()[-1])
-    return report
+    return probe(args, env, home.parent)
 
 
 def test_cost_sums_the_stored_rows_without_the_message_models_or_rich(home: Path) -> None:

@@ -13,25 +13,12 @@ import sys
 from pathlib import Path
 
 import pytest
-
-PROBE = """
-import contextlib, io, json, sys
-from metis_core.cli.app import app
-with contextlib.redirect_stdout(io.StringIO()) as out:
-    try:
-        app(ARGS, standalone_mode=True)
-    except SystemExit:
-        pass
-loaded = sorted(m for m in sys.modules if m.startswith(("metis_core", "rich", "yaml", "pydantic", "typer._adapters")))
-print(json.dumps({"loaded": loaded, "out": out.getvalue()}))
-"""
+from cli.import_probe import probe
 
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["--version"]])
 def test_the_root_help_and_version_import_no_command(args: list[str]) -> None:
-    done = subprocess.run([sys.executable, "-c", PROBE.replace("ARGS", repr(args))], capture_output=True, text=True,
-                          timeout=60, check=True)
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    report = probe(args)
     assert report["out"]
     heavy = [m for m in report["loaded"] if not m.startswith(("metis_core.cli.app", "metis_core.cli.lazy_commands"))
              and m not in ("metis_core", "metis_core.cli")]
@@ -104,8 +91,6 @@ LISTINGS = [
 def test_listing_commands_do_not_import_what_they_do_not_use(args: list[str], unused: tuple[str, ...],
                                                              tmp_path: Path) -> None:
     env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "METIS_HOME": str(tmp_path / "home")}
-    done = subprocess.run([sys.executable, "-c", PROBE.replace("ARGS", repr(args))], capture_output=True, text=True,
-                          timeout=60, check=True, env=env, cwd=tmp_path)
-    loaded = json.loads(done.stdout.strip().splitlines()[-1])["loaded"]
+    loaded = probe(args, env, tmp_path)["loaded"]
     never = (*LISTING_HEAVY, *unused)
     assert [m for m in loaded if m in never or m.startswith(tuple(f"{h}." for h in never))] == []
