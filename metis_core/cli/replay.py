@@ -83,7 +83,7 @@ def turn_table(report: ReplayReport) -> Table:
             str(t.index), _tools(t.original.tool_calls), _tools(t.replay.tool_calls),
             _similarity(t.replay, t.similarity),
             _pair(_tokens(t.original), _tokens(t.replay)),
-            _pair(format_usd(t.original.cost_usd), format_usd(t.replay.cost_usd)),
+            _pair(_cost(t.original.cost_usd), _cost(t.replay.cost_usd)),
             _pair(t.original.latency_ms, t.replay.latency_ms),
             f"[red]{first.point} @ call {first.step}[/red]: {first.detail}" if first else "[green]none[/green]",
         )
@@ -91,14 +91,18 @@ def turn_table(report: ReplayReport) -> Table:
 
 
 def _summary_line(summary: dict[str, Any]) -> str:
-    cost = (f"cost {format_usd(_decimal(summary['original_cost_usd']))} → "
-            f"{format_usd(_decimal(summary['replay_cost_usd']))}")
+    cost = f"cost {_cost(_decimal(summary['original_cost_usd']))} → {_cost(_decimal(summary['replay_cost_usd']))}"
     return (f"{summary['diverged_turns']} of {summary['turns']} turn(s) diverged "
             f"({summary['divergence_rate']:.0%}) · {cost}")
 
 
 def _decimal(value: str | None) -> Decimal | None:
     return Decimal(value) if value is not None else None
+
+
+def _cost(amount: Decimal | None) -> str:
+    """A side's cost; None is a turn with a call nobody priced, never shown as `$0` or `-`."""
+    return "cost unknown" if amount is None else format_usd(amount)
 
 
 def batch_table(batch: BatchReport) -> Table:
@@ -109,7 +113,7 @@ def batch_table(batch: BatchReport) -> Table:
         s = report.summary()
         table.add_row(report.source_session_id, report.replay_session_id, str(s["turns"]), str(s["diverged_turns"]),
                       str(s["tool_call_divergences"]), str(s["text_divergences"]),
-                      _pair(format_usd(_decimal(s["original_cost_usd"])), format_usd(_decimal(s["replay_cost_usd"]))))
+                      _pair(_cost(_decimal(s["original_cost_usd"])), _cost(_decimal(s["replay_cost_usd"]))))
     return table
 
 

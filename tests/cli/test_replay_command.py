@@ -107,3 +107,24 @@ def test_replay_resends_the_run_options_and_an_old_session_says_what_it_lacks(
     assert done.returncode == 0, done.stderr
     assert "temperature" not in server.bodies(OPENAI)[-1]
     assert "turn 1: request options: not recorded (the session predates them)" in " ".join(done.stderr.split())
+
+
+def test_a_replayed_turn_with_an_unpriced_call_shows_its_cost_as_unknown() -> None:
+    from decimal import Decimal
+
+    from rich.console import Console
+
+    from metis_core.cli.replay import _summary_line, turn_table
+    from metis_core.replay.session_replay import ReplayReport, TurnComparison
+    from metis_core.replay.source import TurnSide
+
+    turn = TurnComparison(index=1, source_turn_id="t1", replay_turn_id="t2", user_text="hi",
+                          original=TurnSide(model="a", steps=[[]], answer="x", cost_usd=Decimal("0.0123")),
+                          replay=TurnSide(model="local", steps=[[]], answer="x", cost_usd=None))
+    report = ReplayReport(source_session_id="s1", replay_session_id="s2", model="local", live_tools=False,
+                          turns=[turn])
+    console = Console(width=200, record=True)
+    console.print(turn_table(report))
+    table = console.export_text()
+    assert "$0.0123 → cost unknown" in table and "$0 " not in table
+    assert _summary_line(report.summary()).endswith("cost $0.0123 → cost unknown")
