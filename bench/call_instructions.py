@@ -8,7 +8,8 @@ callgrind (`--instr-atstart=no`, switched on around the counted calls after 200 
 against one local server (bench/server.py, not counted): the floor (raw httpx, or raw aiohttp with
 `--async`), metis-core's whole call, and the stages of that call run on their own (history survey,
 canonical -> wire, body serialization, the HTTP exchange, the answer's parsing; with `--async` the
-exchange is the aiohttp one, so the table shows how much of an async call is the transport's).
+exchange is the aiohttp one, so the table shows how much of an async call is the transport's), and
+bench/handwritten.py's mapping of the same conversation as a reference row beside canonical -> wire.
 The stages add up to about the whole call; compare trees with this, confirm with the suite.
 Needs `valgrind` on PATH; run it in bench/.venv, the suite's environment (about two minutes).
 """
@@ -31,10 +32,14 @@ STAGES = ("survey", "to_wire", "body", "send", "parse")
 """The parts of a sync call, as `ModelClient._prepare`, `complete` and `parse_response_checked` run them."""
 ASYNC_STAGES = ("survey", "to_wire", "body", "asend", "parse")
 """The parts of an async call: the same CPU stages around the aiohttp exchange (`HttpTransport.asend`)."""
+HANDWRITTEN = "handwritten"
+"""A reference row, not a stage: bench/handwritten.py's mapping of the same conversation, the least a
+library that keeps a canonical conversation does per call; `to_wire` compares with it."""
 
 
 def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
     """Each stage of one sync metis-core call as a function repeating exactly that stage's work."""
+    from bench.handwritten import MAPPINGS
     from bench.peers.metis import MetisCaller, options_for
     from metis_core.adapters._common.token_estimate import surveyed_history
     from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -60,6 +65,7 @@ def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
         "send": lambda: wire.send(call.request.method, call.url, call.body, headers, provider=provider),
         "asend": lambda: wire.asend(call.request.method, call.url, call.body, headers, provider=provider),
         "parse": parse,
+        HANDWRITTEN: lambda: MAPPINGS[provider](messages),
     }
 
 
@@ -77,7 +83,7 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
 
         asyncio.run(exchanges())
         return
-    if subject in STAGES:
+    if subject in STAGES or subject == HANDWRITTEN:
         action = _stage_actions(server, provider)[subject]
         caller: Any = None
     elif subject == "metis-core":
@@ -128,6 +134,9 @@ def report(counts: dict[str, float], floor_name: str) -> list[str]:
     staged = [counts[s] for s in (*STAGES, "asend") if s in counts]
     if staged:
         lines.append(f"{'stages, summed':<22}{sum(staged):>20,.0f}")
+    if HANDWRITTEN in counts:
+        least = floor + counts[HANDWRITTEN]
+        lines.append(f"floor + hand-written mapping {least:,.0f} ({least / floor:.2f}x): a per-call mapping's least")
     if "metis-core" in counts:
         over = counts["metis-core"] - TARGET_RATIO * floor
         verdict = f"{over:,.0f} over" if over > 0 else f"{-over:,.0f} under"
@@ -156,7 +165,7 @@ def main(argv: list[str] | None = None) -> int:
     from bench.server import serve_in_process
 
     floor_name = AIOHTTP_FLOOR if args.use_async else FLOOR
-    subjects = [floor_name, "metis-core", *(ASYNC_STAGES if args.use_async else STAGES)]
+    subjects = [floor_name, "metis-core", *(ASYNC_STAGES if args.use_async else STAGES), HANDWRITTEN]
     counts: dict[str, float] = {}
     with serve_in_process() as server:
         for subject in subjects:

@@ -43,6 +43,7 @@ from metis_core.messages.metadata import (
     Usage,
 )
 
+_COMPLETE: Final = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11
 _new: Final = object.__new__
 _set_dict: Final = BaseModel.__dict__["__dict__"].__set__
 _set_given: Final = BaseModel.__dict__["__pydantic_fields_set__"].__set__
@@ -275,7 +276,7 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     _set_given(built, given)
     _set_extra(built, None)
     _set_private(built, None)
-    if metadata.status is MessageStatus.COMPLETE and not _one_text_turn(role, content):
+    if metadata.status is _COMPLETE and not _one_text_turn(role, content):
         check_message(built)
     return built
 

@@ -98,6 +98,12 @@ def detail_count(mapping: object, key: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_TOKEN_COUNT else 0
 
 
+def holds_counts(mapping: object) -> bool:
+    """Whether `detail_count` can find a count in `mapping`: a dict with a value that is not zero, null
+    or empty. Real answers send their detail objects filled with zeros; this skips reading them key by key."""
+    return isinstance(mapping, dict) and any(mapping.values())
+
+
 def with_details(usage: Usage, **counts: object) -> Usage:
     """`usage` with a UsageDetails of the given counts, or unchanged when every count is zero or empty."""
     if not any(counts.values()):

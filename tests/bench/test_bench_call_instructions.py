@@ -34,3 +34,10 @@ def test_an_async_reports_stages_sum_with_the_aiohttp_exchange_in_place_of_the_s
     lines = report(counts, AIOHTTP_FLOOR)
     assert any(line.startswith("stages, summed") and "1,680,000" in line for line in lines)
     assert lines[-1] == "metis-core is 1,075,000 over 1.25x the floor's instructions"
+
+
+def test_the_hand_written_mapping_is_a_reference_row_kept_out_of_the_stages_sum() -> None:
+    counts = {FLOOR: 1_000_000.0, "metis-core": 1_400_000.0, "to_wire": 300_000.0, "handwritten": 250_000.0}
+    lines = report(counts, FLOOR)
+    assert any(line.startswith("stages, summed") and "300,000" in line for line in lines)
+    assert "floor + hand-written mapping 1,250,000 (1.25x): a per-call mapping's least" in lines

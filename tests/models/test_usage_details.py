@@ -132,3 +132,18 @@ def test_a_plain_message_with_details_is_stored_with_them(tmp_path: Path) -> Non
     assert _stored_and_reloaded(plain, tmp_path).metadata.usage == usage
     without = plain.model_copy(update={"metadata": MessageMetadata(usage=Usage(input_tokens=7))})
     assert "details" not in message_row(without)[4] and message_row(without) == message_row_general(without)
+
+
+def test_one_count_among_zero_filled_detail_objects_is_read_and_zeros_alone_add_no_details() -> None:
+    zeros = {"reasoning_tokens": 0, "audio_tokens": 0, "accepted_prediction_tokens": 0,
+             "rejected_prediction_tokens": 0}
+    chat = {"prompt_tokens": 10, "completion_tokens": 5,
+            "prompt_tokens_details": {"cached_tokens": 0, "audio_tokens": 0}}
+    assert usage_from_chat({**chat, "completion_tokens_details": zeros}).details is None
+    read = usage_from_chat({**chat, "completion_tokens_details": {**zeros, "rejected_prediction_tokens": 3}})
+    assert read.details == UsageDetails(rejected_prediction_tokens=3)
+    anthropic = {"input_tokens": 10, "output_tokens": 5, "server_tool_use": {"web_search_requests": 0}}
+    assert usage_from_wire({**anthropic, "cache_creation": {"ephemeral_1h_input_tokens": 0}}).details is None
+    written = usage_from_wire({**anthropic, "cache_creation_input_tokens": 8,
+                               "cache_creation": {"ephemeral_5m_input_tokens": 0, "ephemeral_1h_input_tokens": 8}})
+    assert written.details == UsageDetails(cache_write_1h_tokens=8)

@@ -49,6 +49,7 @@ if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
 
 log = logging.getLogger("metis_core.adapters.assembler")
+_COMPLETE = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11
 
 HostedBuilder = Callable[[dict[str, Any], str, BlockOrigin], Any]
 """Builds a hosted block at the end: (the provider's payload, streamed JSON fragments, origin)."""
@@ -285,7 +286,7 @@ class MessageAssembler:
             reason = "max_tokens" if stop_reason == "max_tokens" else "invalid tool arguments"
             events.extend(self._end(MessageStatus.PARTIAL, stop_reason, note=reason))
             return events
-        events.extend(self._end(MessageStatus.COMPLETE, stop_reason))
+        events.extend(self._end(_COMPLETE, stop_reason))
         return events
 
     def fail(self, error_class: str, message: str, *, retryable: bool = False) -> list[StreamEvent]:
@@ -319,7 +320,7 @@ class MessageAssembler:
 
     def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
         dropped = sum(1 for slot in self._slots if slot.kind == "tool_use" and slot.tool_input is None)
-        if dropped and status is MessageStatus.COMPLETE:  # a tool call whose arguments were unusable
+        if dropped and status is _COMPLETE:  # a tool call whose arguments were unusable
             status = MessageStatus.PARTIAL
             self.provider_raw.setdefault("incomplete", "invalid tool arguments")
         content: list[Any] = []

@@ -143,7 +143,8 @@ class _Builder:
             out["is_error"] = True
         return out
 
-    def blocks(self, message: Message) -> list[dict[str, Any]]:
+    def blocks(self, message: Message, assistant: bool) -> list[dict[str, Any]]:
+        """The wire blocks of one non-system message; `assistant` is whether its role is ASSISTANT."""
         out: list[dict[str, Any]] = []
         append = out.append
         wire_id = self.wire_id
@@ -161,7 +162,7 @@ class _Builder:
                     else:
                         append({"type": "text", "text": text})
             elif type(block) is ToolUseBlock:
-                if message.role is _ASSISTANT:
+                if assistant:
                     wire = {"type": "tool_use", "id": wire_id(block.id), "name": block.name, "input": block.input}
                     if extras and block.id in extras:
                         wire.update(extras[block.id])
@@ -227,16 +228,22 @@ def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, 
     return blocks
 
 
-def _turns(builder: _Builder, messages: list[Message]) -> list[dict[str, Any]]:
+def _turns(builder: _Builder, history: list[Message], system_messages: list[Message]) -> list[dict[str, Any]]:
+    """The conversation's turns; the system messages met on the way go to `system_messages` (one walk, one
+    read of each message's role)."""
     turns: list[dict[str, Any]] = []
     last_assistant: bool | None = None
     last_blocks: list[dict[str, Any]] = []
     blocks_of = builder.blocks
-    for message in messages:
-        blocks = blocks_of(message)
+    for message in history:
+        role = message.role
+        if role is _SYSTEM:
+            system_messages.append(message)
+            continue
+        assistant = role is _ASSISTANT
+        blocks = blocks_of(message, assistant)
         if not blocks:
             continue
-        assistant = message.role is _ASSISTANT
         if assistant is last_assistant:
             last_blocks.extend(blocks)  # the API wants strictly alternating turns
             continue
@@ -302,9 +309,6 @@ def build_request(
     builder = _Builder(options, tool_ids if tool_ids is not None else ToolIdMap(), caps)
     history = repair_history(messages, session_id=options.session_id)
     system_messages: list[Message] = []
-    conversation: list[Message] = []
-    for message in history:
-        (system_messages if message.role is _SYSTEM else conversation).append(message)
     budget = options.thinking_budget_tokens
     if budget is None and options.reasoning_effort is not None and (caps is None or caps.supports_thinking):
         budget = EFFORT_BUDGETS[options.reasoning_effort]
@@ -312,7 +316,7 @@ def build_request(
     body: dict[str, Any] = {
         "model": builder.model_name,
         "max_tokens": _max_tokens(options, caps, budget),
-        "messages": _turns(builder, conversation),
+        "messages": _turns(builder, history, system_messages),
     }
     system = _system(builder, system_messages)
     if system is not None:
@@ -336,7 +340,7 @@ def build_request(
         body["thinking"] = {"type": "enabled", "budget_tokens": budget}
     if options.response_format is not None:
         body["output_config"] = {"format": {"type": "json_schema", "schema": options.response_format["schema"]}}
-    container = pending_container(conversation)
+    container = pending_container(history)  # it reads assistant messages only
     if container is not None:
         body["container"] = container
     if options.stream:

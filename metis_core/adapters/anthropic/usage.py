@@ -17,7 +17,7 @@ from typing import Any
 
 from metis_core.messages import ExtraCallUsage, Usage, prechecked
 from metis_core.messages.prechecked import token_count
-from metis_core.models.usage_normalization import detail_count, with_details
+from metis_core.models.usage_normalization import detail_count, holds_counts, with_details
 
 
 def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
@@ -37,8 +37,8 @@ def usage_from_wire(raw: Mapping[str, Any] | None) -> Usage:
     if thinking:
         usage.reasoning_tokens = min(thinking, usage.output_tokens)
     by_ttl, server_tools, iterations = raw.get("cache_creation"), raw.get("server_tool_use"), raw.get("iterations")
-    if by_ttl is None and server_tools is None and not iterations:
-        return usage
+    if not iterations and not holds_counts(by_ttl) and not holds_counts(server_tools):
+        return usage  # the usual answer: a cache_creation of zeros, no server tools
     return with_details(usage, cache_write_1h_tokens=min(detail_count(by_ttl, "ephemeral_1h_input_tokens"),
                                                          usage.cache_creation_input_tokens),
                         web_search_requests=detail_count(server_tools, "web_search_requests"),

@@ -45,6 +45,9 @@ CUSTOM_CALLS_KEY = "custom_tool_calls"
 REFUSAL_KEY = "refusal"
 """provider_raw key on an ASSISTANT message: the text the model sent in its `refusal` field."""
 
+_TOOL, _ASSISTANT, _USER = Role.TOOL, Role.ASSISTANT, Role.USER
+"""Bound once: on Python 3.11 each `Role.X` lookup costs as much as building a small dict, per message."""
+
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
 
 
@@ -176,7 +179,7 @@ class ChatRequestBuilder:
         pending_images: list[dict[str, Any]] = []
         for message in repair_history(messages, session_id=self.session_id):
             role = message.role
-            if role is Role.TOOL:
+            if role is _TOOL:
                 out.append(self.wire_tool_result(message, out, pending_calls, pending_images))
                 continue
             if pending_calls:
@@ -186,14 +189,14 @@ class ChatRequestBuilder:
             if pending_images:
                 out.append({"role": "user", "content": pending_images})
                 pending_images = []
-            if role is Role.ASSISTANT:
+            if role is _ASSISTANT:
                 wire = self.wire_assistant(message)
                 if wire is not None:
                     out.append(wire)
                     calls = wire.get("tool_calls")
                     if calls:
                         pending_calls = {call["id"] for call in calls}
-            elif role is Role.USER:
+            elif role is _USER:
                 wire = self.wire_user(message)
                 if wire is not None:
                     out.append(wire)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
-from metis_core.models.usage_normalization import detail_count, with_details
+from metis_core.models.usage_normalization import detail_count, holds_counts, with_details
 
 
 def _count(mapping: dict[str, Any] | None, key: str) -> int:
@@ -40,8 +40,8 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     else:
         usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
                       cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
-    if prompt_details is None and completion_details is None:
-        return usage
+    if not (holds_counts(prompt_details) or holds_counts(completion_details)):
+        return usage  # the usual answer: its detail objects hold only zeros, nothing for Usage.details
     details = (detail_count(prompt_details, "audio_tokens"), detail_count(completion_details, "audio_tokens"),
                detail_count(completion_details, "accepted_prediction_tokens"),
                detail_count(completion_details, "rejected_prediction_tokens"))

