@@ -70,15 +70,25 @@ class Spy:
         self.fed: list[bytes] = []
         spy = self
 
-        class SpySSE(SSEDecoder):
-            def feed(self, data: bytes) -> Any:
-                spy.fed.append(data)
-                return super().feed(data)
+        class Spied:
+            """Records what the client feeds; finish() ends the last event through feed(), not a received chunk."""
 
-        class SpyNDJSON(NDJSONDecoder):
+            finishing = False
+
             def feed(self, data: bytes) -> Any:
-                spy.fed.append(data)
-                return super().feed(data)
+                if not self.finishing:
+                    spy.fed.append(data)
+                return super().feed(data)  # type: ignore[misc]
+
+            def finish(self) -> Any:
+                self.finishing = True
+                return super().finish()  # type: ignore[misc]
+
+        class SpySSE(Spied, SSEDecoder):
+            pass
+
+        class SpyNDJSON(Spied, NDJSONDecoder):
+            pass
 
         monkeypatch.setattr(adapter_base, "SSEDecoder", SpySSE)
         monkeypatch.setattr(adapter_base, "NDJSONDecoder", SpyNDJSON)
