@@ -58,6 +58,7 @@ async def start_session(request: Request) -> JSONResponse:
     session = context.runtime.sessions.create(context.workspace, model=model, title=title)
     session.confirmation.confirmer = context.confirmations  # asked over HTTP, not on a terminal
     context.chat_sessions[session.id] = session
+    await context.runtime.bus.aflush()  # session.created is delivered now, not into the first turn's stream
     record = await asyncio.to_thread(context.runtime.store.get_session, session.id)
     return JSONResponse({"session": session_json(record)}, status_code=201)
 
