@@ -11,17 +11,15 @@ Writes bench/results/change-alarm-<UTC>.json.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import statistics
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+from bench.report import keep_named
 from metis_core.learning.patterns.evidence import regime_start
 from metis_core.learning.settings import PatternSettings
 
-RESULTS = Path(__file__).resolve().parent / "results"
 SUITED, HARD, DROPPED = 0.95, 0.55, 0.4
 
 
@@ -73,11 +71,7 @@ def main() -> None:
     parser.add_argument("--no-save", action="store_true")
     args = parser.parse_args()
     result = measure(args.runs, args.fingerprints, args.families, args.outcomes)
-    text = json.dumps(result, indent=2)
-    print(text)
-    if not args.no_save:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        (RESULTS / f"change-alarm-{stamp}.json").write_text(text + "\n")
+    keep_named("change-alarm", result, save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -38,6 +38,7 @@ from typing import Any
 import httpx
 
 from bench.learning_scenarios import Scenario, load_scenario
+from bench.report import keep_named
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.events.bus import EventBus
@@ -46,7 +47,6 @@ from metis_core.learning.replay_learning import ReplayLearner
 from metis_core.learning.settings import LearningSettings
 from metis_core.transport.retry import RetryPolicy
 
-RESULTS = Path(__file__).resolve().parent / "results"
 RIGHT, WRONG = "Here is the result.", "Here is a result with a mistake."
 DROPPED_SUCCESS = 0.4
 """The cheap model's success on the kinds it suits after its quality drops."""
@@ -324,11 +324,7 @@ def main() -> None:
     result = {"bench": "learning-cold", "when": runs[0]["when"], "sessions": args.sessions,
               "budget_usd": args.budget_usd, "patterns": patterns, "stratified_mix": not args.iid_mix,
               "summary": [_line(r) for r in runs], "runs": runs}
-    text = json.dumps(result, indent=2)
-    print(text)
-    if not args.no_save:
-        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-        (RESULTS / f"learning-cold-{stamp}.json").write_text(text + "\n")
+    keep_named("learning-cold", result, save=not args.no_save)
 
 
 if __name__ == "__main__":

@@ -28,13 +28,13 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from bench.bench_store import _TURN_STARTED
+from bench.report import keep_named
 from metis_core.events.bus import EventBus
 from metis_core.events.catalog import make_event
 from metis_core.gateway.keys import KeyService, KeyTerms
 from metis_core.store.gateway_keys import open_gateway_key_store
 from metis_core.trace import TraceStore
 
-RESULTS = Path(__file__).resolve().parent / "results"
 BATCH = 100
 """Events per committed transaction in the throughput run (the trace batcher's usual size; --batch)."""
 SINGLE_EVENTS = 200
@@ -158,9 +158,7 @@ def main() -> None:
                 serve.wait(30)
     finally:
         server.stop()
-    print(json.dumps(result, indent=2))
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
-    (RESULTS / f"live-feed-{stamp}.json").write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    keep_named("live-feed", result)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,12 @@ def write_json(result: dict[str, Any], directory: Path = RESULTS_DIR) -> Path:
         merged["cases"] = sorted(set(previous.get("cases", [])) | ran)
     latest.write_text(json.dumps(merged, indent=2, ensure_ascii=False) + "\n")
     return path
+
+
+def keep_named(name: str, result: dict[str, Any], save: bool = True) -> None:
+    """A standalone bench's result: printed, and kept as results/NAME-<UTC stamp>.json unless not `save`."""
+    text = json.dumps(result, indent=2)
+    print(text)
+    if save:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
+        (RESULTS_DIR / f"{name}-{stamp}.json").write_text(text + "\n", encoding="utf-8")
