@@ -23,7 +23,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.callgrind import instructions_per, switch
+from bench.callgrind import against_budget, instructions_per, switch
 
 WARMUP = 200
 TARGET_RATIO = 1.25
@@ -138,8 +138,7 @@ def report(counts: dict[str, float], floor_name: str) -> list[str]:
         least = floor + counts[HANDWRITTEN]
         lines.append(f"floor + hand-written mapping {least:,.0f} ({least / floor:.2f}x): a per-call mapping's least")
     if "metis-core" in counts:
-        over = counts["metis-core"] - TARGET_RATIO * floor
-        verdict = f"{over:,.0f} over" if over > 0 else f"{-over:,.0f} under"
+        verdict = against_budget(counts["metis-core"], TARGET_RATIO * floor)
         lines.append(f"metis-core is {verdict} {TARGET_RATIO:g}x the floor's instructions")
     return lines
 

@@ -36,3 +36,9 @@ def totals_per_call(callgrind_out: str, calls: int) -> float:
     """The `totals:` line of a callgrind output file, per counted call."""
     line = next((x for x in callgrind_out.splitlines() if x.startswith("totals:")), "totals: 0")
     return int(line.split()[1]) / calls
+
+
+def against_budget(instructions: float, budget: float) -> str:
+    """`1,234 over` or `1,234 under`: how far metis-core's count is from its budget."""
+    over = instructions - budget
+    return f"{over:,.0f} over" if over > 0 else f"{-over:,.0f} under"

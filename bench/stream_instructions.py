@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.callgrind import instructions_per, switch
+from bench.callgrind import against_budget, instructions_per, switch
 
 WARMUP = 3
 TARGET_RATIO = 0.85
@@ -100,8 +100,7 @@ def report(provider: str, counts: dict[str, float], floor_name: str) -> list[str
         lines.append(f"  {name:<20}{value:>22,.0f}{value / floor:>9.2f}x")
     if "metis-core" in counts:
         budget = floor / TARGET_RATIO
-        over = counts["metis-core"] - budget
-        verdict = f"{over:,.0f} over" if over > 0 else f"{-over:,.0f} under"
+        verdict = against_budget(counts["metis-core"], budget)
         lines.append(f"  metis-core is {verdict} the floor/{TARGET_RATIO:g} budget ({budget:,.0f})")
     return lines
 
