@@ -71,6 +71,12 @@ class ScrubbingStream:
         return getattr(self.target, "encoding", "utf-8") or "utf-8"
 
 
+def _console(stream: ScrubbingStream) -> Console:
+    from rich.console import Console
+
+    return Console(file=stream, soft_wrap=True, highlight=False)  # type: ignore[arg-type]
+
+
 class Terminal:
     """The two consoles of one command invocation (built per call: tests swap sys.stdout), each made
     on first use."""
@@ -86,15 +92,11 @@ class Terminal:
 
     @cached_property
     def out(self) -> Console:
-        from rich.console import Console
-
-        return Console(file=self.scrubber, soft_wrap=True, highlight=False)  # type: ignore[arg-type]
+        return _console(self.scrubber)
 
     @cached_property
     def err(self) -> Console:
-        from rich.console import Console
-
-        return Console(file=self.error_stream, soft_wrap=True, highlight=False)  # type: ignore[arg-type]
+        return _console(self.error_stream)
 
     @property
     def out_is_terminal(self) -> bool:
