@@ -31,7 +31,7 @@ def learning_backend() -> str:
 
 
 class Store:
-    """The two reads the advisor makes, over a list of outcomes of one fingerprint."""
+    """The reads the advisor makes, over a list of outcomes of one fingerprint."""
 
     def __init__(self) -> None:
         self.rows: list[Outcome] = []
@@ -44,6 +44,9 @@ class Store:
 
     def neighbors(self, fp: Fingerprint, k: int, max_distance: float) -> list[tuple[StoredFingerprint, float]]:
         return [(self.fp, 0.0)]
+
+    def fingerprints(self) -> list[StoredFingerprint]:
+        return [self.fp]
 
     def outcomes(self, ids: list[str]) -> list[Outcome]:
         return list(self.rows)

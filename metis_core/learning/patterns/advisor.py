@@ -47,6 +47,7 @@ class PatternAdvisor:
         self.settings = settings or store.settings
         self.embed = embed
         self.explorer = explorer
+        self._family_of: dict[str, str] = {}
 
     def evidence(self, needs: TurnNeeds, now_us: int | None = None) -> Neighbourhood:
         """The neighbouring fingerprints of turns like this one and each model's evidence on them."""
@@ -69,10 +70,19 @@ class PatternAdvisor:
         regimes: dict[str, Regime] = {}
         if s.recent_outcomes and s.change_threshold:
             for model in sorted({o.model for o in outcomes}):
-                regime = regime_began(self.store.latest_outcomes(model, s.recent_outcomes), s)
+                latest = self.store.latest_outcomes(model, s.recent_outcomes)
+                regime = regime_began(latest, s, self.families({o.fingerprint_id for o in latest}))
                 if regime is not None:
                     regimes[model] = regime
         return tally(outcomes, closeness, s, now_us or _now_us(), regimes)
+
+    def families(self, fingerprint_ids: set[str]) -> dict[str, str]:
+        """Each stored fingerprint's family (its leading verb), read again only when one of
+        `fingerprint_ids` is new to it: a stored fingerprint's features never change."""
+        if not fingerprint_ids <= self._family_of.keys():
+            for stored in self.store.fingerprints():
+                self._family_of[stored.id] = str(stored.fingerprint.features.get("lead", ""))
+        return self._family_of
 
     def recommend(self, needs: TurnNeeds, *, explore: bool = True) -> PatternRecommendation | None:
         s = self.settings

@@ -4,9 +4,10 @@ An outcome's weight is its closeness (1 − distance) times its decay: halved ev
 `half_life_outcomes` newer outcomes of the same model in the neighbourhood and every
 `half_life_days` of age. A change-point test (a two-sided CUSUM of each score against the
 posterior of the model's scores before it) runs on the neighbourhood and on the model's latest
-outcomes on all turns; past a change only the scores since count. A model whose quality changes
-therefore loses (or regains) its standing within a few of its own turns, and evidence no one
-refreshes fades back to the prior.
+outcomes on all turns, where a falling test on the families of turns the model holds joins it;
+past a change only the scores since count. A model whose quality changes therefore loses (or
+regains) its standing within a few of its own turns, and evidence no one refreshes fades back to
+the prior.
 Scores in [0, 1] count as fractional successes: Beta(1 + Σ w·score, 1 + Σ w·(1 − score)).
 """
 
@@ -15,7 +16,7 @@ from __future__ import annotations
 import bisect
 import math
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from metis_core.learning.patterns.store import Outcome
@@ -92,9 +93,10 @@ def decay(rank: int, age_us: int, settings: PatternSettings) -> float:
     return by_rank * by_age
 
 
-def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings) -> int:
+def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings, *,
+                 held_falls_only: bool = False) -> int:
     """Where a model's current regime begins in `stream` (its scores oldest first, each with the
-    group it belongs to: a fingerprint); 0 when no change was found.
+    group it belongs to: a fingerprint, or a family of them); 0 when no change was found.
 
     A two-sided Bernoulli CUSUM against the posterior of the regime so far: each score is weighed
     against its own group's mean over the regime before the current run of evidence (needing
@@ -102,17 +104,22 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings)
     lower (or higher) against that mean. When the sum passes `change_threshold`, a change
     happened where the run began, and only the scores from there on form the new regime. A falling
     score counts against a threshold raised by `change_failure_scale` × its baseline's failure share:
-    a kind that fails now and then needs a longer run of failures than one that never failed."""
+    a kind that fails now and then needs a longer run of failures than one that never failed.
+    `held_falls_only`: test falls only, and only on groups the model holds (a baseline mean of at
+    least `success_floor`); the scores of the other groups join their baselines untested."""
     if not settings.change_threshold or not settings.change_margin:
         return 0
+    shifts = (-settings.change_margin,) if held_falls_only else (-settings.change_margin, settings.change_margin)
     sums: dict[str, list[tuple[int, float, int]]] = defaultdict(list)  # group → (index, Σ score, failures)
     for index, (group, score) in enumerate(stream):
         before = sums[group][-1] if sums[group] else (0, 0.0, 0)
         sums[group].append((index, before[1] + score, before[2] + (score < 0.5)))
     regime, runs, totals = 0, [0, 0], [0.0, 0.0]  # run starts and sums: [falling, rising]
     for index, (group, score) in enumerate(stream):
-        for side, shift in enumerate((-settings.change_margin, settings.change_margin)):
+        for side, shift in enumerate(shifts):
             count, successes, failures = _baseline(sums[group], regime, runs[side])
+            if held_falls_only and (1.0 + successes) / (2.0 + count) < settings.success_floor:
+                count = 0  # a kind the model does not hold: nothing of it to lose
             if count < settings.change_baseline:  # too little to test against yet: this score joins the
                 if totals[side] <= 0:  # baseline, unless a run is under way (pulling its start past this
                     runs[side] = index + 1  # score would put a change's first scores in other kinds' baselines)
@@ -155,12 +162,31 @@ class Regime:
     mean: float
 
 
-def regime_began(newest_first: Sequence[Outcome], settings: PatternSettings) -> Regime | None:
+def model_regime_start(stream: Sequence[tuple[str, str, float]], settings: PatternSettings) -> int:
+    """Where a model's current regime begins in its latest scores on all turns (`stream`: oldest
+    first, each with its fingerprint and its family); 0 when no change was found.
+
+    Two tests run, and the regime begins at the later change either finds. The first weighs each
+    score against its own fingerprint's baseline, both ways. Spread over many fingerprints, most hold
+    too few scores to test against, so a drop on every kind the model suits shows there only late.
+    The second, the held test, pools the fingerprints of a family (no neighbourhood spans two) and
+    looks for a fall on the families the model holds: a drop spread thinly over them adds up there,
+    while kinds the model fails on anyway, and any rise, are left to the first test."""
+    by_fingerprint = regime_start([(fp, score) for fp, _, score in stream], settings)
+    held = regime_start([(family, score) for _, family, score in stream], settings, held_falls_only=True)
+    return max(by_fingerprint, held)
+
+
+def regime_began(newest_first: Sequence[Outcome], settings: PatternSettings,
+                 family_of: Mapping[str, str] | None = None) -> Regime | None:
     """When one model's current regime began, from its latest outcomes on all turns (newest first),
     and its outcomes since; None when no change was found. A change that shows on every kind at
-    once (a new version, an outage of quality) is seen sooner across them all."""
+    once (a new version, an outage of quality) is seen sooner across them all. `family_of`: each
+    fingerprint id's family (its leading verb); a fingerprint missing from it is a family of its own."""
     oldest_first = [o for o in reversed(newest_first) if o.score is not None]
-    start = regime_start([(o.fingerprint_id, o.score or 0.0) for o in oldest_first], settings)
+    families = family_of or {}
+    start = model_regime_start([(o.fingerprint_id, families.get(o.fingerprint_id, o.fingerprint_id), o.score or 0.0)
+                                for o in oldest_first], settings)
     if not 0 < start < len(oldest_first):
         return None
     since = [o.score or 0.0 for o in oldest_first[start:]]
