@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from metis_core.errors import MessageInvariantError, SessionInvariantError
-from metis_core.messages.blocks import ToolResultBlock, ToolUseBlock
+from metis_core.messages.blocks import ProviderToolCallBlock, ToolResultBlock, ToolUseBlock
 
 if TYPE_CHECKING:
     from metis_core.messages.message import Message
@@ -42,12 +42,12 @@ def message_violations(message: Message) -> list[str]:
         found.append(f"{role} message has no content blocks")
     allowed = ALLOWED_BLOCKS[role]
     for index, block in enumerate(content):
-        kind = block.type  # says the class: isinstance on a pydantic class runs its metaclass's check in Python
+        kind = block.type  # the tag first: isinstance on a pydantic class runs its metaclass's check in Python
         if kind not in allowed:
             found.append(f"content[{index}]: {kind} block is not allowed in a {role} message")
-        if kind == "tool_use" and (not block.id or not block.name):
+        if kind == "tool_use" and isinstance(block, ToolUseBlock) and (not block.id or not block.name):
             found.append(f"content[{index}]: tool_use has an empty id or name (id={block.id!r}, name={block.name!r})")
-        elif kind == "provider_tool_call" and not block.name:
+        elif kind == "provider_tool_call" and isinstance(block, ProviderToolCallBlock) and not block.name:
             found.append(f"content[{index}]: provider_tool_call {block.id!r} has no name")
     meta = message.metadata
     if role == "tool":
@@ -57,7 +57,7 @@ def message_violations(message: Message) -> list[str]:
             found.append("tool message has no metadata.parent_tool_use_id")
         else:
             for block in content:
-                if block.type == "tool_result" and block.tool_use_id != meta.parent_tool_use_id:
+                if isinstance(block, ToolResultBlock) and block.tool_use_id != meta.parent_tool_use_id:
                     found.append(
                         f"tool_result answers {block.tool_use_id} but parent_tool_use_id is "
                         f"{meta.parent_tool_use_id}"

@@ -80,11 +80,10 @@ def _needs_no_repair(messages: list[Message]) -> bool:
             return False
         for block in content:
             # the exact classes first: isinstance on a pydantic class runs its metaclass's check in Python
-            kind = type(block)
-            if kind is TextBlock or (kind is not ToolUseBlock and isinstance(block, TextBlock)):
+            if type(block) is TextBlock or (type(block) is not ToolUseBlock and isinstance(block, TextBlock)):
                 if not block.text:
                     return False
-            elif kind is ToolUseBlock or isinstance(block, ToolUseBlock):
+            elif type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
                 use_id = block.id
                 if message.metadata.status is not _COMPLETE or use_id in seen_uses:
                     return False

@@ -10,7 +10,7 @@ responses (response.py) or read wire requests back (request_reader.py).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -269,8 +269,9 @@ class _InputWriter:
 
     def _user(self, message: Message) -> dict[str, Any] | None:
         blocks = message.content
-        if len(blocks) == 1 and _is_text(blocks[0]):
-            return {"role": "user", "content": blocks[0].text}
+        first = blocks[0] if len(blocks) == 1 else None
+        if _is_text(first):
+            return {"role": "user", "content": first.text}
         parts = self._parts(message, blocks, None)
         return {"role": "user", "content": parts} if parts else None
 
@@ -318,27 +319,28 @@ class _InputWriter:
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
         text_run: list[str] = []
-        run_kept = kept = _NOTHING_KEPT
+        run_kept = _NOTHING_KEPT
         thinking_seen = text_seen = 0
         for index, block in enumerate(message.content):
-            kind = type(block)
-            is_text = kind is TextBlock or (kind is not ToolUseBlock and isinstance(block, TextBlock))
-            citations = None
-            if is_text:
+            if _is_text(block):
                 kept = text_parts.get(str(text_seen), _NOTHING_KEPT) if text_parts else _NOTHING_KEPT
                 text_seen += 1
                 citations = block.citations
-            if text_run and (not is_text or citations or kept != run_kept
-                             or "logprobs" in run_kept):  # a part's logprobs belong to its text alone
+                if text_run and (citations or kept != run_kept
+                                 or "logprobs" in run_kept):  # a part's logprobs belong to its text alone
+                    out.append(_assistant_text("".join(text_run), run_kept))
+                    text_run = []
+                if citations:
+                    out.append(self._cited_text(message, index, block, kept))
+                else:
+                    text_run.append(block.text)
+                    run_kept = kept
+                continue
+            if text_run:
                 out.append(_assistant_text("".join(text_run), run_kept))
                 text_run = []
-            if is_text and not citations:
-                text_run.append(block.text)
-                run_kept = kept
-            elif kind is ToolUseBlock or isinstance(block, ToolUseBlock):
+            if type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
                 out.append(self._call(block, recorded))
-            elif is_text:
-                out.append(self._cited_text(message, index, block, kept))
             elif isinstance(block, HOSTED_CLASSES):
                 if replayable(block, PROVIDER, API):
                     out.append(block.payload)  # this API's own item, exactly as it sent it
@@ -436,8 +438,9 @@ class _InputWriter:
             call_id = self.wire_id(use_id)
             parts = block.content
             output: str | list[dict[str, Any]]
-            if len(parts) == 1 and _is_text(parts[0]):
-                output = parts[0].text
+            first = parts[0] if len(parts) == 1 else None
+            if _is_text(first):
+                output = first.text
             elif any(isinstance(part, ImageBlock) for part in parts):
                 output = self._parts(message, list(parts), index)
             else:
@@ -470,8 +473,11 @@ class _InputWriter:
         return [item]
 
 
-def _is_text(block: Any) -> bool:
-    return type(block) is TextBlock or isinstance(block, TextBlock)  # the exact class first: one check, usually
+def _is_text(block: object) -> TypeGuard[TextBlock]:
+    """The exact class first (one check, usually): isinstance on a pydantic class runs its metaclass's check in
+    Python. A ToolUseBlock, the other usual block, is told apart without it."""
+    kind = type(block)
+    return kind is TextBlock or (kind is not ToolUseBlock and isinstance(block, TextBlock))
 
 
 def _without_unanswerable(items: list[dict[str, Any]], unanswerable: set[str]) -> list[dict[str, Any]]:
