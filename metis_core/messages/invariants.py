@@ -37,24 +37,26 @@ def message_violations(message: Message) -> list[str]:
     """Every §5.1/§5.3 rule the message breaks (empty when it is valid)."""
     role: str = message.role._value_  # the member's own value: `.value` is a descriptor call (~1 µs), per message
     found: list[str] = []
-    if role != "system" and not message.content:
+    content = message.content
+    if role != "system" and not content:
         found.append(f"{role} message has no content blocks")
     allowed = ALLOWED_BLOCKS[role]
-    for index, block in enumerate(message.content):
-        if block.type not in allowed:
-            found.append(f"content[{index}]: {block.type} block is not allowed in a {role} message")
-        if isinstance(block, ToolUseBlock) and (not block.id or not block.name):
+    for index, block in enumerate(content):
+        kind = block.type  # the tag first: isinstance on a pydantic class runs its metaclass's check in Python
+        if kind not in allowed:
+            found.append(f"content[{index}]: {kind} block is not allowed in a {role} message")
+        if kind == "tool_use" and isinstance(block, ToolUseBlock) and (not block.id or not block.name):
             found.append(f"content[{index}]: tool_use has an empty id or name (id={block.id!r}, name={block.name!r})")
-        elif isinstance(block, ProviderToolCallBlock) and not block.name:
+        elif kind == "provider_tool_call" and isinstance(block, ProviderToolCallBlock) and not block.name:
             found.append(f"content[{index}]: provider_tool_call {block.id!r} has no name")
     meta = message.metadata
     if role == "tool":
-        if len(message.content) != 1:
-            found.append(f"tool message must hold exactly one tool_result block, has {len(message.content)}")
+        if len(content) != 1:
+            found.append(f"tool message must hold exactly one tool_result block, has {len(content)}")
         if not meta.parent_tool_use_id:
             found.append("tool message has no metadata.parent_tool_use_id")
         else:
-            for block in message.content:
+            for block in content:
                 if isinstance(block, ToolResultBlock) and block.tool_use_id != meta.parent_tool_use_id:
                     found.append(
                         f"tool_result answers {block.tool_use_id} but parent_tool_use_id is "

@@ -128,7 +128,8 @@ def tool_input_violations(tool: ToolDefinition, tool_input: Any) -> list[str]:
     one the tool declared (a `multipleOf` said only in words is still enforced)."""
     shown = _schema_key(tool.input_schema)
     quick = _compiled_quick_check(shown)
-    lossy = any(change.lossy for change in tool.schema_changes)
+    changes = tool.schema_changes
+    lossy = bool(changes) and any(change.lossy for change in changes)
     if quick is not None and quick(tool_input) and not lossy:
         return []  # plainly valid: the full validator would find nothing (tool_input_fast.py)
     errors = list(_compiled_validator(shown).iter_errors(tool_input))

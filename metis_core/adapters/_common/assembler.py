@@ -319,11 +319,8 @@ class MessageAssembler:
         return [MessageComplete(message=message, stop_reason=stop_reason)]
 
     def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
-        dropped = sum(1 for slot in self._slots if slot.kind == "tool_use" and slot.tool_input is None)
-        if dropped and status is _COMPLETE:  # a tool call whose arguments were unusable
-            status = MessageStatus.PARTIAL
-            self.provider_raw.setdefault("incomplete", "invalid tool arguments")
         content: list[Any] = []
+        dropped = 0
         nameless = 0
         for slot in self._slots:
             if slot.kind == "text":
@@ -349,7 +346,10 @@ class MessageAssembler:
             elif slot.kind == "redacted_thinking":
                 content.append(slot.extra.get("built") or RedactedThinkingBlock(data="".join(slot.parts),
                                                                                 origin=self.origin))
-            elif slot.kind == "tool_use" and slot.tool_input is not None:
+            elif slot.kind == "tool_use":
+                if slot.tool_input is None:  # arguments that were unusable
+                    dropped += 1
+                    continue
                 if not slot.tool_name:  # nothing could run it and every provider refuses it as history
                     nameless += 1
                     continue
@@ -358,6 +358,9 @@ class MessageAssembler:
                     content.append(prechecked.tool_use_block(tool_id, name, tool_input))
                 else:
                     content.append(ToolUseBlock(id=tool_id, name=name, input=tool_input))
+        if dropped and status is _COMPLETE:  # a tool call whose arguments were unusable
+            status = MessageStatus.PARTIAL
+            self.provider_raw.setdefault("incomplete", "invalid tool arguments")
         ctx = self.context
         if nameless:
             log.warning("dropped %d tool call(s) without a name from %s", nameless, ctx.model,

@@ -63,27 +63,32 @@ def _needs_no_repair(messages: list[Message]) -> bool:
     seen_uses: set[str] = set()
     for message in messages:
         content = message.content
-        if message.role is _TOOL:
+        role = message.role
+        if role is _TOOL:
             if answered == len(awaiting) or len(content) != 1:
                 return False
             block = content[0]
-            if not isinstance(block, ToolResultBlock) or block.tool_use_id != awaiting[answered]:
+            if not (type(block) is ToolResultBlock or isinstance(block, ToolResultBlock)):
+                return False
+            if block.tool_use_id != awaiting[answered]:
                 return False
             answered += 1
             continue
         if answered != len(awaiting):
             return False  # a call is still unanswered
-        if not content and message.role is not _SYSTEM:
+        if not content and role is not _SYSTEM:
             return False
         for block in content:
-            if isinstance(block, TextBlock):
+            # the exact classes first: isinstance on a pydantic class runs its metaclass's check in Python
+            if type(block) is TextBlock or (type(block) is not ToolUseBlock and isinstance(block, TextBlock)):
                 if not block.text:
                     return False
-            elif isinstance(block, ToolUseBlock):
-                if message.metadata.status is not _COMPLETE or block.id in seen_uses:
+            elif type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
+                use_id = block.id
+                if message.metadata.status is not _COMPLETE or use_id in seen_uses:
                     return False
-                seen_uses.add(block.id)
-                awaiting.append(block.id)
+                seen_uses.add(use_id)
+                awaiting.append(use_id)
             elif isinstance(block, ToolResultBlock):
                 return False
     return answered == len(awaiting)

@@ -69,7 +69,10 @@ def provider_shaped_calls(provider_raw: dict[str, Any]) -> frozenset[str]:
         if type(record) is dict:
             shaped.update(record.get("client_calls") or ())
             shaped.update(record.get("custom_tool_calls") or ())
-    return frozenset(shaped)
+    return frozenset(shaped) if shaped else _NONE_SHAPED
+
+
+_NONE_SHAPED: Final[frozenset[str]] = frozenset()
 
 
 DIRECT_ROUTING_REASON = "direct adapter call (no routing engine)"

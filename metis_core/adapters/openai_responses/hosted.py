@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.adapters._common.hosted import hosted_wire, readable
+from metis_core.errors import CapabilityMismatchError
 from metis_core.messages import (
     BlockOrigin,
     Citation,
@@ -89,8 +90,6 @@ HOSTED_TOOL_WIRE: dict[str, dict[str, Any]] = {
 
 
 def hosted_tool_definitions(wanted: dict[str, dict[str, Any]], model: str) -> list[dict[str, Any]]:
-    from metis_core.errors import CapabilityMismatchError
-
     tools: list[dict[str, Any]] = []
     for name, settings in wanted.items():
         base = hosted_wire(HOSTED_TOOL_WIRE, name, model, "the Responses adapter enables")

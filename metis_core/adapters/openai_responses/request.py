@@ -10,7 +10,7 @@ responses (response.py) or read wire requests back (request_reader.py).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -25,7 +25,7 @@ from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
 from metis_core.adapters._common.strict_schema import is_strict_compatible
-from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.adapters.openai_responses import client_tools
 from metis_core.adapters.openai_responses.hosted import hosted_tool_definitions
@@ -181,6 +181,37 @@ def _warn_once(key: str, message: str) -> None:
 ADAPTER_NAME = f"{PROVIDER}/responses"
 
 
+def _summary_parts_by_block(raw: dict[str, Any]) -> dict[int, Any]:
+    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal; a dict
+    `{content_parts}` where the block's text was the item's reasoning_text content."""
+    return {
+        entry["block"]: {"content_parts": entry["content_parts"]} if "content_parts" in entry
+        else entry.get("summary_parts")
+        for entry in raw.get("reasoning") or ()
+        if isinstance(entry, dict) and entry.get("block") is not None
+    }
+
+
+class _Recorded:
+    """What provider_raw recorded of one assistant message for its replay (raw.py); most messages
+    carry none and share `_NOTHING_RECORDED`. Read-only."""
+
+    __slots__ = ("arguments", "callers", "client", "custom", "namespaces", "summary_parts", "text_parts")
+
+    def __init__(self, raw: dict[str, Any]) -> None:
+        self.custom: list[str] = raw.get("custom_tool_calls") or []
+        self.arguments: dict[str, str] = raw.get("arguments") or {}
+        self.client: dict[str, dict[str, Any]] = {**(raw.get("shell_calls") or {}), **(raw.get("client_calls") or {})}
+        self.summary_parts = _summary_parts_by_block(raw)
+        self.namespaces: dict[str, str] = raw.get("namespaces") or {}
+        self.callers: dict[str, dict[str, Any]] = raw.get("callers") or {}
+        self.text_parts: dict[str, dict[str, Any]] = raw.get("text_parts") or {}
+
+
+_NOTHING_RECORDED = _Recorded({})
+_NOTHING_KEPT: dict[str, Any] = {}
+
+
 class _InputWriter:
     """Walks a repaired history once, emitting input items and recording every drop."""
 
@@ -192,7 +223,8 @@ class _InputWriter:
         capabilities: AdapterCapabilities,
         dropped: list[DroppedBlock],
     ) -> None:
-        self.tool_ids = tool_ids
+        self.wire_id = RequestToolIds(tool_ids, PROVIDER, "openai")
+        """Canonical id -> call_id, each looked up once: a call and its output share it."""
         self.model = model
         self.session_id = session_id
         self.capabilities = capabilities
@@ -237,8 +269,9 @@ class _InputWriter:
 
     def _user(self, message: Message) -> dict[str, Any] | None:
         blocks = message.content
-        if len(blocks) == 1 and isinstance(blocks[0], TextBlock):
-            return {"role": "user", "content": blocks[0].text}
+        first = blocks[0] if len(blocks) == 1 else None
+        if _is_text(first):
+            return {"role": "user", "content": first.text}
         parts = self._parts(message, blocks, None)
         return {"role": "user", "content": parts} if parts else None
 
@@ -247,7 +280,7 @@ class _InputWriter:
         message, or against the tool_result block (`result_index`) for images inside a result."""
         parts: list[dict[str, Any]] = []
         for index, block in enumerate(blocks):
-            if isinstance(block, TextBlock):
+            if _is_text(block):
                 parts.append({"type": "input_text", "text": block.text})
             elif isinstance(block, ImageBlock):
                 image = self._image(message, index if result_index is None else result_index, block)
@@ -281,49 +314,42 @@ class _InputWriter:
 
     def _assistant(self, message: Message) -> list[dict[str, Any]]:
         raw = responses_raw(message)
-        custom: list[str] = raw.get("custom_tool_calls") or [] if raw else []
-        arguments: dict[str, str] = raw.get("arguments") or {} if raw else {}
-        client: dict[str, dict[str, Any]] = {**(raw.get("shell_calls") or {}), **(raw.get("client_calls") or {})}
-        summary_parts = _summary_parts_by_block(raw) if raw else {}
-        namespaces: dict[str, str] = raw.get("namespaces") or {} if raw else {}
-        callers: dict[str, dict[str, Any]] = raw.get("callers") or {} if raw else {}
+        recorded = _Recorded(raw) if raw else _NOTHING_RECORDED
+        text_parts = recorded.text_parts
         out: list[dict[str, Any]] = []
         reasoning_at: list[tuple[int, int]] = []  # (position in out, content index)
-        text_parts: dict[str, dict[str, Any]] = raw.get("text_parts") or {} if raw else {}
         text_run: list[str] = []
-        run_kept: dict[str, Any] = {}
+        run_kept = _NOTHING_KEPT
         thinking_seen = text_seen = 0
         for index, block in enumerate(message.content):
-            kept = text_parts.get(str(text_seen), {}) if isinstance(block, TextBlock) else {}
-            text_seen += isinstance(block, TextBlock)
-            if text_run and (not isinstance(block, TextBlock) or block.citations or kept != run_kept
-                             or "logprobs" in run_kept):  # a part's logprobs belong to its text alone
+            if _is_text(block):
+                kept = text_parts.get(str(text_seen), _NOTHING_KEPT) if text_parts else _NOTHING_KEPT
+                text_seen += 1
+                citations = block.citations
+                if text_run and (citations or kept != run_kept
+                                 or "logprobs" in run_kept):  # a part's logprobs belong to its text alone
+                    out.append(_assistant_text("".join(text_run), run_kept))
+                    text_run = []
+                if citations:
+                    out.append(self._cited_text(message, index, block, kept))
+                else:
+                    text_run.append(block.text)
+                    run_kept = kept
+                continue
+            if text_run:
                 out.append(_assistant_text("".join(text_run), run_kept))
                 text_run = []
-            if isinstance(block, TextBlock) and not block.citations:
-                text_run.append(block.text)
-                run_kept = kept
-                continue
-            if isinstance(block, HOSTED_CLASSES) and not replayable(block, PROVIDER, API):
-                text = text_for_other_target(self.drop, message, index, block)
-                if text:  # its own assistant item, so it never runs into the answer's text
-                    out.append({"role": "assistant", "content": text})
-            elif isinstance(block, TextBlock):
-                out.append(self._cited_text(message, index, block, kept))
+            if type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
+                out.append(self._call(block, recorded))
             elif isinstance(block, HOSTED_CLASSES):
-                out.append(block.payload)  # this API's own item, exactly as it sent it
-            elif isinstance(block, ToolUseBlock) and block.id in client:
-                self.client_calls[block.id] = client[block.id]
-                out.append(client[block.id])  # the client-run item exactly as it was sent
-            elif isinstance(block, ToolUseBlock):
-                call = self._call(block, custom, arguments)
-                if block.id in namespaces:
-                    call["namespace"] = namespaces[block.id]
-                if block.id in callers:  # a program's call: its output names the same caller
-                    call["caller"] = self.callers[block.id] = callers[block.id]
-                out.append(call)
+                if replayable(block, PROVIDER, API):
+                    out.append(block.payload)  # this API's own item, exactly as it sent it
+                else:
+                    text = text_for_other_target(self.drop, message, index, block)
+                    if text:  # its own assistant item, so it never runs into the answer's text
+                        out.append({"role": "assistant", "content": text})
             elif isinstance(block, ThinkingBlock):
-                item = self._reasoning(message, index, block, summary_parts.get(thinking_seen))
+                item = self._reasoning(message, index, block, recorded.summary_parts.get(thinking_seen))
                 thinking_seen += 1
                 if item is not None:
                     reasoning_at.append((len(out), index))
@@ -339,7 +365,7 @@ class _InputWriter:
             out.append(_assistant_text("".join(text_run), run_kept))
         # The API rejects a reasoning item sent without the item that followed it
         # (error__400_reasoning_item_without_following_item.json), so a trailing one is dropped.
-        for position, index in reversed(reasoning_at):
+        for position, index in reversed(reasoning_at) if reasoning_at else ():
             if position + 1 >= len(out):
                 del out[position]
                 self.drop(
@@ -358,16 +384,28 @@ class _InputWriter:
             note_foreign_citations(self.drop, message, index, block)
         return _assistant_text(block.text, kept, annotations)
 
-    def _call(self, block: ToolUseBlock, custom: list[str], arguments: dict[str, str]) -> dict[str, Any]:
-        call_id = self.tool_ids.provider_for(PROVIDER, block.id, "openai")
+    def _call(self, block: ToolUseBlock, recorded: _Recorded) -> dict[str, Any]:
+        """A client tool call: the client-run item it was, a custom (grammar) call, or a function call."""
+        block_id = block.id
+        if block_id in recorded.client:
+            self.client_calls[block_id] = recorded.client[block_id]
+            return recorded.client[block_id]  # the client-run item exactly as it was sent
+        call_id = self.wire_id(block_id)
         value = block.input
-        if block.id in custom and len(value) == 1 and isinstance(value.get("input"), str):
-            self.custom_calls.add(block.id)
-            return {"type": "custom_tool_call", "call_id": call_id, "name": block.name, "input": value["input"]}
-        original = arguments.get(block.id)
-        if original is None or not _same_json(original, value):
-            original = orjson.dumps(value).decode()
-        return {"type": "function_call", "call_id": call_id, "name": block.name, "arguments": original}
+        call: dict[str, Any]
+        if block_id in recorded.custom and len(value) == 1 and isinstance(value.get("input"), str):
+            self.custom_calls.add(block_id)
+            call = {"type": "custom_tool_call", "call_id": call_id, "name": block.name, "input": value["input"]}
+        else:
+            original = recorded.arguments.get(block_id)
+            if original is None or not _same_json(original, value):
+                original = orjson.dumps(value).decode()
+            call = {"type": "function_call", "call_id": call_id, "name": block.name, "arguments": original}
+        if block_id in recorded.namespaces:
+            call["namespace"] = recorded.namespaces[block_id]
+        if block_id in recorded.callers:  # a program's call: its output names the same caller
+            call["caller"] = self.callers[block_id] = recorded.callers[block_id]
+        return call
 
     def _reasoning(
         self, message: Message, index: int, block: ThinkingBlock, part_lengths: Any
@@ -394,28 +432,29 @@ class _InputWriter:
     def _tool_outputs(self, message: Message) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
         for index, block in enumerate(message.content):
-            if not isinstance(block, ToolResultBlock):
+            if type(block) is not ToolResultBlock and not isinstance(block, ToolResultBlock):
                 continue
-            call_id = self.tool_ids.provider_for(PROVIDER, block.tool_use_id, "openai")
+            use_id = block.tool_use_id
+            call_id = self.wire_id(use_id)
             parts = block.content
             output: str | list[dict[str, Any]]
-            if len(parts) == 1 and isinstance(parts[0], TextBlock):
-                output = parts[0].text
+            first = parts[0] if len(parts) == 1 else None
+            if _is_text(first):
+                output = first.text
             elif any(isinstance(part, ImageBlock) for part in parts):
                 output = self._parts(message, list(parts), index)
             else:
                 output = block.text()
-            client_call = self.client_calls.get(block.tool_use_id)
+            client_call = self.client_calls.get(use_id)
             if client_call is not None:
                 out.extend(self._client_output(message, index, block, client_call, call_id))
                 continue
-            kind = "custom_tool_call_output" if block.tool_use_id in self.custom_calls else "function_call_output"
+            kind = "custom_tool_call_output" if use_id in self.custom_calls else "function_call_output"
             item: dict[str, Any] = {"type": kind, "call_id": call_id, "output": output}
-            if block.tool_use_id in self.callers:
-                item["caller"] = self.callers[block.tool_use_id]
+            if use_id in self.callers:
+                item["caller"] = self.callers[use_id]
             out.append(item)
         return out
-
 
     def _client_output(self, message: Message, index: int, block: ToolResultBlock, call: dict[str, Any],
                        call_id: str) -> list[dict[str, Any]]:
@@ -434,19 +473,15 @@ class _InputWriter:
         return [item]
 
 
+def _is_text(block: object) -> TypeGuard[TextBlock]:
+    """The exact class first (one check, usually): isinstance on a pydantic class runs its metaclass's check in
+    Python. A ToolUseBlock, the other usual block, is told apart without it."""
+    kind = type(block)
+    return kind is TextBlock or (kind is not ToolUseBlock and isinstance(block, TextBlock))
+
+
 def _without_unanswerable(items: list[dict[str, Any]], unanswerable: set[str]) -> list[dict[str, Any]]:
     return [item for item in items if not (item.get("type") == "computer_call" and item.get("call_id") in unanswerable)]
-
-
-def _summary_parts_by_block(raw: dict[str, Any]) -> dict[int, Any]:
-    """Summary part lengths recorded per thinking block (see raw.py), keyed by block ordinal; a dict
-    `{content_parts}` where the block's text was the item's reasoning_text content."""
-    return {
-        entry["block"]: {"content_parts": entry["content_parts"]} if "content_parts" in entry
-        else entry.get("summary_parts")
-        for entry in raw.get("reasoning") or ()
-        if isinstance(entry, dict) and entry.get("block") is not None
-    }
 
 
 def _same_json(text: str, value: dict[str, Any]) -> bool:

@@ -319,6 +319,24 @@ def test_canonical_tool_ids_become_stable_openai_call_ids_and_issued_ids_come_ba
     assert first[2]["arguments"] == '{"a":1}'
 
 
+def test_adjacent_assistant_texts_go_as_one_item_until_a_call_or_a_different_phase_starts_another() -> None:
+    call_id = "tu_01JTEXTRUNCALL00000000000"
+    raw = {PROVIDER: {"text_parts": {"3": {"phase": "final_answer"}}}}
+    messages = [
+        user_message("go"),
+        assistant(TextBlock(text="a"), TextBlock(text="b"), ToolUseBlock(id=call_id, name="w", input={}),
+                  TextBlock(text="c"), TextBlock(text="d"), raw=raw),
+        tool_result_message(call_id, "done"),
+    ]
+    items = build(messages).body["input"]
+    assert items[1] == {"role": "assistant", "content": "ab"}
+    assert items[2]["type"] == "function_call"
+    assert items[3] == {"role": "assistant", "content": "c"}
+    assert items[4] == {"type": "message", "role": "assistant", "phase": "final_answer",
+                        "content": [{"type": "output_text", "text": "d", "annotations": []}]}
+    assert items[5]["type"] == "function_call_output" and items[5]["call_id"] == items[2]["call_id"]
+
+
 def test_custom_grammar_tool_calls_go_back_as_custom_calls_with_custom_outputs() -> None:
     use = ToolUseBlock(id="tu_01JCUSTOM000000000000000", name="math_exp", input={"input": "4 + 4"})
     messages = [
