@@ -102,7 +102,8 @@ print(json.dumps({"text": answer.text(), "priced": str(answer.metadata.usage.cos
 NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema",
                   "metis_core.models.registry_schema", "metis_core.provider_dsn", "metis_core.agent",
                   "metis_core.store", "metis_core.trace", "metis_core.cassettes", "metis_core.structured",
-                  "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning", "rfc8785")
+                  "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning", "rfc8785",
+                  "metis_core.layer_errors")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
