@@ -106,7 +106,9 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning", "rfc8785",
                   "metis_core.layer_errors", "metis_core.messages.schema_changes", "metis_core.adapters.client_streams",
                   "metis_core.adapters.stream_gate", "metis_core.adapters.whole_answer_stream",
-                  "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors")
+                  "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
+                  "metis_core.adapters.stream_response", "metis_core.transport.framing",
+                  "metis_core.transport.stream_bodies")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
