@@ -91,13 +91,14 @@ client = ModelClient(base_urls={"anthropic": URL}, api_keys={"anthropic": "sk-te
 options = AdapterOptions(model="anthropic:claude-sonnet-4-5", max_tokens=64)
 answer = client.complete([user_message("Say hello.")], options=options)
 from metis_core.config import DefaultsConfig, MetisConfig, ProviderConfig, SessionsConfig
-from metis_core.models.registry import ModelInfo
+from metis_core.models.registry import ModelInfo, ModelRegistry
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.messages import Message, MessageMetadata, RoutingDecisionRecord, TextBlock, Usage
 deferred = [MetisConfig, ProviderConfig, DefaultsConfig, SessionsConfig, ModelInfo, AdapterCapabilities, Message,
             MessageMetadata, RoutingDecisionRecord, TextBlock, Usage]
 print(json.dumps({"text": answer.text(), "priced": str(answer.metadata.usage.cost_usd),
                   "price_tables": len(client.prices._tables),
+                  "registries": sum(isinstance(o, ModelRegistry) for o in __import__("gc").get_objects()),
                   "modules": sorted(sys.modules), "built": [m.__name__ for m in deferred if m.__pydantic_complete__]}))
 """
 NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema",
@@ -135,6 +136,7 @@ def test_a_first_call_loads_only_what_it_uses_and_builds_no_schema_it_does_not_v
     second = runs[1]
     assert second["text"] == call_answer().text and second["priced"] not in ("None", "")
     assert second["price_tables"] == 1  # today's version of the price table, not every version's
+    assert second["registries"] == 1  # the price table folds ids through the client's registry, not a second one
     loaded = [m for m in second["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_FOR_A_CALL)]
     assert loaded == []
     assert second["built"] == []

@@ -165,6 +165,8 @@ class ModelClient:
             # a replayed 429 is retried as recorded, without waiting out its retry-after again
             self.retry = dataclasses.replace(self.retry, sleep=_no_wait, async_sleep=_ano_wait)
         self._registry = registry
+        self._registry_from_config = registry is None
+        """The registry is the config's own, built on first use: the price table folds ids through it too."""
         self._config = config
         self._adapters: dict[str, Adapter] = {}
         self._watches: dict[str, tuple[MetisConfig, tuple[dict[Any, Any], tuple[Any, ...]] | None]] = {}
@@ -210,7 +212,8 @@ class ModelClient:
         if self._prices == "default":
             from metis_core.models.pricing import PriceTable
 
-            self._prices = PriceTable.load(self.config)
+            canonical_id = self.registry.canonical_id if self._registry_from_config else None  # not a second one
+            self._prices = PriceTable.load(self.config, canonical_id=canonical_id)
         return self._prices
 
     def adapter(self, provider: str) -> Adapter:
