@@ -93,7 +93,7 @@ class UlidGenerator:
             if draws is not None:
                 drawn = draws.text()
                 random_head = drawn[:14]
-                self._tail = _PAIR_VALUES[drawn[14:]]
+                self._tail = int(drawn[14:].translate(_TO_BASE32_DIGITS), 32)  # once a millisecond: no table
                 self._high = None
             else:
                 random_head = self._encoded_random(self._random_bits())  # type: ignore[misc]
@@ -194,8 +194,6 @@ _BYTE_CHARS: Final = bytes(ord(_CROCKFORD[byte & 31]) for byte in range(256))
 """A byte's Crockford character, by its low 5 bits (`bytes.translate` table)."""
 _BELOW_16: Final = {char: _CROCKFORD[index & 15] for index, char in enumerate(_CROCKFORD)}
 """A character's value's low 4 bits, as a character: the first of a 79-bit random part."""
-_PAIR_VALUES: Final = {pair: value for value, pair in enumerate(_PAIRS)}
-"""Two characters' 10-bit value."""
 _TO_BASE32_DIGITS: Final = str.maketrans(_CROCKFORD, "0123456789ABCDEFGHIJKLMNOPQRSTUV")
 """Crockford characters to the digits `int(text, 32)` reads."""
 

@@ -91,18 +91,25 @@ client = ModelClient(base_urls={"anthropic": URL}, api_keys={"anthropic": "sk-te
 options = AdapterOptions(model="anthropic:claude-sonnet-4-5", max_tokens=64)
 answer = client.complete([user_message("Say hello.")], options=options)
 from metis_core.config import DefaultsConfig, MetisConfig, ProviderConfig, SessionsConfig
-from metis_core.models.registry import ModelInfo
+from metis_core.models.registry import ModelInfo, ModelRegistry
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.messages import Message, MessageMetadata, RoutingDecisionRecord, TextBlock, Usage
 deferred = [MetisConfig, ProviderConfig, DefaultsConfig, SessionsConfig, ModelInfo, AdapterCapabilities, Message,
             MessageMetadata, RoutingDecisionRecord, TextBlock, Usage]
 print(json.dumps({"text": answer.text(), "priced": str(answer.metadata.usage.cost_usd),
+                  "price_tables": len(client.prices._tables),
+                  "registries": sum(isinstance(o, ModelRegistry) for o in __import__("gc").get_objects()),
                   "modules": sorted(sys.modules), "built": [m.__name__ for m in deferred if m.__pydantic_complete__]}))
 """
 NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.models.price_schema",
                   "metis_core.models.registry_schema", "metis_core.provider_dsn", "metis_core.agent",
                   "metis_core.store", "metis_core.trace", "metis_core.cassettes", "metis_core.structured",
-                  "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning", "rfc8785")
+                  "metis_core.routing", "metis_core.cli", "metis_core.gateway", "metis_core.learning", "rfc8785",
+                  "metis_core.layer_errors", "metis_core.messages.schema_changes", "metis_core.adapters.client_streams",
+                  "metis_core.adapters.stream_gate", "metis_core.adapters.whole_answer_stream",
+                  "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
+                  "metis_core.adapters.stream_response", "metis_core.transport.framing",
+                  "metis_core.transport.stream_bodies")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
@@ -128,6 +135,8 @@ def test_a_first_call_loads_only_what_it_uses_and_builds_no_schema_it_does_not_v
             runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
     second = runs[1]
     assert second["text"] == call_answer().text and second["priced"] not in ("None", "")
+    assert second["price_tables"] == 1  # today's version of the price table, not every version's
+    assert second["registries"] == 1  # the price table folds ids through the client's registry, not a second one
     loaded = [m for m in second["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_FOR_A_CALL)]
     assert loaded == []
     assert second["built"] == []

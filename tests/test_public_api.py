@@ -25,9 +25,13 @@ def test_spec_names_are_importable_from_the_package() -> None:
 
 
 def test_every_error_class_is_exported() -> None:
-    source = Path(metis_core.__file__).with_name("errors.py").read_text()
-    for name in re.findall(r"^class ([A-Za-z]+)", source, re.MULTILINE):
-        assert getattr(metis_core, name).__name__ == name
+    import metis_core.errors
+
+    for module in ("errors.py", "layer_errors.py"):  # the layers' errors are re-exported by errors.py too
+        source = Path(metis_core.__file__).with_name(module).read_text()
+        for name in re.findall(r"^class ([A-Za-z]+)", source, re.MULTILINE):
+            assert getattr(metis_core, name).__name__ == name
+            assert getattr(metis_core.errors, name) is getattr(metis_core, name)
 
 
 def test_every_public_name_resolves() -> None:

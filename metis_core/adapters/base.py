@@ -18,7 +18,6 @@ from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.stream_response import translated_stream
 from metis_core.errors import ProviderError
 from metis_core.ids import new_ulid
 from metis_core.messages import (
@@ -32,7 +31,6 @@ from metis_core.messages import (
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
-from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.wire import WireChunk, WireResponse
 
 if TYPE_CHECKING:
@@ -208,6 +206,8 @@ class Adapter(ABC):
     def chunk_decoder(self) -> ChunkDecoder:
         """The framing decoder for one stream body: SSE or NDJSON by `framing`; an adapter with a binary
         framing (Bedrock's event stream) overrides this."""
+        from metis_core.transport.framing import NDJSONDecoder, SSEDecoder  # streams only: a call never loads it
+
         return SSEDecoder() if self.framing == "sse" else NDJSONDecoder()
 
     def sign_request(self, method: str, url: str, body: bytes, headers: dict[str, str]) -> dict[str, str]:
@@ -227,6 +227,8 @@ class Adapter(ABC):
         self, chunks: AsyncIterator[WireChunk], context: RequestContext
     ) -> AsyncIterator[StreamEvent]:
         """An async generator (adapters/stream_response.py)."""
+        from metis_core.adapters.stream_response import translated_stream
+
         return translated_stream(self.stream_translator(context), chunks)
 
     def stream_response_sync(

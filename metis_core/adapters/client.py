@@ -23,7 +23,6 @@ from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.adapters._common.token_estimate import survey_history, surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
-from metis_core.adapters.client_streams import feed_last, model_stream
 from metis_core.adapters.parse_guard import (
     PARSE_FAILURES,
     classify_checked,
@@ -32,8 +31,6 @@ from metis_core.adapters.parse_guard import (
     parse_response_checked,
 )
 from metis_core.adapters.registry import named_adapter_class
-from metis_core.adapters.stream_gate import FirstContentGate, annotate_failure
-from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
 from metis_core.models.capabilities import AdapterCapabilities
@@ -47,6 +44,7 @@ from metis_core.transport.wire import WireResponse
 if TYPE_CHECKING:
     import httpx
 
+    from metis_core.adapters.stream_gate import FirstContentGate
     from metis_core.cassettes.cassette import Cassette
     from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
@@ -167,6 +165,8 @@ class ModelClient:
             # a replayed 429 is retried as recorded, without waiting out its retry-after again
             self.retry = dataclasses.replace(self.retry, sleep=_no_wait, async_sleep=_ano_wait)
         self._registry = registry
+        self._registry_from_config = registry is None
+        """The registry is the config's own, built on first use: the price table folds ids through it too."""
         self._config = config
         self._adapters: dict[str, Adapter] = {}
         self._watches: dict[str, tuple[MetisConfig, tuple[dict[Any, Any], tuple[Any, ...]] | None]] = {}
@@ -212,7 +212,8 @@ class ModelClient:
         if self._prices == "default":
             from metis_core.models.pricing import PriceTable
 
-            self._prices = PriceTable.load(self.config)
+            canonical_id = self.registry.canonical_id if self._registry_from_config else None  # not a second one
+            self._prices = PriceTable.load(self.config, canonical_id=canonical_id)
         return self._prices
 
     def adapter(self, provider: str) -> Adapter:
@@ -510,6 +511,8 @@ class ModelClient:
         return self._stream_attempts(call, self._headers(call))
 
     def _stream_attempts(self, call: _PreparedCall, headers: dict[str, str]) -> Iterator[StreamEvent]:
+        from metis_core.adapters.stream_gate import FirstContentGate  # streams only: a call never loads it
+
         attempt = 0
         while True:
             gate = FirstContentGate(call.adapter.provider)
@@ -525,6 +528,10 @@ class ModelClient:
     def _stream_once(
         self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
     ) -> Iterator[StreamEvent]:
+        from metis_core.adapters.client_streams import feed_last
+        from metis_core.adapters.stream_gate import annotate_failure
+        from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
+
         adapter = call.adapter
         provider = adapter.provider
         with self._wire(call).stream(
@@ -593,6 +600,8 @@ class ModelClient:
     ) -> AsyncIterator[StreamEvent]:
         """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response.
         An async generator (adapters/client_streams.py)."""
+        from metis_core.adapters.client_streams import model_stream
+
         return model_stream(self, messages, model, tools, options, tool_ids, session_id, routing, capabilities)
 
     # --- lifecycle ---------------------------------------------------------------------------

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from enum import StrEnum
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from pydantic import BaseModel, ConfigDict, PrivateAttr, model_validator
 
-from metis_core.messages.schema_changes import SchemaChange
+if TYPE_CHECKING:  # a tool's schema changes load with its normalization, not with the model class
+    from metis_core.messages.schema_changes import SchemaChange
 
 
 class SideEffects(StrEnum):

@@ -151,21 +151,33 @@ def parse_price_data(data: Any, source: str) -> list[PriceVersion]:
 
 
 def checked_price_data(data: Mapping[str, Any]) -> list[PriceVersion]:
-    """Versions from data that parse_price_data already accepted, without validating them again."""
+    """Versions from data that parse_price_data already accepted, without validating them again.
+
+    Equal prices written alike share one Decimal: the table repeats a few dozen figures hundreds of times."""
+    prices: dict[Any, Decimal] = {}
     return [PriceVersion(raw["pricing_version"], raw["effective_from"], raw.get("note"),
-                         {key: None if entry is None else _checked_entry(entry)
+                         {key: None if entry is None else _checked_entry(entry, prices)
                           for key, entry in raw.get("models", {}).items()})
             for raw in data["versions"]]
 
 
-def _checked_entry(raw: Mapping[str, Any]) -> PriceEntry:
+def _checked_entry(raw: Mapping[str, Any], prices: dict[Any, Decimal]) -> PriceEntry:
     long = raw.get("long_context")
-    return PriceEntry(**_checked_rates(raw), long_context=None if long is None else LongContextPrice(
-        **_checked_rates(long), threshold_tokens=int(long["threshold_tokens"])))
+    return PriceEntry(**_checked_rates(raw, prices), long_context=None if long is None else LongContextPrice(
+        **_checked_rates(long, prices), threshold_tokens=int(long["threshold_tokens"])))
 
 
-def _checked_rates(raw: Mapping[str, Any]) -> dict[str, Any]:
-    return {kind: None if raw.get(kind) is None else exact_price(raw[kind]) for kind in (*RATE_KINDS, CACHE_WRITE_1H)}
+def _checked_rates(raw: Mapping[str, Any], prices: dict[Any, Decimal]) -> dict[str, Any]:
+    rates: dict[str, Any] = {}
+    for kind in (*RATE_KINDS, CACHE_WRITE_1H):
+        value = raw.get(kind)
+        if value is not None:
+            price = prices.get(value)
+            if price is None:
+                price = prices[value] = exact_price(value)
+            value = price
+        rates[kind] = value
+    return rates
 
 
 def read_price_file(path: Path) -> list[PriceVersion]:

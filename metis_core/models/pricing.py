@@ -278,18 +278,13 @@ class PriceTable:
     ) -> None:
         if not versions:
             raise PriceTableError("the price table has no versions")
-        ordered = sorted(versions, key=lambda v: v.effective_from)
-        self._dates = [v.effective_from for v in ordered]
+        self._versions = sorted(versions, key=lambda v: v.effective_from)
+        self._dates = [v.effective_from for v in self._versions]
         self._canonical = canonical_id or (lambda model_id: model_id)
-        self._tables: list[_VersionTable] = []
-        entries: dict[str, PriceEntry | None] = {}
-        for version in ordered:
-            entries.update(version.models)
-            priced: dict[str, PricedEntry] = {key: (entry, version, "") for key, entry in entries.items()
-                                              if entry is not None}
-            for key, entry in (overrides or {}).items():
-                priced[key] = (entry, version, USER_PRICING_SUFFIX)
-            self._tables.append(_VersionTable(priced))
+        self._overrides = dict(overrides or {})
+        self._tables: dict[int, _VersionTable] = {}
+        """Version index -> its complete table, made when a price in force then is first asked for (a
+        process prices today's calls: one version of many)."""
         self._resolved: dict[tuple[str, int], ModelPrice | None] = {}
         self._warned: set[str] = set()
 
@@ -333,9 +328,24 @@ class PriceTable:
             canonical = self._canonical(model_id)
         except MetisError:
             canonical = model_id
-        price = self._tables[index].find(model_id, canonical)
+        price = self._table(index).find(model_id, canonical)
         self._resolved[key] = price
         return price
+
+    def _table(self, index: int) -> _VersionTable:
+        """Version `index`'s table: every earlier version's entries with its own on top, then the overrides."""
+        table = self._tables.get(index)
+        if table is None:
+            version = self._versions[index]
+            entries: dict[str, PriceEntry | None] = {}
+            for earlier in self._versions[:index + 1]:
+                entries.update(earlier.models)
+            priced: dict[str, PricedEntry] = {key: (entry, version, "") for key, entry in entries.items()
+                                              if entry is not None}
+            for key, entry in self._overrides.items():
+                priced[key] = (entry, version, USER_PRICING_SUFFIX)
+            table = self._tables[index] = _VersionTable(priced)
+        return table
 
     def cost(self, usage: Usage, model_id: str, at: date | None = None) -> tuple[Decimal | None, str | None]:
         """(cost in USD, pricing_version), or (None, None) with a WARNING when there is no price."""

@@ -18,7 +18,6 @@ import httpx
 
 from metis_core.errors import NetworkError, TruncatedStreamError
 from metis_core.transport.clients import MetisAsyncClient, MetisClient
-from metis_core.transport.stream_bodies import httpx_chunks, opened_stream, raw_chunks
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
@@ -128,6 +127,8 @@ class AsyncByteStream:
 
     def aiter_raw(self) -> AsyncIterator[bytes]:
         """The body's chunks as they arrive (transport/stream_bodies.py: an async generator, interpreted)."""
+        from metis_core.transport.stream_bodies import raw_chunks  # streams only: a call never loads it
+
         return raw_chunks(self)
 
     async def release(self) -> None:
@@ -157,6 +158,8 @@ class _HttpxAsyncByteStream(AsyncByteStream):
         self._response = response
 
     def _chunks(self) -> AsyncIterator[bytes]:
+        from metis_core.transport.stream_bodies import httpx_chunks  # streams only: a call never loads it
+
         return httpx_chunks(self._response)
 
     async def _body(self) -> bytes:
@@ -348,6 +351,8 @@ class HttpTransport:
         provider: str = "unknown",
     ) -> AbstractAsyncContextManager[AsyncByteStream]:
         """A streaming request: `async with` it for the response, released when the block ends."""
+        from metis_core.transport.stream_bodies import opened_stream  # streams only: a call never loads it
+
         return opened_stream(self._open_stream(method, url, body, headers, timeout, provider))
 
     async def _open_stream(self, method: str, url: str, body: bytes, headers: Mapping[str, str],

@@ -20,9 +20,9 @@ from fixture_files import read_bytes
 from pydantic import BaseModel
 from support_servers import BASE_URLS, Reply, ScriptedTransport
 
-from metis_core.adapters import base as adapter_base  # where Adapter.chunk_decoder finds the decoders
 from metis_core.adapters.client import ModelClient
 from metis_core.messages import Message, Role, SideEffects, TextBlock, ToolDefinition
+from metis_core.transport import framing  # where Adapter.chunk_decoder finds the decoders, when it is called
 from metis_core.transport.framing import NDJSONDecoder, SSEDecoder
 from metis_core.transport.retry import RetryPolicy
 
@@ -90,8 +90,8 @@ class Spy:
         class SpyNDJSON(Spied, NDJSONDecoder):
             pass
 
-        monkeypatch.setattr(adapter_base, "SSEDecoder", SpySSE)
-        monkeypatch.setattr(adapter_base, "NDJSONDecoder", SpyNDJSON)
+        monkeypatch.setattr(framing, "SSEDecoder", SpySSE)
+        monkeypatch.setattr(framing, "NDJSONDecoder", SpyNDJSON)
 
     def take(self) -> list[bytes]:
         out, self.fed = self.fed, []

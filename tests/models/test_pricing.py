@@ -17,7 +17,7 @@ from fixture_files import read_json
 from metis_core.config import load_config
 from metis_core.errors import PriceTableError
 from metis_core.messages.metadata import Usage
-from metis_core.models.price_file import read_price_file
+from metis_core.models.price_file import checked_price_data, read_price_file
 from metis_core.models.pricing import PriceTable, default_price_table, price_usage
 from metis_core.models.usage_normalization import (
     normalize_anthropic_style,
@@ -151,6 +151,17 @@ def test_later_versions_inherit_earlier_entries(table: PriceTable) -> None:
     assert price is not None
     assert (price.pricing_version, price.effective_from) == ("2026-04-16", date(2026, 4, 16))
     assert price.per_million["input"] == Decimal("2.50")
+
+
+def test_a_checked_table_keeps_one_decimal_for_each_price_it_repeats() -> None:
+    data = {"versions": [{"pricing_version": "v1", "effective_from": date(2025, 1, 1), "models": {
+        "p:x": {"input": "3.00", "output": "15.00"}, "p:y": {"input": "3.00", "output": 15, "cache_read": "0.30"}}}]}
+    models = checked_price_data(data)[0].models
+    x, y = models["p:x"], models["p:y"]
+    assert x is not None and y is not None
+    assert x.input is y.input and str(x.input) == "3.00"  # one value, written as the table writes it
+    assert x.output == y.output == Decimal(15) and str(x.output) == "15.00" and str(y.output) == "15"
+    assert y.cache_read == Decimal("0.30") and x.cache_read is None
 
 
 def test_no_price_means_none_and_a_warning_never_a_silent_zero(

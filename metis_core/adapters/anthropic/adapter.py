@@ -5,10 +5,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
-from metis_core.adapters.anthropic.errors import classify_error
 from metis_core.adapters.anthropic.request import API, API_VERSION, PROVIDER, build_request
 from metis_core.adapters.anthropic.response import parse_response
-from metis_core.adapters.anthropic.stream import AnthropicStreamTranslator
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, ToolDefinition
@@ -40,6 +38,8 @@ class AnthropicAdapter(Adapter):
         return parse_response(response, context)
 
     def stream_translator(self, context: RequestContext) -> StreamTranslator:
+        from metis_core.adapters.anthropic.stream import AnthropicStreamTranslator  # streams only
+
         return AnthropicStreamTranslator(context)
 
     def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
@@ -48,6 +48,8 @@ class AnthropicAdapter(Adapter):
         return anthropic_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
+        from metis_core.adapters.anthropic.errors import classify_error  # error answers only
+
         return classify_error(response)
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:
