@@ -6,7 +6,7 @@ each carries its `BlockOrigin` (provider, API, model) next to the signature. Hos
 compaction and citation types (schema v2) live in hosted_blocks.py.
 """
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeGuard, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -123,3 +123,21 @@ BLOCK_TYPES: frozenset[str] = frozenset(
 )
 HOSTED_BLOCK_TYPES: frozenset[str] = frozenset({"provider_tool_call", "provider_tool_result", "compaction"})
 """Blocks holding a provider's own work, replayed only to their origin's provider and API."""
+
+BLOCK_CLASSES: frozenset[type] = frozenset({
+    TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock, ProviderToolCallBlock,
+    ProviderToolResultBlock, CompactionBlock,
+})  # fmt: skip
+"""The ContentBlock union's classes; none subclasses another (tests hold both to it)."""
+
+_Block = TypeVar("_Block")
+
+
+def is_block(block: object, cls: type[_Block]) -> TypeGuard[_Block]:
+    """`isinstance(block, cls)`, decided by the exact class when the block is of one of `BLOCK_CLASSES`: a
+    negative isinstance of a pydantic model runs ABCMeta's check in Python, and the walks that run on every
+    call ask it of most blocks. A block of any other class (a subclass) takes isinstance."""
+    kind = type(block)
+    if kind in BLOCK_CLASSES:
+        return kind is cls
+    return isinstance(block, cls)

@@ -19,7 +19,7 @@ from metis_core.adapters.anthropic.response import parse_response
 from metis_core.adapters.base import RequestContext
 from metis_core.gateway.shapes import anthropic_messages
 from metis_core.gateway.shapes.anthropic_messages import AnthropicMessagesShape
-from metis_core.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock
+from metis_core.messages import ContentBlock, Message, TextBlock, ThinkingBlock, ToolUseBlock, blocks
 from metis_core.models.pricing import default_price_table
 from metis_core.transport.wire import WireResponse
 
@@ -29,7 +29,7 @@ RESPONSES = wire_files("anthropic", "response")
 
 def test_the_exact_classes_are_the_content_block_union_and_none_subclasses_another() -> None:
     union = set(get_args(get_args(ContentBlock)[0]))
-    assert set(anthropic_messages._BLOCK_CLASSES) == union
+    assert set(blocks.BLOCK_CLASSES) == union
     for cls in union:
         for other in union - {cls}:
             assert not issubclass(cls, other), (cls, other)
@@ -45,7 +45,8 @@ def _answered(path: Any) -> tuple[Message, ToolIdMap]:
 def _bodies(message: Message, ids: ToolIdMap, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, Any]:
     fast = SHAPE.response_body(message, "claude-sonnet-4-5", ids)
     with monkeypatch.context() as patch:
-        patch.setattr(anthropic_messages, "_BLOCK_CLASSES", frozenset())  # every block through isinstance
+        for module in (blocks, anthropic_messages):  # every block through isinstance
+            patch.setattr(module, "BLOCK_CLASSES", frozenset())
         general = SHAPE.response_body(message, "claude-sonnet-4-5", ids)
     return fast, general
 

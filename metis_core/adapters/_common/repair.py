@@ -20,6 +20,7 @@ from metis_core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis_core.messages.blocks import is_block
 
 log = logging.getLogger("metis_core.adapters.repair")
 
@@ -68,9 +69,7 @@ def _needs_no_repair(messages: list[Message]) -> bool:
             if answered == len(awaiting) or len(content) != 1:
                 return False
             block = content[0]
-            if not (type(block) is ToolResultBlock or isinstance(block, ToolResultBlock)):
-                return False
-            if block.tool_use_id != awaiting[answered]:
+            if not is_block(block, ToolResultBlock) or block.tool_use_id != awaiting[answered]:
                 return False
             answered += 1
             continue
@@ -79,17 +78,16 @@ def _needs_no_repair(messages: list[Message]) -> bool:
         if not content and role is not _SYSTEM:
             return False
         for block in content:
-            # the exact classes first: isinstance on a pydantic class runs its metaclass's check in Python
-            if type(block) is TextBlock or (type(block) is not ToolUseBlock and isinstance(block, TextBlock)):
+            if is_block(block, TextBlock):
                 if not block.text:
                     return False
-            elif type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
+            elif is_block(block, ToolUseBlock):
                 use_id = block.id
                 if message.metadata.status is not _COMPLETE or use_id in seen_uses:
                     return False
                 seen_uses.add(use_id)
                 awaiting.append(use_id)
-            elif isinstance(block, ToolResultBlock):
+            elif is_block(block, ToolResultBlock):
                 return False
     return answered == len(awaiting)
 

@@ -10,7 +10,7 @@ responses (response.py) or read wire requests back (request_reader.py).
 from __future__ import annotations
 
 import logging
-from typing import Any, TypeGuard
+from typing import Any
 
 import orjson
 
@@ -47,6 +47,7 @@ from metis_core.messages import (
     ToolResultBlock,
     ToolUseBlock,
 )
+from metis_core.messages.blocks import is_block
 from metis_core.models.capabilities import AdapterCapabilities
 
 log = logging.getLogger("metis_core.adapters.openai_responses")
@@ -270,7 +271,7 @@ class _InputWriter:
     def _user(self, message: Message) -> dict[str, Any] | None:
         blocks = message.content
         first = blocks[0] if len(blocks) == 1 else None
-        if _is_text(first):
+        if is_block(first, TextBlock):
             return {"role": "user", "content": first.text}
         parts = self._parts(message, blocks, None)
         return {"role": "user", "content": parts} if parts else None
@@ -280,7 +281,7 @@ class _InputWriter:
         message, or against the tool_result block (`result_index`) for images inside a result."""
         parts: list[dict[str, Any]] = []
         for index, block in enumerate(blocks):
-            if _is_text(block):
+            if is_block(block, TextBlock):
                 parts.append({"type": "input_text", "text": block.text})
             elif isinstance(block, ImageBlock):
                 image = self._image(message, index if result_index is None else result_index, block)
@@ -322,7 +323,7 @@ class _InputWriter:
         run_kept = _NOTHING_KEPT
         thinking_seen = text_seen = 0
         for index, block in enumerate(message.content):
-            if _is_text(block):
+            if is_block(block, TextBlock):
                 kept = text_parts.get(str(text_seen), _NOTHING_KEPT) if text_parts else _NOTHING_KEPT
                 text_seen += 1
                 citations = block.citations
@@ -339,7 +340,7 @@ class _InputWriter:
             if text_run:
                 out.append(_assistant_text("".join(text_run), run_kept))
                 text_run = []
-            if type(block) is ToolUseBlock or isinstance(block, ToolUseBlock):
+            if is_block(block, ToolUseBlock):
                 out.append(self._call(block, recorded))
             elif isinstance(block, HOSTED_CLASSES):
                 if replayable(block, PROVIDER, API):
@@ -439,7 +440,7 @@ class _InputWriter:
             parts = block.content
             output: str | list[dict[str, Any]]
             first = parts[0] if len(parts) == 1 else None
-            if _is_text(first):
+            if is_block(first, TextBlock):
                 output = first.text
             elif any(isinstance(part, ImageBlock) for part in parts):
                 output = self._parts(message, list(parts), index)
@@ -471,13 +472,6 @@ class _InputWriter:
                       "(an image block in its tool result); the call and this result are left out")
             return []
         return [item]
-
-
-def _is_text(block: object) -> TypeGuard[TextBlock]:
-    """The exact class first (one check, usually): isinstance on a pydantic class runs its metaclass's check in
-    Python. A ToolUseBlock, the other usual block, is told apart without it."""
-    kind = type(block)
-    return kind is TextBlock or (kind is not ToolUseBlock and isinstance(block, TextBlock))
 
 
 def _without_unanswerable(items: list[dict[str, Any]], unanswerable: set[str]) -> list[dict[str, Any]]:

@@ -9,7 +9,7 @@ thinking are written where they stand (`whole_block` events), its citations as `
 
 from __future__ import annotations
 
-from typing import Any, TypeGuard, TypeVar
+from typing import Any, TypeGuard
 
 import orjson
 
@@ -24,12 +24,9 @@ from metis_core.gateway.shapes.base import InboundRequest, InboundShape, StreamW
 from metis_core.ids import new_ulid
 from metis_core.messages import (
     CitationDelta,
-    CompactionBlock,
-    ImageBlock,
     Message,
     MessageComplete,
     ProviderToolCallBlock,
-    ProviderToolResultBlock,
     RedactedThinkingBlock,
     StreamError,
     StreamEvent,
@@ -37,7 +34,6 @@ from metis_core.messages import (
     TextDelta,
     ThinkingBlock,
     ThinkingDelta,
-    ToolResultBlock,
     ToolUseBlock,
     ToolUseEnd,
     ToolUseInputDelta,
@@ -46,6 +42,7 @@ from metis_core.messages import (
     UsageUpdate,
     WholeBlock,
 )
+from metis_core.messages.blocks import BLOCK_CLASSES, is_block
 
 _STOP_REASONS = {"end_turn", "max_tokens", "stop_sequence", "tool_use", "refusal", "pause_turn"}
 ERROR_TYPES = {
@@ -71,27 +68,10 @@ def _usage(usage: Usage | None) -> dict[str, int]:
     }  # fmt: skip
 
 
-_Block = TypeVar("_Block")
-_BLOCK_CLASSES: frozenset[type] = frozenset({
-    TextBlock, ToolUseBlock, ToolResultBlock, ImageBlock, ThinkingBlock, RedactedThinkingBlock, ProviderToolCallBlock,
-    ProviderToolResultBlock, CompactionBlock,
-})  # fmt: skip
-"""The canonical block classes (the ContentBlock union's; a test holds the two to each other)."""
-
-
-def _is(block: object, kind: type, cls: type[_Block]) -> TypeGuard[_Block]:
-    """`isinstance(block, cls)` for a block of class `kind`, decided by `kind is cls` when `kind` is one of
-    the canonical block classes, none of which subclasses another (tests hold them to it): a negative
-    isinstance of a pydantic model goes through ABCMeta's check (four per answer). A named fast path
-    (docs/gateway.md "What it costs"); any other class takes isinstance."""
-    if kind in _BLOCK_CLASSES:
-        return kind is cls
-    return isinstance(block, cls)
-
-
-def _is_hosted(block: object, kind: type) -> TypeGuard[HostedBlock]:
-    """`isinstance(block, HOSTED_CLASSES)`, as `_is` decides it."""
-    if kind in _BLOCK_CLASSES:
+def _is_hosted(block: object) -> TypeGuard[HostedBlock]:
+    """`isinstance(block, HOSTED_CLASSES)`, decided as `is_block` decides it."""
+    kind = type(block)
+    if kind in BLOCK_CLASSES:
         return kind in HOSTED_CLASSES
     return isinstance(block, HOSTED_CLASSES)
 
@@ -118,19 +98,18 @@ class AnthropicMessagesShape(InboundShape):
         out: list[dict[str, Any]] = []
         call_fields = anthropic_call_fields(message)
         for block in message.content:
-            kind = type(block)  # `_is(block, kind, cls)`: isinstance(block, cls), by the exact class when it can
-            if _is(block, kind, TextBlock):
+            if is_block(block, TextBlock):
                 citations = cited(block, PROVIDER, API) if block.citations else None
                 out.append({"type": "text", "text": block.text, "citations": citations} if citations
                            else {"type": "text", "text": block.text})
-            elif _is_hosted(block, kind) and replayable(block, PROVIDER, API):
+            elif _is_hosted(block) and replayable(block, PROVIDER, API):
                 out.append(block.payload)  # Anthropic's own server-tool block, as it sent it: the client replays it
-            elif _is(block, kind, ToolUseBlock):
+            elif is_block(block, ToolUseBlock):
                 out.append({"type": "tool_use", "id": self.client_tool_id(tool_ids, block.id), "name": block.name,
                             "input": block.input, **call_fields.get(block.id, {})})
-            elif _is(block, kind, ThinkingBlock) and _signed(block):
+            elif is_block(block, ThinkingBlock) and _signed(block):
                 out.append({"type": "thinking", "thinking": block.text, "signature": block.signature or ""})
-            elif _is(block, kind, RedactedThinkingBlock) and _signed(block):
+            elif is_block(block, RedactedThinkingBlock) and _signed(block):
                 out.append({"type": "redacted_thinking", "data": redacted_data(block, API)})
         return out
 
