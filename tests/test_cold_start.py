@@ -109,7 +109,8 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.adapters.stream_gate", "metis_core.adapters.whole_answer_stream",
                   "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
                   "metis_core.adapters.stream_response", "metis_core.transport.framing",
-                  "metis_core.transport.stream_bodies")
+                  "metis_core.transport.stream_bodies", "metis_core.messages.tools",
+                  "metis_core.adapters.openai_chat.errors")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
@@ -140,3 +141,66 @@ def test_a_first_call_loads_only_what_it_uses_and_builds_no_schema_it_does_not_v
     loaded = [m for m in second["modules"] if any(m == name or m.startswith(name + ".") for name in NOT_FOR_A_CALL)]
     assert loaded == []
     assert second["built"] == []
+
+
+IMPORT_COMPILES = """
+import re
+import httpx, orjson, pydantic
+class Answer(pydantic.BaseModel):  # what pydantic compiles for any model (bench/coldstart.py's reference) is not ours
+    text: str
+before = set(re._cache)
+import metis_core.adapters.client, metis_core.adapters.anthropic.adapter, metis_core.adapters.openai_chat.adapter
+print(sorted(str(key[1]) for key in re._cache if key not in before))
+"""
+
+
+def test_the_call_path_compiles_no_regular_expression_at_import() -> None:
+    # Patterns a call may use (Claude model keys, Anthropic tool-id rules) go through re's own cache when first
+    # matched: module-level re.compile costs every process ~0.1 ms a pattern, used or not.
+    done = subprocess.run([sys.executable, "-c", IMPORT_COMPILES], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-600:]
+    assert done.stdout.strip() == "[]"
+
+
+CALL_PATH_CLASSES = """
+import dataclasses, enum, json, sys
+import pydantic
+import metis_core.adapters.client, metis_core.adapters.anthropic.adapter, metis_core.adapters.openai_chat.adapter
+kinds = {"dataclass": dataclasses.is_dataclass, "model": lambda c: issubclass(c, pydantic.BaseModel),
+         "enum": lambda c: issubclass(c, enum.Enum)}
+print(json.dumps({kind: sorted(name for module in list(sys.modules.values()) if module.__name__.startswith("metis_core")
+                               for name, value in vars(module).items() if isinstance(value, type)
+                               and value.__module__ == module.__name__ and test(value))
+                  for kind, test in kinds.items()}))
+"""
+CALL_PATH_DATACLASSES = ["AdapterOptions", "CitationDelta", "MessageComplete", "RequestContext", "RetryPolicy",
+                         "StreamError", "TextDelta", "ThinkingDelta", "ToolUseEnd", "ToolUseInputDelta", "ToolUseStart",
+                         "UsageUpdate", "WholeBlock", "WireRequest", "WireResponse"]
+"""Stream events are here because a Chat Completions answer is parsed through its stream translator."""
+CALL_PATH_MODELS = ["AdapterCapabilities", "BlockOrigin", "Citation", "CompactionBlock", "ExtraCallUsage", "ImageBlock",
+                    "ImageSource", "Message", "MessageMetadata", "ProviderToolCallBlock", "ProviderToolResultBlock",
+                    "RedactedThinkingBlock", "RoutingDecisionRecord", "TextBlock", "ThinkingBlock", "ToolResultBlock",
+                    "ToolUseBlock", "Usage", "UsageDetails"]
+CALL_PATH_ENUMS = ["ErrorClass", "MessageStatus", "Role", "RoutingMode", "StopReason"]
+
+
+def test_the_call_path_builds_only_the_classes_listed_here() -> None:
+    # Each class costs every process at import (bench/: ~2.4M instructions a 5-field dataclass, ~1.4M a deferred
+    # pydantic model plus its fields, ~0.9M a 5-member enum): one that only streams, errors or tools use
+    # (WireChunk, ToolDefinition, DroppedBlock as a dataclass) belongs off this path; a new one here is a choice.
+    done = subprocess.run([sys.executable, "-c", CALL_PATH_CLASSES], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-600:]
+    built = json.loads(done.stdout.strip().splitlines()[-1])
+    assert built == {"dataclass": CALL_PATH_DATACLASSES, "model": CALL_PATH_MODELS, "enum": CALL_PATH_ENUMS}
+
+
+def test_a_dropped_block_is_an_immutable_value() -> None:
+    from metis_core.adapters._common.lossy import DroppedBlock
+
+    drop = DroppedBlock("s1", "m1", 2, "image", "openai/chat_completions", "no images")
+    assert drop == DroppedBlock("s1", "m1", 2, "image", "openai/chat_completions", "no images")
+    assert drop != DroppedBlock("s1", "m1", 3, "image", "openai/chat_completions", "no images")
+    assert len({drop, DroppedBlock("s1", "m1", 2, "image", "openai/chat_completions", "no images")}) == 1
+    assert (drop.block_index, drop.block_type, drop.reason) == (2, "image", "no images")
+    with pytest.raises(AttributeError, match="immutable"):
+        drop.reason = "other"

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from metis_core.adapters.client import ModelClient, _PreparedCall
     from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
     from metis_core.models.capabilities import AdapterCapabilities
-    from metis_core.transport.wire import WireChunk
+    from metis_core.transport.framing import WireChunk
 
 
 def feed_last(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:

@@ -28,7 +28,8 @@ from metis_core.transport.wire import request_id_from_headers
 if TYPE_CHECKING:
     from metis_core.adapters.base import Adapter, RequestContext, StreamTranslator
     from metis_core.messages import Message, StreamEvent
-    from metis_core.transport.wire import WireChunk, WireResponse
+    from metis_core.transport.framing import WireChunk
+    from metis_core.transport.wire import WireResponse
 
 PARSE_FAILURES = (LookupError, TypeError, ValueError, AttributeError, ArithmeticError, RecursionError)
 """What a parser raises when a body is not the shape it reads (KeyError, IndexError, ...)."""

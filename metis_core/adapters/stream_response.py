@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
 from metis_core.messages import StreamEvent
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import StreamTranslator

@@ -7,7 +7,7 @@ table priced it. Unknown metadata fields from newer writers are kept, not droppe
 
 from decimal import Decimal
 from enum import StrEnum
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer
 
@@ -16,6 +16,12 @@ from metis_core.field_defaults import empty_list
 MAX_TOKEN_COUNT = 2**53 - 1
 """The largest token count a Usage holds: exact in JSON and a double, far past any real call.
 A provider reporting more (2^64 ...) has sent a malformed answer, and the adapter says so."""
+
+TokenCount = Annotated[int, Field(ge=0, le=MAX_TOKEN_COUNT)]
+"""A count of tokens or requests. One shared constraint: a `Field(ge=..., le=...)` per field makes
+pydantic build its constraint objects again for each of them when the class is created."""
+UsageTotal = Annotated[int, Field(le=MAX_TOKEN_COUNT)]
+"""A `Usage` total: bounded above only."""
 
 
 class MessageStatus(StrEnum):
@@ -73,11 +79,11 @@ class ExtraCallUsage(BaseModel):
 
     kind: str
     model: str | None = None
-    input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    output_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    cached_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    cache_creation_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    cache_write_1h_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    input_tokens: TokenCount = 0
+    output_tokens: TokenCount = 0
+    cached_input_tokens: TokenCount = 0
+    cache_creation_input_tokens: TokenCount = 0
+    cache_write_1h_tokens: TokenCount = 0
 
 
 class UsageDetails(BaseModel):
@@ -92,14 +98,14 @@ class UsageDetails(BaseModel):
 
     model_config = ConfigDict(defer_build=True)
 
-    cache_write_1h_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    web_search_requests: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    web_fetch_requests: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    audio_input_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    audio_output_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    accepted_prediction_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    rejected_prediction_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
-    tool_use_prompt_tokens: int = Field(default=0, ge=0, le=MAX_TOKEN_COUNT)
+    cache_write_1h_tokens: TokenCount = 0
+    web_search_requests: TokenCount = 0
+    web_fetch_requests: TokenCount = 0
+    audio_input_tokens: TokenCount = 0
+    audio_output_tokens: TokenCount = 0
+    accepted_prediction_tokens: TokenCount = 0
+    rejected_prediction_tokens: TokenCount = 0
+    tool_use_prompt_tokens: TokenCount = 0
     """Gemini's built-in tool prompt tokens, already counted in `input_tokens`."""
     modalities: dict[str, dict[str, int]] | None = None
     extra_calls: list[ExtraCallUsage] | None = None
@@ -117,11 +123,11 @@ class Usage(BaseModel):
 
     model_config = ConfigDict(defer_build=True)
 
-    input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
-    output_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
-    cached_input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
-    cache_creation_input_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
-    reasoning_tokens: int = Field(default=0, le=MAX_TOKEN_COUNT)
+    input_tokens: UsageTotal = 0
+    output_tokens: UsageTotal = 0
+    cached_input_tokens: UsageTotal = 0
+    cache_creation_input_tokens: UsageTotal = 0
+    reasoning_tokens: UsageTotal = 0
     """Already included in `output_tokens`; reported separately for analysis."""
     cost_usd: Decimal | None = None
     pricing_version: str | None = None

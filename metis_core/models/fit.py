@@ -9,10 +9,14 @@ not count tokens itself — the caller passes the adapter's estimate.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from metis_core.errors import CapabilityMismatchError
-from metis_core.messages import ImageBlock, Message, Role, ToolDefinition, ToolResultBlock, ToolUseBlock
+from metis_core.messages import ImageBlock, Message, Role, ToolResultBlock, ToolUseBlock
 from metis_core.models.capabilities import AdapterCapabilities
+
+if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
 
 _SYSTEM = Role.SYSTEM
 

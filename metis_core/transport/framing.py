@@ -4,14 +4,23 @@ Handles what real servers send: LF, CRLF or CR line endings (Gemini frames with 
 comment lines (OpenRouter keep-alives), multi-line `data:`, a UTF-8 BOM, and bytes split at any
 point, including inside a multi-byte character. It does not parse the JSON inside `data`.
 Bytes are held until a line is complete and only then decoded, so a character split across
-chunks is never cut.
+chunks is never cut. `WireChunk` lives here, with what makes them: only a stream has chunks, so a
+non-streaming call never builds the class.
 """
 
 from __future__ import annotations
 
-from metis_core.transport.wire import WireChunk
+from dataclasses import dataclass
 
 BOM = b"\xef\xbb\xbf"
+
+
+@dataclass(slots=True)
+class WireChunk:
+    """One framed stream unit: an SSE event (`event` name + `data`) or one NDJSON line (`data`)."""
+
+    data: str
+    event: str | None = None
 
 
 class SSEDecoder:

@@ -1,4 +1,4 @@
-"""Raw wire units shared by the transport and the adapters: a response and one stream chunk."""
+"""The raw wire unit shared by the transport and the adapters: a whole response (stream chunks are framing.py's)."""
 
 from __future__ import annotations
 
@@ -43,11 +43,3 @@ class WireResponse:
             status=self.status,
             request_id=request_id_from_headers(self.headers),
         )
-
-
-@dataclass(slots=True)
-class WireChunk:
-    """One framed stream unit: an SSE event (`event` name + `data`) or one NDJSON line (`data`)."""
-
-    data: str
-    event: str | None = None

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 from fixture_files import read_bytes
 
-from metis_core.transport.framing import NDJSONDecoder, SSEDecoder, decode_all
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import NDJSONDecoder, SSEDecoder, WireChunk, decode_all
 
 
 def feed_bytewise(body: bytes, decoder: SSEDecoder | NDJSONDecoder) -> list[WireChunk]:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from dataclasses import dataclass
 from threading import Lock
 from typing import TYPE_CHECKING
 
 from metis_core.errors import CriticalBlockDropError
+from metis_core.plain_values import PlainValue
 
 if TYPE_CHECKING:
     from metis_core.messages import Message
@@ -27,16 +27,21 @@ _seen: OrderedDict[tuple[str, str, int, str, str], None] = OrderedDict()
 _seen_lock = Lock()
 
 
-@dataclass(frozen=True, slots=True)
-class DroppedBlock:
+class DroppedBlock(PlainValue):
     """One block a target could not carry, left out of the request (§7.3)."""
 
+    __slots__ = ("adapter", "block_index", "block_type", "message_id", "reason", "session_id")
     session_id: str
     message_id: str
     block_index: int
     block_type: str
     adapter: str
     reason: str
+
+    def __init__(self, session_id: str, message_id: str, block_index: int, block_type: str, adapter: str,
+                 reason: str) -> None:
+        self._assign(session_id=session_id, message_id=message_id, block_index=block_index, block_type=block_type,
+                     adapter=adapter, reason=reason)
 
 
 def record_drop(

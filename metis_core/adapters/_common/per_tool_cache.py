@@ -9,9 +9,11 @@ definition's own `input_schema` that request bodies already reference: treat the
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeVar
 
-from metis_core.messages import ToolDefinition
+if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
+
 
 T = TypeVar("T")
 LIMIT = 4_096

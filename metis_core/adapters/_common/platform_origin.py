@@ -23,9 +23,10 @@ CLAUDE_SIGNERS: Final[dict[str, str]] = {"anthropic": "messages", "vertex_anthro
 MESSAGES_API: Final = "messages"
 CONVERSE_API: Final = "converse"
 
-_BEDROCK_CLAUDE = re.compile(r"(?:[a-z-]+\.)?anthropic\.(claude-[a-z0-9.-]+?)(?:-v\d+(?::[0-9a-z]+)*)?")
-"""`anthropic.claude-sonnet-4-20250514-v1:0`, with an optional geography prefix (`us.`, `eu.`, `global.`)."""
-_CLAUDE = re.compile(r"claude-[a-z0-9.@-]+")
+_BEDROCK_CLAUDE = r"(?:[a-z-]+\.)?anthropic\.(claude-[a-z0-9.-]+?)(?:-v\d+(?::[0-9a-z]+)*)?"
+"""`anthropic.claude-sonnet-4-20250514-v1:0`, with an optional geography prefix (`us.`, `eu.`, `global.`).
+This and `_CLAUDE` are compiled (by `re`, once) with the first thinking block that travels, not with the import."""
+_CLAUDE = r"claude-[a-z0-9.@-]+"
 
 OriginRule = Callable[[BlockOrigin], BlockOrigin | None]
 """An issuing origin -> the origin the translator should see, or None to leave the block as it is."""
@@ -41,10 +42,10 @@ def claude_model_key(model: str) -> str | None:
     provider, colon, rest = model.partition(":")
     name = rest if colon and provider in CLAUDE_SIGNERS else model  # a metis id: `bedrock:us.anthropic...`
     name = name.rsplit("/", 1)[-1] if name.startswith("arn:") else name
-    bedrock = _BEDROCK_CLAUDE.fullmatch(name)
+    bedrock = re.fullmatch(_BEDROCK_CLAUDE, name)
     if bedrock is not None:
         return bedrock.group(1)
-    return name.replace("@", "-") if _CLAUDE.fullmatch(name) else None
+    return name.replace("@", "-") if re.fullmatch(_CLAUDE, name) else None
 
 
 def claude_signed(origin: BlockOrigin | None) -> bool:

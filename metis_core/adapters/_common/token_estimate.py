@@ -9,7 +9,7 @@ same walk tells whether the history is already in repaired form, so the client w
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import orjson
 
@@ -24,11 +24,13 @@ from metis_core.messages import (
     Role,
     TextBlock,
     ThinkingBlock,
-    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
 )
 from metis_core.models.fit import HistoryShape
+
+if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
 
 _SYSTEM: Final = Role.SYSTEM
 _TOOL: Final = Role.TOOL

@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from metis_core.messages import ContentBlock, ToolDefinition, ToolUseBlock
+from metis_core.messages import ContentBlock, ToolUseBlock
+
+if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
 
 log = logging.getLogger("metis_core.adapters.tool_input")
 

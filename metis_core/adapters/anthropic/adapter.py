@@ -9,11 +9,12 @@ from metis_core.adapters.anthropic.request import API, API_VERSION, PROVIDER, bu
 from metis_core.adapters.anthropic.response import parse_response
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, StreamTranslator, WireRequest
 from metis_core.errors import ProviderError
-from metis_core.messages import Message, ToolDefinition
+from metis_core.messages import Message
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
     from metis_core.structured.plan import StructuredPlan
     from metis_core.structured.spec import OutputSpec
 

@@ -33,13 +33,13 @@ from metis_core.messages import (
     Role,
     TextBlock,
     ThinkingBlock,
-    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
 )
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import Adapter
+    from metis_core.messages import ToolDefinition
     from metis_core.models.capabilities import AdapterCapabilities
 
 PROVIDER: Final = "anthropic"

@@ -23,7 +23,7 @@ from metis_core.adapters.anthropic.usage import merge_usage, usage_from_wire
 from metis_core.adapters.base import StreamTranslator
 from metis_core.errors import RETRYABLE_CLASSES, MalformedResponseError
 from metis_core.messages import StreamEvent
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext

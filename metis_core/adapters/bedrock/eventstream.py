@@ -15,7 +15,7 @@ import orjson
 from metis_core.adapters.bedrock.errors import PROVIDER
 from metis_core.adapters.bedrock.signing import require_botocore
 from metis_core.errors import MalformedResponseError, TruncatedStreamError
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 EXCEPTION_PREFIX = "exception:"
 

@@ -26,7 +26,7 @@ from metis_core.adapters.gemini.signatures import API, RAW_KEY, SignatureTable, 
 from metis_core.adapters.gemini.usage import FAILED_CALL_REASONS, stop_reason_for, usage_from_gemini
 from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
 from metis_core.messages import StreamEvent
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 log = logging.getLogger("metis_core.adapters.gemini")
 

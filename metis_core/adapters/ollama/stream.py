@@ -20,7 +20,7 @@ from metis_core.adapters.ollama.request import API
 from metis_core.adapters.ollama.usage import stop_reason_from_ollama, timings_from_ollama, usage_from_ollama
 from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
 from metis_core.messages import StreamEvent
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 TRUNCATED_MESSAGE = "the Ollama stream ended before its final done:true line (connection dropped or the server stopped)"
 

@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
-from metis_core.adapters.openai_chat.errors import classify_chat_error
 from metis_core.adapters.openai_chat.request import ChatRequestBuilder
 from metis_core.adapters.openai_chat.response import parse_chat_response
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import ProviderError
-from metis_core.messages import Message, ToolDefinition
+from metis_core.messages import Message
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
     from metis_core.adapters.openai_chat.request_reader import ChatRequest, ChatRequestReader
+    from metis_core.messages import ToolDefinition
     from metis_core.structured.plan import StructuredPlan
     from metis_core.structured.spec import OutputSpec
 
@@ -91,6 +91,8 @@ class OpenAIChatAdapter(Adapter):
         return openai_structured_plan(spec, capabilities, model)
 
     def classify_error(self, response: WireResponse) -> ProviderError:
+        from metis_core.adapters.openai_chat.errors import classify_chat_error  # error answers only
+
         return classify_chat_error(response, self.provider)
 
     def auth_headers(self, api_key: str | None) -> dict[str, str]:

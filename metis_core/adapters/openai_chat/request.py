@@ -10,7 +10,7 @@ itself (the adapter passes them in).
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -27,12 +27,14 @@ from metis_core.messages import (
     Role,
     TextBlock,
     ThinkingBlock,
-    ToolDefinition,
     ToolResultBlock,
     ToolUseBlock,
 )
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
+
+if TYPE_CHECKING:
+    from metis_core.messages import ToolDefinition
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
 

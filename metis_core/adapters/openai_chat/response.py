@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from metis_core.adapters.openai_chat.errors import provider_error
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import MalformedResponseError
 from metis_core.messages import Message
@@ -26,6 +25,8 @@ def first_choice(body: Any, response: WireResponse, provider: str) -> dict[str, 
     if not isinstance(body, dict):
         raise _malformed(response, provider, "is not a JSON object")
     if isinstance(body.get("error"), dict):
+        from metis_core.adapters.openai_chat.errors import provider_error  # error bodies only
+
         raise provider_error(body["error"], provider=provider, status=None, headers=response.headers)
     choices = body.get("choices")
     if not isinstance(choices, list) or not choices:

@@ -13,18 +13,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Hashable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
-from metis_core.adapters.openai_chat.errors import provider_error
 from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY, compact_json
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import ErrorClass
 from metis_core.messages import BlockOrigin, Citation, Message, MessageComplete, StreamError, StreamEvent
-from metis_core.transport.wire import WireChunk
+
+if TYPE_CHECKING:
+    from metis_core.transport.framing import WireChunk
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
 
@@ -219,6 +220,8 @@ class ChatStreamTranslator(StreamTranslator):
         return self.asm.set_usage(usage_from_chat(usage))
 
     def apply_error(self, error: dict[str, Any]) -> list[StreamEvent]:
+        from metis_core.adapters.openai_chat.errors import provider_error  # error objects only
+
         failure = provider_error(error, provider=self.context.provider, status=None)
         self.raw["stream_error"] = {"code": error.get("code"), "message": failure.detail}
         return self.asm.fail(failure.error_class.value, str(failure), retryable=failure.retryable)

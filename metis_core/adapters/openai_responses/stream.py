@@ -32,7 +32,7 @@ from metis_core.adapters.openai_responses.response import (
 from metis_core.adapters.openai_responses.usage import usage_from_responses
 from metis_core.errors import RETRYABLE_CLASSES, ErrorClass
 from metis_core.messages import StreamEvent, ToolUseEnd
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk
 
 TERMINAL_EVENTS = frozenset({"response.completed", "response.incomplete", "response.failed"})
 UNSTREAMED_KEY_BASE = 1_000_000

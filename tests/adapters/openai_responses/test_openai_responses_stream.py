@@ -26,8 +26,8 @@ from metis_core.messages import (
     UsageUpdate,
     user_message,
 )
-from metis_core.transport.framing import SSEDecoder, decode_all
-from metis_core.transport.wire import WireChunk, WireResponse
+from metis_core.transport.framing import SSEDecoder, WireChunk, decode_all
+from metis_core.transport.wire import WireResponse
 
 ADAPTER = OpenAIResponsesAdapter()
 STREAMS = [p.name for p in plain_wire_files(PROVIDER, "stream")]

@@ -28,8 +28,7 @@ from metis_core.messages import (
     ThinkingDelta,
     user_message,
 )
-from metis_core.transport.framing import decode_all
-from metis_core.transport.wire import WireChunk
+from metis_core.transport.framing import WireChunk, decode_all
 
 MODEL = "openrouter:anthropic/claude-sonnet-4.5"
 ORIGIN = BlockOrigin(provider="openrouter", api="chat_completions", model="anthropic/claude-sonnet-4.5")
