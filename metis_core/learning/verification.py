@@ -1,0 +1,282 @@
+"""Verify by replay: when a model may have changed, replay a few of its recent stored turns on it.
+
+A batch subscriber on pattern.recorded. When a model's fall statistic on its latest outcomes
+(`falling_evidence`) reaches `suspicion` × the change threshold, or its newest outcome is a failure
+on a family of turns it holds, and a pricier model also served those turns (a change would move
+routes), it replays one of the model's recent successful turns there on the same model (`metis
+replay` machinery, tools answered from the recording). The verification judge alone scores the
+replay (an eval.completed of judge_kind llm); the outcome is recorded as learned evidence (a replay
+session) and its pattern.recorded wakes the check again: replays go on, one at a time, until the
+change test confirms a fall, successes clear the suspicion, `replays` ran in a row, or the day's
+budget would be passed. Evidence thus arrives at the rate the test needs, not at the rate routing
+happens to send the model turns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+from metis_core.errors import MetisError
+from metis_core.events.bus import EventFilter, Subscription
+from metis_core.events.envelope import Event
+from metis_core.learning.evaluator.evaluator import Evaluator, EvaluatorSettings
+from metis_core.learning.evaluator.llm_judge import LlmJudge
+from metis_core.learning.evaluator.rubrics import Rubric, RubricBook, SubjectKind
+from metis_core.learning.patterns.evidence import falling_evidence, model_regime_start
+from metis_core.learning.patterns.store import Outcome
+from metis_core.learning.replay_learning import PlannedReplay, ReplayLearner
+from metis_core.replay.session_replay import replay_session
+
+if TYPE_CHECKING:
+    from metis_core.learning.loop import LearningLoop
+
+log = logging.getLogger("metis_core.learning")
+SUBSCRIPTION_NAME = "learning-verifier"
+
+
+class _JudgedByLlm:
+    """The rubrics, with the judge's own score as the verdict (no heuristic blend: a replay has
+    no feedback, so the heuristic part would only pull every score towards its neutral 0.75)."""
+
+    def __init__(self, book: RubricBook) -> None:
+        self.book = book
+
+    def for_subject(self, subject: SubjectKind) -> Rubric:
+        return self.book.for_subject(subject).model_copy(update={"judge": "llm"})
+
+    def default_id(self, subject: SubjectKind) -> str:
+        return self.book.default_id(subject)
+
+
+@dataclass(frozen=True)
+class Suspicion:
+    """A model under verification: the regime its suspicion arose in, and the families it held then."""
+
+    began_us: int
+    held: frozenset[str]
+
+
+class Verifier:
+    def __init__(self, loop: LearningLoop) -> None:
+        self.loop = loop
+        self.settings = loop.settings.verification
+        self.judge_model = self.settings.judge_model or loop.settings.judge_model
+        runtime = loop.runtime
+        self.evaluator: Evaluator | None = None
+        if self.judge_model is not None:
+            self.evaluator = Evaluator(runtime.bus, loop.evaluator.reader, loop.verdicts,
+                                       _JudgedByLlm(loop.rubrics),  # type: ignore[arg-type]
+                                       LlmJudge(runtime.client, self.judge_model),
+                                       EvaluatorSettings(Decimal(0), loop.settings.capture_rationale))
+        self.spent_usd = Decimal(0)
+        """Replay and judge calls of every verification so far (this process)."""
+        self.replayed = 0
+        self._spent_today = Decimal(0)
+        self._day = datetime.now(UTC).date()
+        self._sources: dict[str, int] = defaultdict(int)  # stored session → verifications of it under way
+        self._sessions: dict[str, str] = {}  # verification replay session → the model it verifies
+        self._streak: dict[str, int] = defaultdict(int)  # model → replays since its last observed outcome
+        self._replayed_turns: dict[str, set[str]] = defaultdict(set)  # model → turns replayed this suspicion
+        self._suspicions: dict[str, Suspicion] = {}
+        self._lock = threading.Lock()
+        self._replaying: Future[None] | None = None
+        self._in_flight = False
+        """A replay started and its session not yet judged: the next waits for its outcome."""
+        self._executor: ThreadPoolExecutor | None = None
+
+    @property
+    def enabled(self) -> bool:
+        s = self.loop.settings.patterns
+        return (self.evaluator is not None and self.settings.usd_per_day > 0 and s.change_threshold > 0
+                and s.change_margin > 0 and s.recent_outcomes > 0)
+
+    def subscription(self) -> Subscription:
+        return Subscription(filter=EventFilter(event_types={"pattern.recorded", "session.ended"}),
+                            handler=self.handle, name=SUBSCRIPTION_NAME)
+
+    def owns(self, session_id: str) -> bool:
+        """Whether `session_id` is a verification replay (its turn is judged and recorded here, not
+        by the evaluation triggers and the pattern recorder)."""
+        with self._lock:
+            if session_id in self._sessions:
+                return True
+            if not self._sources:
+                return False
+            sources = set(self._sources)
+        try:
+            replay_of = self.loop.runtime.store.get_session(session_id).replay_of
+        except MetisError:
+            return False
+        return replay_of in sources
+
+    def handle(self, event: Event) -> None:
+        try:
+            if event.type == "session.ended":
+                self.judge_and_record(event)
+            elif self.enabled:
+                self.consider(str(event.payload["primary_model"]), event.session_id)
+        except MetisError as error:  # verification is best effort: routing goes on without it
+            log.warning("verification after %s %s failed: %s", event.type, event.id, error)
+
+    def consider(self, model: str, session_id: str) -> PlannedReplay | None:
+        """Check `model` after an outcome of it was recorded (in session `session_id`); when it is
+        suspect and no replay is under way, start replaying one of its turns. The replay started, or None."""
+        if session_id not in self._sessions:
+            self._streak[model] = 0  # an observed outcome: a new suspicion may replay again
+        if self._in_flight:
+            return None  # its outcome, once recorded, brings the check back here
+        turn = self.suspect_turn(model)
+        if model not in self._suspicions:
+            self._replayed_turns.pop(model, None)
+        if turn is None:
+            return None
+        if self._streak[model] >= self.settings.replays:
+            return None
+        assert self.judge_model is not None
+        planned = ReplayLearner(self.loop)._planned(turn, model, self.judge_model)
+        if planned is None or not self._affordable(planned.estimated_usd):
+            return None
+        self._replayed_turns[model].add(turn.turn_id)
+        self._streak[model] += 1
+        with self._lock:
+            self._sources[planned.session_id] += 1
+        self._in_flight = True
+        if self._executor is None:  # a replay flushes the bus, so it runs on a thread of its own
+            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-verifier")
+        self._replaying = self._executor.submit(self._run, planned)
+        return planned
+
+    def wait(self, timeout: float | None = 30.0) -> bool:
+        """Wait for the replay under way, if any; whether one was (LearningLoop.settle)."""
+        replaying = self._replaying
+        if replaying is None or replaying.done():
+            return False
+        replaying.exception(timeout)
+        return True
+
+    def close(self) -> None:
+        if self._executor is not None:
+            self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def _run(self, planned: PlannedReplay) -> None:
+        try:
+            asyncio.run(self._replay(planned))
+        except Exception as error:  # never let a replay take verification down: the next suspicion tries again
+            self._in_flight = False
+            log.warning("verification replay of session %s on %s failed: %s", planned.session_id,
+                        planned.candidate, error)
+
+    def suspect_turn(self, model: str) -> Outcome | None:
+        """The turn to replay when `model` is suspect (its newest observed success not yet replayed
+        in this suspicion, on a family it held when the suspicion began), else None."""
+        s = self.loop.settings.patterns
+        newest_first = self.loop.patterns.latest_outcomes(model, s.recent_outcomes)
+        family_of = self.loop.advisor.families({o.fingerprint_id for o in newest_first})
+        oldest_first = [o for o in reversed(newest_first) if o.score is not None]
+        stream = [(o.fingerprint_id, family_of.get(o.fingerprint_id, o.fingerprint_id), o.score or 0.0)
+                  for o in oldest_first]
+        regime = oldest_first[model_regime_start(stream, s):]
+        if not regime:
+            return None
+        began = regime[0].recorded_at_us
+        suspicion = self._suspicions.get(model)
+        if suspicion is not None and suspicion.began_us != began:  # the change test found it: confirmed
+            self._suspicions.pop(model)
+            return None
+        held = suspicion.held if suspicion is not None else _held_families(regime, family_of, s.change_baseline,
+                                                                             s.success_floor)
+        if not held or falling_evidence(stream, s) < self.settings.suspicion:
+            self._suspicions.pop(model, None)  # cleared (or nothing held to lose)
+            return None
+        on_held = [o for o in regime if family_of.get(o.fingerprint_id) in held]
+        if not self._pricier_model_served(model, on_held):
+            return None
+        if suspicion is None:
+            self._suspicions[model] = Suspicion(began, frozenset(held))
+        done = self._replayed_turns[model]
+        return next((o for o in reversed(on_held) if o.source == "observed" and (o.score or 0.0) >= 0.5
+                     and o.turn_id not in done), None)
+
+    def _pricier_model_served(self, model: str, outcomes: list[Outcome]) -> bool:
+        """Whether another model costs more on these turns' fingerprints: only then would a change
+        move a route (a fall of the priciest model leaves nothing cheaper to fall back on)."""
+        rows = self.loop.patterns.outcomes(sorted({o.fingerprint_id for o in outcomes}))
+        costs: dict[str, list[float]] = defaultdict(list)
+        for o in rows:
+            costs[o.model].append(float(o.cost_usd))
+        mine = costs.get(model)
+        if not mine:
+            return False
+        own = sum(mine) / len(mine)
+        return any(sum(c) / len(c) > own for m, c in costs.items() if m != model)
+
+    def _affordable(self, estimate: Decimal) -> bool:
+        today = datetime.now(UTC).date()
+        if today != self._day:
+            self._day, self._spent_today = today, Decimal(0)
+        return self._spent_today + estimate <= self.settings.usd_per_day
+
+    async def _replay(self, planned: PlannedReplay) -> None:
+        report = None
+        try:
+            report = await replay_session(self.loop.runtime, planned.session_id, planned.candidate,
+                                          turns=(planned.turn_index, planned.turn_index))
+        finally:
+            with self._lock:  # owned from here on by its id: never a moment when it is not
+                if report is not None:
+                    self._sessions[report.replay_session_id] = planned.candidate
+                self._sources[planned.session_id] -= 1
+                if not self._sources[planned.session_id]:
+                    del self._sources[planned.session_id]
+        spent = sum((t.replay.cost_usd or Decimal(0) for t in report.turns), Decimal(0))
+        self._spend(spent)
+        self.replayed += 1
+
+    def _spend(self, usd: Decimal) -> None:
+        with self._lock:
+            self.spent_usd += usd
+            self._spent_today += usd
+
+    def judge_and_record(self, ended: Event) -> None:
+        """A verification replay ended: its turn judged by the verification judge alone, then
+        recorded as a pattern outcome (nothing recorded when the judge could not score it)."""
+        if self.evaluator is None or not self.owns(ended.session_id):
+            return
+        with self._lock:
+            self._sessions.setdefault(ended.session_id, "")
+        self._in_flight = False
+        turns = [e.turn_id for e in self.loop.runtime.trace.events(session_id=ended.session_id,
+                                                                   types=("turn.completed",)) if e.turn_id]
+        if not turns:
+            return
+        self.evaluator.settings.judge_daily_cap_usd = self._judge_cap()
+        verdict = self.evaluator.evaluate("turn", turns[-1], trigger="bus", parent=ended)
+        if verdict is None:
+            return
+        self._spend(verdict.judge_cost_usd)
+        if "llm_score" in verdict.signals:  # not when the judge was skipped (its cap): no score to learn from
+            self.loop.recorder.record_session(ended)
+
+    def _judge_cap(self) -> Decimal:
+        """Today's judge spend so far plus what is left of the verification budget: the verification
+        judge is bounded by that budget, not by the evaluator's daily cap."""
+        midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+        left = max(Decimal(0), self.settings.usd_per_day - self._spent_today)
+        return self.loop.verdicts.judge_spend_since(midnight) + left
+
+
+def _held_families(regime: list[Outcome], family_of: Mapping[str, str], baseline: int, floor: float) -> set[str]:
+    """Families with at least `baseline` scores in the regime and a mean of at least `floor`."""
+    scores: dict[str, list[float]] = defaultdict(list)
+    for o in regime:
+        scores[family_of.get(o.fingerprint_id, o.fingerprint_id)].append(o.score or 0.0)
+    return {family for family, s in scores.items() if len(s) >= baseline and sum(s) / len(s) >= floor}
