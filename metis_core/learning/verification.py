@@ -175,15 +175,23 @@ class Verifier:
             log.warning("verification replay of session %s on %s failed: %s", planned.session_id,
                         planned.candidate, error)
 
+    def latest(self, model: str) -> tuple[list[Outcome], list[tuple[str, str, float]], Mapping[str, str]]:
+        """`model`'s latest scored outcomes (oldest first), as the change test's stream, and the families."""
+        newest_first = self.loop.patterns.latest_outcomes(model, self.loop.settings.patterns.recent_outcomes)
+        family_of = self.loop.advisor.families({o.fingerprint_id for o in newest_first})
+        oldest_first = [o for o in reversed(newest_first) if o.score is not None]
+        return oldest_first, [(o.fingerprint_id, family_of.get(o.fingerprint_id, o.fingerprint_id), o.score or 0.0)
+                              for o in oldest_first], family_of
+
+    def fall_evidence(self, model: str) -> float:
+        """The model's fall statistic now, as a share of the change threshold (`metis patterns explain`)."""
+        return falling_evidence(self.latest(model)[1], self.loop.settings.patterns)
+
     def suspect_turn(self, model: str) -> Outcome | None:
         """The turn to replay when `model` is suspect (its newest observed success not yet replayed
         in this suspicion, on a family it held when the suspicion began), else None."""
         s = self.loop.settings.patterns
-        newest_first = self.loop.patterns.latest_outcomes(model, s.recent_outcomes)
-        family_of = self.loop.advisor.families({o.fingerprint_id for o in newest_first})
-        oldest_first = [o for o in reversed(newest_first) if o.score is not None]
-        stream = [(o.fingerprint_id, family_of.get(o.fingerprint_id, o.fingerprint_id), o.score or 0.0)
-                  for o in oldest_first]
+        oldest_first, stream, family_of = self.latest(model)
         regime = oldest_first[model_regime_start(stream, s):]
         if not regime:
             return None

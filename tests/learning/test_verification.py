@@ -7,10 +7,12 @@ from __future__ import annotations
 import json
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from metis_core.learning.patterns.evidence import falling_evidence
+from metis_core.learning.patterns.explain import explain_turn
 from metis_core.learning.replay_learning import ReplayLearner
 from metis_core.learning.settings import PatternSettings
 from metis_core.store.backend import DATABASE_URL_ENV
@@ -19,7 +21,7 @@ from .conftest import CHEAP, STRONG, LearningHarness
 from .test_evaluator import judge_reply
 from .test_pattern_routing import SUMMARY, learning_harness, session
 
-SETTINGS = {"verification": {"judge_model": CHEAP, "replays": 3},
+SETTINGS: dict[str, Any] = {"verification": {"judge_model": CHEAP, "replays": 3, "suspicion": 0.25},
             "patterns": {"change_baseline": 2, "change_threshold": 2.0}}
 
 
@@ -53,18 +55,19 @@ def picks(h: LearningHarness, fingerprint_id: str) -> str | None:
     return chosen.model if chosen is not None else None
 
 
-async def cheap_fails(h: LearningHarness, judged: list[float]) -> None:
+async def cheap_fails(h: LearningHarness, judged: list[float]) -> str:
     """The cheap model gets a summary wrong (rated down); each verification replay is answered and
-    then judged with the next of `judged`."""
+    then judged with the next of `judged`. The failed turn's id."""
     h.answers(1)
     for score in judged:
         h.answers(1)
         h.script.script("anthropic", [judge_reply(verdict(score))])
     s = h.runtime.sessions.create(h.workspace)
-    await h.runtime.turns.run(s, SUMMARY, override=CHEAP)
+    result = await h.runtime.turns.run(s, SUMMARY, override=CHEAP)
     h.loop.feedback.rate(s.id, "down")
     h.runtime.sessions.end(s)
     h.loop.settle()
+    return result.turn_id
 
 
 def learned(h: LearningHarness, fingerprint_id: str) -> list[float]:
@@ -111,10 +114,14 @@ async def test_the_budget_caps_verification(tmp_path: Path) -> None:
         planned = ReplayLearner(h.loop)._planned(newest, CHEAP, CHEAP)
         assert planned is not None
         h.loop.verifier.settings.usd_per_day = planned.estimated_usd  # room for one replay's estimate, not two
-        await cheap_fails(h, [0.1])
+        failed = await cheap_fails(h, [0.1])
         assert h.loop.verifier.replayed == 1 and learned(h, kind) == [0.1]
         assert h.loop.verifier.spent_usd <= h.loop.verifier.settings.usd_per_day
         assert h.loop.verifier.suspect_turn(CHEAP) is not None  # still suspect: the budget stopped it
+        explained = explain_turn(h.loop, failed)
+        assert explained is not None
+        fall = explained.to_json()["fall_evidence"]
+        assert fall[STRONG] == 0.0 and SETTINGS["verification"]["suspicion"] <= fall[CHEAP] < 1.0
         assert len(h.script.requests) == 4 + 2
     finally:
         h.runtime.close()
