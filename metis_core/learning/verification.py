@@ -1,15 +1,8 @@
-"""Verify by replay: when a model may have changed, replay a few of its recent stored turns on it.
-
-A batch subscriber on pattern.recorded. When a model's fall statistic on its latest outcomes
-(`falling_evidence`) reaches `suspicion` × the change threshold, or its newest outcome is a failure
-on a family of turns it holds, and a pricier model also served those turns (a change would move
-routes), it replays one of the model's recent successful turns there on the same model (`metis
-replay` machinery, tools answered from the recording). The verification judge alone scores the
-replay (an eval.completed of judge_kind llm); the outcome is recorded as learned evidence (a replay
-session) and its pattern.recorded wakes the check again: replays go on, one at a time, until the
-change test confirms a fall, successes clear the suspicion, `replays` ran in a row, or the day's
-budget would be passed. Evidence thus arrives at the rate the test needs, not at the rate routing
-happens to send the model turns.
+"""Verify by replay: when a model's fall statistic on the kinds it holds rises, replay its recent
+successful turns there on it, judged by the verification judge, one at a time, until the change
+test confirms the fall, successes clear the suspicion, or the budget ends it. Evidence then arrives
+at the rate the test needs, not at the rate routing sends the model turns. Not on the routing
+path: a bus subscriber decides, a thread of its own replays. docs/learning.md has the rules.
 """
 
 from __future__ import annotations
@@ -43,18 +36,12 @@ log = logging.getLogger("metis_core.learning")
 SUBSCRIPTION_NAME = "learning-verifier"
 
 
-class _JudgedByLlm:
+class _JudgedByLlm(RubricBook):
     """The rubrics, with the judge's own score as the verdict (no heuristic blend: a replay has
     no feedback, so the heuristic part would only pull every score towards its neutral 0.75)."""
 
-    def __init__(self, book: RubricBook) -> None:
-        self.book = book
-
     def for_subject(self, subject: SubjectKind) -> Rubric:
-        return self.book.for_subject(subject).model_copy(update={"judge": "llm"})
-
-    def default_id(self, subject: SubjectKind) -> str:
-        return self.book.default_id(subject)
+        return super().for_subject(subject).model_copy(update={"judge": "llm"})
 
 
 @dataclass(frozen=True)
@@ -74,7 +61,7 @@ class Verifier:
         self.evaluator: Evaluator | None = None
         if self.judge_model is not None:
             self.evaluator = Evaluator(runtime.bus, loop.evaluator.reader, loop.verdicts,
-                                       _JudgedByLlm(loop.rubrics),  # type: ignore[arg-type]
+                                       _JudgedByLlm(loop.rubrics.user_dir, loop.rubrics.shipped_dir),
                                        LlmJudge(runtime.client, self.judge_model),
                                        EvaluatorSettings(Decimal(0), loop.settings.capture_rationale))
         self.spent_usd = Decimal(0)
@@ -83,7 +70,7 @@ class Verifier:
         self._spent_today = Decimal(0)
         self._day = datetime.now(UTC).date()
         self._sources: dict[str, int] = defaultdict(int)  # stored session → verifications of it under way
-        self._sessions: dict[str, str] = {}  # verification replay session → the model it verifies
+        self._sessions: set[str] = set()  # verification replay sessions
         self._streak: dict[str, int] = defaultdict(int)  # model → replays since its last observed outcome
         self._replayed_turns: dict[str, set[str]] = defaultdict(set)  # model → turns replayed this suspicion
         self._suspicions: dict[str, Suspicion] = {}
@@ -241,7 +228,7 @@ class Verifier:
         finally:
             with self._lock:  # owned from here on by its id: never a moment when it is not
                 if report is not None:
-                    self._sessions[report.replay_session_id] = planned.candidate
+                    self._sessions.add(report.replay_session_id)
                 self._sources[planned.session_id] -= 1
                 if not self._sources[planned.session_id]:
                     del self._sources[planned.session_id]
@@ -260,7 +247,7 @@ class Verifier:
         if self.evaluator is None or not self.owns(ended.session_id):
             return
         with self._lock:
-            self._sessions.setdefault(ended.session_id, "")
+            self._sessions.add(ended.session_id)
         self._in_flight = False
         turns = [e.turn_id for e in self.loop.runtime.trace.events(session_id=ended.session_id,
                                                                    types=("turn.completed",)) if e.turn_id]
