@@ -96,8 +96,10 @@ class VerificationSettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
-    suspicion: float = Field(default=0.25, ge=0.0, le=1.0)
-    """The share of `patterns.change_threshold` the fall statistic must reach before replays start."""
+    suspicion: float = Field(default=0.5, ge=0.0, le=1.0)
+    """The share of `patterns.change_threshold` the fall statistic must reach before replays start:
+    at 0.5, two failures close together on a kind with a clean record, three on one that fails one
+    turn in ten; a single failure, which a kind that usually succeeds shows now and then, is not one."""
     usd_per_day: Decimal = Field(default=Decimal("0.10"), ge=0)
     """At most this much estimated spend (replay plus judge calls) per UTC day and process; 0 turns
     verification off."""
