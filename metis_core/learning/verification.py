@@ -79,6 +79,7 @@ class Verifier:
         self._in_flight = False
         """A replay started and its session not yet judged: the next waits for its outcome."""
         self._executor: ThreadPoolExecutor | None = None
+        self._closed = False
 
     @property
     def enabled(self) -> bool:
@@ -119,7 +120,7 @@ class Verifier:
         suspect and no replay is under way, start replaying one of its turns. The replay started, or None."""
         if session_id not in self._sessions:
             self._streak[model] = 0  # an observed outcome: a new suspicion may replay again
-        if self._in_flight:
+        if self._in_flight or self._closed:
             return None  # its outcome, once recorded, brings the check back here
         turn = self.suspect_turn(model)
         if model not in self._suspicions:
@@ -151,6 +152,8 @@ class Verifier:
         return True
 
     def close(self) -> None:
+        """Start no more replays; wait for the one under way (it writes to the stores being closed)."""
+        self._closed = True
         if self._executor is not None:
             self._executor.shutdown(wait=True, cancel_futures=True)
 
