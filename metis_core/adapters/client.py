@@ -606,6 +606,12 @@ class ModelClient:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    @property
+    def caller_async_client(self) -> bool:
+        """Whether async calls go through the httpx.AsyncClient passed in (`async_http_client`): it
+        serves the event loop it was first used on only, so no other thread's loop may call async."""
+        return self._transport.caller_async_client
+
     def close(self) -> None:
         self._transport.close()
 

@@ -4,12 +4,14 @@ Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps tran
 to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block, so nothing
 reachable from the error holds the request and its auth headers. Async calls go through aiohttp
 sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request) unless the
-caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages or retries;
-asyncio cancellation is not caught but propagates to the caller.
+caller passed an httpx.AsyncClient; the async clients metis makes are one per event loop. It
+knows nothing of providers, canonical messages or retries; asyncio cancellation propagates.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
@@ -191,7 +193,10 @@ class HttpTransport:
         self._client = client
         self._owns_client = client is None
         self._async_client = async_client
-        self._owns_async_client = async_client is None
+        """The caller's httpx.AsyncClient (bound to the loop it is first used on; never closed here)."""
+        self._made_async: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        """`async_http="httpx"`: the client made for each event loop (httpx's pool belongs to one loop)."""
+        self._made_async_lock = threading.Lock()
         self._async_http = async_http
         self._owned_async: OwnedAsyncClient | None = None
         self._timeout = timeout
@@ -208,12 +213,25 @@ class HttpTransport:
             self._client = MetisClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
         return self._client
 
+    @property
+    def caller_async_client(self) -> bool:
+        """Whether async calls go through an httpx.AsyncClient the caller passed in: one client for
+        every loop, usable only on the loop it was first used on."""
+        return self._async_client is not None
+
     def _httpx_async(self) -> httpx.AsyncClient | None:
-        """The httpx client async calls use: the caller's, one made here for `async_http="httpx"`, or
-        None (aiohttp)."""
-        if self._async_client is None and self._async_http == "httpx":
-            self._async_client = MetisAsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
-        return self._async_client
+        """The httpx client async calls use: the caller's, the running loop's one made here for
+        `async_http="httpx"`, or None (aiohttp)."""
+        if self._async_client is not None or self._async_http != "httpx":
+            return self._async_client
+        loop = asyncio.get_running_loop()
+        client = self._made_async.get(loop)  # read without the lock: only this loop's thread sets its entry
+        if client is None:
+            with self._made_async_lock:
+                for gone in [other for other in self._made_async if other.is_closed()]:
+                    del self._made_async[gone]  # its connections cannot be closed through a closed loop
+                client = self._made_async[loop] = MetisAsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
+        return client
 
     @property
     def owned_async(self) -> OwnedAsyncClient:
@@ -373,6 +391,7 @@ class HttpTransport:
     async def aclose(self) -> None:
         if self._owned_async is not None:
             await self._owned_async.aclose()
-        if self._owns_async_client and self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
+        with self._made_async_lock:
+            made = self._made_async.pop(asyncio.get_running_loop(), None)
+        if made is not None:
+            await made.aclose()
