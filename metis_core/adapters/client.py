@@ -607,10 +607,10 @@ class ModelClient:
     # --- lifecycle ---------------------------------------------------------------------------
 
     @property
-    def caller_async_client(self) -> bool:
-        """Whether async calls go through the httpx.AsyncClient passed in (`async_http_client`): it
-        serves the event loop it was first used on only, so no other thread's loop may call async."""
-        return self._transport.caller_async_client
+    def async_client_bound_to_one_loop(self) -> bool:
+        """Whether async calls go through an `async_http_client` passed in that pools network
+        connections: it serves the event loop it was first used on only (HttpTransport)."""
+        return self._transport.async_client_bound_to_one_loop
 
     def close(self) -> None:
         self._transport.close()

@@ -35,6 +35,8 @@ AsyncHttp = Literal["aiohttp", "httpx"]
 """The library of the async client metis makes itself: aiohttp, a quarter of httpx's CPU per request
 (for servers and long runs), or httpx, ~60 ms cheaper to start (for one-shot processes: the CLI)."""
 URL_CACHE_SIZE: Final = 256
+IN_PROCESS_TRANSPORTS: Final = (httpx.MockTransport, httpx.ASGITransport)
+"""httpx transports with no connections of their own: a client over one serves any event loop."""
 
 
 def _describe(exc: Exception) -> str:
@@ -214,10 +216,15 @@ class HttpTransport:
         return self._client
 
     @property
-    def caller_async_client(self) -> bool:
-        """Whether async calls go through an httpx.AsyncClient the caller passed in: one client for
-        every loop, usable only on the loop it was first used on."""
-        return self._async_client is not None
+    def async_client_bound_to_one_loop(self) -> bool:
+        """Whether async calls go through a caller's httpx.AsyncClient that pools network connections:
+        they belong to the event loop that opened them, so no other thread's loop may call async. A
+        client over an in-process transport (httpx.MockTransport, httpx.ASGITransport) has none."""
+        client = self._async_client
+        if client is None:
+            return False
+        transports = [client._transport, *client._mounts.values()]  # httpx keeps them private
+        return not all(t is None or isinstance(t, IN_PROCESS_TRANSPORTS) for t in transports)
 
     def _httpx_async(self) -> httpx.AsyncClient | None:
         """The httpx client async calls use: the caller's, the running loop's one made here for
