@@ -88,6 +88,7 @@ class LearningLoop:
         runtime.pattern_advisor = loop.advisor
         runtime.learning = loop
         runtime.sessions.swap_listeners.append(loop._model_swapped)
+        runtime.on_closing.append(loop.verifier.close)  # while the bus takes a cancelled replay's last events
         runtime.on_close.append(loop.close)
         return loop
 

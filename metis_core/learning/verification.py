@@ -2,17 +2,15 @@
 successful turns there on it, judged by the verification judge, one at a time, until the change
 test confirms the fall, successes clear the suspicion, or the budget ends it. Evidence then arrives
 at the rate the test needs, not at the rate routing sends the model turns. Not on the routing
-path: a bus subscriber decides, a thread of its own replays. docs/learning.md has the rules.
+path: a bus subscriber decides, a thread of its own replays (replay_thread.py). docs/learning.md.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import threading
 from collections import defaultdict
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -27,7 +25,9 @@ from metis_core.learning.evaluator.rubrics import Rubric, RubricBook, SubjectKin
 from metis_core.learning.patterns.evidence import falling_evidence, model_regime_start
 from metis_core.learning.patterns.store import Outcome
 from metis_core.learning.replay_learning import PlannedReplay, ReplayLearner
+from metis_core.learning.replay_thread import CLOSE_GRACE_SECONDS, ReplayThread
 from metis_core.replay.session_replay import replay_session
+from metis_core.secret_scrub import scrub_secrets
 
 if TYPE_CHECKING:
     from metis_core.learning.loop import LearningLoop
@@ -59,7 +59,15 @@ class Verifier:
         self.judge_model = self.settings.judge_model or loop.settings.judge_model
         runtime = loop.runtime
         self.evaluator: Evaluator | None = None
-        if self.judge_model is not None:
+        self.unavailable: str | None = None
+        """Why verification is off although configured, when it is (also logged once)."""
+        if self.judge_model is not None and runtime.client.async_client_bound_to_one_loop:
+            self.unavailable = ("the ModelClient's async_http_client pools network connections, which serve "
+                                "one event loop, and verification replays run on a thread of their own; pass "
+                                "no async_http_client (metis's own async clients serve every loop)")
+            if self.settings.usd_per_day > 0:
+                log.warning("verification by replay is off: %s", self.unavailable)
+        elif self.judge_model is not None:
             self.evaluator = Evaluator(runtime.bus, loop.evaluator.reader, loop.verdicts,
                                        _JudgedByLlm(loop.rubrics.user_dir, loop.rubrics.shipped_dir),
                                        LlmJudge(runtime.client, self.judge_model),
@@ -67,18 +75,22 @@ class Verifier:
         self.spent_usd = Decimal(0)
         """Replay and judge calls of every verification so far (this process)."""
         self.replayed = 0
+        self.failed = 0
+        """Replays that ended without a verdict (an error, a failed turn, cancelled at close): nothing learned."""
+        self.close_grace_seconds = CLOSE_GRACE_SECONDS
+        """How long `close` waits for a replay under way before cancelling it."""
         self._spent_today = Decimal(0)
         self._day = datetime.now(UTC).date()
-        self._sources: dict[str, int] = defaultdict(int)  # stored session → verifications of it under way
-        self._sessions: set[str] = set()  # verification replay sessions
+        # the lock guards what other threads read or write: the replay sessions (the skip hooks of
+        # other subscribers read them), the spend, the counters and `_in_flight`
+        self._sessions: set[str] = set()  # verification replay sessions, owned from their creation
         self._streak: dict[str, int] = defaultdict(int)  # model → replays since its last observed outcome
         self._replayed_turns: dict[str, set[str]] = defaultdict(set)  # model → turns replayed this suspicion
         self._suspicions: dict[str, Suspicion] = {}
         self._lock = threading.Lock()
-        self._replaying: Future[None] | None = None
         self._in_flight = False
         """A replay started and its session not yet judged: the next waits for its outcome."""
-        self._executor: ThreadPoolExecutor | None = None
+        self._thread: ReplayThread | None = None
         self._closed = False
 
     @property
@@ -95,16 +107,7 @@ class Verifier:
         """Whether `session_id` is a verification replay (its turn is judged and recorded here, not
         by the evaluation triggers and the pattern recorder)."""
         with self._lock:
-            if session_id in self._sessions:
-                return True
-            if not self._sources:
-                return False
-            sources = set(self._sources)
-        try:
-            replay_of = self.loop.runtime.store.get_session(session_id).replay_of
-        except MetisError:
-            return False
-        return replay_of in sources
+            return session_id in self._sessions
 
     def handle(self, event: Event) -> None:
         try:
@@ -118,10 +121,11 @@ class Verifier:
     def consider(self, model: str, session_id: str) -> PlannedReplay | None:
         """Check `model` after an outcome of it was recorded (in session `session_id`); when it is
         suspect and no replay is under way, start replaying one of its turns. The replay started, or None."""
-        if session_id not in self._sessions:
+        if not self.owns(session_id):
             self._streak[model] = 0  # an observed outcome: a new suspicion may replay again
-        if self._in_flight or self._closed:
-            return None  # its outcome, once recorded, brings the check back here
+        with self._lock:
+            if self._in_flight or self._closed:
+                return None  # its outcome, once recorded, brings the check back here
         turn = self.suspect_turn(model)
         if model not in self._suspicions:
             self._replayed_turns.pop(model, None)
@@ -136,34 +140,41 @@ class Verifier:
         self._replayed_turns[model].add(turn.turn_id)
         self._streak[model] += 1
         with self._lock:
-            self._sources[planned.session_id] += 1
-        self._in_flight = True
-        if self._executor is None:  # a replay flushes the bus, so it runs on a thread of its own
-            self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-verifier")
-        self._replaying = self._executor.submit(self._run, planned)
+            if self._closed:
+                return None
+            self._in_flight = True
+            if self._thread is None:  # a replay flushes the bus, so it runs on a thread of its own
+                self._thread = ReplayThread("metis-verifier")
+            self._thread.submit(lambda: self._run(planned))
         return planned
 
     def wait(self, timeout: float | None = 30.0) -> bool:
-        """Wait for the replay under way, if any; whether one was (LearningLoop.settle)."""
-        replaying = self._replaying
-        if replaying is None or replaying.done():
-            return False
-        replaying.exception(timeout)
-        return True
+        """Wait for the replays under way, if any; whether one was (LearningLoop.settle)."""
+        thread = self._thread
+        return thread is not None and thread.wait(timeout)
 
     def close(self) -> None:
-        """Start no more replays; wait for the one under way (it writes to the stores being closed)."""
-        self._closed = True
-        if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+        """Start no more replays, drop queued ones, give the one under way `close_grace_seconds`,
+        then cancel it (its session ends as `error`, nothing learned): closing never waits long."""
+        with self._lock:
+            self._closed = True
+            thread, self._thread = self._thread, None
+        if thread is not None:
+            stopped = thread.stop(self.close_grace_seconds, self.loop.runtime.client.aclose)
+            if stopped in ("cancelled", "left"):
+                log.info("closing: a verification replay under way was %s", stopped)
 
-    def _run(self, planned: PlannedReplay) -> None:
+    async def _run(self, planned: PlannedReplay) -> None:
+        created: list[str] = []
         try:
-            asyncio.run(self._replay(planned))
+            await self._replay(planned, created)
         except Exception as error:  # never let a replay take verification down: the next suspicion tries again
-            self._in_flight = False
+            if not created:  # no session: no session.ended will count it and clear the way
+                with self._lock:
+                    self.failed += 1
+                    self._in_flight = False
             log.warning("verification replay of session %s on %s failed: %s", planned.session_id,
-                        planned.candidate, error)
+                        planned.candidate, scrub_secrets(f"{type(error).__name__}: {error}"))
 
     def latest(self, model: str) -> tuple[list[Outcome], list[tuple[str, str, float]], Mapping[str, str]]:
         """`model`'s latest scored outcomes (oldest first), as the change test's stream, and the families."""
@@ -218,29 +229,34 @@ class Verifier:
         return any(sum(c) / len(c) > own for m, c in costs.items() if m != model)
 
     def _affordable(self, estimate: Decimal) -> bool:
+        return estimate <= self._left_today()
+
+    def _left_today(self) -> Decimal:
+        """What is left of today's verification budget (a new UTC day starts a new one)."""
+        with self._lock:
+            self._new_day()
+            return max(Decimal(0), self.settings.usd_per_day - self._spent_today)
+
+    def _new_day(self) -> None:
         today = datetime.now(UTC).date()
         if today != self._day:
             self._day, self._spent_today = today, Decimal(0)
-        return self._spent_today + estimate <= self.settings.usd_per_day
 
-    async def _replay(self, planned: PlannedReplay) -> None:
-        report = None
-        try:
-            report = await replay_session(self.loop.runtime, planned.session_id, planned.candidate,
-                                          turns=(planned.turn_index, planned.turn_index))
-        finally:
-            with self._lock:  # owned from here on by its id: never a moment when it is not
-                if report is not None:
-                    self._sessions.add(report.replay_session_id)
-                self._sources[planned.session_id] -= 1
-                if not self._sources[planned.session_id]:
-                    del self._sources[planned.session_id]
-        spent = sum((t.replay.cost_usd or Decimal(0) for t in report.turns), Decimal(0))
-        self._spend(spent)
-        self.replayed += 1
+    async def _replay(self, planned: PlannedReplay, created: list[str]) -> None:
+        def own(session_id: str) -> None:  # owned from its creation: no event of it is another's
+            created.append(session_id)
+            with self._lock:
+                self._sessions.add(session_id)
+
+        report = await replay_session(self.loop.runtime, planned.session_id, planned.candidate,
+                                      turns=(planned.turn_index, planned.turn_index), on_session=own)
+        self._spend(sum((t.replay.cost_usd or Decimal(0) for t in report.turns), Decimal(0)))
+        with self._lock:
+            self.replayed += 1
 
     def _spend(self, usd: Decimal) -> None:
         with self._lock:
+            self._new_day()
             self.spent_usd += usd
             self._spent_today += usd
 
@@ -250,10 +266,16 @@ class Verifier:
         if self.evaluator is None or not self.owns(ended.session_id):
             return
         with self._lock:
-            self._sessions.add(ended.session_id)
-        self._in_flight = False
-        turns = [e.turn_id for e in self.loop.runtime.trace.events(session_id=ended.session_id,
-                                                                   types=("turn.completed",)) if e.turn_id]
+            self._in_flight = False
+        closed = self.loop.runtime.trace.events(session_id=ended.session_id,
+                                                types=("turn.completed", "turn.cancelled"))
+        why = _no_verdict(ended, closed)
+        if why is not None:
+            with self._lock:
+                self.failed += 1
+            log.warning("verification replay %s ended without a verdict (%s): nothing learned", ended.session_id, why)
+            return
+        turns = [e.turn_id for e in closed if e.turn_id]
         if not turns:
             return
         self.evaluator.settings.judge_daily_cap_usd = self._judge_cap()
@@ -268,8 +290,22 @@ class Verifier:
         """Today's judge spend so far plus what is left of the verification budget: the verification
         judge is bounded by that budget, not by the evaluator's daily cap."""
         midnight = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-        left = max(Decimal(0), self.settings.usd_per_day - self._spent_today)
-        return self.loop.verdicts.judge_spend_since(midnight) + left
+        return self.loop.verdicts.judge_spend_since(midnight) + self._left_today()
+
+
+def _no_verdict(ended: Event, closed: list[Event]) -> str | None:
+    """Why a replay session gives nothing to judge, or None: it must have completed, and its turn
+    with it, without an error (a provider outage is no evidence of the model's quality)."""
+    disposition = ended.payload.get("disposition")
+    if disposition != "completed":
+        return f"the replay ended as {disposition}"
+    if not closed:
+        return "no turn completed"
+    if any(e.type == "turn.cancelled" for e in closed):
+        return "its turn was cancelled"
+    if any((e.payload.get("signals_extra") or {}).get("error") for e in closed):
+        return "its turn failed"
+    return None
 
 
 def _held_families(regime: list[Outcome], family_of: Mapping[str, str], baseline: int, floor: float) -> set[str]:
