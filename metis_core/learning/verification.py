@@ -116,7 +116,7 @@ class Verifier:
             elif self.enabled:
                 self.consider(str(event.payload["primary_model"]), event.session_id)
         except MetisError as error:  # verification is best effort: routing goes on without it
-            log.warning("verification after %s %s failed: %s", event.type, event.id, error)
+            log.warning("verification after %s %s failed: %s", event.type, event.id, scrub_secrets(str(error)))
 
     def consider(self, model: str, session_id: str) -> PlannedReplay | None:
         """Check `model` after an outcome of it was recorded (in session `session_id`); when it is
