@@ -18,8 +18,8 @@ import httpx
 import pytest
 from support_servers import Reply
 
-from metis_core.learning import verification
 from metis_core.learning.verification import Verifier
+from metis_core.replay import session_replay
 from metis_core.store.backend import DATABASE_URL_ENV
 
 from .conftest import CHEAP, STRONG, LearningHarness
@@ -37,9 +37,11 @@ def learning_backend(monkeypatch: pytest.MonkeyPatch) -> str:
     return "sqlite"
 
 
-async def cheap_fails_unsettled(h: LearningHarness) -> None:
-    """The cheap model gets a summary wrong (rated down): the verifier starts a replay; not waited for."""
+async def cheap_fails_unsettled(h: LearningHarness, *then: Reply) -> None:
+    """The cheap model gets a summary wrong (rated down): the verifier starts a replay, answered by
+    `then` (scripted before: the replay may start at once); not waited for."""
     h.answers(1)
+    h.script.script("anthropic", then)
     s = h.runtime.sessions.create(h.workspace)
     await h.runtime.turns.run(s, SUMMARY, override=CHEAP)
     h.loop.feedback.rate(s.id, "down")
@@ -57,14 +59,16 @@ async def test_closing_cancels_a_replay_under_way_after_its_grace_and_learns_not
         kind = await held_by_cheap(h)
         asked = threading.Event()
 
-        async def never_answers(request: httpx.Request) -> httpx.Response:
+        async def answers_then_never(request: httpx.Request) -> httpx.Response:
+            if not asked.is_set() and request.url.host in h.script.queues and h.script.queues[request.url.host]:
+                return h.script.handler(request)  # the cheap model's own turn
             asked.set()
-            await asyncio.Event().wait()  # a model that never answers: only a cancel ends the call
+            await asyncio.Event().wait()  # the replay: a model that never answers, only a cancel ends the call
             raise AssertionError("unreachable")
 
         transport = h.runtime.client._transport  # type: ignore[attr-defined]
+        transport._async_client = httpx.AsyncClient(transport=httpx.MockTransport(answers_then_never))
         await cheap_fails_unsettled(h)
-        transport._async_client = httpx.AsyncClient(transport=httpx.MockTransport(never_answers))
         h.runtime.bus.settle()
         assert asked.wait(5), "the verifier started a replay"
         assert h.loop.verifier.close in h.runtime.on_closing, "the runtime stops it before its bus closes"
@@ -87,39 +91,40 @@ async def test_a_replay_whose_turn_fails_on_the_provider_is_counted_and_learns_n
     h = learning_harness(tmp_path, f"default: {STRONG}\n", **SETTINGS)
     try:
         kind = await held_by_cheap(h)
-        await cheap_fails_unsettled(h)
-        h.script.script("anthropic", [Reply.json({"type": "error", "error": {"type": "api_error",
-                                                                               "message": "overloaded"}}, 500)])
         requests = len(h.script.requests)
+        await cheap_fails_unsettled(h, Reply.json({"type": "error", "error": {"type": "api_error",
+                                                                                "message": "overloaded"}}, 500))
         h.loop.settle()
         assert h.loop.verifier.failed == 1
         assert learned(h, kind) == [] and replay_outcomes(h, kind) == [], "an outage is no evidence of quality"
-        assert len(h.script.requests) == requests + 1, "the replay asked once; the judge was not asked"
+        assert len(h.script.requests) == requests + 2, "the turn and the replay asked; the judge was not asked"
     finally:
         h.runtime.close()
 
 
-async def test_a_replay_that_raises_is_logged_without_secrets_and_the_next_one_runs(
+async def test_a_replay_that_raises_after_its_turn_is_logged_without_secrets_learns_nothing_and_the_next_runs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture,
 ) -> None:
     h = learning_harness(tmp_path, f"default: {STRONG}\n", **SETTINGS)
     try:
         kind = await held_by_cheap(h)
-        real = verification.replay_session
+        real = session_replay._replay_turn
         raised: list[bool] = []
 
-        async def raises_once(*args: Any, **kwargs: Any) -> Any:
+        async def raises_once_after_the_turn(*args: Any, **kwargs: Any) -> Any:
+            comparison = await real(*args, **kwargs)
             if not raised:
                 raised.append(True)
                 raise RuntimeError(f"upstream refused key {KEY}")
-            return await real(*args, **kwargs)
+            return comparison
 
-        monkeypatch.setattr(verification, "replay_session", raises_once)
+        monkeypatch.setattr(session_replay, "_replay_turn", raises_once_after_the_turn)
         with caplog.at_level(logging.WARNING, logger="metis_core.learning"):
-            await cheap_fails_unsettled(h)
+            await cheap_fails_unsettled(h, Reply.fixture("anthropic", "stream__text_basic.sse"))
             h.loop.settle()
         assert h.loop.verifier.failed == 1 and h.loop.verifier.replayed == 0
         assert "[redacted key]" in caplog.text and KEY not in caplog.text
+        assert replay_outcomes(h, kind) == [], "the replay's session was the verifier's: nothing recorded"
 
         h.answers(1)
         h.script.script("anthropic", [judge_reply(verdict(0.95))])
