@@ -6,8 +6,11 @@ suited: right 95 % of the time, the rest 55 %), each score 0.95 or 0.05 as the c
 scores, fingerprints drawn uniformly. It measures the per-fingerprint test alone (`regime_start`)
 and with the held test beside it (`model_regime_start`, what routing runs). Without a drop: the
 share of runs in which a change is found (a false alarm). With the suited families falling to 40 %
-halfway: outcomes after the drop until a change starting at or after it is found.
-Writes bench/results/change-alarm-<UTC>.json.
+halfway: outcomes after the drop until a change starting at or after it is found. With
+verification (learning.verification): after each outcome, while the fall statistic is at least
+`suspicion`, up to `replays` replays of a suited fingerprint join the record, each right at the
+model's rate then and judged by a judge right 90 % of the time; the same counts, in the model's own
+outcomes, and the replays it took. Writes bench/results/change-alarm-<UTC>.json.
 """
 
 from __future__ import annotations
@@ -20,10 +23,11 @@ from datetime import UTC, datetime
 from typing import Any
 
 from bench.report import keep_named
-from metis_core.learning.patterns.evidence import model_regime_start, regime_start
-from metis_core.learning.settings import PatternSettings
+from metis_core.learning.patterns.evidence import falling_evidence, model_regime_start, regime_start
+from metis_core.learning.settings import PatternSettings, VerificationSettings
 
 SUITED, HARD, DROPPED = 0.95, 0.55, 0.4
+JUDGE_ACCURACY = 0.9
 
 
 Stream = list[tuple[str, str, float]]
@@ -54,6 +58,57 @@ def detected_after(stream: Stream, drop_at: int, settings: PatternSettings,
     return None
 
 
+def verified(rng: random.Random, stream: Stream, drop_at: int | None, fingerprints: int, families: int,
+             settings: PatternSettings, verification: VerificationSettings) -> tuple[Stream, list[int], int]:
+    """`stream` with verification replays after its outcomes: the record, each of the model's own
+    outcomes' index in it, and the replays taken."""
+    suited = [fp for fp in range(fingerprints) if fp % families < families // 2]
+    out: Stream = []
+    own: list[int] = []
+    taken = 0
+    for index, outcome in enumerate(stream):
+        own.append(len(out))
+        out.append(outcome)
+        for _ in range(verification.replays):
+            if falling_evidence(out, settings) < verification.suspicion:
+                break
+            fp = rng.choice(suited)
+            right = rng.random() < (DROPPED if drop_at is not None and index >= drop_at else SUITED)
+            judged = right if rng.random() < JUDGE_ACCURACY else not right
+            out.append((f"fp{fp}", f"family{fp % families}", 0.95 if judged else 0.1))
+            taken += 1
+    return out, own, taken
+
+
+def measure_verified(runs: int, fingerprints: int, families: int, outcomes: int) -> dict[str, Any]:
+    """False alarms, drops found and replays taken with verification beside the tests routing runs."""
+    settings, verification = PatternSettings(), VerificationSettings()
+    half = outcomes // 2
+    alarms, found, replays = 0, [], [0, 0]
+    for seed in range(runs):
+        base = record(random.Random(seed), fingerprints, families, outcomes, None)
+        steady, _, taken = verified(random.Random(seed), base, None, fingerprints, families, settings, verification)
+        alarms += model_regime_start(steady, settings) > 0
+        replays[0] += taken
+        base = record(random.Random(100_000 + seed), fingerprints, families, outcomes, half)
+        dropped, own, taken = verified(random.Random(100_000 + seed), base, half, fingerprints, families, settings,
+                                       verification)
+        replays[1] += taken
+        at = own[half]
+        found_after = next((end - half for end in range(half + 1, outcomes + 1)
+                            if model_regime_start(dropped[:own[end - 1] + 1], settings) >= at - 10), None)
+        if found_after is not None:
+            found.append(found_after)
+    found.sort()
+    return {"suspicion": verification.suspicion, "replays_in_a_row": verification.replays,
+            "judge_accuracy": JUDGE_ACCURACY, "false_alarm_share_pct": round(100 * alarms / runs, 2),
+            "drop_found_share_pct": round(100 * len(found) / runs, 1),
+            "median_outcomes_to_find": statistics.median(found) if found else None,
+            "p90_outcomes_to_find_among_found": found[int(0.9 * (len(found) - 1))] if found else None,
+            "replays_per_run_without_drop": round(replays[0] / runs, 2),
+            "replays_per_run_with_drop": round(replays[1] / runs, 2)}
+
+
 def measure(runs: int, fingerprints: int, families: int, outcomes: int) -> dict[str, Any]:
     settings = PatternSettings()
     half = outcomes // 2
@@ -73,6 +128,7 @@ def measure(runs: int, fingerprints: int, families: int, outcomes: int) -> dict[
             "median_outcomes_to_find": statistics.median(found) if found else None,
             "p90_outcomes_to_find_among_found": found[int(0.9 * (len(found) - 1))] if found else None,
         }
+    result["with_verification"] = measure_verified(runs, fingerprints, families, outcomes)
     return result
 
 

@@ -6,8 +6,10 @@ runs, in-process over an httpx MockTransport (Anthropic's wire format, usage siz
 1. history: N sessions on the strong model only, each answer rated /good or /bad by the scripted user;
 2. `metis learn` (the library call) on the cheap model, capped by --budget-usd, an LLM judge (the
    cheap model, right 90 % of the time) scoring each replayed answer;
-3. N sessions with pattern routing and exploration on, against the same N always on the strong model
-   and the same N each sent to the model that suits its kind (the floor routing could reach);
+3. N sessions with pattern routing, exploration and verification by replay on (the cheap model
+   judging), against the same N always on the strong model and the same N each sent to the model
+   that suits its kind (the floor routing could reach); the routing cost includes learning's and
+   verification's;
 4. the same routing run again, with the cheap model's success on the kinds it suits dropping to
    DROPPED_SUCCESS halfway through: how many sessions until routing stops choosing it for them.
 
@@ -133,6 +135,10 @@ class Run:
     cost: Decimal = Decimal(0)
     served: list[tuple[str, str, bool]] = field(default_factory=list)
     """(kind, model, explored) per session."""
+    verified: int = 0
+    """Verification replays the loop ran (learning.verification)."""
+    verify_cost: Decimal = Decimal(0)
+    """Their replay and judge calls."""
 
     @property
     def success_rate(self) -> float:
@@ -152,10 +158,14 @@ async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list
         if result.error:
             raise RuntimeError(f"bench turn failed: {result.error}")
         right = model.last_right
+        model.luck = -1.0  # a verification replay after the session draws its own
         if runtime.learning is not None:
             runtime.learning.feedback.rate(session.id, "up" if right else "down")
         runtime.sessions.end(session)
-        runtime.bus.flush()
+        if runtime.learning is not None:
+            runtime.learning.settle()  # a verification's replays are recorded before the next session
+        else:
+            runtime.bus.flush()
         explored = False
         if chosen is None:
             decided = runtime.trace.events(session_id=session.id, types=("route.decided",))
@@ -164,6 +174,8 @@ async def _sessions(runtime: Runtime, workspace: Path, model: Model, plans: list
         run.successes += right
         run.cost += result.cost_usd
         run.served.append((kind, result.model or "", explored))
+    if runtime.learning is not None:
+        run.verified, run.verify_cost = runtime.learning.verifier.replayed, runtime.learning.verifier.spent_usd
     return run
 
 
@@ -204,6 +216,7 @@ async def measure(count: int, budget: Decimal, seed: int, patterns: dict[str, An
     strong, cheap = scenario.strong, scenario.cheap
     routing = LearningSettings.model_validate({"exploration": {"share": 0.1, "usd_per_day": "0.50",
                                                                "candidates": [cheap], "seed": seed},
+                                               "verification": {"judge_model": cheap},
                                                "patterns": patterns or {}})
     try:
         workspace = root / "workspace"
@@ -247,7 +260,7 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
     strong, routing, drop = results["strong"], results["routing"], results["drop"]
     learn_cost = learned.spent_usd
     moved_back = _moved_back(drop, count // 2, scenario)
-    share = float((routing.cost + learn_cost) / strong.cost) * 100
+    share = float((routing.cost + learn_cost + routing.verify_cost) / strong.cost) * 100
 
     def served(run: Run) -> dict[str, dict[str, int]]:
         table: dict[str, dict[str, int]] = {k: {} for k in scenario.kinds}
@@ -270,7 +283,8 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
                            "cost_usd": str(results["oracle"].cost),
                            "share_of_strong_cost_pct": round(float(results["oracle"].cost / strong.cost) * 100, 1)},
         "routing": {"success_rate": round(routing.success_rate, 2), "cost_usd": str(routing.cost),
-                    "cost_with_learning_usd": str(routing.cost + learn_cost),
+                    "cost_with_learning_usd": str(routing.cost + learn_cost + routing.verify_cost),
+                    "verification_replays": routing.verified, "verification_usd": str(routing.verify_cost),
                     "share_of_strong_cost_pct": round(share, 1),
                     "explored_sessions": sum(1 for *_, e in routing.served if e),
                     "spurious_switches": _switches_away(routing, scenario),
@@ -278,6 +292,7 @@ def _summary(count: int, budget: Decimal, seed: int, history: Run, learned: Any,
                     "served": served(routing)},
         "drop": {"at_session": count // 2, "cheap_success_after": DROPPED_SUCCESS,
                  "success_rate": round(drop.success_rate, 2), "cost_usd": str(drop.cost),
+                 "verification_replays": drop.verified, "verification_usd": str(drop.verify_cost),
                  "sessions_until_moved_back": moved_back,
                  "suited_kind_cheap_share_after_30_sessions_pct": _cheap_share(drop.served[count // 2 + 30:], scenario),
                  "suited_kind_sessions_routed_to_cheap": [
@@ -295,6 +310,8 @@ def _line(run: dict[str, Any]) -> dict[str, Any]:
     return {"scenario": run["scenario"]["name"], "seed": run["seed"],
             "strong_success": run["always_strong"]["success_rate"],
             "routing_success": run["routing"]["success_rate"], "learn_usd": run["learn"]["spent_usd"],
+            "verify_usd": run["routing"]["verification_usd"], "verify_replays": run["routing"]["verification_replays"],
+            "drop_verify_replays": drop["verification_replays"],
             "cost_share_pct": run["routing"]["share_of_strong_cost_pct"],
             "oracle_share_pct": run["by_kind_oracle"]["share_of_strong_cost_pct"],
             "moved_back_after": drop["sessions_until_moved_back"],

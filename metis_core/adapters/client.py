@@ -607,6 +607,12 @@ class ModelClient:
 
     # --- lifecycle ---------------------------------------------------------------------------
 
+    @property
+    def async_client_bound_to_one_loop(self) -> bool:
+        """Whether async calls go through an `async_http_client` passed in that pools network
+        connections: it serves the event loop it was first used on only (HttpTransport)."""
+        return self._transport.async_client_bound_to_one_loop
+
     def close(self) -> None:
         self._transport.close()
 

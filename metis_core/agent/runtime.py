@@ -125,6 +125,8 @@ class Runtime:
         """The learning layer attached to this runtime, if any (a metis_core.learning LearningLoop)."""
         self.on_close: list[Callable[[], None]] = []
         """Run after the bus has drained on close (layers above, e.g. learning, release their stores)."""
+        self.on_closing: list[Callable[[], None]] = []
+        """Run first by `close`, while the bus still takes events: work that emits stops here."""
         self.idle_sweep: IdleSweep | None = None
         """The long-running servers' idle-session timer (`sweep_idle_sessions`)."""
         self._compactor: Compactor | None = None
@@ -203,6 +205,9 @@ class Runtime:
         return self.idle_sweep
 
     def close(self) -> None:
+        for stop in self.on_closing:
+            stop()
+        self.on_closing.clear()
         if self.idle_sweep is not None:
             self.idle_sweep.stop()  # before the bus it emits on closes
             self.idle_sweep = None

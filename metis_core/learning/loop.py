@@ -1,10 +1,11 @@
 """`LearningLoop`: the learning layer wired to one Runtime.
 
-Attaching subscribes three batch subscribers (implicit feedback, evaluator triggers, pattern
-recorder), gives the runtime its pattern advisor (routing's `pattern` slot) and a `/model` swap
-listener, and closes its store connection when the runtime closes. Its tables live in the
-runtime's database (`runtime.shared_database`: its one pool on PostgreSQL). Routing and the agent
-never import this package; without it they work as before.
+Attaching subscribes the batch subscribers (implicit feedback, evaluator triggers, pattern
+recorder and, given a judge and a budget, the verifier of a suspect model by replay), gives the
+runtime its pattern advisor (routing's `pattern` slot) and a `/model` swap listener, and closes
+its store connection when the runtime closes. Its tables live in the runtime's database
+(`runtime.shared_database`: its one pool on PostgreSQL). Routing and the agent never import this
+package; without it they work as before.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from metis_core.learning.patterns.fingerprint import Embedder
 from metis_core.learning.patterns.recorder import PatternRecorder
 from metis_core.learning.patterns.store import PatternStore
 from metis_core.learning.settings import LearningSettings
+from metis_core.learning.verification import Verifier
 from metis_core.messages.metadata import Usage
 
 if TYPE_CHECKING:
@@ -67,6 +69,9 @@ class LearningLoop:
                                         embed)
         self.explorer = Explorer(self.settings.exploration, self.cost_ratio)
         self.advisor = PatternAdvisor(self.patterns, self.settings.patterns, embed, self.explorer)
+        self.verifier = Verifier(self)
+        if self.verifier.enabled:
+            self.triggers.skip = self.recorder.skip = self.verifier.owns
         self._handles: list[SubscriptionHandle] = []
 
     @classmethod
@@ -75,11 +80,15 @@ class LearningLoop:
         """Wire a loop to `runtime` (before its sessions are created, so their routing sees the advisor)."""
         loop = cls(runtime, settings, embed=embed)
         bus = runtime.bus
-        for subscription in (loop.implicit.subscription(), loop.triggers.subscription(), loop.recorder.subscription()):
+        subscriptions = [loop.implicit.subscription(), loop.triggers.subscription(), loop.recorder.subscription()]
+        if loop.verifier.enabled:
+            subscriptions.append(loop.verifier.subscription())
+        for subscription in subscriptions:
             loop._handles.append(bus.subscribe(subscription))
         runtime.pattern_advisor = loop.advisor
         runtime.learning = loop
         runtime.sessions.swap_listeners.append(loop._model_swapped)
+        runtime.on_closing.append(loop.verifier.close)  # while the bus takes a cancelled replay's last events
         runtime.on_close.append(loop.close)
         return loop
 
@@ -88,10 +97,14 @@ class LearningLoop:
         return self.recorder.emit_eviction(self.patterns.clear(), ended_session=None, parent=None)
 
     def settle(self, timeout: float = 30.0) -> None:
-        """Wait until feedback given so far has been evaluated and its pattern outcomes rescored:
-        feedback → verdict → outcome is a chain of batch subscribers: the bus is flushed until
-        nothing new is emitted."""
-        self.runtime.bus.settle(timeout)
+        """Wait until feedback given so far has been evaluated and its pattern outcomes rescored,
+        and any verification by replay it started has been recorded: feedback → verdict → outcome
+        (→ replay → verdict → outcome ...) is a chain of batch subscribers and the verifier's
+        thread: the bus is flushed until nothing new is emitted and no replay is under way."""
+        while True:
+            self.runtime.bus.settle(timeout)
+            if not self.verifier.wait(timeout):
+                return
 
     def estimate_cost(self, model: str, input_tokens: int, output_tokens: int) -> Decimal | None:
         """What a call of this size would cost on `model` by the price table (None: unpriced)."""
@@ -110,6 +123,7 @@ class LearningLoop:
             log.warning("manual_swap signal not recorded: %r", error)
 
     def close(self) -> None:
+        self.verifier.close()
         if isinstance(self.advisor.embed, HttpEmbedder):
             self.advisor.embed.close()
         self.db.close()

@@ -89,6 +89,27 @@ class ExplorationSettings(BaseModel):
         return self.share > 0 and self.usd_per_day > 0
 
 
+class VerificationSettings(BaseModel):
+    """Verify by replay: when a model's fall statistic on the kinds it holds passes a share of the
+    change threshold, or a kind it holds shows a failure, replay a few of its recent stored turns
+    on it (the LLM judge scoring them) so the change test gets evidence at the rate it needs."""
+
+    model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
+
+    suspicion: float = Field(default=0.5, ge=0.0, le=1.0)
+    """The share of `patterns.change_threshold` the fall statistic must reach before replays start:
+    at 0.5, two failures close together on a kind with a clean record, three on one that fails one
+    turn in ten; a single failure, which a kind that usually succeeds shows now and then, is not one."""
+    usd_per_day: Decimal = Field(default=Decimal("0.10"), ge=0)
+    """At most this much estimated spend (replay plus judge calls) per UTC day and process; 0 turns
+    verification off."""
+    replays: int = Field(default=6, ge=1, le=50)
+    """Replays in a row while one suspicion stands, before waiting for the model's next observed turn."""
+    judge_model: str | None = None
+    """Canonical id of the judge scoring the replays; None = `learning.judge_model` (with neither,
+    verification is off). Only the replays are judged by it, not every turn."""
+
+
 class LearningSettings(BaseModel):
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
@@ -103,12 +124,14 @@ class LearningSettings(BaseModel):
     fingerprints become hybrid (structure + cosine distance of the message's embedding)."""
     patterns: PatternSettings = Field(default_factory=PatternSettings)
     exploration: ExplorationSettings = Field(default_factory=ExplorationSettings)
+    verification: VerificationSettings = Field(default_factory=VerificationSettings)
 
     @classmethod
     def from_config(cls, section: dict[str, Any] | None) -> LearningSettings:
         if not section:  # every default, valid as declared: nothing to validate (`metis patterns list` reads it)
             return cls.model_construct(_fields_set=set(), patterns=PatternSettings.model_construct(),
-                                       exploration=ExplorationSettings.model_construct())
+                                       exploration=ExplorationSettings.model_construct(),
+                                       verification=VerificationSettings.model_construct())
         try:
             settings = cls.model_validate(section or {})
         except ValidationError as error:

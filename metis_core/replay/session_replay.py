@@ -3,13 +3,15 @@
 The replay session names its source in `replay_of` (store step 7) and is titled `replay of <source>
 on <model>`; earlier turns outside `--turns` are copied into it (with fresh ids) so the selected ones
 see the same history. Each selected user turn runs through the normal agent loop, with tools
-answered from the recording unless `live_tools`, and asked with the options the original's calls
-recorded (a structured turn as a structured turn); what the record lacks is in the report.
+answered from the recording (the replay session's own registry, never the runtime's) unless
+`live_tools`, asked with the options the original's calls recorded (a structured turn as a
+structured turn); what the record lacks is in the report.
 Every divergence becomes a turn.replay_diverged event inside the replayed turn, before it completes.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -188,19 +190,24 @@ async def replay_session(
     live_tools: bool = False,
     text_threshold: float = DEFAULT_TEXT_THRESHOLD,
     on_turn: Callable[[TurnComparison], None] | None = None,
+    on_session: Callable[[str], None] | None = None,
 ) -> ReplayReport:
-    """Re-run the selected user turns of a stored session on `model` and compare each with the original."""
+    """Re-run the selected user turns of a stored session on `model` and compare each with the original.
+
+    `on_session` is told the replay session's id as soon as it exists, before any of its turns runs.
+    Cancelled, the replay stops after the turn under way and its session ends as `error`."""
     source = load_source(rt, source_session_id)
     selected = select_turns(source, turns)
     original = OriginalRunIndex.of_session(rt, source.id)
+    log = RecordedToolLog(source.tool_results())
+    # the replay session's own tools: the runtime's registry stays live for every other session
+    recorded = None if live_tools else recorded_registry(rt.tools, log)
     session = rt.sessions.create(source.workspace, model=model, title=f"replay of {source.id} on {model}",
-                                 replay_of=source.id)
+                                 replay_of=source.id, tools=recorded)
+    if on_session is not None:
+        on_session(session.id)
     report = ReplayReport(source.id, session.id, model, live_tools,
                           replay_of=rt.store.get_session(session.id).replay_of)
-    live = rt.tools
-    log = RecordedToolLog(source.tool_results())
-    if not live_tools:
-        rt.tools = recorded_registry(live, log)
     disposition = "error"
     try:
         _seed(rt, session, source.preamble, source.turns[: selected[0].index - 1])
@@ -209,12 +216,20 @@ async def replay_session(
             report.turns.append(comparison)
             if on_turn is not None:
                 on_turn(comparison)
+            _stop_if_cancelled()
         disposition = "completed"
     finally:
-        rt.tools = live
         report.tools_served, report.tools_unmatched = log.served, log.unmatched
         rt.sessions.end(session, disposition)
     return report
+
+
+def _stop_if_cancelled() -> None:
+    """Raise CancelledError when this task was asked to stop: a turn ends a cancel as turn.cancelled
+    and returns, so the replay checks between turns (its session then ends as `error`)."""
+    task = asyncio.current_task()
+    if task is not None and task.cancelling():
+        raise asyncio.CancelledError
 
 
 def _seed(rt: Runtime, session: Session, preamble: list[Message], earlier: list[SourceTurn]) -> None:

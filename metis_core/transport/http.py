@@ -4,12 +4,14 @@ Sends prebuilt bytes, returns `WireResponse`s or raw byte streams, and maps tran
 to `NetworkError` (`TruncatedStreamError` mid-body), raised outside the except block, so nothing
 reachable from the error holds the request and its auth headers. Async calls go through aiohttp
 sessions metis owns (transport/owned_async.py: a quarter of httpx's CPU per request) unless the
-caller passed an httpx.AsyncClient. It knows nothing of providers, canonical messages or retries;
-asyncio cancellation is not caught but propagates to the caller.
+caller passed an httpx.AsyncClient; the async clients metis makes are one per event loop. It
+knows nothing of providers, canonical messages or retries; asyncio cancellation propagates.
 """
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
 from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal
@@ -33,6 +35,8 @@ AsyncHttp = Literal["aiohttp", "httpx"]
 """The library of the async client metis makes itself: aiohttp, a quarter of httpx's CPU per request
 (for servers and long runs), or httpx, ~60 ms cheaper to start (for one-shot processes: the CLI)."""
 URL_CACHE_SIZE: Final = 256
+IN_PROCESS_TRANSPORTS: Final = (httpx.MockTransport, httpx.ASGITransport)
+"""httpx transports with no connections of their own: a client over one serves any event loop."""
 
 
 def _describe(exc: Exception) -> str:
@@ -191,7 +195,10 @@ class HttpTransport:
         self._client = client
         self._owns_client = client is None
         self._async_client = async_client
-        self._owns_async_client = async_client is None
+        """The caller's httpx.AsyncClient (bound to the loop it is first used on; never closed here)."""
+        self._made_async: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        """`async_http="httpx"`: the client made for each event loop (httpx's pool belongs to one loop)."""
+        self._made_async_lock = threading.Lock()
         self._async_http = async_http
         self._owned_async: OwnedAsyncClient | None = None
         self._timeout = timeout
@@ -208,12 +215,30 @@ class HttpTransport:
             self._client = MetisClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
         return self._client
 
+    @property
+    def async_client_bound_to_one_loop(self) -> bool:
+        """Whether async calls go through a caller's httpx.AsyncClient that pools network connections:
+        they belong to the event loop that opened them, so no other thread's loop may call async. A
+        client over an in-process transport (httpx.MockTransport, httpx.ASGITransport) has none."""
+        client = self._async_client
+        if client is None:
+            return False
+        transports = [client._transport, *client._mounts.values()]  # httpx keeps them private
+        return not all(t is None or isinstance(t, IN_PROCESS_TRANSPORTS) for t in transports)
+
     def _httpx_async(self) -> httpx.AsyncClient | None:
-        """The httpx client async calls use: the caller's, one made here for `async_http="httpx"`, or
-        None (aiohttp)."""
-        if self._async_client is None and self._async_http == "httpx":
-            self._async_client = MetisAsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
-        return self._async_client
+        """The httpx client async calls use: the caller's, the running loop's one made here for
+        `async_http="httpx"`, or None (aiohttp)."""
+        if self._async_client is not None or self._async_http != "httpx":
+            return self._async_client
+        loop = asyncio.get_running_loop()
+        client = self._made_async.get(loop)  # read without the lock: only this loop's thread sets its entry
+        if client is None:
+            with self._made_async_lock:
+                for gone in [other for other in self._made_async if other.is_closed()]:
+                    del self._made_async[gone]  # its connections cannot be closed through a closed loop
+                client = self._made_async[loop] = MetisAsyncClient(timeout=DEFAULT_TIMEOUT, limits=DEFAULT_LIMITS)
+        return client
 
     @property
     def owned_async(self) -> OwnedAsyncClient:
@@ -373,6 +398,7 @@ class HttpTransport:
     async def aclose(self) -> None:
         if self._owned_async is not None:
             await self._owned_async.aclose()
-        if self._owns_async_client and self._async_client is not None:
-            await self._async_client.aclose()
-            self._async_client = None
+        with self._made_async_lock:
+            made = self._made_async.pop(asyncio.get_running_loop(), None)
+        if made is not None:
+            await made.aclose()

@@ -2,14 +2,15 @@
 
 A quarter of httpx's CPU per async request, on the gateway's hot path. It behaves as the httpx
 client it replaced (timeouts, pool, certificates, env proxies, no redirects, cookies, no added
-content type; docs/transport.md). A session whose loop has closed is shut; failures become
-`NetworkError`s with no cause attached.
+content type; docs/transport.md). A session whose loop has closed is shut; the table of sessions is
+shared by every thread's loop under a lock; failures become `NetworkError`s with no cause attached.
 """
 
 from __future__ import annotations
 
 import asyncio
 import ssl
+import threading
 import urllib.request
 from collections.abc import AsyncIterator, Hashable, Mapping
 from contextlib import AbstractAsyncContextManager
@@ -94,6 +95,8 @@ class OwnedAsyncClient:
 
     def __init__(self) -> None:
         self._sessions: dict[asyncio.AbstractEventLoop, aiohttp.ClientSession] = {}
+        self._sessions_lock = threading.Lock()
+        """Held to change `_sessions`: loops on other threads (a verifier's, a server's) share it."""
         self._ssl: ssl.SSLContext | None = None
         self._timeouts: dict[Hashable, aiohttp.ClientTimeout] = {}
         self._default_timeout = client_timeout(DEFAULT_TIMEOUT)
@@ -120,21 +123,24 @@ class OwnedAsyncClient:
 
     def _session(self) -> aiohttp.ClientSession:
         loop = asyncio.get_running_loop()
-        session = self._sessions.get(loop)
+        session = self._sessions.get(loop)  # read without the lock: only this loop's thread sets its entry
         if session is None or session.closed:
             self._shut_sessions_of_closed_loops()
-            if self._ssl is None:
-                self._ssl = httpx.create_ssl_context()  # httpx's certificate store and SSL_CERT_* settings
-            connector = aiohttp.TCPConnector(limit=DEFAULT_LIMITS.max_connections or 0, ssl=self._ssl,
-                                             keepalive_timeout=DEFAULT_LIMITS.keepalive_expiry or 0)
-            session = self._sessions[loop] = aiohttp.ClientSession(
-                connector=connector, timeout=self._default_timeout,
-                cookie_jar=aiohttp.CookieJar(unsafe=True))  # like httpx: cookies from IP hosts too (local servers)
+            with self._sessions_lock:
+                if self._ssl is None:
+                    self._ssl = httpx.create_ssl_context()  # httpx's certificate store and SSL_CERT_* settings
+                connector = aiohttp.TCPConnector(limit=DEFAULT_LIMITS.max_connections or 0, ssl=self._ssl,
+                                                 keepalive_timeout=DEFAULT_LIMITS.keepalive_expiry or 0)
+                session = self._sessions[loop] = aiohttp.ClientSession(
+                    connector=connector, timeout=self._default_timeout,
+                    cookie_jar=aiohttp.CookieJar(unsafe=True))  # like httpx: cookies from IP hosts too (local servers)
         return session
 
     def _shut_sessions_of_closed_loops(self) -> None:
-        for loop in [loop for loop in self._sessions if loop.is_closed()]:
-            _shut(self._sessions.pop(loop), loop)
+        with self._sessions_lock:
+            closed = [(loop, self._sessions.pop(loop)) for loop in list(self._sessions) if loop.is_closed()]
+        for loop, session in closed:
+            _shut(session, loop)
 
     def _timeout(self, timeout: float | httpx.Timeout | None) -> aiohttp.ClientTimeout:
         if timeout is None:
@@ -189,15 +195,17 @@ class OwnedAsyncClient:
     async def aclose(self) -> None:
         """Close the running loop's session and shut those of closed loops."""
         self._shut_sessions_of_closed_loops()
-        session = self._sessions.pop(asyncio.get_running_loop(), None)
+        with self._sessions_lock:
+            session = self._sessions.pop(asyncio.get_running_loop(), None)
         if session is not None:
             await session.close()
 
     def close(self) -> None:
         """Close every session from sync code (`HttpTransport.close`): at once where its loop is idle."""
-        for loop, session in self._sessions.items():
+        with self._sessions_lock:
+            sessions, self._sessions = self._sessions, {}
+        for loop, session in sessions.items():
             _shut(session, loop)
-        self._sessions.clear()
 
 
 def _shut(session: aiohttp.ClientSession, loop: asyncio.AbstractEventLoop) -> None:

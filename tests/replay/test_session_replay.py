@@ -13,9 +13,11 @@ from conftest import fixtures_root
 from jsonschema import Draft202012Validator, FormatChecker
 from support_servers import Reply
 
+from metis_core.agent.turn import TurnResult
 from metis_core.errors import ReplayError
 from metis_core.export import SessionRecording, load_recording, openwop_documents
 from metis_core.messages import Role
+from metis_core.replay.recorded_tools import RecordedTool
 from metis_core.replay.session_replay import replay_session
 
 from .conftest import ORIGINAL_MODEL, USER_TEXTS, ReplayHarness
@@ -206,3 +208,29 @@ async def test_a_system_prompt_before_the_first_turn_is_carried_into_the_replay(
     replayed = h.runtime.store.load_messages(report.replay_session_id)
     assert replayed[0].role is Role.SYSTEM and replayed[0].text() == "Answer like a pirate."
     assert "Answer like a pirate." in str(h.bodies("anthropic.test")[-1]["system"])
+
+
+async def test_a_turn_of_another_session_runs_the_live_tools_while_a_replay_answers_from_the_recording(
+    harness: ReplayHarness, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    h = harness
+    source = await h.record_original()
+    other = h.runtime.sessions.create(h.workspace)
+    served = RecordedTool.run
+    beside: list[TurnResult] = []
+
+    async def serve_after_a_turn_beside(tool: RecordedTool, tool_input: dict[str, Any], context: Any) -> Any:
+        beside.append(await h.runtime.turns.run(other, USER_TEXTS[0]))  # while the replay waits on its tool
+        return await served(tool, tool_input, context)
+
+    monkeypatch.setattr(RecordedTool, "run", serve_after_a_turn_beside)
+    # the replay's tool call, then the turn beside it (a tool call and its answer), then the replay's answer
+    h.script.script("anthropic", anthropic("stream__tool_use_input_json_delta.sse",
+                                           "stream__tool_use_input_json_delta.sse", "stream__text_basic.sse",
+                                           "stream__text_basic.sse"))
+    report = await replay_session(h.runtime, source, "anthropic:claude-sonnet-4-5", turns=(1, 1))
+
+    assert [r.error for r in beside] == [None]
+    assert h.weather.calls == [{"location": "Paris"}, {"location": "Paris"}], "the turn beside ran the live tool"
+    assert report.tools_served == 1 and report.tools_unmatched == 0 and not report.turns[0].diverged
+    assert h.runtime.tools.get("get_weather") is h.weather

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 
 import httpx
 import pytest
@@ -87,3 +88,26 @@ def test_the_transport_creates_metis_clients_and_keeps_a_callers_own() -> None:
     own = httpx.Client()
     assert HttpTransport(own).client is own
     own.close()
+
+
+def test_async_http_httpx_makes_one_client_per_event_loop_and_a_callers_pooled_client_is_bound_to_one() -> None:
+    transport = HttpTransport(async_http="httpx")
+    made: list[httpx.AsyncClient | None] = []
+
+    async def on_a_loop() -> None:
+        made.append(transport._httpx_async())
+        assert transport._httpx_async() is made[-1]
+
+    asyncio.run(on_a_loop())
+    thread = threading.Thread(target=asyncio.run, args=(on_a_loop(),))  # a verifier's loop, on its own thread
+    thread.start()
+    thread.join(5)
+    assert len(made) == 2 and made[0] is not made[1] and not transport.async_client_bound_to_one_loop
+    asyncio.run(on_a_loop())
+    assert len(transport._made_async) == 1, "the clients of closed loops are let go"
+    pooled = httpx.AsyncClient()
+    in_process = httpx.AsyncClient(transport=httpx.MockTransport(lambda r: httpx.Response(200)))
+    assert HttpTransport(async_client=pooled)._httpx_async() is pooled
+    assert HttpTransport(async_client=pooled).async_client_bound_to_one_loop
+    assert not HttpTransport(async_client=in_process).async_client_bound_to_one_loop
+    asyncio.run(pooled.aclose())

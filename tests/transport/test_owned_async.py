@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
+import aiohttp
 import httpx
 import pytest
 
@@ -355,3 +358,40 @@ async def test_a_proxy_it_cannot_use_is_a_config_error_that_keeps_its_credential
         await transport.asend("POST", "http://api.provider.test/v1/messages", b"{}", {}, provider="x")
     await transport.aclose()
     assert "hunter2" not in str(raised.value) and "NO_PROXY" in str(raised.value)
+
+
+def test_a_close_from_another_thread_waits_for_a_session_being_made_and_closes_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    owned = HttpTransport().owned_async
+    inside, release = threading.Event(), threading.Event()
+    make_connector = aiohttp.TCPConnector
+
+    def slow_connector(*args: Any, **kwargs: Any) -> aiohttp.TCPConnector:
+        inside.set()  # a loop on one thread is making its session ...
+        release.wait(5)
+        return make_connector(*args, **kwargs)
+
+    monkeypatch.setattr(aiohttp, "TCPConnector", slow_connector)
+    closer = threading.Thread(target=owned.close)  # ... while another thread closes the client
+    made: list[aiohttp.ClientSession] = []
+
+    async def make_then_wait_for_the_close() -> None:
+        made.append(owned._session())
+        await asyncio.to_thread(closer.join, 5)
+        for _ in range(100):  # the close is scheduled on this loop: let it run
+            if made[0].closed:
+                break
+            await asyncio.sleep(0)
+
+    maker = threading.Thread(target=asyncio.run, args=(make_then_wait_for_the_close(),))
+    maker.start()
+    assert inside.wait(5)
+    closer.start()
+    closer.join(0.2)
+    waited = closer.is_alive()
+    release.set()
+    maker.join(5)
+    closer.join(5)
+    assert waited, "close() went ahead while the session table was being changed"
+    assert owned._sessions == {} and made[0].closed

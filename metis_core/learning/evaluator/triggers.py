@@ -9,6 +9,7 @@ moment that have no verdict yet (`metis eval run [--since]`).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from datetime import datetime
 
 from metis_core.events.bus import EventFilter, Subscription
@@ -26,6 +27,8 @@ class EvaluationTriggers:
     def __init__(self, evaluator: Evaluator, trace: TraceStore) -> None:
         self.evaluator = evaluator
         self.trace = trace
+        self.skip: Callable[[str], bool] | None = None
+        """Sessions whose turns another judge scores (verification replays): not evaluated here."""
 
     def subscription(self) -> Subscription:
         wanted = {"turn.completed", "session.ended", "feedback.explicit", "tool.completed", "tool.failed"}
@@ -34,6 +37,8 @@ class EvaluationTriggers:
     def handle(self, event: Event) -> None:
         try:
             if event.type == "turn.completed" and event.turn_id is not None:
+                if self.skip is not None and self.skip(event.session_id):
+                    return
                 self.evaluator.evaluate("turn", event.turn_id, trigger="bus", parent=event)
             elif event.type in ("tool.completed", "tool.failed") and event.parent_event_id is not None:
                 self.evaluator.evaluate("tool_cycle", event.parent_event_id, trigger="bus", parent=event)

@@ -107,8 +107,14 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings,
     a kind that fails now and then needs a longer run of failures than one that never failed.
     `held_falls_only`: test falls only, and only on groups the model holds (a baseline mean of at
     least `success_floor`); the scores of the other groups join their baselines untested."""
+    return _cusum(stream, settings, held_falls_only)[0]
+
+
+def _cusum(stream: Sequence[tuple[str, float]], settings: PatternSettings,
+           held_falls_only: bool) -> tuple[int, float]:
+    """`regime_start`'s test: (where the regime begins, the falling sum at the end of `stream`)."""
     if not settings.change_threshold or not settings.change_margin:
-        return 0
+        return 0, 0.0
     shifts = (-settings.change_margin,) if held_falls_only else (-settings.change_margin, settings.change_margin)
     sums: dict[str, list[tuple[int, float, int]]] = defaultdict(list)  # group → (index, Σ score, failures)
     for index, (group, score) in enumerate(stream):
@@ -140,7 +146,7 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings,
                 regime = runs[side]
                 runs, totals = [index + 1, index + 1], [0.0, 0.0]
                 break
-    return regime
+    return regime, totals[0]
 
 
 def _baseline(cumulative: list[tuple[int, float, int]], start: int, end: int) -> tuple[int, float, int]:
@@ -175,6 +181,17 @@ def model_regime_start(stream: Sequence[tuple[str, str, float]], settings: Patte
     by_fingerprint = regime_start([(fp, score) for fp, _, score in stream], settings)
     held = regime_start([(family, score) for _, family, score in stream], settings, held_falls_only=True)
     return max(by_fingerprint, held)
+
+
+def falling_evidence(stream: Sequence[tuple[str, str, float]], settings: PatternSettings) -> float:
+    """How far a fall in a model's latest scores (`stream` as in `model_regime_start`) has built
+    up: the larger falling sum of its two tests at the end of the stream (each restarts at a change
+    it declares), as a share of `change_threshold` (1 declares a change; 0 = no sign of one)."""
+    if not settings.change_threshold or not settings.change_margin:
+        return 0.0
+    by_fingerprint = _cusum([(fp, score) for fp, _, score in stream], settings, False)[1]
+    held = _cusum([(family, score) for _, family, score in stream], settings, True)[1]
+    return max(by_fingerprint, held) / settings.change_threshold
 
 
 def regime_began(newest_first: Sequence[Outcome], settings: PatternSettings,

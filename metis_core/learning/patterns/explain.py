@@ -1,5 +1,6 @@
 """Why a turn went to the model it did: its route.decided chain, the pattern it matched and the
-evidence behind that pattern now (each model's decayed Beta posterior on the neighbourhood).
+evidence behind that pattern now (each model's decayed Beta posterior on the neighbourhood, and
+how far a fall in its latest outcomes has built up).
 
 Read-only: it reads the trace and the pattern store and changes nothing (`metis patterns explain`).
 """
@@ -48,11 +49,15 @@ class TurnExplanation:
     """Every model's evidence on the fingerprint's neighbourhood now, best mean first."""
     evidence_picks: str | None
     """The model the evidence would choose now (before confidence floor and exploration)."""
+    fall_evidence: dict[str, float]
+    """Per model, its fall statistic on its latest outcomes as a share of the change threshold:
+    verification by replay starts at `learning.verification.suspicion`, a change is found at 1."""
 
     def to_json(self) -> dict[str, Any]:
         return {"turn_id": self.turn_id, "session_id": self.session_id, "chosen_model": self.chosen_model,
                 "exploration": self.exploration, "chain": self.chain, "fingerprint_id": self.fingerprint_id,
                 "features": self.features, "neighbours": self.neighbours, "evidence_picks": self.evidence_picks,
+                "fall_evidence": self.fall_evidence,
                 "posteriors": [{**p.__dict__, "interval": list(p.interval)} for p in self.posteriors]}
 
 
@@ -78,6 +83,7 @@ def explain_turn(loop: LearningLoop, turn_id: str) -> TurnExplanation | None:
     posteriors: list[ModelPosterior] = []
     picks = None
     neighbours = 0
+    falls: dict[str, float] = {}
     if stored is not None:
         s = loop.settings.patterns
         near = loop.patterns.neighbors(stored.fingerprint, s.k, s.max_distance)
@@ -87,7 +93,8 @@ def explain_turn(loop: LearningLoop, turn_id: str) -> TurnExplanation | None:
         posteriors = [ModelPosterior.of(t) for t in sorted(tallies.values(), key=lambda t: (-t.mean, t.model))]
         chosen = loop.advisor.choose(tallies)
         picks = chosen.model if chosen is not None else None
+        falls = {p.model: round(loop.verifier.fall_evidence(p.model), 3) for p in posteriors}
     return TurnExplanation(
         turn_id, route.session_id, str(route.payload["chosen_model"]), chain,
         any(v.get("exploration") for v in chain), fingerprint_id,
-        stored.fingerprint.features if stored is not None else None, neighbours, posteriors, picks)
+        stored.fingerprint.features if stored is not None else None, neighbours, posteriors, picks, falls)

@@ -9,6 +9,7 @@ signal after the end, `metis eval run --again`) rescores its outcome, recorded a
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from decimal import Decimal
 
 from metis_core.errors import MetisError
@@ -36,6 +37,8 @@ class PatternRecorder:
         self.patterns = patterns
         self.evaluator = evaluator
         self.embed = embed
+        self.skip: Callable[[str], bool] | None = None
+        """Sessions recorded by their owner instead (verification replays, once their judge scored them)."""
 
     def subscription(self) -> Subscription:
         return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit",
@@ -43,6 +46,8 @@ class PatternRecorder:
                             handler=self.handle, name=SUBSCRIPTION_NAME)
 
     def handle(self, event: Event) -> None:
+        if event.type != "eval.completed" and self.skip is not None and self.skip(event.session_id):
+            return
         try:
             if event.type == "session.ended":
                 self.record_session(event)
