@@ -223,8 +223,10 @@ class HttpTransport:
         client = self._async_client
         if client is None:
             return False
-        transports = [client._transport, *client._mounts.values()]  # httpx keeps them private
-        return not all(t is None or isinstance(t, IN_PROCESS_TRANSPORTS) for t in transports)
+        transport, mounts = getattr(client, "_transport", None), getattr(client, "_mounts", None)  # httpx's private
+        if transport is None or not isinstance(mounts, dict):  # a client shaped otherwise: assume it pools
+            return True
+        return not all(t is None or isinstance(t, IN_PROCESS_TRANSPORTS) for t in (transport, *mounts.values()))
 
     def _httpx_async(self) -> httpx.AsyncClient | None:
         """The httpx client async calls use: the caller's, the running loop's one made here for
