@@ -198,8 +198,9 @@ def _with_1h_writes(usage: Usage, rates: TokenRates, written_1h: int) -> Decimal
 
 def _cost_at(usage: Usage, rates: TokenRates) -> Decimal:
     """The cost of `usage` at `rates`, its cache writes all at the five-minute rate."""
-    output = usage.output_tokens
-    reasoning = min(usage.reasoning_tokens, output)
+    output, reasoning = usage.output_tokens, usage.reasoning_tokens
+    if reasoning > output:  # not min(): a builtin call with its argument tuple, per answer
+        reasoning = output
     scaled = rates.scaled
     if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
         fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,

@@ -50,11 +50,11 @@ def assistant_message(
     if (
         type(routing) is RoutingDecisionRecord and type(usage) is Usage
         and (stop_reason is None or type(stop_reason) is str) and (raw is None or type(raw) is dict)
-        and prechecked.canonical_blocks(content)
+        and prechecked.answer_blocks(content)
     ):  # the answer's parts have their fields' exact types already (every parser's do): built without validating
         metadata = prechecked.answer_metadata(context.model, context.provider, routing, usage, status, stop_reason,
                                               raw, violations)
-        return prechecked.message(_ASSISTANT, context.session_id, content, metadata, context.message_id)
+        return prechecked.answer(context.session_id, content, metadata, context.message_id)
     return Message(id=context.message_id, session_id=context.session_id, role=_ASSISTANT, content=content,
                    metadata=MessageMetadata(
                        tool_input_violations=violations, model=context.model, provider=context.provider,

@@ -26,22 +26,26 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     """Canonical usage for one chat `usage` object (None or {} gives zeros)."""
     if not raw:
         return Usage()
-    prompt = _count(raw, "prompt_tokens")
-    prompt_details = raw.get("prompt_tokens_details") or None
-    cached = _count(prompt_details, "cached_tokens")
+    get = raw.get
+    prompt_details = get("prompt_tokens_details") or None
+    completion_details = get("completion_tokens_details") or None
+    # The usual answer's detail objects hold only zeros: nothing in them to read key by key.
+    detailed = holds_counts(prompt_details) or holds_counts(completion_details)
+    cached = _count(prompt_details, "cached_tokens") if detailed else 0
     if not cached:
         cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
-    cache_write = _count(prompt_details, "cache_write_tokens")
-    completion_details = raw.get("completion_tokens_details") or None
-    counts = (max(0, prompt - cached - cache_write), _count(raw, "completion_tokens"), cached, cache_write,
-              _count(completion_details, "reasoning_tokens"))
-    if all(map(prechecked.token_count, counts)):
-        usage = prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
+    cache_write = _count(prompt_details, "cache_write_tokens") if detailed else 0
+    reasoning = _count(completion_details, "reasoning_tokens") if detailed else 0
+    fresh, output = max(0, _count(raw, "prompt_tokens") - cached - cache_write), _count(raw, "completion_tokens")
+    token_count = prechecked.token_count
+    if (token_count(fresh) and token_count(output) and token_count(cached) and token_count(cache_write)
+            and token_count(reasoning)):
+        usage = prechecked.usage(fresh, output, cached, cache_write, reasoning)  # plain ints: nothing to validate
     else:
-        usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
-                      cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
-    if not (holds_counts(prompt_details) or holds_counts(completion_details)):
-        return usage  # the usual answer: its detail objects hold only zeros, nothing for Usage.details
+        usage = Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=cached,
+                      cache_creation_input_tokens=cache_write, reasoning_tokens=reasoning)
+    if not detailed:
+        return usage
     details = (detail_count(prompt_details, "audio_tokens"), detail_count(completion_details, "audio_tokens"),
                detail_count(completion_details, "accepted_prediction_tokens"),
                detail_count(completion_details, "rejected_prediction_tokens"))
