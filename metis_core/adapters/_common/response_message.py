@@ -66,7 +66,7 @@ def provider_shaped_calls(provider_raw: dict[str, Any]) -> frozenset[str]:
     client-run items and custom tool calls, listed in its raw record): no offered schema applies to them."""
     shaped: set[str] = set()
     for record in provider_raw.values():
-        if type(record) is dict:
+        if type(record) is dict and ("client_calls" in record or "custom_tool_calls" in record):
             shaped.update(record.get("client_calls") or ())
             shaped.update(record.get("custom_tool_calls") or ())
     return frozenset(shaped) if shaped else _NONE_SHAPED

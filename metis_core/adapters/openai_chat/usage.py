@@ -36,7 +36,9 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
         cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
     cache_write = _count(prompt_details, "cache_write_tokens") if detailed else 0
     reasoning = _count(completion_details, "reasoning_tokens") if detailed else 0
-    fresh, output = max(0, _count(raw, "prompt_tokens") - cached - cache_write), _count(raw, "completion_tokens")
+    fresh, output = _count(raw, "prompt_tokens") - cached - cache_write, _count(raw, "completion_tokens")
+    if fresh < 0:  # not max(): a builtin call with its argument tuple, per answer
+        fresh = 0
     token_count = prechecked.token_count
     if (token_count(fresh) and token_count(output) and token_count(cached) and token_count(cache_write)
             and token_count(reasoning)):
