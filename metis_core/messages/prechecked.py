@@ -279,9 +279,11 @@ _ANSWER_CLASSES: Final = BLOCK_CLASSES - {ImageBlock, ToolResultBlock}
 
 
 def answer_blocks(content: list[Any]) -> bool:
-    """Whether every item is an instance of a block class an assistant message may hold, each tool call with
-    its id and name and each provider tool call with its name: all the §5 check asks of an answer's blocks,
-    in the one pass that checks their classes (what `answer` takes)."""
+    """Whether there is a block and every item is an instance of a block class an assistant message may hold,
+    each tool call with its id and name and each provider tool call with its name: all the §5 check asks of
+    an answer's blocks, in the one pass that checks their classes (what `answer` takes)."""
+    if not content:
+        return False
     classes = _ANSWER_CLASSES
     for block in content:
         kind = type(block)

@@ -229,7 +229,8 @@ def test_answer_blocks_are_those_the_invariants_allow_an_assistant_with_their_na
                [ToolUseBlock(id="", name="f", input={})], [ToolUseBlock(id="tu_1", name="", input={})]]
     for content in refused:  # each of them is what the constructor's §5 check refuses, or not a block at all
         assert not prechecked.answer_blocks([TextBlock(text="ok"), *content])
-    assert prechecked.answer_blocks([]) and prechecked.answer_blocks([ThinkingBlock(text="hm")])
+    assert not prechecked.answer_blocks([])  # a complete answer without content breaks §5.1
+    assert prechecked.answer_blocks([ThinkingBlock(text="hm")])
 
 
 @pytest.mark.parametrize("role", [Role.USER, Role.SYSTEM])
