@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
-from metis_core.models.usage_normalization import detail_count, holds_counts, with_details
+from metis_core.models.usage_normalization import detail_count, with_details
 
 
 def _count(mapping: dict[str, Any] | None, key: str) -> int:
@@ -22,6 +22,10 @@ def _count(mapping: dict[str, Any] | None, key: str) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def _only_zeros(details: object) -> bool:
+    return details is None or (isinstance(details, dict) and not any(details.values()))
+
+
 def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     """Canonical usage for one chat `usage` object (None or {} gives zeros)."""
     if not raw:
@@ -29,8 +33,9 @@ def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     get = raw.get
     prompt_details = get("prompt_tokens_details") or None
     completion_details = get("completion_tokens_details") or None
-    # The usual answer's detail objects hold only zeros: nothing in them to read key by key.
-    detailed = holds_counts(prompt_details) or holds_counts(completion_details)
+    # The usual answer's detail objects hold only zeros: nothing in them to read key by key. (One that is
+    # not an object is read, and named malformed by the reading.)
+    detailed = not (_only_zeros(prompt_details) and _only_zeros(completion_details))
     cached = _count(prompt_details, "cached_tokens") if detailed else 0
     if not cached:
         cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
