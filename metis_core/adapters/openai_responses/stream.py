@@ -96,7 +96,8 @@ class ResponsesStreamTranslator(StreamTranslator):
             return self._fail(ErrorClass.OTHER, f"stream event is not JSON: {data[:200]!r}")
         if type(event) is not dict:  # orjson makes exact dicts
             return self._fail(ErrorClass.OTHER, f"stream event is not an object: {data[:200]!r}")
-        handler = self._handlers.get(event.get("type") or chunk.event)  # an unknown type is skipped
+        kind: Any = event.get("type") or chunk.event  # a type that names no handler is skipped
+        handler = self._handlers.get(kind)
         return handler(event) if handler is not None else []
 
     def finish(self) -> list[StreamEvent]:
