@@ -131,7 +131,7 @@ non-negative, so none exceeds the total), and both forms give the same value."""
 
 def _normalized(total: int, exponent: int) -> Decimal:
     """`Decimal(total).scaleb(exponent).normalize()` under the default settings, for 0 <= total < 10**28 (so no
-    digit is rounded away): the trailing zeros stripped in integers, then one Decimal read from text, what
+    digit is rounded away): the trailing zeros stripped in integers, then the integer's Decimal scaled, what
     `normalize` gives (the same coefficient and exponent; zero is `0`). Three Decimal operations cost ~2.5x
     this (tests/models/test_pricing.py holds the two to each other; bench/results/gateway-history.md)."""
     if total == 0:
@@ -139,7 +139,7 @@ def _normalized(total: int, exponent: int) -> Decimal:
     while total % 10 == 0:
         total //= 10
         exponent += 1
-    return Decimal(f"{total}E{exponent}", _ARITHMETIC)  # the context given: none is made for the caller
+    return Decimal(total, _ARITHMETIC).scaleb(exponent, _ARITHMETIC)  # exact (at most 28 digits); no context made
 
 
 class ModelPrice(PlainValue):
