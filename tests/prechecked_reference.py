@@ -66,6 +66,9 @@ VALIDATING = SimpleNamespace(
         MessageMetadata(model=model, provider=provider, routing=routing, usage=usage, status=status,
                         stop_reason=stop_reason, provider_raw=provider_raw, tool_input_violations=violations)),
     message=_message,
+    answer_blocks=fast.answer_blocks,
+    answer=lambda session_id, content, metadata, message_id: Message(
+        id=message_id, role=Role.ASSISTANT, session_id=session_id, content=content, metadata=metadata),
     text_message=lambda role, text, session_id: Message(role=role, session_id=session_id,
                                                         content=[TextBlock(text=text)]),
 )

@@ -23,8 +23,11 @@ from metis_core.messages.blocks import (
     BLOCK_CLASSES,
     BlockOrigin,
     Citation,
+    ImageBlock,
+    ProviderToolCallBlock,
     TextBlock,
     ThinkingBlock,
+    ToolResultBlock,
     ToolUseBlock,
 )
 from metis_core.messages.invariants import check_message
@@ -38,6 +41,7 @@ from metis_core.messages.metadata import (
     Usage,
 )
 
+_ASSISTANT: Final = Role.ASSISTANT
 _COMPLETE: Final = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11
 _new: Final = object.__new__
 _set_dict: Final = BaseModel.__dict__["__dict__"].__set__
@@ -267,6 +271,48 @@ def message(role: Role, session_id: str, content: list[Any], metadata: MessageMe
     _set_private(built, None)
     if metadata.status is _COMPLETE and not _one_text_turn(role, content):
         check_message(built)
+    return built
+
+
+_ANSWER_CLASSES: Final = BLOCK_CLASSES - {ImageBlock, ToolResultBlock}
+"""The block classes an assistant message may hold (§5.1's ALLOWED_BLOCKS["assistant"]; a test holds them equal)."""
+
+
+def answer_blocks(content: list[Any]) -> bool:
+    """Whether there is a block and every item is an instance of a block class an assistant message may hold,
+    each tool call with its id and name and each provider tool call with its name: all the §5 check asks of
+    an answer's blocks, in the one pass that checks their classes (what `answer` takes)."""
+    if not content:
+        return False
+    classes = _ANSWER_CLASSES
+    for block in content:
+        kind = type(block)
+        if kind not in classes:
+            return False
+        if kind is ToolUseBlock:
+            if not (block.id and block.name):
+                return False
+        elif kind is ProviderToolCallBlock and not block.name:
+            return False
+    return True
+
+
+def answer(session_id: str, content: list[Any], metadata: MessageMetadata, message_id: str) -> Message:
+    """`Message(id=message_id, role=Role.ASSISTANT, session_id=..., content=..., metadata=...)` for content that
+    passed `answer_blocks` and metadata from `answer_metadata` (model, provider, routing and usage set): the §5
+    check the constructor runs would find nothing in it, so it is not run again. `content` is kept, not copied."""
+    fields = _MESSAGE_FIELDS.copy()
+    fields["id"] = message_id
+    fields["session_id"] = session_id
+    fields["role"] = _ASSISTANT
+    fields["content"] = content
+    fields["metadata"] = metadata
+    fields["created_at"] = datetime.now(UTC)
+    built: Message = _new(Message)
+    _set_dict(built, fields)
+    _set_given(built, {"id", "role", "session_id", "content", "metadata"})
+    _set_extra(built, None)
+    _set_private(built, None)
     return built
 
 

@@ -131,7 +131,7 @@ non-negative, so none exceeds the total), and both forms give the same value."""
 
 def _normalized(total: int, exponent: int) -> Decimal:
     """`Decimal(total).scaleb(exponent).normalize()` under the default settings, for 0 <= total < 10**28 (so no
-    digit is rounded away): the trailing zeros stripped in integers, then one Decimal read from text, what
+    digit is rounded away): the trailing zeros stripped in integers, then the integer's Decimal scaled, what
     `normalize` gives (the same coefficient and exponent; zero is `0`). Three Decimal operations cost ~2.5x
     this (tests/models/test_pricing.py holds the two to each other; bench/results/gateway-history.md)."""
     if total == 0:
@@ -139,7 +139,7 @@ def _normalized(total: int, exponent: int) -> Decimal:
     while total % 10 == 0:
         total //= 10
         exponent += 1
-    return Decimal(f"{total}E{exponent}", _ARITHMETIC)  # the context given: none is made for the caller
+    return Decimal(total, _ARITHMETIC).scaleb(exponent, _ARITHMETIC)  # exact (at most 28 digits); no context made
 
 
 class ModelPrice(PlainValue):
@@ -198,8 +198,9 @@ def _with_1h_writes(usage: Usage, rates: TokenRates, written_1h: int) -> Decimal
 
 def _cost_at(usage: Usage, rates: TokenRates) -> Decimal:
     """The cost of `usage` at `rates`, its cache writes all at the five-minute rate."""
-    output = usage.output_tokens
-    reasoning = min(usage.reasoning_tokens, output)
+    output, reasoning = usage.output_tokens, usage.reasoning_tokens
+    if reasoning > output:  # not min(): a builtin call with its argument tuple, per answer
+        reasoning = output
     scaled = rates.scaled
     if scaled is not None:  # a named fast path (docs/gateway.md "What it costs"): integers, then one Decimal
         fresh, answered, read, written = (usage.input_tokens, output - reasoning, usage.cached_input_tokens,

@@ -201,6 +201,38 @@ def test_message_is_the_constructors(role: Role, content: list[Any], fields: dic
     same(built, reference)
 
 
+ANSWER_FIELDS = {"model": "anthropic:m", "provider": "anthropic", "routing": ROUTING, "usage": Usage()}
+
+
+@pytest.mark.parametrize("status", list(MessageStatus))
+def test_answer_is_the_constructors(status: MessageStatus) -> None:
+    content = [TextBlock(text="a"), ToolUseBlock(id="tu_2", name="f", input={})]
+    assert prechecked.answer_blocks(content)
+    fields = {**ANSWER_FIELDS, "status": status}
+    built = prechecked.answer("ses_1", content, prechecked.metadata(**fields), "msg_1")
+    reference = Message(id="msg_1", role=Role.ASSISTANT, session_id="ses_1", content=list(content),
+                        metadata=MessageMetadata(**fields))
+    assert built.created_at.tzinfo is UTC and built.content is content
+    reference.__dict__["created_at"] = built.created_at
+    same(built, reference)
+
+
+def test_answer_blocks_are_those_the_invariants_allow_an_assistant_with_their_names_and_ids() -> None:
+    from metis_core.messages.invariants import ALLOWED_BLOCKS
+
+    assert {cls.model_fields["type"].default for cls in prechecked._ANSWER_CLASSES} == ALLOWED_BLOCKS["assistant"]
+
+    class Shouting(TextBlock):
+        pass
+
+    refused = [[ToolResultBlock(tool_use_id="tu_1", content=[])], [Shouting(text="A")], [{"type": "text"}],
+               [ToolUseBlock(id="", name="f", input={})], [ToolUseBlock(id="tu_1", name="", input={})]]
+    for content in refused:  # each of them is what the constructor's §5 check refuses, or not a block at all
+        assert not prechecked.answer_blocks([TextBlock(text="ok"), *content])
+    assert not prechecked.answer_blocks([])  # a complete answer without content breaks §5.1
+    assert prechecked.answer_blocks([ThinkingBlock(text="hm")])
+
+
 @pytest.mark.parametrize("role", [Role.USER, Role.SYSTEM])
 @pytest.mark.parametrize("session_id", ["", "ses_1"])
 def test_text_message_is_the_constructors(role: Role, session_id: str) -> None:

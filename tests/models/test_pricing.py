@@ -428,7 +428,7 @@ def test_local_today_keeps_the_zone_tuple_itself_so_its_fast_path_holds() -> Non
 
 
 def test_normalized_is_the_three_decimal_operations_it_stands_for() -> None:
-    """`_normalized` (trailing zeros stripped in integers, one Decimal read) against what it replaced,
+    """`_normalized` (trailing zeros stripped in integers, one Decimal scaled) against what it replaced,
     `Decimal(total).scaleb(exponent).normalize()` under the default settings, compared as text and tuple."""
     import random
 

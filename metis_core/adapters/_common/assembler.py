@@ -150,8 +150,9 @@ class MessageAssembler:
         slot.parts.append(data)
 
     def tool_start(self, key: Hashable, provider_id: str | None, name: str) -> ToolUseStart:
-        name = self._text(name, "tool name")
-        if provider_id is not None:
+        if type(name) is not str:
+            name = self._text(name, "tool name")
+        if provider_id is not None and type(provider_id) is not str:
             provider_id = self._text(provider_id, "tool call id")
         slot = self._slot(key, "tool_use")
         slot.tool_id = self.context.tool_ids.issue(self.context.provider, provider_id)

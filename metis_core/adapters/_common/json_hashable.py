@@ -32,7 +32,8 @@ def _walk(value: Any, limit: int) -> tuple[bool, bool]:
 
     Plainly hashable: exact dict/list/str/int/float/bool/None, string keys, integers within
     +-(2^53-1), finite floats, strings without lone surrogates. Anything else is not "plain"
-    and the caller asks the canonicalizer itself."""
+    and the caller asks the canonicalizer itself. A string member (most arguments are strings)
+    is judged where it is met; other members wait on the stack."""
     plain = True
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:
@@ -42,13 +43,22 @@ def _walk(value: Any, limit: int) -> tuple[bool, bool]:
             if depth > limit:
                 return False, False
             for key, child in item.items():
-                if type(key) is not str or not _plain_string(key):
+                if type(key) is not str or not (key.isascii() or _plain_string(key)):
                     plain = False
-                stack.append((child, depth + 1))
+                if type(child) is str:
+                    if not (child.isascii() or _plain_string(child)):
+                        plain = False
+                else:
+                    stack.append((child, depth + 1))
         elif kind is list:
             if depth > limit:
                 return False, False
-            stack.extend((child, depth + 1) for child in item)
+            for child in item:
+                if type(child) is str:
+                    if not (child.isascii() or _plain_string(child)):
+                        plain = False
+                else:
+                    stack.append((child, depth + 1))
         elif kind is str:
             plain = plain and _plain_string(item)
         elif kind is int:

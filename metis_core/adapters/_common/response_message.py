@@ -50,11 +50,11 @@ def assistant_message(
     if (
         type(routing) is RoutingDecisionRecord and type(usage) is Usage
         and (stop_reason is None or type(stop_reason) is str) and (raw is None or type(raw) is dict)
-        and prechecked.canonical_blocks(content)
+        and prechecked.answer_blocks(content)
     ):  # the answer's parts have their fields' exact types already (every parser's do): built without validating
         metadata = prechecked.answer_metadata(context.model, context.provider, routing, usage, status, stop_reason,
                                               raw, violations)
-        return prechecked.message(_ASSISTANT, context.session_id, content, metadata, context.message_id)
+        return prechecked.answer(context.session_id, content, metadata, context.message_id)
     return Message(id=context.message_id, session_id=context.session_id, role=_ASSISTANT, content=content,
                    metadata=MessageMetadata(
                        tool_input_violations=violations, model=context.model, provider=context.provider,
@@ -66,7 +66,7 @@ def provider_shaped_calls(provider_raw: dict[str, Any]) -> frozenset[str]:
     client-run items and custom tool calls, listed in its raw record): no offered schema applies to them."""
     shaped: set[str] = set()
     for record in provider_raw.values():
-        if type(record) is dict:
+        if type(record) is dict and ("client_calls" in record or "custom_tool_calls" in record):
             shaped.update(record.get("client_calls") or ())
             shaped.update(record.get("custom_tool_calls") or ())
     return frozenset(shaped) if shaped else _NONE_SHAPED

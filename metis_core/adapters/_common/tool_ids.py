@@ -56,9 +56,10 @@ class ToolIdMap:
     def __init__(self, data: dict[str, Any] | None = None) -> None:
         self._to_provider: dict[str, dict[str, str]] = {}
         self._to_canonical: dict[str, dict[str, str]] = {}
-        for namespace, pairs in (data or {}).items():
-            for canonical_id, provider_id in pairs.items():
-                self._record(namespace, canonical_id, provider_id)
+        if data:  # a call's fresh map has none: no empty dict made to walk
+            for namespace, pairs in data.items():
+                for canonical_id, provider_id in pairs.items():
+                    self._record(namespace, canonical_id, provider_id)
 
     def _record(self, namespace: str, canonical_id: str, provider_id: str) -> None:
         # read, not setdefault(namespace, {}): that made two throw-away dicts on every call of a known namespace

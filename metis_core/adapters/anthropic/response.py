@@ -147,8 +147,9 @@ class _Blocks:
         kind = str(block.get("type"))
         if kind == "text":
             text = self.string(block.get("text") or "", "text")
+            wires = block.get("citations")  # most text has none: no comprehension (a frame of its own) runs then
             citations = [hosted.citation(wire, self.block_origin())
-                         for wire in block.get("citations") or () if isinstance(wire, dict)]
+                         for wire in wires if isinstance(wire, dict)] if wires else None
             if text or citations:
                 self.content.append(prechecked.cited_text_block(text, citations or None))
         elif kind == "tool_use":

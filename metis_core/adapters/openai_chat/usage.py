@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from metis_core.messages import Usage, prechecked
-from metis_core.models.usage_normalization import detail_count, holds_counts, with_details
+from metis_core.models.usage_normalization import detail_count, with_details
 
 
 def _count(mapping: dict[str, Any] | None, key: str) -> int:
@@ -22,26 +22,37 @@ def _count(mapping: dict[str, Any] | None, key: str) -> int:
     return value if isinstance(value, int) and value > 0 else 0
 
 
+def _only_zeros(details: object) -> bool:
+    return details is None or (isinstance(details, dict) and not any(details.values()))
+
+
 def usage_from_chat(raw: dict[str, Any] | None) -> Usage:
     """Canonical usage for one chat `usage` object (None or {} gives zeros)."""
     if not raw:
         return Usage()
-    prompt = _count(raw, "prompt_tokens")
-    prompt_details = raw.get("prompt_tokens_details") or None
-    cached = _count(prompt_details, "cached_tokens")
+    get = raw.get
+    prompt_details = get("prompt_tokens_details") or None
+    completion_details = get("completion_tokens_details") or None
+    # The usual answer's detail objects hold only zeros: nothing in them to read key by key. (One that is
+    # not an object is read, and named malformed by the reading.)
+    detailed = not (_only_zeros(prompt_details) and _only_zeros(completion_details))
+    cached = _count(prompt_details, "cached_tokens") if detailed else 0
     if not cached:
         cached = _count(raw, "prompt_cache_hit_tokens")  # DeepSeek's name for the same count
-    cache_write = _count(prompt_details, "cache_write_tokens")
-    completion_details = raw.get("completion_tokens_details") or None
-    counts = (max(0, prompt - cached - cache_write), _count(raw, "completion_tokens"), cached, cache_write,
-              _count(completion_details, "reasoning_tokens"))
-    if all(map(prechecked.token_count, counts)):
-        usage = prechecked.usage(*counts)  # plain ints, as a real answer holds: nothing to validate
+    cache_write = _count(prompt_details, "cache_write_tokens") if detailed else 0
+    reasoning = _count(completion_details, "reasoning_tokens") if detailed else 0
+    fresh, output = _count(raw, "prompt_tokens") - cached - cache_write, _count(raw, "completion_tokens")
+    if fresh < 0:  # not max(): a builtin call with its argument tuple, per answer
+        fresh = 0
+    token_count = prechecked.token_count
+    if (token_count(fresh) and token_count(output) and token_count(cached) and token_count(cache_write)
+            and token_count(reasoning)):
+        usage = prechecked.usage(fresh, output, cached, cache_write, reasoning)  # plain ints: nothing to validate
     else:
-        usage = Usage(input_tokens=counts[0], output_tokens=counts[1], cached_input_tokens=counts[2],
-                      cache_creation_input_tokens=counts[3], reasoning_tokens=counts[4])
-    if not (holds_counts(prompt_details) or holds_counts(completion_details)):
-        return usage  # the usual answer: its detail objects hold only zeros, nothing for Usage.details
+        usage = Usage(input_tokens=fresh, output_tokens=output, cached_input_tokens=cached,
+                      cache_creation_input_tokens=cache_write, reasoning_tokens=reasoning)
+    if not detailed:
+        return usage
     details = (detail_count(prompt_details, "audio_tokens"), detail_count(completion_details, "audio_tokens"),
                detail_count(completion_details, "accepted_prediction_tokens"),
                detail_count(completion_details, "rejected_prediction_tokens"))

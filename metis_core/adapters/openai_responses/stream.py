@@ -80,23 +80,24 @@ class ResponsesStreamTranslator(StreamTranslator):
             "response.reasoning_summary_text.delta": self._summary_delta,
             "response.reasoning_summary_text.done": self._summary_done,
             "error": self._error,
+            **dict.fromkeys(TERMINAL_EVENTS, self._terminal),
         }
+        """Each event type's handler, the terminal ones included: one lookup per event finds any of them."""
 
     # --- feeding -------------------------------------------------------------------------------
 
     def feed(self, chunk: WireChunk) -> list[StreamEvent]:
-        if self._done or not chunk.data or chunk.data == "[DONE]":
+        data = chunk.data
+        if self._done or not data or data == "[DONE]":
             return []
         try:
-            event = orjson.loads(chunk.data)
+            event = orjson.loads(data)
         except orjson.JSONDecodeError:
-            return self._fail(ErrorClass.OTHER, f"stream event is not JSON: {chunk.data[:200]!r}")
-        if not isinstance(event, dict):
-            return self._fail(ErrorClass.OTHER, f"stream event is not an object: {chunk.data[:200]!r}")
-        kind = event.get("type") or chunk.event
-        if kind in TERMINAL_EVENTS:
-            return self._terminal(event)
-        handler = self._handlers.get(kind) if isinstance(kind, str) else None
+            return self._fail(ErrorClass.OTHER, f"stream event is not JSON: {data[:200]!r}")
+        if type(event) is not dict:  # orjson makes exact dicts
+            return self._fail(ErrorClass.OTHER, f"stream event is not an object: {data[:200]!r}")
+        kind: Any = event.get("type") or chunk.event  # a type that names no handler is skipped
+        handler = self._handlers.get(kind)
         return handler(event) if handler is not None else []
 
     def finish(self) -> list[StreamEvent]:
@@ -216,7 +217,8 @@ class ResponsesStreamTranslator(StreamTranslator):
     # --- text ------------------------------------------------------------------------------------
 
     def _text_delta(self, event: dict[str, Any]) -> list[StreamEvent]:
-        position, index, delta = event.get("output_index"), event.get("content_index", 0), event.get("delta")
+        get = event.get
+        position, index, delta = get("output_index"), get("content_index", 0), get("delta")
         if not isinstance(position, int) or not isinstance(index, int) or not isinstance(delta, str) or not delta:
             return []
         key = ("text", position, index)  # text_key(position, index), built here: this runs for every delta

@@ -177,6 +177,14 @@ def test_choice_without_message_is_malformed() -> None:
         client.complete([user_message("hi")], MODEL)
 
 
+def test_usage_details_that_are_not_an_object_are_malformed() -> None:
+    body = (b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": "hi"}, "finish_reason": "stop"}],'
+            b' "usage": {"prompt_tokens": 3, "completion_tokens": 2, "completion_tokens_details": "many"}}')
+    client, _ = chat_client("openai", json_response(body))
+    with pytest.raises(MalformedResponseError, match="unexpected shape"):
+        client.complete([user_message("hi")], MODEL)
+
+
 def test_error_object_in_a_200_body_raises_its_class() -> None:
     body = b'{"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}'
     client, _ = chat_client("openai", json_response(body))
