@@ -155,16 +155,24 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
 class RequestToolIds:
     """The ids one request sends, each looked up once: a call and its result share the same id."""
 
-    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids")
+    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids", "used")
 
     def __init__(self, tool_ids: ToolIdMap, namespace: str, style: IdStyle) -> None:
         self._tool_ids = tool_ids
         self._namespace = namespace
         self._style = style
         self._ids: dict[str, str] = {}
+        self.used: list[tuple[str, str]] | None = None
+        """When a list: every (canonical, sent) pair asked for is appended (what one message's mapping used)."""
 
     def __call__(self, canonical_id: str) -> str:
         known = self._ids.get(canonical_id)
         if known is None:
             known = self._ids[canonical_id] = self._tool_ids.provider_for(self._namespace, canonical_id, self._style)
+        if self.used is not None:
+            self.used.append((canonical_id, known))
         return known
+
+    def all_same(self, pairs: tuple[tuple[str, str], ...]) -> bool:
+        """Whether each canonical id still goes out as it did (asking for it as a fresh mapping would)."""
+        return all(self(canonical_id) == sent for canonical_id, sent in pairs)

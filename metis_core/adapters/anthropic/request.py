@@ -19,6 +19,7 @@ from metis_core.adapters._common.hosted import (
     text_for_other_target,
 )
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.message_memo import Mapped, MessageMemo, mapped
 from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -61,6 +62,8 @@ _ASSISTANT: Final = Role.ASSISTANT  # bound once: enum class lookups add up per 
 _SYSTEM: Final = Role.SYSTEM
 
 
+_wires: Final[MessageMemo[Mapped[list[dict[str, Any]]]]] = MessageMemo()
+
 NATIVE_COMPACTION_MIN_TRIGGER = 50_000
 """The smallest trigger Anthropic's server-side compaction accepts (input tokens)."""
 NATIVE_COMPACTION_BETAS = {"compact_20260112": "compact-2026-01-12"}
@@ -81,7 +84,7 @@ def cache_control_of(message: Message) -> dict[str, Any] | None:
 class _Builder:
     """State of one to_wire call: target, id map, drop list."""
 
-    __slots__ = ("caps", "dropped", "model_name", "session_id", "tool_ids", "wire_id")
+    __slots__ = ("caps", "dropped", "memo", "model_name", "session_id", "tool_ids", "wire_id")
 
     def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
         self.model_name = options.model_name
@@ -93,6 +96,8 @@ class _Builder:
         # Vertex gets back the ids Vertex issued, not Anthropic direct's)
         target = options.model.partition(":")[0] if ":" in options.model else PROVIDER
         self.wire_id = RequestToolIds(tool_ids, target, "anthropic")
+        self.memo = _wires.table((options.model, self.session_id, caps))
+        """The memo of `blocks` for this target: everything a message's mapping reads beyond the message."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
@@ -143,8 +148,10 @@ class _Builder:
             out["is_error"] = True
         return out
 
-    def blocks(self, message: Message, assistant: bool) -> list[dict[str, Any]]:
-        """The wire blocks of one non-system message; `assistant` is whether its role is ASSISTANT."""
+    def blocks(self, message: Message) -> list[dict[str, Any]]:
+        """The wire blocks of one non-system message (`_turns` keeps them per message object: never
+        change the list it gives)."""
+        assistant = message.role is _ASSISTANT
         out: list[dict[str, Any]] = []
         append = out.append
         wire_id = self.wire_id
@@ -233,21 +240,21 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
     read of each message's role)."""
     turns: list[dict[str, Any]] = []
     last_assistant: bool | None = None
-    last_blocks: list[dict[str, Any]] = []
-    blocks_of = builder.blocks
+    table, wire_id, dropped, blocks_of = builder.memo, builder.wire_id, builder.dropped, builder.blocks
     for message in history:
         role = message.role
         if role is _SYSTEM:
             system_messages.append(message)
             continue
-        assistant = role is _ASSISTANT
-        blocks = blocks_of(message, assistant)
+        blocks = mapped(table, message, wire_id, dropped, blocks_of)
         if not blocks:
             continue
+        assistant = role is _ASSISTANT
         if assistant is last_assistant:
-            last_blocks.extend(blocks)  # the API wants strictly alternating turns
+            last = turns[-1]
+            last["content"] = [*last["content"], *blocks]  # the API wants strictly alternating turns
             continue
-        last_assistant, last_blocks = assistant, blocks
+        last_assistant = assistant
         turns.append({"role": "assistant" if assistant else "user", "content": blocks})
     for turn in turns:
         content = turn["content"]

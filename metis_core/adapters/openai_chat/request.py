@@ -16,6 +16,7 @@ import orjson
 
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.message_memo import Mapped, MessageMemo, mapped
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -49,6 +50,8 @@ _TOOL, _ASSISTANT, _USER = Role.TOOL, Role.ASSISTANT, Role.USER
 """Bound once: on Python 3.11 each `Role.X` lookup costs as much as building a small dict, per message."""
 
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
+
+_wires: MessageMemo[Mapped[tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]]] = MessageMemo()
 
 
 def compact_json(value: Any) -> str:
@@ -105,6 +108,10 @@ class ChatRequestBuilder:
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
         self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
+        self.memo = _wires.table(
+            (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, capabilities)
+        )
+        """This target's memo of `message_wire`: everything a message's mapping reads beyond the message."""
 
     # --- the body ----------------------------------------------------------------------------
 
@@ -177,10 +184,21 @@ class ChatRequestBuilder:
         out: list[dict[str, Any]] = []
         pending_calls: set[str] = set()
         pending_images: list[dict[str, Any]] = []
+        table, wire_id, dropped, wire_of = self.memo, self.wire_id, self.dropped, self.message_wire
         for message in repair_history(messages, session_id=self.session_id):
+            wire, images = mapped(table, message, wire_id, dropped, wire_of)
             role = message.role
             if role is _TOOL:
-                out.append(self.wire_tool_result(message, out, pending_calls, pending_images))
+                assert wire is not None  # a TOOL message maps to its tool message or raises
+                call_id = wire["tool_call_id"]
+                if call_id not in pending_calls or not out or out[-1]["role"] not in ("assistant", "tool"):
+                    raise SessionInvariantError(
+                        "chat request", [f"tool result {message.content[0].tool_use_id} "  # type: ignore[union-attr]
+                                         "does not follow the call that asked for it"]
+                    )
+                pending_calls.discard(call_id)
+                out.append(wire)
+                pending_images.extend(images)
                 continue
             if pending_calls:
                 raise SessionInvariantError(
@@ -189,24 +207,26 @@ class ChatRequestBuilder:
             if pending_images:
                 out.append({"role": "user", "content": pending_images})
                 pending_images = []
-            if role is _ASSISTANT:
-                wire = self.wire_assistant(message)
-                if wire is not None:
-                    out.append(wire)
-                    calls = wire.get("tool_calls")
-                    if calls:
-                        pending_calls = {call["id"] for call in calls}
-            elif role is _USER:
-                wire = self.wire_user(message)
-                if wire is not None:
-                    out.append(wire)
-            else:
-                wire = self.wire_system(message)
-                if wire is not None:
-                    out.append(wire)
+            if wire is not None:
+                out.append(wire)
+                calls = wire.get("tool_calls") if role is _ASSISTANT else None
+                if calls:
+                    pending_calls = {call["id"] for call in calls}
         if pending_images:
             out.append({"role": "user", "content": pending_images})
         return out
+
+    def message_wire(self, message: Message) -> tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]:
+        """One message's wire form on its own (None: nothing to send), with the image parts a tool result
+        sends in the user message after its turn. `wire_messages` keeps it per message object."""
+        role = message.role
+        if role is _TOOL:
+            return self.wire_tool_result(message)
+        if role is _ASSISTANT:
+            return self.wire_assistant(message), ()
+        if role is _USER:
+            return self.wire_user(message), ()
+        return self.wire_system(message), ()
 
     def system_role(self, message: Message) -> str:
         """`developer` only where the model takes it; a role recorded on the way in is kept there."""
@@ -333,25 +353,16 @@ class ChatRequestBuilder:
         arguments = compact_json(block.input)
         return {"id": call_id, "type": "function", "function": {"name": block.name, "arguments": arguments}}
 
-    def wire_tool_result(
-        self,
-        message: Message,
-        out: list[dict[str, Any]],
-        pending_calls: set[str],
-        pending_images: list[dict[str, Any]],
-    ) -> dict[str, Any]:
-        result = message.content[0]
+    def wire_tool_result(self, message: Message) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
+        """The tool message, and the parts of a user message carrying the result's images (tool
+        messages take text only: they travel right after the last tool message of the turn)."""
+        result = message.content[0] if message.content else None
         if not isinstance(result, ToolResultBlock):
             raise SessionInvariantError("chat request", [f"tool message {message.id} holds no tool_result"])
         call_id = self.wire_id(result.tool_use_id)
-        if call_id not in pending_calls or not out or out[-1]["role"] not in ("assistant", "tool"):
-            raise SessionInvariantError(
-                "chat request", [f"tool result {result.tool_use_id} does not follow the call that asked for it"]
-            )
-        pending_calls.discard(call_id)
         parts = result.content
         if len(parts) == 1 and type(parts[0]) is TextBlock:  # the usual result: one text
-            return {"role": "tool", "tool_call_id": call_id, "content": parts[0].text}
+            return {"role": "tool", "tool_call_id": call_id, "content": parts[0].text}, ()
         texts: list[str] = []
         images: list[dict[str, Any]] = []
         for block in parts:
@@ -362,13 +373,10 @@ class ChatRequestBuilder:
                 if part is not None:
                     images.append(part)
         if images:
-            # Tool messages take text only: the images travel in a user message placed right
-            # after the last tool message of this turn (never between a call and its results).
-            pending_images.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
-            pending_images.extend(images)
+            images.insert(0, {"type": "text", "text": f"Image output of tool call {call_id}:"})
             if not texts:
                 texts.append(TOOL_IMAGE_NOTE)
-        return {"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)}
+        return {"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)}, tuple(images)
 
     # --- lossy projections -------------------------------------------------------------------
 

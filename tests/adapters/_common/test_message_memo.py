@@ -1,0 +1,164 @@
+"""The per-message memo: a message sent again maps from its memo to exactly what a fresh mapping gives,
+and whatever changed inside it (the content list, a block, a tool input dict, its metadata), the target
+or the id map it goes out with, maps it afresh; canonical values refuse assignment."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from metis_core.adapters._common.token_estimate import survey_history
+from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters.anthropic.adapter import AnthropicAdapter
+from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
+from metis_core.messages import (
+    ImageBlock,
+    ImageSource,
+    Message,
+    MessageMetadata,
+    MessageStatus,
+    Role,
+    TextBlock,
+    ThinkingBlock,
+    ToolResultBlock,
+    ToolUseBlock,
+    user_message,
+)
+
+TARGETS = {
+    "openai": (OpenAIChatAdapter(), "openai:gpt-4o-mini"),
+    "anthropic": (AnthropicAdapter(), "anthropic:claude-haiku-4-5"),
+}
+
+
+def conversation() -> list[Message]:
+    call = ToolUseBlock(id="tu_01ABC", name="lookup", input={"q": "x", "filters": {"year": [2024]}})
+    result = ToolResultBlock(tool_use_id="tu_01ABC", content=[TextBlock(text="42")])
+    return [
+        user_message("find x"),
+        Message(role=Role.ASSISTANT, content=[TextBlock(text="looking"), call], metadata=MessageMetadata(
+            model="openai:gpt-4o-mini", provider="openai", status=MessageStatus.PARTIAL)),
+        Message(role=Role.TOOL, content=[result], metadata=MessageMetadata(parent_tool_use_id="tu_01ABC")),
+        user_message("thanks"),
+    ]
+
+
+def send(target: str, messages: list[Message], ids: ToolIdMap | None = None, **options: Any) -> dict[str, Any]:
+    adapter, model = TARGETS[target]
+    return adapter.to_wire(messages, [], AdapterOptions(model=model, **options), ids or ToolIdMap()).body
+
+
+def fresh(target: str, messages: list[Message], ids: ToolIdMap | None = None, **options: Any) -> dict[str, Any]:
+    """The same history as new objects: never seen, so mapped from scratch."""
+    return send(target, [m.model_copy(deep=True) for m in messages], ids, **options)
+
+
+def wire_of(body: dict[str, Any], index: int) -> Any:
+    return body["messages"][index]
+
+
+@pytest.fixture(params=sorted(TARGETS))
+def target(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def test_a_message_sent_again_maps_from_its_memo_to_the_fresh_mapping(target: str) -> None:
+    history = conversation()
+    first, second, third = (send(target, history) for _ in range(3))
+    assert first == second == third == fresh(target, history)
+    memoized = (lambda body: wire_of(body, 1)) if target == "openai" else (lambda body: wire_of(body, 1)["content"])
+    assert memoized(third) is memoized(second)  # the assistant turn came from the memo
+
+
+def _append_block(history: list[Message]) -> None:
+    history[3].content.append(TextBlock(text="and y"))
+
+
+def _replace_block(history: list[Message]) -> None:
+    history[1].content[0] = TextBlock(text="searching")
+
+
+def _replace_content_list_item(history: list[Message]) -> None:
+    result = history[2].content[0]
+    assert isinstance(result, ToolResultBlock)
+    result.content[0] = TextBlock(text="43")
+
+
+def _mutate_tool_input(history: list[Message]) -> None:
+    call = history[1].content[1]
+    assert isinstance(call, ToolUseBlock)
+    call.input["filters"]["year"].append(2025)  # nested, in place
+
+
+def _mutate_metadata(history: list[Message]) -> None:
+    raw = {"refusal": "looking", "anthropic": {"cache_control": {"type": "ephemeral"}}}
+    history[1].metadata.provider_raw = raw  # OpenAI: a refusal; Anthropic: a cache breakpoint
+
+
+def _add_image(history: list[Message]) -> None:
+    history[0].content.append(ImageBlock(source=ImageSource(kind="url", data="https://x.test/a.png"),
+                                         media_type="image/png"))
+
+
+CHANGES: list[Callable[[list[Message]], None]] = [
+    _append_block, _replace_block, _replace_content_list_item, _mutate_tool_input, _mutate_metadata, _add_image,
+]
+
+
+@pytest.mark.parametrize("change", CHANGES, ids=lambda change: change.__name__.strip("_"))
+def test_a_change_inside_a_sent_message_maps_it_afresh(target: str, change: Callable[[list[Message]], None]) -> None:
+    history = conversation()
+    before = copy.deepcopy([send(target, history) for _ in range(2)][-1])  # Anthropic's tool input is the dict
+    change(history)
+    after = send(target, history)
+    assert after == fresh(target, history)
+    assert after != before
+
+
+def test_another_model_or_id_map_maps_the_history_afresh() -> None:
+    history = conversation()
+    for _ in range(2):
+        send("openai", history)
+    assert send("openai", history, session_id="s2") == fresh("openai", history, session_id="s2")
+    known = ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}})
+    body = send("openai", history, known)
+    assert body == fresh("openai", history, ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}}))
+    assert wire_of(body, 1)["tool_calls"][0]["id"] == "call_issued_by_openai"
+    assert wire_of(body, 2)["tool_call_id"] == "call_issued_by_openai"
+    adapter, _ = TARGETS["openai"]
+    on_other = adapter.to_wire(history, [], AdapterOptions(model="openai:gpt-4.1"), ToolIdMap()).body
+    assert on_other["model"] == "gpt-4.1" and on_other["messages"] == fresh("openai", history)["messages"]
+
+
+def test_the_survey_of_a_changed_message_is_taken_again() -> None:
+    history = conversation()
+    first = [survey_history(history, []) for _ in range(3)][-1]
+    assert first == survey_history([m.model_copy(deep=True) for m in history], [])
+    _mutate_tool_input(history)
+    assert survey_history(history, []) == survey_history([m.model_copy(deep=True) for m in history], [])
+    assert survey_history(history, [])[0] > first[0]
+    history[3].content.append(TextBlock(text=""))  # an empty text: no longer in repaired form
+    assert survey_history(history, [])[2] is False
+
+
+def test_canonical_values_refuse_assignment() -> None:
+    message = conversation()[1]
+    with pytest.raises(ValidationError, match="frozen"):
+        message.content[0].text = "changed"  # type: ignore[misc]
+    with pytest.raises(ValidationError, match="frozen"):
+        message.session_id = "other"  # type: ignore[misc]
+    changed = message.content[0].model_copy(update={"text": "changed"})
+    assert isinstance(changed, TextBlock) and changed.text == "changed"
+
+
+def test_a_memoized_message_records_its_lossy_drops_on_every_request() -> None:
+    history = conversation()
+    history[1].content.insert(0, ThinkingBlock(text="hmm", signature="sig"))  # Chat Completions cannot carry it
+    adapter, model = TARGETS["openai"]
+    drops = [adapter.to_wire(history, [], AdapterOptions(model=model), ToolIdMap()).dropped for _ in range(3)]
+    assert [[(d.message_id, d.block_type) for d in found] for found in drops] == [[(history[1].id, "thinking")]] * 3
