@@ -14,7 +14,7 @@ from typing import Final
 import orjson
 
 from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
-from metis_core.adapters._common.message_memo import MemoTable
+from metis_core.adapters._common.history_memo import HistoryMemo, keep, recall
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
@@ -49,107 +49,90 @@ def survey_history(
 ) -> tuple[int, HistoryShape, bool]:
     """(estimated input tokens, history shape for `check_fits`, already in repaired form), in one pass.
 
-    The third answer is `repair._needs_no_repair`'s, reached in the same walk (the client hands a
-    history found in repaired form to the adapter as a `RepairedHistory`, so the adapter's
-    `repair_history` does not walk it again); tests hold the two verdicts equal. Each message's part
-    is `message_survey`'s, kept per message object: a history re-sent every turn is read once."""
-    chars = 0
-    images = 0
-    tool_calls = False
-    system = False
-    repaired = True
-    awaiting: list[str] = []  # tool_use ids of the last assistant turn, answered in order
-    answered = 0
-    open_calls = 0  # len(awaiting) - answered, kept as a count
-    seen_uses: set[str] = set()
-    table = _surveys
-    for message in messages:
-        survey = table.get(message)
-        if survey is None:
-            survey = message_survey(message)
-            table.put(message, survey)
-        message_chars, message_images, calls, result_id, in_form, uses = survey
-        chars += message_chars
-        images += message_images
-        tool_calls = tool_calls or calls
+    The third answer is `repair._needs_no_repair`'s, reached in the same walk over the blocks (the
+    client hands a history found in repaired form to the adapter as a `RepairedHistory`, so the
+    adapter's `repair_history` does not walk it again); tests hold the two verdicts equal. A history
+    sent again resumes from the sums kept at the end of its last survey (history_memo.py)."""
+    history = messages if type(messages) is list or type(messages) is RepairedHistory else list(messages)
+    resumed = recall(_surveys, history)  # type: ignore[arg-type]
+    awaiting: list[str]
+    seen_uses: set[str]
+    if resumed is None:
+        start = 0
+        chars = blocks = images = answered = open_calls = 0
+        tool_calls = system = False
+        repaired = True  # what follows mirrors _needs_no_repair, clause by clause
+        awaiting, seen_uses = [], set()
+    else:
+        start, held = resumed
+        chars, blocks, images, tool_calls, system, repaired, answered, open_calls = held[0]
+        awaiting, seen_uses = list(held[1]), set(held[2])
+    chars += MESSAGE_OVERHEAD_CHARS * (len(history) - start)
+    for message in history[start:] if start else history:
         role = message.role
+        content = message.content
+        blocks += len(content)
+        result_turn = role is _TOOL
         if role is _SYSTEM:
             system = True
         if not repaired:
-            continue
-        if role is _TOOL:
-            if not open_calls or result_id is None or result_id != awaiting[answered]:
+            pass
+        elif result_turn:
+            if not open_calls or len(content) != 1:
                 repaired = False
             else:
-                answered += 1
-                open_calls -= 1
-        elif open_calls or not in_form:
-            repaired = False
-        elif uses:
-            for use_id in uses:
-                if use_id in seen_uses:
+                block = content[0]
+                if not isinstance(block, ToolResultBlock) or block.tool_use_id != awaiting[answered]:
                     repaired = False
-                seen_uses.add(use_id)
-            awaiting.extend(uses)
-            open_calls += len(uses)
+                else:
+                    answered += 1
+                    open_calls -= 1
+        elif open_calls or (not content and role is not _SYSTEM):
+            repaired = False
+        check = repaired and not result_turn
+        for block in content:
+            if type(block) is TextBlock:
+                text = block.text
+                chars += len(text)
+                if check and not text:
+                    repaired = check = False
+            elif type(block) is ToolUseBlock:
+                tool_calls = True
+                chars += len(block.name) + len(orjson.dumps(block.input))
+                if check:
+                    use_id = block.id
+                    if message.metadata.status is not _COMPLETE or use_id in seen_uses:
+                        repaired = check = False
+                    else:
+                        seen_uses.add(use_id)
+                        awaiting.append(use_id)
+                        open_calls += 1
+            elif type(block) is ToolResultBlock:
+                tool_calls = True
+                repaired = repaired and not check
+                check = False
+                for item in block.content:
+                    if type(item) is TextBlock or isinstance(item, TextBlock):
+                        chars += len(item.text) + BLOCK_OVERHEAD_CHARS
+                    else:
+                        images += 1
+            else:
+                if check and isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock):
+                    repaired = check = False  # a subclass: the careful check decides
+                if isinstance(block, ImageBlock):
+                    images += 1
+                elif isinstance(block, ThinkingBlock):
+                    chars += len(block.text)
+                elif isinstance(block, RedactedThinkingBlock):
+                    chars += len(block.data)
+    if start != len(history):
+        state = (chars, blocks, images, tool_calls, system, repaired, answered, open_calls)
+        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)  # type: ignore[arg-type]
+    chars += BLOCK_OVERHEAD_CHARS * blocks
     for tool in tools:
         chars += _tool_chars(tool)
     tokens = chars // CHARS_PER_TOKEN + images * IMAGE_TOKENS
     return tokens, (images, tool_calls, system), repaired and not open_calls
-
-
-MessageSurvey = tuple[int, int, bool, str | None, bool, tuple[str, ...]]
-"""One message's part of `survey_history`: (characters, images, holds tool calls or results, the call a
-TOOL message answers (None unless it holds exactly one tool_result), in repaired form on its own (a
-non-TOOL message: not empty unless SYSTEM, no empty text, no tool_result, calls only when COMPLETE, no
-id twice), the ids of its calls in order)."""
-
-
-def message_survey(message: Message) -> MessageSurvey:
-    """What `survey_history` needs of one message, mirroring `repair._needs_no_repair` clause by clause."""
-    content = message.content
-    chars = MESSAGE_OVERHEAD_CHARS + BLOCK_OVERHEAD_CHARS * len(content)
-    images = 0
-    tool_calls = False
-    result_turn = message.role is _TOOL
-    result_id = None
-    if result_turn and len(content) == 1 and isinstance(content[0], ToolResultBlock):
-        result_id = content[0].tool_use_id
-    in_form = result_turn or bool(content) or message.role is _SYSTEM
-    uses: list[str] = []
-    for block in content:
-        if type(block) is TextBlock:
-            text = block.text
-            chars += len(text)
-            if not text:
-                in_form = False
-        elif type(block) is ToolUseBlock:
-            tool_calls = True
-            chars += len(block.name) + len(orjson.dumps(block.input))
-            if message.metadata.status is not _COMPLETE or block.id in uses:
-                in_form = False
-            uses.append(block.id)
-        elif type(block) is ToolResultBlock:
-            tool_calls = True
-            in_form = in_form and result_turn
-            for item in block.content:
-                if type(item) is TextBlock or isinstance(item, TextBlock):
-                    chars += len(item.text) + BLOCK_OVERHEAD_CHARS
-                else:
-                    images += 1
-        else:
-            if isinstance(block, TextBlock | ToolUseBlock | ToolResultBlock):
-                in_form = False  # a subclass: the careful check decides
-            if isinstance(block, ImageBlock):
-                images += 1
-            elif isinstance(block, ThinkingBlock):
-                chars += len(block.text)
-            elif isinstance(block, RedactedThinkingBlock):
-                chars += len(block.data)
-    return chars, images, tool_calls, result_id, in_form, tuple(uses) if not result_turn else ()
-
-
-_surveys: Final = MemoTable[MessageSurvey]()
 
 
 def surveyed_history(
@@ -160,6 +143,11 @@ def surveyed_history(
     history = list(messages)
     tokens, shape, repaired = survey_history(history, tools)
     return (RepairedHistory(history) if repaired else history), tokens, shape
+
+
+_SurveyState = tuple[tuple[int, int, int, bool, bool, bool, int, int], tuple[str, ...], frozenset[str]]
+"""The sums and the repair check's state at the end of a surveyed history."""
+_surveys: Final = HistoryMemo[_SurveyState]().table("survey")
 
 
 def _size(tool: ToolDefinition) -> int:

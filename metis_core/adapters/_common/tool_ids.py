@@ -121,6 +121,23 @@ class ToolIdMap:
         to_canonical[candidate] = canonical_id
         return candidate
 
+    def bind_minted(self, namespace: str, pairs: tuple[tuple[str, str], ...], style: IdStyle) -> bool:
+        """Binds every (canonical, provider) pair at once when this namespace holds no ids yet and each is
+        the id `provider_for` would mint for it (a request resuming a history on a fresh map); else
+        binds nothing and answers False."""
+        if self._to_provider.get(namespace) or self._to_canonical.get(namespace):
+            return False
+        to_provider = dict(pairs)
+        to_canonical = {sent: canonical_id for canonical_id, sent in to_provider.items()}
+        if len(to_canonical) != len(to_provider):
+            return False  # two ids minted alike: provider_for's collision rule decides
+        for canonical_id, sent in to_provider.items():
+            if sent != outbound_id(canonical_id, style):
+                return False
+        self._to_provider[namespace] = to_provider
+        self._to_canonical[namespace] = to_canonical
+        return True
+
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:
         """The id a provider knows this call by, if it has seen it; never mints one (Gemini sends
         ids only for calls that arrived with one)."""
@@ -175,4 +192,7 @@ class RequestToolIds:
 
     def all_same(self, pairs: tuple[tuple[str, str], ...]) -> bool:
         """Whether each canonical id still goes out as it did (asking for it as a fresh mapping would)."""
+        if not self._ids and self._tool_ids.bind_minted(self._namespace, pairs, self._style):
+            self._ids.update(pairs)
+            return True
         return all(self(canonical_id) == sent for canonical_id, sent in pairs)

@@ -14,9 +14,9 @@ from typing import Any
 
 import orjson
 
+from metis_core.adapters._common.history_memo import HistoryMemo, keep, recall
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
-from metis_core.adapters._common.message_memo import Mapped, MessageMemo, mapped
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -51,7 +51,10 @@ _TOOL, _ASSISTANT, _USER = Role.TOOL, Role.ASSISTANT, Role.USER
 
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
 
-_wires: MessageMemo[Mapped[tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]]] = MessageMemo()
+_HeldWire = tuple[list[dict[str, Any]], frozenset[str], tuple[dict[str, Any], ...], tuple[tuple[str, str], ...],
+                  tuple[DroppedBlock, ...]]
+"""At the end of a history: its wire messages, the calls and images pending, the tool ids used, the drops."""
+_histories: HistoryMemo[_HeldWire] = HistoryMemo()
 
 
 def compact_json(value: Any) -> str:
@@ -108,10 +111,10 @@ class ChatRequestBuilder:
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
         self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
-        self.memo = _wires.table(
+        self.memo = _histories.table(
             (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, capabilities)
         )
-        """This target's memo of `message_wire`: everything a message's mapping reads beyond the message."""
+        """This target's held histories: the context is everything a message's mapping reads beyond it."""
 
     # --- the body ----------------------------------------------------------------------------
 
@@ -181,52 +184,67 @@ class ChatRequestBuilder:
     # --- messages ----------------------------------------------------------------------------
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        pending_calls: set[str] = set()
-        pending_images: list[dict[str, Any]] = []
-        table, wire_id, dropped, wire_of = self.memo, self.wire_id, self.dropped, self.message_wire
-        for message in repair_history(messages, session_id=self.session_id):
-            wire, images = mapped(table, message, wire_id, dropped, wire_of)
+        """The history's wire messages. A history sent again to this target resumes from what its last
+        request kept (history_memo.py): the wire messages so far, the calls and images still pending,
+        the tool ids they used (which must still go out the same) and the drops (recorded again)."""
+        history = repair_history(messages, session_id=self.session_id)
+        wire_id, dropped = self.wire_id, self.dropped
+        before = len(dropped)
+        resumed = recall(self.memo, history)
+        if resumed is not None and wire_id.all_same(resumed[1][3]):
+            start, (held_out, held_calls, held_images, used, drops) = resumed
+            record_drops_again(dropped, drops)
+            out, pending_calls, pending_images = list(held_out), set(held_calls), list(held_images)
+        else:
+            start, used = 0, ()
+            out, pending_calls, pending_images = [], set(), []
+        if start != len(history):
+            wire_id.used = list(used)
+            try:
+                self.wire_history(history[start:] if start else history, out, pending_calls, pending_images)
+            finally:
+                used, wire_id.used = tuple(wire_id.used), None
+            held = (list(out), frozenset(pending_calls), tuple(pending_images), used, tuple(dropped[before:]))
+            keep(self.memo, history, held, start)
+        if pending_images:
+            out.append({"role": "user", "content": pending_images})
+        return out
+
+    def wire_history(
+        self,
+        history: list[Message],
+        out: list[dict[str, Any]],
+        pending_calls: set[str],
+        pending_images: list[dict[str, Any]],
+    ) -> None:
+        """Appends the wire messages of `history` to `out`, from the pending calls and images before it."""
+        for message in history:
             role = message.role
             if role is _TOOL:
-                assert wire is not None  # a TOOL message maps to its tool message or raises
-                call_id = wire["tool_call_id"]
-                if call_id not in pending_calls or not out or out[-1]["role"] not in ("assistant", "tool"):
-                    raise SessionInvariantError(
-                        "chat request", [f"tool result {message.content[0].tool_use_id} "  # type: ignore[union-attr]
-                                         "does not follow the call that asked for it"]
-                    )
-                pending_calls.discard(call_id)
-                out.append(wire)
-                pending_images.extend(images)
+                out.append(self.wire_tool_result(message, out, pending_calls, pending_images))
                 continue
             if pending_calls:
                 raise SessionInvariantError(
                     "chat request", [f"tool call(s) {sorted(pending_calls)} not answered before {role.value} message"]
                 )
             if pending_images:
-                out.append({"role": "user", "content": pending_images})
-                pending_images = []
-            if wire is not None:
-                out.append(wire)
-                calls = wire.get("tool_calls") if role is _ASSISTANT else None
-                if calls:
-                    pending_calls = {call["id"] for call in calls}
-        if pending_images:
-            out.append({"role": "user", "content": pending_images})
-        return out
-
-    def message_wire(self, message: Message) -> tuple[dict[str, Any] | None, tuple[dict[str, Any], ...]]:
-        """One message's wire form on its own (None: nothing to send), with the image parts a tool result
-        sends in the user message after its turn. `wire_messages` keeps it per message object."""
-        role = message.role
-        if role is _TOOL:
-            return self.wire_tool_result(message)
-        if role is _ASSISTANT:
-            return self.wire_assistant(message), ()
-        if role is _USER:
-            return self.wire_user(message), ()
-        return self.wire_system(message), ()
+                out.append({"role": "user", "content": list(pending_images)})
+                pending_images.clear()
+            if role is _ASSISTANT:
+                wire = self.wire_assistant(message)
+                if wire is not None:
+                    out.append(wire)
+                    calls = wire.get("tool_calls")
+                    if calls:
+                        pending_calls.update(call["id"] for call in calls)
+            elif role is _USER:
+                wire = self.wire_user(message)
+                if wire is not None:
+                    out.append(wire)
+            else:
+                wire = self.wire_system(message)
+                if wire is not None:
+                    out.append(wire)
 
     def system_role(self, message: Message) -> str:
         """`developer` only where the model takes it; a role recorded on the way in is kept there."""
@@ -353,16 +371,25 @@ class ChatRequestBuilder:
         arguments = compact_json(block.input)
         return {"id": call_id, "type": "function", "function": {"name": block.name, "arguments": arguments}}
 
-    def wire_tool_result(self, message: Message) -> tuple[dict[str, Any], tuple[dict[str, Any], ...]]:
-        """The tool message, and the parts of a user message carrying the result's images (tool
-        messages take text only: they travel right after the last tool message of the turn)."""
-        result = message.content[0] if message.content else None
+    def wire_tool_result(
+        self,
+        message: Message,
+        out: list[dict[str, Any]],
+        pending_calls: set[str],
+        pending_images: list[dict[str, Any]],
+    ) -> dict[str, Any]:
+        result = message.content[0]
         if not isinstance(result, ToolResultBlock):
             raise SessionInvariantError("chat request", [f"tool message {message.id} holds no tool_result"])
         call_id = self.wire_id(result.tool_use_id)
+        if call_id not in pending_calls or not out or out[-1]["role"] not in ("assistant", "tool"):
+            raise SessionInvariantError(
+                "chat request", [f"tool result {result.tool_use_id} does not follow the call that asked for it"]
+            )
+        pending_calls.discard(call_id)
         parts = result.content
         if len(parts) == 1 and type(parts[0]) is TextBlock:  # the usual result: one text
-            return {"role": "tool", "tool_call_id": call_id, "content": parts[0].text}, ()
+            return {"role": "tool", "tool_call_id": call_id, "content": parts[0].text}
         texts: list[str] = []
         images: list[dict[str, Any]] = []
         for block in parts:
@@ -373,10 +400,13 @@ class ChatRequestBuilder:
                 if part is not None:
                     images.append(part)
         if images:
-            images.insert(0, {"type": "text", "text": f"Image output of tool call {call_id}:"})
+            # Tool messages take text only: the images travel in a user message placed right
+            # after the last tool message of this turn (never between a call and its results).
+            pending_images.append({"type": "text", "text": f"Image output of tool call {call_id}:"})
+            pending_images.extend(images)
             if not texts:
                 texts.append(TOOL_IMAGE_NOTE)
-        return {"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)}, tuple(images)
+        return {"role": "tool", "tool_call_id": call_id, "content": "\n".join(texts)}
 
     # --- lossy projections -------------------------------------------------------------------
 

@@ -1,5 +1,5 @@
-"""The per-message memo: a message sent again maps from its memo to exactly what a fresh mapping gives,
-and whatever changed inside it (the content list, a block, a tool input dict, its metadata), the target
+"""The history memo: a history sent again maps from what its last request kept to what a fresh mapping
+gives, and whatever changed inside it (the content list, a block, a tool input dict, its metadata), the target
 or the id map it goes out with, maps it afresh; canonical values refuse assignment."""
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def conversation() -> list[Message]:
 
 def send(target: str, messages: list[Message], ids: ToolIdMap | None = None, **options: Any) -> dict[str, Any]:
     adapter, model = TARGETS[target]
-    return adapter.to_wire(messages, [], AdapterOptions(model=model, **options), ids or ToolIdMap()).body
+    ids = ToolIdMap() if ids is None else ids
+    return adapter.to_wire(messages, [], AdapterOptions(model=model, **options), ids).body
 
 
 def fresh(target: str, messages: list[Message], ids: ToolIdMap | None = None, **options: Any) -> dict[str, Any]:
@@ -162,3 +163,15 @@ def test_a_memoized_message_records_its_lossy_drops_on_every_request() -> None:
     adapter, model = TARGETS["openai"]
     drops = [adapter.to_wire(history, [], AdapterOptions(model=model), ToolIdMap()).dropped for _ in range(3)]
     assert [[(d.message_id, d.block_type) for d in found] for found in drops] == [[(history[1].id, "thinking")]] * 3
+
+
+def test_a_growing_history_resumes_to_the_fresh_mapping_and_id_map(target: str) -> None:
+    history = conversation()
+    for _ in range(2):
+        send(target, history[:2])
+    for end in (3, 4):
+        ids, fresh_ids = ToolIdMap(), ToolIdMap()
+        assert send(target, history[:end], ids) == fresh(target, history[:end], fresh_ids)
+        assert ids.to_dict() == fresh_ids.to_dict() != {}
+    other = [history[0], user_message("something else")]  # same first message, another history
+    assert send(target, other) == fresh(target, other)
