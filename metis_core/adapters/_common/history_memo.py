@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from metis_core.messages import Message
 
 S = TypeVar("S")
-LIMIT: Final = 1_024
-"""Histories held per context (one per conversation); a full table starts over."""
+LIMIT: Final = 64
+"""Histories held per context (one per conversation of a session); a full table starts over."""
 CONTEXT_LIMIT: Final = 64
 """Contexts held at once (targets x models x sessions); past it every table starts over."""
 
