@@ -54,7 +54,7 @@ def survey_history(
     adapter's `repair_history` does not walk it again); tests hold the two verdicts equal. A history
     sent again resumes from the sums kept at the end of its last survey (history_memo.py)."""
     history = messages if type(messages) is list or type(messages) is RepairedHistory else list(messages)
-    resumed = recall(_surveys, history)  # type: ignore[arg-type]
+    resumed = recall(_surveys, history)
     awaiting: list[str]
     seen_uses: set[str]
     if resumed is None:
@@ -127,7 +127,7 @@ def survey_history(
                     chars += len(block.data)
     if start != len(history):
         state = (chars, blocks, images, tool_calls, system, repaired, answered, open_calls)
-        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)  # type: ignore[arg-type]
+        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)
     chars += BLOCK_OVERHEAD_CHARS * blocks
     for tool in tools:
         chars += _tool_chars(tool)
