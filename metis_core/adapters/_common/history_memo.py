@@ -53,6 +53,7 @@ _read_metadata: Final = itemgetter(*READ_METADATA)
 
 class _History(Generic[S]):
     """A history's messages (held), the state derived at its end, and what its mutable parts held then.
+    A history seen once holds only its first message (one-off requests keep nothing alive).
 
     `live` holds the content lists and every list and dict inside the blocks; `snapshot` their copies
     (lists by their items, which compare by identity first, then by value: an item replaced by an equal
@@ -62,7 +63,7 @@ class _History(Generic[S]):
 
     __slots__ = ("live", "messages", "metadata", "metadata_values", "snapshot", "state")
 
-    def __init__(self, messages: list[Message], state: S) -> None:
+    def __init__(self, messages: list[Message], state: S | None) -> None:
         self.messages = messages
         self.state = state
         self.live: list[Any] | None = None
@@ -97,6 +98,22 @@ class _History(Generic[S]):
         self.live, self.snapshot, self.metadata, self.metadata_values = live, frozen, metadata, values
 
 
+class Identity:
+    """A context part that compares by identity and is held (so its id is not reused): for frozen values
+    such as model capabilities, the same object call after call, whose own hash walks every field."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+    def __hash__(self) -> int:
+        return id(self.value)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is Identity and other.value is self.value
+
+
 class HistoryMemo(Generic[S]):
     """One kind of derived state, a table per context (any hashable key the derivation reads)."""
 
@@ -128,7 +145,21 @@ def recall(table: dict[int, _History[S]], messages: list[Message]) -> tuple[int,
     count = len(held.messages)
     if len(messages) < count or messages[:count] != held.messages or not held.unchanged():
         return None
-    return count, held.state
+    return count, held.state  # type: ignore[return-value]  # not None once `live` is
+
+
+def first_sight(table: dict[int, _History[S]], messages: list[Message]) -> bool:
+    """Whether the table has not met this history before (then its first message is held, nothing more:
+    the caller derives it plainly, so a one-off request pays no bookkeeping)."""
+    if not messages:
+        return True
+    key = id(messages[0])
+    if key in table:  # a held message keeps its id from being reused by another
+        return False
+    if len(table) >= LIMIT:
+        table.clear()
+    table[key] = _History(messages[:1], None)
+    return True
 
 
 def keep(table: dict[int, _History[S]], messages: list[Message], state: S, resumed: int) -> None:
@@ -140,7 +171,7 @@ def keep(table: dict[int, _History[S]], messages: list[Message], state: S, resum
     if held is None:
         if len(table) >= LIMIT:
             table.clear()
-        table[key] = _History(list(messages), state)  # first sight: held, not yet worth a snapshot
+        table[key] = _History(messages[:1], None)  # first sight: its first message held, nothing more
         return
     if resumed and resumed == len(messages) and held.state is state:
         return  # the same history again: nothing new to hold

@@ -14,7 +14,7 @@ from typing import Final
 import orjson
 
 from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
-from metis_core.adapters._common.history_memo import HistoryMemo, keep, recall
+from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
@@ -125,7 +125,7 @@ def survey_history(
                     chars += len(block.text)
                 elif isinstance(block, RedactedThinkingBlock):
                     chars += len(block.data)
-    if start != len(history):
+    if start != len(history) and (start or not first_sight(_surveys, history)):
         state = (chars, blocks, images, tool_calls, system, repaired, answered, open_calls)
         keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)
     chars += BLOCK_OVERHEAD_CHARS * blocks

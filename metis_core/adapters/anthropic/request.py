@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from metis_core.adapters._common.history_memo import HistoryMemo, keep, recall
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
 from metis_core.adapters._common.hosted import (
     HOSTED_CLASSES,
     cited,
@@ -100,7 +100,7 @@ class _Builder:
         # Vertex gets back the ids Vertex issued, not Anthropic direct's)
         target = options.model.partition(":")[0] if ":" in options.model else PROVIDER
         self.wire_id = RequestToolIds(tool_ids, target, "anthropic")
-        self.memo = _histories.table((options.model, self.session_id, caps))
+        self.memo = _histories.table((options.model, self.session_id, Identity(caps)))
         """This target's held histories: the context is everything a message's mapping reads beyond it."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
@@ -252,7 +252,9 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
         system_messages.extend(held_system)
     else:
         start, used, turns, last_assistant = 0, (), [], None
-    if start != len(history):
+    if not start and first_sight(builder.memo, history):
+        _more_turns(builder, history, turns, last_assistant, system_messages)
+    elif start != len(history):
         if turns:
             turns[-1] = {**turns[-1], "content": list(turns[-1]["content"])}  # the held turn stays as it was
         wire_id.used = list(used)
@@ -263,7 +265,15 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
             used, wire_id.used = tuple(wire_id.used or ()), None
         held = (list(turns), last_assistant, tuple(system_messages), used, tuple(dropped[before:]))
         keep(builder.memo, history, held, start)
-    return [_plain_user_text(turn) for turn in turns]
+    index = -1
+    for turn in turns:  # a list of this call's own: a held turn is replaced, never changed
+        index += 1
+        content = turn["content"]
+        if len(content) == 1 and turn["role"] == "user":
+            only = content[0]
+            if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control: sent as a string
+                turns[index] = {"role": "user", "content": only["text"]}
+    return turns
 
 
 def _more_turns(
@@ -292,16 +302,6 @@ def _more_turns(
         last_assistant, last_blocks = assistant, blocks
         turns.append({"role": "assistant" if assistant else "user", "content": blocks})
     return last_assistant
-
-
-def _plain_user_text(turn: dict[str, Any]) -> dict[str, Any]:
-    """A user turn of one plain text block (no cache_control) goes as a string; the held turn is left as it is."""
-    content = turn["content"]
-    if len(content) == 1 and turn["role"] == "user":
-        only = content[0]
-        if only["type"] == "text" and len(only) == 2:
-            return {"role": "user", "content": only["text"]}
-    return turn
 
 
 def _tool_choice(options: AdapterOptions) -> dict[str, Any] | None:

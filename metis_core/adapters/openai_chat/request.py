@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from metis_core.adapters._common.history_memo import HistoryMemo, keep, recall
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
 from metis_core.adapters._common.repair import repair_history
@@ -112,7 +112,7 @@ class ChatRequestBuilder:
         self.dropped: list[DroppedBlock] = []
         self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
         self.memo = _histories.table(
-            (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, capabilities)
+            (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, Identity(capabilities))
         )
         """This target's held histories: the context is everything a message's mapping reads beyond it."""
 
@@ -198,7 +198,9 @@ class ChatRequestBuilder:
         else:
             start, used = 0, ()
             out, pending_calls, pending_images = [], set(), []
-        if start != len(history):
+        if not start and first_sight(self.memo, history):
+            self.wire_history(history, out, pending_calls, pending_images)
+        elif start != len(history):
             wire_id.used = list(used)
             try:
                 self.wire_history(history[start:] if start else history, out, pending_calls, pending_images)
@@ -236,7 +238,7 @@ class ChatRequestBuilder:
                     out.append(wire)
                     calls = wire.get("tool_calls")
                     if calls:
-                        pending_calls.update(call["id"] for call in calls)
+                        pending_calls.update([call["id"] for call in calls])  # it is empty here
             elif role is _USER:
                 wire = self.wire_user(message)
                 if wire is not None:
