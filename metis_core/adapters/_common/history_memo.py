@@ -22,8 +22,8 @@ from pydantic import BaseModel
 from metis_core.messages import Message
 
 S = TypeVar("S")
-LIMIT: Final = 64
-"""Histories held per context (one per conversation of a session); a full table starts over."""
+LIMIT: Final = 256
+"""Histories held per context (one per conversation); a full table starts over."""
 CONTEXT_LIMIT: Final = 64
 """Contexts held at once (targets x models x sessions); past it every table starts over."""
 
@@ -175,6 +175,12 @@ def keep(table: dict[int, _History[S]], messages: list[Message], state: S, resum
         return
     if resumed and resumed == len(messages) and held.state is state:
         return  # the same history again: nothing new to hold
+    if not resumed and held.live is not None:
+        # The held history did not match (changed inside, or another one starting alike): start over
+        # from a mark, so a history that never matches (one repaired into new objects every call) is
+        # not copied on every request.
+        table[key] = _History(messages[:1], None)
+        return
     entry = _History(list(messages), state)
     try:
         entry.watch(messages, held if resumed and resumed == len(held.messages) else None)

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
 from metis_core.adapters._common.token_estimate import survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
@@ -179,3 +180,16 @@ def test_a_growing_history_resumes_to_the_fresh_mapping_and_id_map(target: str) 
         assert ids.to_dict() == fresh_ids.to_dict() != {}
     other = [history[0], user_message("something else")]  # same first message, another history
     assert send(target, other) == fresh(target, other)
+
+
+def test_a_history_is_held_by_its_first_message_until_seen_again_then_resumed_while_unchanged() -> None:
+    table = HistoryMemo[str]().table("test")
+    history = conversation()
+    assert first_sight(table, history)
+    assert table[id(history[0])].messages == [history[0]]  # a one-off request keeps nothing else alive
+    assert recall(table, history) is None and not first_sight(table, history)
+    keep(table, history, "state at the end", 0)
+    assert recall(table, history) == (4, "state at the end")
+    assert recall(table, [*history, user_message("more")]) == (4, "state at the end")
+    history[2].metadata.status = MessageStatus.PARTIAL
+    assert recall(table, history) is None
