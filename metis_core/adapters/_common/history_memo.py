@@ -1,15 +1,8 @@
-"""Memoizes what a request derived from a history, for the next request that re-sends it.
-
-A conversation re-sends its whole history every turn and its messages are frozen values, so the
-state a derivation reached at the end of a history (a survey's sums, a target's wire messages) is
-kept per context (target, model, the options the mapping reads), found by the history's first
-message, and resumed by the next request whose history starts with the same message objects. What
-stays mutable inside a frozen message (the content list, lists and dicts inside blocks, the
-metadata) is compared with what it held when the state was kept, in C, for the whole prefix at
-once; any difference and the history is derived afresh. The messages are held, so a recycled id
-cannot alias; a history is snapshot from its second sight on, so one-off requests pay nothing.
+"""Memoizes the state a derivation reached at the end of a history (survey sums, wire messages), per
+context (target, model, options it reads), for the next request whose history starts with the same
+message objects. The mutable parts inside those frozen messages are compared with copies in one C
+compare per request; any change and the history is derived afresh. It does no sequence work itself.
 """
-
 from __future__ import annotations
 
 from collections.abc import Hashable
