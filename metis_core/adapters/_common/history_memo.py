@@ -3,6 +3,7 @@ context (target, model, options it reads), for the next request whose history st
 message objects. The mutable parts inside those frozen messages are compared with copies in one C
 compare per request; any change and the history is derived afresh. It does no sequence work itself.
 """
+
 from __future__ import annotations
 
 from collections.abc import Hashable
