@@ -27,7 +27,7 @@ def _absent(value: object) -> bool:
 
 
 class TextBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["text"] = "text"
     text: str
@@ -36,7 +36,7 @@ class TextBlock(BaseModel):
 
 
 class ToolUseBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["tool_use"] = "tool_use"
     id: str
@@ -54,7 +54,7 @@ class ImageSource(BaseModel):
 
 
 class ImageBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["image"] = "image"
     source: ImageSource
@@ -62,7 +62,7 @@ class ImageBlock(BaseModel):
 
 
 class ThinkingBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["thinking"] = "thinking"
     text: str
@@ -72,7 +72,7 @@ class ThinkingBlock(BaseModel):
 
 
 class RedactedThinkingBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["redacted_thinking"] = "redacted_thinking"
     data: str
@@ -83,7 +83,7 @@ ToolResultContent = Annotated[TextBlock | ImageBlock, Field(discriminator="type"
 
 
 class ToolResultBlock(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["tool_result"] = "tool_result"
     tool_use_id: str

@@ -16,7 +16,7 @@ from metis_core.messages.origin import BlockOrigin
 class Citation(BaseModel):
     """A source a text span rests on: the parts every target can show, plus the provider's own."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     url: str | None = None
     title: str | None = None
@@ -29,7 +29,7 @@ class Citation(BaseModel):
 class ProviderToolCallBlock(BaseModel):
     """A tool the provider ran (or asked its own runtime to run): never dispatched by metis."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["provider_tool_call"] = "provider_tool_call"
     id: str
@@ -46,7 +46,7 @@ class ProviderToolCallBlock(BaseModel):
 class ProviderToolResultBlock(BaseModel):
     """What a hosted tool returned, as the provider sent it."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["provider_tool_result"] = "provider_tool_result"
     tool_use_id: str
@@ -62,7 +62,7 @@ class ProviderToolResultBlock(BaseModel):
 class CompactionBlock(BaseModel):
     """A provider's summary of the conversation before it; only its origin can read `payload`."""
 
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     type: Literal["compaction"] = "compaction"
     text: str = ""

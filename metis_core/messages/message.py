@@ -45,7 +45,7 @@ def format_timestamp(value: datetime) -> str:
 
 
 class Message(BaseModel):
-    model_config = ConfigDict(defer_build=True)
+    model_config = ConfigDict(defer_build=True, frozen=True)
 
     id: str = Field(default_factory=new_ulid)
     session_id: str = ""

@@ -105,6 +105,13 @@ def record_block_drop(
                 block_type=block_type, adapter=adapter, reason=reason)
 
 
+def record_drops_again(dropped: list[DroppedBlock], drops: tuple[DroppedBlock, ...]) -> None:
+    """The drops a memoized mapping of a message made, made again for this request (logged once, as always)."""
+    for item in drops:
+        record_drop(dropped, session_id=item.session_id, message_id=item.message_id, block_index=item.block_index,
+                    block_type=item.block_type, adapter=item.adapter, reason=item.reason)
+
+
 def forget_logged_drops() -> None:
     """Clear the once-per-process memory (tests use this to observe logging again)."""
     with _seen_lock:

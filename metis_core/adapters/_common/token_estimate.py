@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 import orjson
 
 from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
+from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
 from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
@@ -52,18 +53,24 @@ def survey_history(
 
     The third answer is `repair._needs_no_repair`'s, reached in the same walk over the blocks (the
     client hands a history found in repaired form to the adapter as a `RepairedHistory`, so the
-    adapter's `repair_history` does not walk it again); tests hold the two verdicts equal."""
-    chars = MESSAGE_OVERHEAD_CHARS * len(messages)
-    blocks = 0
-    images = 0
-    tool_calls = False
-    system = False
-    repaired = True  # what follows mirrors _needs_no_repair, clause by clause
-    awaiting: list[str] = []
-    answered = 0
-    open_calls = 0  # len(awaiting) - answered, kept as a count
-    seen_uses: set[str] = set()
-    for message in messages:
+    adapter's `repair_history` does not walk it again); tests hold the two verdicts equal. A history
+    sent again resumes from the sums kept at the end of its last survey (history_memo.py)."""
+    history = messages if type(messages) is list or type(messages) is RepairedHistory else list(messages)
+    resumed = recall(_surveys, history)
+    awaiting: list[str]
+    seen_uses: set[str]
+    if resumed is None:
+        start = 0
+        chars = blocks = images = answered = open_calls = 0
+        tool_calls = system = False
+        repaired = True  # what follows mirrors _needs_no_repair, clause by clause
+        awaiting, seen_uses = [], set()
+    else:
+        start, held = resumed
+        chars, blocks, images, tool_calls, system, repaired, answered, open_calls = held[0]
+        awaiting, seen_uses = list(held[1]), set(held[2])
+    chars += MESSAGE_OVERHEAD_CHARS * (len(history) - start)
+    for message in history[start:] if start else history:
         role = message.role
         content = message.content
         blocks += len(content)
@@ -120,6 +127,9 @@ def survey_history(
                     chars += len(block.text)
                 elif isinstance(block, RedactedThinkingBlock):
                     chars += len(block.data)
+    if start != len(history) and (start or not first_sight(_surveys, history)):
+        state = (chars, blocks, images, tool_calls, system, repaired, answered, open_calls)
+        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)
     chars += BLOCK_OVERHEAD_CHARS * blocks
     for tool in tools:
         chars += _tool_chars(tool)
@@ -135,6 +145,11 @@ def surveyed_history(
     history = list(messages)
     tokens, shape, repaired = survey_history(history, tools)
     return (RepairedHistory(history) if repaired else history), tokens, shape
+
+
+_SurveyState = tuple[tuple[int, int, int, bool, bool, bool, int, int], tuple[str, ...], frozenset[str]]
+"""The sums and the repair check's state at the end of a surveyed history."""
+_surveys: Final = HistoryMemo[_SurveyState]().table("survey")
 
 
 def _size(tool: ToolDefinition) -> int:

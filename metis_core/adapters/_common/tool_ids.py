@@ -123,6 +123,23 @@ class ToolIdMap:
         to_canonical[candidate] = canonical_id
         return candidate
 
+    def bind_minted(self, namespace: str, pairs: tuple[tuple[str, str], ...], style: IdStyle) -> bool:
+        """Binds every (canonical, provider) pair at once when this namespace holds no ids yet and each is
+        the id `provider_for` would mint for it (a request resuming a history on a fresh map); else
+        binds nothing and answers False."""
+        if self._to_provider.get(namespace) or self._to_canonical.get(namespace):
+            return False
+        to_provider = dict(pairs)
+        to_canonical = {sent: canonical_id for canonical_id, sent in to_provider.items()}
+        if len(to_canonical) != len(to_provider):
+            return False  # two ids minted alike: provider_for's collision rule decides
+        for canonical_id, sent in to_provider.items():
+            if sent != outbound_id(canonical_id, style):
+                return False
+        self._to_provider[namespace] = to_provider
+        self._to_canonical[namespace] = to_canonical
+        return True
+
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:
         """The id a provider knows this call by, if it has seen it; never mints one (Gemini sends
         ids only for calls that arrived with one)."""
@@ -157,16 +174,27 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
 class RequestToolIds:
     """The ids one request sends, each looked up once: a call and its result share the same id."""
 
-    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids")
+    __slots__ = ("_ids", "_namespace", "_style", "_tool_ids", "used")
 
     def __init__(self, tool_ids: ToolIdMap, namespace: str, style: IdStyle) -> None:
         self._tool_ids = tool_ids
         self._namespace = namespace
         self._style = style
         self._ids: dict[str, str] = {}
+        self.used: list[tuple[str, str]] | None = None
+        """When a list: every (canonical, sent) pair asked for is appended (what one message's mapping used)."""
 
     def __call__(self, canonical_id: str) -> str:
         known = self._ids.get(canonical_id)
         if known is None:
             known = self._ids[canonical_id] = self._tool_ids.provider_for(self._namespace, canonical_id, self._style)
+        if self.used is not None:
+            self.used.append((canonical_id, known))
         return known
+
+    def all_same(self, pairs: tuple[tuple[str, str], ...]) -> bool:
+        """Whether each canonical id still goes out as it did (asking for it as a fresh mapping would)."""
+        if not self._ids and self._tool_ids.bind_minted(self._namespace, pairs, self._style):
+            self._ids.update(pairs)
+            return True
+        return all(self(canonical_id) == sent for canonical_id, sent in pairs)

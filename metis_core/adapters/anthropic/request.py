@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
 from metis_core.adapters._common.hosted import (
     HOSTED_CLASSES,
     cited,
@@ -18,7 +19,7 @@ from metis_core.adapters._common.hosted import (
     replayable,
     text_for_other_target,
 )
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
 from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -61,6 +62,12 @@ _ASSISTANT: Final = Role.ASSISTANT  # bound once: enum class lookups add up per 
 _SYSTEM: Final = Role.SYSTEM
 
 
+_HeldTurns = tuple[
+    list[dict[str, Any]], bool | None, tuple[Message, ...], tuple[tuple[str, str], ...], tuple[DroppedBlock, ...]
+]
+"""At the end of a history: its turns, whose the last is, the system messages met, the tool ids used, the drops."""
+_histories: Final[HistoryMemo[_HeldTurns]] = HistoryMemo()
+
 NATIVE_COMPACTION_MIN_TRIGGER = 50_000
 """The smallest trigger Anthropic's server-side compaction accepts (input tokens)."""
 NATIVE_COMPACTION_BETAS = {"compact_20260112": "compact-2026-01-12"}
@@ -81,7 +88,7 @@ def cache_control_of(message: Message) -> dict[str, Any] | None:
 class _Builder:
     """State of one to_wire call: target, id map, drop list."""
 
-    __slots__ = ("caps", "dropped", "model_name", "session_id", "tool_ids", "wire_id")
+    __slots__ = ("caps", "dropped", "memo", "model_name", "session_id", "tool_ids", "wire_id")
 
     def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
         self.model_name = options.model_name
@@ -93,6 +100,8 @@ class _Builder:
         # Vertex gets back the ids Vertex issued, not Anthropic direct's)
         target = options.model.partition(":")[0] if ":" in options.model else PROVIDER
         self.wire_id = RequestToolIds(tool_ids, target, "anthropic")
+        self.memo = _histories.table((options.model, self.session_id, Identity(caps)))
+        """This target's held histories: the context is everything a message's mapping reads beyond it."""
 
     def drop(self, message: Message, index: int, block_type: str, reason: str) -> None:
         record_block_drop(self.dropped, ADAPTER_NAME, self.session_id, message, index, block_type, reason)
@@ -230,10 +239,53 @@ def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, 
 
 def _turns(builder: _Builder, history: list[Message], system_messages: list[Message]) -> list[dict[str, Any]]:
     """The conversation's turns; the system messages met on the way go to `system_messages` (one walk, one
-    read of each message's role)."""
-    turns: list[dict[str, Any]] = []
-    last_assistant: bool | None = None
-    last_blocks: list[dict[str, Any]] = []
+    read of each message's role). A history sent again to this target resumes from what its last request
+    kept (history_memo.py): the turns so far, the tool ids they used (which must still go out the same)
+    and the drops (recorded again)."""
+    wire_id, dropped = builder.wire_id, builder.dropped
+    before = len(dropped)
+    resumed = recall(builder.memo, history)
+    if resumed is not None and wire_id.all_same(resumed[1][3]):
+        start, (held_turns, last_assistant, held_system, used, drops) = resumed
+        record_drops_again(dropped, drops)
+        turns = list(held_turns)
+        system_messages.extend(held_system)
+    else:
+        start, used, turns, last_assistant = 0, (), [], None
+    if not start and first_sight(builder.memo, history):
+        _more_turns(builder, history, turns, last_assistant, system_messages)
+    elif start != len(history):
+        if turns:
+            turns[-1] = {**turns[-1], "content": list(turns[-1]["content"])}  # the held turn stays as it was
+        wire_id.used = list(used)
+        try:
+            last_assistant = _more_turns(builder, history[start:] if start else history, turns, last_assistant,
+                                         system_messages)
+        finally:
+            used, wire_id.used = tuple(wire_id.used or ()), None
+        held = (list(turns), last_assistant, tuple(system_messages), used, tuple(dropped[before:]))
+        keep(builder.memo, history, held, start)
+    index = -1
+    for turn in turns:  # a list of this call's own: a held turn is replaced, never changed
+        index += 1
+        content = turn["content"]
+        if len(content) == 1 and turn["role"] == "user":
+            only = content[0]
+            if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control: sent as a string
+                turns[index] = {"role": "user", "content": only["text"]}
+    return turns
+
+
+def _more_turns(
+    builder: _Builder,
+    history: list[Message],
+    turns: list[dict[str, Any]],
+    last_assistant: bool | None,
+    system_messages: list[Message],
+) -> bool | None:
+    """Appends the turns of `history` to `turns` (whose last turn may take more blocks); returns whose the
+    last turn is."""
+    last_blocks: list[dict[str, Any]] = turns[-1]["content"] if turns else []
     blocks_of = builder.blocks
     for message in history:
         role = message.role
@@ -249,13 +301,7 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
             continue
         last_assistant, last_blocks = assistant, blocks
         turns.append({"role": "assistant" if assistant else "user", "content": blocks})
-    for turn in turns:
-        content = turn["content"]
-        if len(content) == 1 and turn["role"] == "user":
-            only = content[0]
-            if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control
-                turn["content"] = only["text"]
-    return turns
+    return last_assistant
 
 
 def _tool_choice(options: AdapterOptions) -> dict[str, Any] | None:

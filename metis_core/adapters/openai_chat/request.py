@@ -14,8 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -51,6 +52,11 @@ _TOOL, _ASSISTANT, _USER = Role.TOOL, Role.ASSISTANT, Role.USER
 """Bound once: on Python 3.11 each `Role.X` lookup costs as much as building a small dict, per message."""
 
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
+
+_HeldWire = tuple[list[dict[str, Any]], frozenset[str], tuple[dict[str, Any], ...], tuple[tuple[str, str], ...],
+                  tuple[DroppedBlock, ...]]
+"""At the end of a history: its wire messages, the calls and images pending, the tool ids used, the drops."""
+_histories: HistoryMemo[_HeldWire] = HistoryMemo()
 
 
 def compact_json(value: Any) -> str:
@@ -107,6 +113,10 @@ class ChatRequestBuilder:
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
         self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
+        self.memo = _histories.table(
+            (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, Identity(capabilities))
+        )
+        """This target's held histories: the context is everything a message's mapping reads beyond it."""
 
     # --- the body ----------------------------------------------------------------------------
 
@@ -176,10 +186,43 @@ class ChatRequestBuilder:
     # --- messages ----------------------------------------------------------------------------
 
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        out: list[dict[str, Any]] = []
-        pending_calls: set[str] = set()
-        pending_images: list[dict[str, Any]] = []
-        for message in repair_history(messages, session_id=self.session_id):
+        """The history's wire messages. A history sent again to this target resumes from what its last
+        request kept (history_memo.py): the wire messages so far, the calls and images still pending,
+        the tool ids they used (which must still go out the same) and the drops (recorded again)."""
+        history = repair_history(messages, session_id=self.session_id)
+        wire_id, dropped = self.wire_id, self.dropped
+        before = len(dropped)
+        resumed = recall(self.memo, history)
+        if resumed is not None and wire_id.all_same(resumed[1][3]):
+            start, (held_out, held_calls, held_images, used, drops) = resumed
+            record_drops_again(dropped, drops)
+            out, pending_calls, pending_images = list(held_out), set(held_calls), list(held_images)
+        else:
+            start, used = 0, ()
+            out, pending_calls, pending_images = [], set(), []
+        if not start and first_sight(self.memo, history):
+            self.wire_history(history, out, pending_calls, pending_images)
+        elif start != len(history):
+            wire_id.used = list(used)
+            try:
+                self.wire_history(history[start:] if start else history, out, pending_calls, pending_images)
+            finally:
+                used, wire_id.used = tuple(wire_id.used), None
+            held = (list(out), frozenset(pending_calls), tuple(pending_images), used, tuple(dropped[before:]))
+            keep(self.memo, history, held, start)
+        if pending_images:
+            out.append({"role": "user", "content": pending_images})
+        return out
+
+    def wire_history(
+        self,
+        history: list[Message],
+        out: list[dict[str, Any]],
+        pending_calls: set[str],
+        pending_images: list[dict[str, Any]],
+    ) -> None:
+        """Appends the wire messages of `history` to `out`, from the pending calls and images before it."""
+        for message in history:
             role = message.role
             if role is _TOOL:
                 out.append(self.wire_tool_result(message, out, pending_calls, pending_images))
@@ -189,15 +232,15 @@ class ChatRequestBuilder:
                     "chat request", [f"tool call(s) {sorted(pending_calls)} not answered before {role.value} message"]
                 )
             if pending_images:
-                out.append({"role": "user", "content": pending_images})
-                pending_images = []
+                out.append({"role": "user", "content": list(pending_images)})
+                pending_images.clear()
             if role is _ASSISTANT:
                 wire = self.wire_assistant(message)
                 if wire is not None:
                     out.append(wire)
                     calls = wire.get("tool_calls")
                     if calls:
-                        pending_calls = {call["id"] for call in calls}
+                        pending_calls.update([call["id"] for call in calls])  # it is empty here
             elif role is _USER:
                 wire = self.wire_user(message)
                 if wire is not None:
@@ -206,9 +249,6 @@ class ChatRequestBuilder:
                 wire = self.wire_system(message)
                 if wire is not None:
                     out.append(wire)
-        if pending_images:
-            out.append({"role": "user", "content": pending_images})
-        return out
 
     def system_role(self, message: Message) -> str:
         """`developer` only where the model takes it; a role recorded on the way in is kept there."""

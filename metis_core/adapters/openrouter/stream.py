@@ -28,9 +28,10 @@ class OpenRouterAssembler(MessageAssembler):
 
     def build(self, status: MessageStatus, stop_reason: str | None) -> Message:
         message = super().build(status, stop_reason)
-        for block in message.content:
+        content = message.content
+        for index, block in enumerate(content):
             if isinstance(block, ThinkingBlock | RedactedThinkingBlock) and block.origin is None:
-                block.origin = self.origin
+                content[index] = block.model_copy(update={"origin": self.origin})  # blocks are values
         return message
 
 

@@ -238,8 +238,8 @@ def test_stream_and_response_of_the_same_content_give_the_same_message() -> None
     (streamed_use,), (parsed_use,) = streamed.tool_uses(), parsed.tool_uses()
     assert stream_ids.to_dict()["anthropic"][streamed_use.id] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
     assert response_ids.to_dict()["anthropic"][parsed_use.id] == "toolu_01NRLabsLyVHZPKxbKvkfSMn"
-    parsed_use.id = streamed_use.id
-    assert parsed.content == streamed.content
+    relabeled = [b.model_copy(update={"id": streamed_use.id}) if b is parsed_use else b for b in parsed.content]
+    assert relabeled == streamed.content
     assert parsed.metadata.stop_reason == streamed.metadata.stop_reason
     assert parsed.metadata.provider_raw == streamed.metadata.provider_raw
     assert parsed.metadata.usage is not None and streamed.metadata.usage is not None
