@@ -284,13 +284,3 @@ def test_exploration_stops_once_a_model_holds_what_its_latest_until_evidence_out
     uncapped = ExplorationSettings(share=1.0, usd_per_day=Decimal(1))
     assert CHEAP in [pick(advisor(store, explore=uncapped)) for _ in range(40)]
 
-
-def test_a_rise_on_one_kind_restarts_that_kind_alone_not_the_models_regime_on_every_kind() -> None:
-    """Judged replays on a kind, then better-rated turns there, read as a rise: it must not drop the
-    model's failures on another kind (nor lend that kind its mean on the first)."""
-    hard = rows_of(CHEAP, [0.1] * 5, "hard")
-    easy = rows_of(CHEAP, [0.95, 0.1, 0.95, 0.1, 0.95, 0.1, 0.95, 0.1], "easy", 5) + \
-        rows_of(CHEAP, [0.95] * 16, "easy", 13)
-    assert regime_began(list(reversed(hard + easy)), PatternSettings()) is None
-    on_easy = tally(easy, {"easy": 0.0}, PatternSettings(), NOW)
-    assert on_easy[CHEAP].count < len(easy)  # the rise still restarts the kind where it showed

@@ -3,8 +3,8 @@
 An outcome's weight is its closeness (1 − distance) times its decay: halved every
 `half_life_outcomes` newer outcomes of the same model in the neighbourhood and every
 `half_life_days` of age. A change-point test (a two-sided CUSUM of each score against the
-posterior of the model's scores before it) runs on the neighbourhood, and a falling one on the
-model's latest outcomes on all turns, joined by one on the families of turns the model holds;
+posterior of the model's scores before it) runs on the neighbourhood and on the model's latest
+outcomes on all turns, where a falling test on the families of turns the model holds joins it;
 past a change only the scores since count. A model whose quality changes therefore loses (or
 regains) its standing within a few of its own turns, and evidence no one refreshes fades back to
 the prior.
@@ -103,7 +103,7 @@ def latest_evidence(outcomes: float, half_life_outcomes: float) -> float:
 
 
 def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings, *,
-                 held_falls_only: bool = False, falls_only: bool = False) -> int:
+                 held_falls_only: bool = False) -> int:
     """Where a model's current regime begins in `stream` (its scores oldest first, each with the
     group it belongs to: a fingerprint, or a family of them); 0 when no change was found.
 
@@ -115,18 +115,16 @@ def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings,
     score counts against a threshold raised by `change_failure_scale` × its baseline's failure share:
     a kind that fails now and then needs a longer run of failures than one that never failed.
     `held_falls_only`: test falls only, and only on groups the model holds (a baseline mean of at
-    least `success_floor`); the scores of the other groups join their baselines untested.
-    `falls_only`: test falls only, on every group (a rise on one group is that group's alone)."""
-    return _cusum(stream, settings, held_falls_only, falls_only)[0]
+    least `success_floor`); the scores of the other groups join their baselines untested."""
+    return _cusum(stream, settings, held_falls_only)[0]
 
 
 def _cusum(stream: Sequence[tuple[str, float]], settings: PatternSettings,
-           held_falls_only: bool, falls_only: bool = False) -> tuple[int, float]:
+           held_falls_only: bool) -> tuple[int, float]:
     """`regime_start`'s test: (where the regime begins, the falling sum at the end of `stream`)."""
     if not settings.change_threshold or not settings.change_margin:
         return 0, 0.0
-    one_way = held_falls_only or falls_only
-    shifts = (-settings.change_margin,) if one_way else (-settings.change_margin, settings.change_margin)
+    shifts = (-settings.change_margin,) if held_falls_only else (-settings.change_margin, settings.change_margin)
     sums: dict[str, list[tuple[int, float, int]]] = defaultdict(list)  # group → (index, Σ score, failures)
     for index, (group, score) in enumerate(stream):
         before = sums[group][-1] if sums[group] else (0, 0.0, 0)
@@ -183,16 +181,13 @@ def model_regime_start(stream: Sequence[tuple[str, str, float]], settings: Patte
     """Where a model's current regime begins in its latest scores on all turns (`stream`: oldest
     first, each with its fingerprint and its family); 0 when no change was found.
 
-    Two tests run, and the regime begins at the later change either finds; both look for falls only.
-    A rise shows on one kind at a time (and judged replays followed by rated turns can read as one):
-    it restarts that kind's evidence (`tally`), not the model's on every kind, where it would drop the
-    model's failures on kinds it does not suit. The first test weighs each score against its own
-    fingerprint's baseline. Spread over many fingerprints, most hold too few scores to test against,
-    so a drop on every kind the model suits shows there only late. The second, the held test, pools
-    the fingerprints of a family (no neighbourhood spans two) and looks for a fall on the families
-    the model holds: a drop spread thinly over them adds up there, while kinds the model fails on
-    anyway are left to the first test."""
-    by_fingerprint = regime_start([(fp, score) for fp, _, score in stream], settings, falls_only=True)
+    Two tests run, and the regime begins at the later change either finds. The first weighs each
+    score against its own fingerprint's baseline, both ways. Spread over many fingerprints, most hold
+    too few scores to test against, so a drop on every kind the model suits shows there only late.
+    The second, the held test, pools the fingerprints of a family (no neighbourhood spans two) and
+    looks for a fall on the families the model holds: a drop spread thinly over them adds up there,
+    while kinds the model fails on anyway, and any rise, are left to the first test."""
+    by_fingerprint = regime_start([(fp, score) for fp, _, score in stream], settings)
     held = regime_start([(family, score) for _, family, score in stream], settings, held_falls_only=True)
     return max(by_fingerprint, held)
 
