@@ -79,8 +79,11 @@ class ExplorationSettings(BaseModel):
     """At most this much estimated spend on explored turns per UTC day and process; 0 turns it off."""
     candidates: list[str] = Field(default_factory=list)
     """Models to try even before any evidence for them (models already in the store are tried too)."""
-    until_evidence: float = Field(default=20.0, ge=0)
-    """A model with at least this much (decayed) evidence on turns like this one is not explored."""
+    until_evidence: float | None = Field(default=None, gt=0)
+    """A model is not explored on turns like this one once its evidence there is what its latest this
+    many outcomes carry after decay (`patterns.half_life_outcomes`: at 10, 20 outcomes carry 11.2 and
+    no number more than 14.9, so a cap in raw outcomes would never be reached); None (the default):
+    Thompson sampling alone decides, and a model clearly worse there is almost never drawn."""
     seed: int | None = None
     """Seed of the sampling (tests, benchmarks); None draws from the system."""
 

@@ -271,3 +271,16 @@ def test_kinds_too_new_to_test_do_not_move_where_a_drop_under_way_began() -> Non
     history = [("a", 0.95), ("b", 0.95)] * 10
     drop = [("a", 0.05), ("c", 0.95), ("b", 0.05), ("d", 0.95), ("a", 0.05), ("e", 0.95), ("b", 0.05)]
     assert regime_start(history + drop, PatternSettings()) == 20  # c, d, e have no baseline of their own
+
+
+def test_exploration_stops_once_a_model_holds_what_its_latest_until_evidence_outcomes_carry() -> None:
+    """At a half-life of 10 outcomes no model holds 20 of evidence (at most 14.9): the cap counts
+    outcomes, decayed like the tallies, so `until_evidence: 20` is reached after 20 outcomes."""
+    store = Store()
+    store.add(STRONG, 0.95, 20)
+    store.add(CHEAP, 0.8, 30)  # trails by more than the tolerance, close enough to be drawn now and then
+    capped = ExplorationSettings(share=1.0, usd_per_day=Decimal(1), until_evidence=20)
+    assert [pick(advisor(store, explore=capped)) for _ in range(40)] == [STRONG] * 40
+    uncapped = ExplorationSettings(share=1.0, usd_per_day=Decimal(1))
+    assert CHEAP in [pick(advisor(store, explore=uncapped)) for _ in range(40)]
+

@@ -96,7 +96,7 @@ class PatternAdvisor:
         pick = self.choose(tallies)
         if explore and self.explorer is not None:
             reference = pick.model if pick is not None else _best_known(tallies)
-            tried = self.explorer.consider(tallies, reference, s.score_tolerance)
+            tried = self.explorer.consider(tallies, reference, s.score_tolerance, s.half_life_outcomes)
             if tried is not None:
                 mine = tallies.get(tried.model, ModelEvidence(tried.model))
                 confidence = mine.count / (mine.count + 2) * (1.0 - mine.mean_distance)

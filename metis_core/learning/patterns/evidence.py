@@ -93,6 +93,15 @@ def decay(rank: int, age_us: int, settings: PatternSettings) -> float:
     return by_rank * by_age
 
 
+def latest_evidence(outcomes: float, half_life_outcomes: float) -> float:
+    """The evidence a model's latest `outcomes` outcomes on a kind carry after decay by count (the
+    most any number carries is 1 / (1 − 2^(−1/half_life)): 14.9 at a half-life of 10)."""
+    if not half_life_outcomes:
+        return outcomes
+    kept = math.pow(0.5, 1.0 / half_life_outcomes)
+    return (1.0 - math.pow(kept, outcomes)) / (1.0 - kept)
+
+
 def regime_start(stream: Sequence[tuple[str, float]], settings: PatternSettings, *,
                  held_falls_only: bool = False) -> int:
     """Where a model's current regime begins in `stream` (its scores oldest first, each with the

@@ -10,13 +10,14 @@ counted per process. Pinned turns never get here (the routing engine does not as
 
 from __future__ import annotations
 
+import math
 import random
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from metis_core.learning.patterns.evidence import ModelEvidence
+from metis_core.learning.patterns.evidence import ModelEvidence, latest_evidence
 from metis_core.learning.settings import ExplorationSettings
 from metis_core.routing.pattern_slot import ExplorationDraw
 
@@ -44,8 +45,9 @@ class Explorer:
         self._lock = threading.Lock()
 
     def consider(self, tallies: dict[str, ModelEvidence], reference: str | None, tolerance: float,
-                 ) -> Exploration | None:
-        """The model to explore on this turn, or None; counts the turn against the budget either way."""
+                 half_life_outcomes: float = 0.0) -> Exploration | None:
+        """The model to explore on this turn, or None; counts the turn against the budget either way.
+        `half_life_outcomes`: the decay of the tallies, which `until_evidence` is measured in."""
         with self._lock:
             self.routed += 1
             today = datetime.now(UTC).date()
@@ -55,21 +57,24 @@ class Explorer:
                 return None
             if self.explored + 1 > 1 + self.settings.share * self.routed:
                 return None
-            pick = self._draw(tallies, tallies[reference], tolerance)
+            until = self.settings.until_evidence
+            cap = latest_evidence(until, half_life_outcomes) if until is not None else math.inf
+            pick = self._draw(tallies, tallies[reference], tolerance, cap)
             if pick is None or self.spent_today + pick.estimated_cost_usd > float(self.settings.usd_per_day):
                 return None
             self.explored += 1
             self.spent_today += pick.estimated_cost_usd
             return pick
 
-    def _draw(self, tallies: dict[str, ModelEvidence], ref: ModelEvidence, tolerance: float) -> Exploration | None:
+    def _draw(self, tallies: dict[str, ModelEvidence], ref: ModelEvidence, tolerance: float,
+              cap: float) -> Exploration | None:
         reference_draw = self.rng.betavariate(ref.alpha, ref.beta)
         best: Exploration | None = None
         for model in sorted(set(tallies) | set(self.settings.candidates)):
             if model == ref.model:
                 continue
             mine = tallies.get(model, ModelEvidence(model))
-            if mine.evidence >= self.settings.until_evidence:
+            if mine.evidence >= cap - 1e-9:
                 continue
             cost = self._cost(mine, ref)
             if cost is None or cost >= ref.mean_cost:
