@@ -110,7 +110,7 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
                   "metis_core.adapters.stream_response", "metis_core.transport.framing",
                   "metis_core.transport.stream_bodies", "metis_core.messages.tools",
-                  "metis_core.adapters.openai_chat.errors")
+                  "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 

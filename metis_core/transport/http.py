@@ -10,7 +10,6 @@ knows nothing of providers, canonical messages or retries; asyncio cancellation 
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import AsyncIterator, Iterator, Mapping
 from contextlib import AbstractAsyncContextManager, contextmanager
@@ -23,6 +22,8 @@ from metis_core.transport.clients import MetisAsyncClient, MetisClient
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
+    from asyncio import AbstractEventLoop
+
     from metis_core.transport.owned_async import OwnedAsyncClient
 
 DEFAULT_TIMEOUT: Final = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=10.0)
@@ -196,7 +197,7 @@ class HttpTransport:
         self._owns_client = client is None
         self._async_client = async_client
         """The caller's httpx.AsyncClient (bound to the loop it is first used on; never closed here)."""
-        self._made_async: dict[asyncio.AbstractEventLoop, httpx.AsyncClient] = {}
+        self._made_async: dict[AbstractEventLoop, httpx.AsyncClient] = {}
         """`async_http="httpx"`: the client made for each event loop (httpx's pool belongs to one loop)."""
         self._made_async_lock = threading.Lock()
         self._async_http = async_http
@@ -233,7 +234,9 @@ class HttpTransport:
         `async_http="httpx"`, or None (aiohttp)."""
         if self._async_client is not None or self._async_http != "httpx":
             return self._async_client
-        loop = asyncio.get_running_loop()
+        from asyncio import get_running_loop  # async paths only: a sync call does not load asyncio
+
+        loop = get_running_loop()
         client = self._made_async.get(loop)  # read without the lock: only this loop's thread sets its entry
         if client is None:
             with self._made_async_lock:
@@ -398,9 +401,11 @@ class HttpTransport:
         return _HttpxAsyncByteStream(response, provider)
 
     async def aclose(self) -> None:
+        from asyncio import get_running_loop
+
         if self._owned_async is not None:
             await self._owned_async.aclose()
         with self._made_async_lock:
-            made = self._made_async.pop(asyncio.get_running_loop(), None)
+            made = self._made_async.pop(get_running_loop(), None)
         if made is not None:
             await made.aclose()
