@@ -94,8 +94,8 @@ class ExplorationSettings(BaseModel):
 
 class VerificationSettings(BaseModel):
     """Verify by replay: when a model's fall statistic on the kinds it holds passes a share of the
-    change threshold, or a kind it holds shows a failure, replay a few of its recent stored turns
-    on it (the LLM judge scoring them) so the change test gets evidence at the rate it needs."""
+    change threshold, replay a few of its recent stored turns on it (the LLM judge scoring them) so
+    the change test gets evidence at the rate it needs."""
 
     model_config = ConfigDict(extra="forbid", defer_build=True)  # built on first validation
 
