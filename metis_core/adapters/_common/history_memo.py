@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections.abc import Hashable
 from copy import deepcopy
 from operator import itemgetter
-from typing import Any, Final, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from pydantic import BaseModel
 
+from metis_core.adapters._common.lossy import DroppedBlock, record_drops_again
 from metis_core.messages import Message
+
+if TYPE_CHECKING:
+    from metis_core.adapters._common.tool_ids import RequestToolIds
 
 S = TypeVar("S")
 LIMIT: Final = 256
@@ -140,6 +144,18 @@ def recall(table: dict[int, _History[S]], messages: list[Message]) -> tuple[int,
     if len(messages) < count or messages[:count] != held.messages or not held.unchanged():
         return None
     return count, held.state  # type: ignore[return-value]  # not None once `live` is
+
+
+def resumed_wire(table: dict[int, _History[Any]], messages: list[Message], wire_id: RequestToolIds,
+                 dropped: list[DroppedBlock]) -> tuple[int, Any]:
+    """`recall` for a request builder's wire state, whose last two parts are the (canonical, sent) tool ids
+    it used and the lossy drops it made: (how many messages it covers, the state) while every one of those
+    ids still goes out the same (the request's id map decides), its drops recorded again; else (0, None)."""
+    resumed = recall(table, messages)
+    if resumed is None or not wire_id.all_same(resumed[1][-2]):
+        return 0, None
+    record_drops_again(dropped, resumed[1][-1])
+    return resumed
 
 
 def first_sight(table: dict[int, _History[S]], messages: list[Message]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
-from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, resumed_wire
 from metis_core.adapters._common.hosted import (
     HOSTED_CLASSES,
     cited,
@@ -19,7 +19,7 @@ from metis_core.adapters._common.hosted import (
     replayable,
     text_for_other_target,
 )
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
@@ -244,14 +244,13 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
     and the drops (recorded again)."""
     wire_id, dropped = builder.wire_id, builder.dropped
     before = len(dropped)
-    resumed = recall(builder.memo, history)
-    if resumed is not None and wire_id.all_same(resumed[1][3]):
-        start, (held_turns, last_assistant, held_system, used, drops) = resumed
-        record_drops_again(dropped, drops)
+    start, held = resumed_wire(builder.memo, history, wire_id, dropped)
+    if held is not None:
+        held_turns, last_assistant, held_system, used, _ = held
         turns = list(held_turns)
         system_messages.extend(held_system)
     else:
-        start, used, turns, last_assistant = 0, (), [], None
+        used, turns, last_assistant = (), [], None
     if not start and first_sight(builder.memo, history):
         _more_turns(builder, history, turns, last_assistant, system_messages)
     elif start != len(history):

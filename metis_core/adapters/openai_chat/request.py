@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, recall
+from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, resumed_wire
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
-from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop, record_drops_again
+from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
 from metis_core.adapters.base import AdapterOptions
@@ -192,14 +192,12 @@ class ChatRequestBuilder:
         history = repair_history(messages, session_id=self.session_id)
         wire_id, dropped = self.wire_id, self.dropped
         before = len(dropped)
-        resumed = recall(self.memo, history)
-        if resumed is not None and wire_id.all_same(resumed[1][3]):
-            start, (held_out, held_calls, held_images, used, drops) = resumed
-            record_drops_again(dropped, drops)
+        start, held = resumed_wire(self.memo, history, wire_id, dropped)
+        if held is not None:
+            held_out, held_calls, held_images, used, _ = held
             out, pending_calls, pending_images = list(held_out), set(held_calls), list(held_images)
         else:
-            start, used = 0, ()
-            out, pending_calls, pending_images = [], set(), []
+            used, out, pending_calls, pending_images = (), [], set(), []
         if not start and first_sight(self.memo, history):
             self.wire_history(history, out, pending_calls, pending_images)
         elif start != len(history):
