@@ -11,6 +11,7 @@ from pathlib import Path
 from fixture_files import read_bytes
 from support_servers import Reply
 
+from metis_core.events.catalog import make_event
 from metis_core.events.envelope import Actor, Event, Sensitivity
 from metis_core.events.payloads.evaluation import RATIONALE_SIGNAL
 from metis_core.learning.settings import LearningSettings
@@ -72,6 +73,22 @@ async def test_feedback_re_evaluates_and_the_old_verdict_stays(learning: Learnin
     assert starts[1].parent_event_id == feedback.id
     verdicts = h.loop.verdicts.of_subject("turn", result.turn_id)
     assert [v.score for v in verdicts] == [0.75, 0.95]
+
+
+async def test_the_feedback_that_asks_for_an_evaluation_counts_before_the_trace_holds_it(
+        learning: LearningHarness) -> None:
+    # The retry signal reaches the evaluator's subscriber on its own thread, possibly before the trace
+    # writer has stored it: the evaluation it triggers must still read it.
+    h = learning
+    h.answers(1)
+    session = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(session, "Hello")
+    h.events()
+    assert result.turn_id is not None
+    retry = make_event("feedback.implicit", {"type": "retry", "confidence": 0.9, "subject_turn_id": result.turn_id,
+                                             "context": {}}, session_id=session.id, actor=Actor.SYSTEM)
+    verdict = h.loop.evaluator.evaluate("turn", result.turn_id, trigger="feedback_arrived", parent=retry)
+    assert verdict is not None and verdict.score < 0.5
 
 
 async def test_llm_judge_verdict_is_priced_and_its_rationale_is_opt_in(tmp_path: Path) -> None:

@@ -5,6 +5,8 @@ session and after its end; and late feedback alone is enough to steer pattern ro
 from __future__ import annotations
 
 from metis_core.cli.trace_view import describe
+from metis_core.events.catalog import make_event
+from metis_core.events.envelope import Actor
 
 from .conftest import CHEAP, STRONG, LearningHarness
 from .test_pattern_routing import PROOF, SUMMARY, session
@@ -70,6 +72,24 @@ async def test_an_implicit_retry_in_the_session_lowers_the_recorded_score(learni
     scores = outcome_scores(h)
     assert retry.payload["type"] == "retry" and len(scores) == 2
     assert scores[0] is not None and scores[0] < 0.5 < 0.75 == scores[1]
+
+
+async def test_a_signal_that_reaches_the_recorder_before_the_trace_holds_it_still_scores_the_turn(
+        learning: LearningHarness) -> None:
+    # The recorder and the trace writer each read the bus on a thread of their own: a retry signal can
+    # reach the recorder, before the turn's outcome is recorded, while the trace does not hold it yet.
+    h = learning
+    h.answers(1)
+    s = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(s, PROOF)
+    h.loop.settle()
+    retry = make_event("feedback.implicit", {"type": "retry", "confidence": 0.9, "subject_turn_id": result.turn_id,
+                                             "context": {}}, session_id=s.id, actor=Actor.SYSTEM)
+    h.loop.recorder.implicit_arrived(retry)  # never emitted: the trace will not hold it
+    h.runtime.sessions.end(s)
+    h.loop.settle()
+    (score,) = outcome_scores(h)
+    assert score is not None and score < 0.5
 
 
 async def test_an_implicit_abandon_after_the_end_rescores_the_last_turn(learning: LearningHarness) -> None:

@@ -27,7 +27,7 @@ from metis_core.ids import new_ulid
 from metis_core.learning.evaluator.heuristic import HeuristicVerdict, judge_session, judge_tool_cycle, judge_turn
 from metis_core.learning.evaluator.llm_judge import LlmJudge, LlmVerdict
 from metis_core.learning.evaluator.rubrics import JudgeKind, Rubric, RubricBook, SubjectKind
-from metis_core.learning.evaluator.subjects import Subject, SubjectReader
+from metis_core.learning.evaluator.subjects import FEEDBACK_TYPES, Subject, SubjectReader, with_feedback
 from metis_core.learning.evaluator.verdicts import Verdict, VerdictStore
 
 log = logging.getLogger("metis_core.learning")
@@ -61,9 +61,10 @@ class Evaluator:
 
     def evaluate(
         self, kind: SubjectKind, subject_id: str, *, trigger: Trigger, parent: Event | None = None,
-        session_id: str | None = None,
+        session_id: str | None = None, feedback: tuple[Event, ...] = (),
     ) -> Verdict | None:
-        """Score one subject; the verdict, or None when the evaluation failed (eval.failed)."""
+        """Score one subject; the verdict, or None when the evaluation failed (eval.failed). `feedback`:
+        feedback on it the caller has seen that the trace may not hold yet (as a feedback `parent`)."""
         eval_id = new_ulid()
         started_clock = time.perf_counter()
         session = session_id or (parent.session_id if parent is not None else None) or (
@@ -87,6 +88,8 @@ class Evaluator:
                 raise rubric_error
             assert rubric is not None
             subject = self.reader.read(kind, subject_id)
+            for seen in (parent, *feedback) if parent is not None and parent.type in FEEDBACK_TYPES else feedback:
+                subject = with_feedback(subject, seen)
             verdict, pricing_version, latency_ms = self._judge(eval_id, subject, rubric, planned, trigger)
         except EvaluationError as error:
             message = str(error)

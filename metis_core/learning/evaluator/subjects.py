@@ -43,6 +43,18 @@ class Subject:
         return str(calls[-1].payload["model"]) if calls else None
 
 
+def with_feedback(subject: Subject, feedback: Event) -> Subject:
+    """`subject` with `feedback` among its feedback when it concerns the subject and the trace did not
+    hold it yet: the feedback that asked for this evaluation reaches the evaluator's subscriber on a
+    thread of its own, and may get there before the trace writer has stored it."""
+    concerns = (concerns_turn(feedback, subject.id) if subject.kind == "turn"
+                else subject.kind == "session" and feedback.session_id == subject.id)
+    if not concerns or any(e.id == feedback.id for e in subject.feedback):
+        return subject
+    subject.feedback = sorted([*subject.feedback, feedback], key=lambda e: e.id)
+    return subject
+
+
 class SubjectReader:
     def __init__(self, trace: TraceStore, store: SessionStore) -> None:
         self.trace = trace

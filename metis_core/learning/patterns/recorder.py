@@ -25,6 +25,8 @@ from metis_core.store.sessions import SessionStore
 from metis_core.trace.store import TraceStore
 
 log = logging.getLogger("metis_core.learning")
+EARLY_SIGNALS_HELD = 1_000
+"""Implicit signals on turns not yet recorded that the recorder holds at most."""
 SUBSCRIPTION_NAME = "learning-pattern-recorder"
 
 
@@ -39,6 +41,9 @@ class PatternRecorder:
         self.embed = embed
         self.skip: Callable[[str], bool] | None = None
         """Sessions recorded by their owner instead (verification replays, once their judge scored them)."""
+        self._early: dict[str, Event] = {}
+        """Turn id -> the latest implicit signal on it that came before its outcome was recorded: read at
+        the end with the trace's, which may not hold it yet (its writer runs on a thread of its own)."""
 
     def subscription(self) -> Subscription:
         return Subscription(filter=EventFilter(event_types={"session.ended", "eval.completed", "feedback.implicit",
@@ -66,6 +71,10 @@ class PatternRecorder:
         turn_id = str(signal.payload["subject_turn_id"])
         if self.patterns.is_recorded(turn_id):
             self.evaluator.evaluate("turn", turn_id, trigger="feedback_arrived", parent=signal)
+        else:
+            if len(self._early) >= EARLY_SIGNALS_HELD:  # turns that never finish are not held for ever
+                self._early.clear()
+            self._early[turn_id] = signal
 
     def session_rated(self, rating: Event) -> None:
         """A rating of a whole session already recorded covers its turns: re-evaluate each of them
@@ -120,10 +129,12 @@ class PatternRecorder:
 
     def _score(self, ended: Event, turn_id: str, turn: list[Event]) -> float | None:
         feedback = self.trace.events(session_id=ended.session_id, types=("feedback.explicit", "feedback.implicit"))
-        latest_feedback = max((e.id for e in feedback if concerns_turn(e, turn_id)), default="")
+        early = self._early.pop(turn_id, None)
+        seen = (early,) if early is not None else ()
+        latest_feedback = max((e.id for e in (*feedback, *seen) if concerns_turn(e, turn_id)), default="")
         verdict = self.evaluator.verdicts.latest("turn", turn_id)
         if verdict is None or verdict.eval_id < latest_feedback:
-            verdict = self.evaluator.evaluate("turn", turn_id, trigger="bus", parent=ended)
+            verdict = self.evaluator.evaluate("turn", turn_id, trigger="bus", parent=ended, feedback=seen)
         return verdict.score if verdict is not None else None
 
     def _record(
