@@ -236,6 +236,9 @@ def patterns_explain(
         table.add_row(p.model, f"{p.outcomes} ({p.learned})", f"{p.evidence:.2f}", f"Beta({p.alpha:.2f}, {p.beta:.2f})",
                       f"{p.mean:.2f} [{p.interval[0]:.2f}, {p.interval[1]:.2f}]", f"${p.mean_cost_usd:.6f}")
     terminal.out.print(table, soft_wrap=False)
+    falls = ", ".join(f"{model} {share:.2f}" for model, share in found.fall_evidence.items())
+    terminal.out.print(f"change test, each model's fall so far as a share of a change (1 moves its routes): {falls}",
+                       markup=False)
     terminal.out.print(f"the evidence picks now: {found.evidence_picks or 'nothing yet (too little evidence)'}",
                        markup=False)
 

@@ -14,6 +14,8 @@ def test_patterns_explain_shows_the_chain_the_pattern_and_its_posterior(cli: Cli
     assert "by routing" in shown.stdout and "global_default" in shown.stdout
     assert "pattern " in shown.stdout and "lead=write" in shown.stdout and "Beta(" in shown.stdout
     data = json.loads(cli("patterns", "explain", "latest", "--json").stdout)
+    (model,) = data["fall_evidence"]
+    assert f"share of a change (1 moves its routes): {model} 0.00" in shown.stdout
     assert data["exploration"] is False and data["chain"][3]["policy"] == "pattern"
     (posterior,) = data["posteriors"]
     assert posterior["outcomes"] == 1 and posterior["learned"] == 0 and posterior["alpha"] > 1
