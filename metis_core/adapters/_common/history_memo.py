@@ -2,6 +2,8 @@
 context (target, model, options it reads), for the next request whose history starts with the same
 message objects. The mutable parts inside those frozen messages are compared with copies in one C
 compare per request; any change and the history is derived afresh. It does no sequence work itself.
+The wire dicts a kept state holds go into the next request's body as they are: a built body is
+read-only (copy a nested part before changing it).
 """
 
 from __future__ import annotations
