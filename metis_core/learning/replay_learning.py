@@ -166,7 +166,8 @@ class ReplayLearner:
                 done = self._replayed_sources(rows, candidate)
                 sources = [o for o in observed if o.model != candidate and o.score is not None
                            and o.session_id not in done]
-                planned = [p for o in sources[: max(0, per_kind - have)] if (p := self._planned(o, candidate, judge))]
+                planned = [p for o in sources[: max(0, per_kind - have)]
+                           if (p := self.planned_replay(o, candidate, judge))]
                 per_pair.append(planned)
         rounds = [pair[i] for i in range(max(map(len, per_pair), default=0)) for pair in per_pair if i < len(pair)]
         return LearnPlan(rounds[:limit], unpriced)
@@ -182,7 +183,9 @@ class ReplayLearner:
                         done.add(source)
         return done
 
-    def _planned(self, o: Outcome, candidate: str, judge: str) -> PlannedReplay | None:
+    def planned_replay(self, o: Outcome, candidate: str, judge: str) -> PlannedReplay | None:
+        """The replay of stored turn `o` on `candidate`, judged by `judge`, with its estimated cost; None when
+        the trace of that turn was pruned (`metis learn` plans with it, and so does verification by replay)."""
         events = self.runtime.trace.events(session_id=o.session_id)
         starts = [e.turn_id for e in events if e.type == "turn.started"]
         if o.turn_id not in starts:

@@ -134,7 +134,7 @@ class Verifier:
         if self._streak[model] >= self.settings.replays:
             return None
         assert self.judge_model is not None
-        planned = ReplayLearner(self.loop)._planned(turn, model, self.judge_model)
+        planned = ReplayLearner(self.loop).planned_replay(turn, model, self.judge_model)
         if planned is None or not self._affordable(planned.estimated_usd):
             return None
         self._replayed_turns[model].add(turn.turn_id)

@@ -111,7 +111,7 @@ async def test_the_budget_caps_verification(tmp_path: Path) -> None:
     try:
         kind = await held_by_cheap(h)
         newest = h.loop.patterns.latest_outcomes(CHEAP, 1)[0]
-        planned = ReplayLearner(h.loop)._planned(newest, CHEAP, CHEAP)
+        planned = ReplayLearner(h.loop).planned_replay(newest, CHEAP, CHEAP)
         assert planned is not None
         h.loop.verifier.settings.usd_per_day = planned.estimated_usd  # room for one replay's estimate, not two
         failed = await cheap_fails(h, [0.1])
