@@ -33,9 +33,18 @@ def test_replays_run_one_at_a_time_on_one_loop_that_outlives_them() -> None:
     async def close_http() -> None:
         seen.append((asyncio.get_running_loop(), "closed"))
 
+    gate = threading.Event()
+
+    async def held() -> None:  # under way until the gate opens: wait() finds it pending, whatever the load
+        await asyncio.to_thread(gate.wait, 5)
+
+    thread.submit(held)
     for _ in range(3):
         thread.submit(replay)
-    assert thread.wait(5)
+    assert thread.wait(0.01), "replays were under way"
+    gate.set()
+    thread.wait(5)
+    assert len(seen) == 3 and not thread.wait(5), "every replay ended: nothing left to wait for"
     assert thread.stop(0.0, close_http) == "idle"
     assert overlapping == [False, False, False]
     assert {loop for loop, _ in seen} == {thread.loop} and thread.loop.is_closed()
