@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
 from metis_core.adapters.openai_chat.request import ChatRequestBuilder
-from metis_core.adapters.openai_chat.response import parse_chat_response
+from metis_core.adapters.openai_chat.response import parse_chat_response, read_chat_response
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import ProviderError
 from metis_core.messages import Message
@@ -80,6 +80,9 @@ class OpenAIChatAdapter(Adapter):
         return reader(provider=self.provider, tool_ids=tool_ids, session_id=session_id).read(body)
 
     def from_wire_response(self, response: WireResponse, context: RequestContext) -> Message:
+        if self.translator_class is ChatStreamTranslator:  # Chat Completions itself: the body read directly
+            return read_chat_response(response, context)
+        # a dialect's additions (reasoning, think tags) live in its translator: its body is applied through it
         return parse_chat_response(response, self.translator_class(context))
 
     def stream_translator(self, context: RequestContext) -> ChatStreamTranslator:

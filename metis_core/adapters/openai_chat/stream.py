@@ -39,6 +39,26 @@ FINISH_REASONS: dict[str, str] = {
 }
 
 
+def chat_stop_reason(finish_reason: str | None, refused: bool) -> str:
+    """The canonical stop reason of a Chat answer: `refusal` when it refused, else its finish_reason's."""
+    if refused:
+        return "refusal"
+    return FINISH_REASONS.get(finish_reason or "stop", "end_turn")
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, bool]:
+    """A call's whole `arguments` text (not blank) as the object it holds (None: not JSON, or not an object),
+    and whether the text must be kept verbatim: it is not the object's compact JSON, and replayed as sent,
+    this provider's prompt cache sees the same bytes."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, False
+    if not isinstance(parsed, dict):
+        return None, False
+    return parsed, compact_json(parsed) != raw
+
+
 class _Call:
     """One tool call being streamed: its assembler key, ids and the raw argument fragments."""
 
@@ -205,14 +225,10 @@ class ChatStreamTranslator(StreamTranslator):
             self.asm.tool_input_object(call.key, {"input": raw})
             self.raw.setdefault(CUSTOM_CALLS_KEY, []).append(call.tool_id)
         elif raw.strip():
-            try:
-                parsed = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                parsed = None  # tool_end below reports the broken arguments
-            if isinstance(parsed, dict):
+            parsed, verbatim = parse_arguments(raw)  # None: tool_end below reports the broken arguments
+            if parsed is not None:
                 self.asm.tool_input_object(call.key, parsed)  # parsed once: tool_end takes it as is
-                if compact_json(parsed) != raw:
-                    # Replayed verbatim to this provider, so its prompt cache sees the same bytes.
+                if verbatim:
                     self.raw.setdefault(RAW_ARGUMENTS_KEY, {})[call.tool_id] = raw
         return [self.asm.tool_end(call.key)]
 
@@ -229,9 +245,7 @@ class ChatStreamTranslator(StreamTranslator):
     # --- endings -------------------------------------------------------------------------------
 
     def stop_reason(self) -> str:
-        if self._refused:
-            return "refusal"
-        return FINISH_REASONS.get(self._finish_reason or "stop", "end_turn")
+        return chat_stop_reason(self._finish_reason, self._refused)
 
     def complete_events(self) -> list[StreamEvent]:
         if self.ignored_choices:
