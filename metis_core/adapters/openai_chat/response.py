@@ -120,55 +120,39 @@ def _tool_calls(tool_calls: Any, context: RequestContext) -> list[_Call]:
     return calls
 
 
-def read_chat_response(response: WireResponse, context: RequestContext) -> Message:
-    """The whole answer read straight into canonical blocks (no stream translator: there is no stream).
-
-    Gives exactly the Message the stream translator builds from the same answer sent as one delta
-    (tests compare the two on every recorded response and on broken variants of them)."""
+def _text_blocks(message: dict[str, Any], raw: dict[str, Any], context: RequestContext) -> tuple[list[Any], bool]:
+    """The message's text, refusal and cited text as blocks, in the order the stream's assembler places them;
+    and whether the model refused."""
     provider = context.provider
-    body = response.json(provider)
-    choice = first_choice(body, response, provider)
-    raw: dict[str, Any] = {}
-    if "id" in body:
-        raw["response_id"] = body["id"]
-        if body.get("model"):
-            raw["served_model"] = body["model"]
-    choices = body["choices"]
-    ignored = len({c.get("index", i) for i, c in enumerate(choices) if c is not choice and isinstance(c, dict)}
-                  ) if len(choices) > 1 else 0
-    message = choice["message"]
     text = message.get("content")
     if text:
         if isinstance(text, list):  # some servers send content parts
             text = "".join(p.get("text", "") for p in text if isinstance(p, dict))
         if text:
             text = _string(text, "text", provider)
-    refusal = message.get("refusal") if "refusal" in message else None
+    refusal = message.get("refusal")
     if refusal:
         raw[REFUSAL_KEY] = "" + refusal  # as the stream joins its refusal deltas (a non-string fails alike)
         refusal = _string(refusal, "text", provider)
-    origin: BlockOrigin | None = None
     citations: list[Citation] | None = None
     if "annotations" in message and (annotations := message["annotations"]) and isinstance(annotations, list):
-        for annotation in annotations:
-            if isinstance(annotation, dict) and annotation.get("type") == "url_citation":
-                if origin is None:
-                    origin = BlockOrigin(provider=provider, api=ChatStreamTranslator.api, model=context.model_name)
-                if citations is None:
-                    citations = []
-                citations.append(url_citation(annotation, origin))
-    calls = _tool_calls(tool_calls, context) if "tool_calls" in message and (tool_calls := message["tool_calls"]) \
-        else ()
-    finish_reason = choice.get("finish_reason") or "stop"
-    raw["finish_reason"] = finish_reason
+        origin = BlockOrigin(provider=provider, api=ChatStreamTranslator.api, model=context.model_name)
+        citations = [url_citation(a, origin) for a in annotations
+                     if isinstance(a, dict) and a.get("type") == "url_citation"] or None
     content: list[Any] = []
-    if text:  # blocks in the order the stream's assembler places them: text, refusal, then cited text
+    if text:
         content.append(TextBlock(text=text, citations=citations) if citations
                        else prechecked.cited_text_block(text, None))
     if refusal:
         content.append(prechecked.cited_text_block(refusal, None))
     if not text and citations:
         content.append(TextBlock(text="", citations=citations))
+    return content, bool(refusal)
+
+
+def _add_calls(calls: list[_Call], content: list[Any], raw: dict[str, Any]) -> tuple[list[str], int]:
+    """Each call with usable arguments and a name as a block; (what was wrong with each unusable one, how many
+    had no name), as the stream's assembler leaves such calls out."""
     broken: list[str] = []
     nameless = 0
     for call in calls:
@@ -186,7 +170,7 @@ def read_chat_response(response: WireResponse, context: RequestContext) -> Messa
                     tool_input, arguments = None, "<arguments with numbers or nesting no JSON hash can hold>"
         else:
             tool_input = {}
-        if tool_input is None:  # arguments that were unusable: the call is left out, the message PARTIAL
+        if tool_input is None:
             broken.append(f"tool {call.name!r} arguments are not a JSON object: {arguments[:200]!r}")
         elif not call.name:  # nothing could run it and every provider refuses it as history
             nameless += 1
@@ -194,17 +178,43 @@ def read_chat_response(response: WireResponse, context: RequestContext) -> Messa
             content.append(prechecked.tool_use_block(call.tool_id, call.name, tool_input))
         else:
             content.append(ToolUseBlock(id=call.tool_id, name=call.name, input=tool_input))
+    return broken, nameless
+
+
+def read_chat_response(response: WireResponse, context: RequestContext) -> Message:
+    """The whole answer read straight into canonical blocks (no stream translator: there is no stream).
+
+    Gives exactly the Message the stream translator builds from the same answer sent as one delta
+    (tests compare the two on every recorded response and on broken variants of them)."""
+    provider = context.provider
+    body = response.json(provider)
+    choice = first_choice(body, response, provider)
+    raw: dict[str, Any] = {}
+    if "id" in body:
+        raw["response_id"] = body["id"]
+        if body.get("model"):
+            raw["served_model"] = body["model"]
+    choices = body["choices"]
+    ignored = len({c.get("index", i) for i, c in enumerate(choices) if c is not choice and isinstance(c, dict)}
+                  ) if len(choices) > 1 else 0
+    message = choice["message"]
+    content, refused = _text_blocks(message, raw, context)
+    calls = _tool_calls(tool_calls, context) if "tool_calls" in message and (tool_calls := message["tool_calls"]) \
+        else []
+    finish_reason = choice.get("finish_reason") or "stop"
+    raw["finish_reason"] = finish_reason
+    broken, nameless = _add_calls(calls, content, raw) if calls else ([], 0)
     raw_usage = body.get("usage")
     usage = usage_from_chat(raw_usage) if isinstance(raw_usage, dict) else None
     if ignored:
         raw["ignored_choices"] = ignored
-    stop_reason = chat_stop_reason(finish_reason, bool(refusal))
+    stop_reason = chat_stop_reason(finish_reason, refused)
     status = _COMPLETE
     if nameless:
         log.warning("dropped %d tool call(s) without a name from %s", nameless, context.model,
                     extra={"session_id": context.session_id, "model": context.model})
         raw["nameless_tool_calls"] = nameless
-    if broken:
+    if broken:  # unusable arguments: those calls are left out, the message PARTIAL
         status = MessageStatus.PARTIAL
         raw["incomplete"] = "max_tokens" if stop_reason == "max_tokens" else "invalid tool arguments"
         for problem in broken:

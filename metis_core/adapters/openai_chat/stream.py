@@ -1,7 +1,8 @@
-"""Chat Completions SSE chunks -> canonical stream events, and the one assembly path for responses.
+"""Chat Completions SSE chunks -> canonical stream events, and the helpers a body's reader shares.
 
-`ChatStreamTranslator` applies `choices[0].delta` objects to a MessageAssembler. The non-streaming
-parser feeds it the whole `message` as a single delta, so both paths build the same Message.
+`ChatStreamTranslator` applies `choices[0].delta` objects to a MessageAssembler (a dialect's
+non-streaming body is applied as one delta; Chat Completions' own body is read by response.py with
+the finish-reason, argument and citation helpers here, so a body and its stream give one Message).
 Rules: tool-call fragments are grouped by `index` AND `id` (a new id at a used index starts a new
 call, so parallel calls never merge); arguments surface whole at `tool_use_end`; only choice 0 is
 kept when n>1; `usage` comes from the final chunk (`choices: []`), and `"usage": null` on the other
