@@ -2,8 +2,9 @@
 
 The body is read directly (response.py), a stream chunk by chunk (stream.py): two wire formats, one
 canonical answer. Every recorded non-streaming answer is read both ways (its message sent as the
-stream of one delta) and the Messages compared; broken variants of each must fail alike (the same
-named error and message) or give the same PARTIAL answer.
+stream of one delta) and the Messages compared; the recorded body and stream of each kind of answer
+(separate recordings, so their text differs) give Messages of the same shape; broken variants of a
+body must fail alike (the same named error and message) or give the same PARTIAL answer.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from metis_core.adapters.openai_chat.response import read_chat_response
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.adapters.parse_guard import PARSE_FAILURES, feed_checked, finish_checked, parse_response_checked
 from metis_core.messages import Message, MessageComplete, ToolDefinition
-from metis_core.transport.framing import WireChunk
+from metis_core.transport.framing import SSEDecoder, WireChunk
 from metis_core.transport.wire import WireResponse
 
 _HELDOUT = Path(__file__).resolve().parents[2] / "data" / "heldout" / "openai_chat"
@@ -107,6 +108,35 @@ def test_every_recorded_body_and_its_stream_give_the_same_message(path: Path) ->
     raw = path.read_bytes()
     direct = read_chat_response(WireResponse(200, raw), _context())
     assert _comparable(direct) == _comparable(_streamed(orjson.loads(raw)))
+
+
+RECORDED_PAIRS = [
+    ("response__text.json", "stream__text_with_usage_chunk.sse"),
+    ("response__finish_reason_length.json", "stream__finish_reason_length.sse"),
+    ("response__n3_multiple_choices.json", "stream__n3_multiple_choices.sse"),
+    ("response__refusal.json", "stream__refusal_deltas.sse"),
+    ("response__parallel_tool_calls.json", "stream__parallel_tool_calls_with_usage.sse"),
+    ("response__cached_tokens_prompt_cache_read.json", "stream__cached_tokens_usage_chunk.sse"),
+]
+
+
+def _shape(message: Message) -> tuple[object, ...]:
+    metadata = message.metadata
+    return (metadata.status, metadata.stop_reason, [block.type for block in message.content],
+            sorted(metadata.provider_raw or {}))
+
+
+@pytest.mark.parametrize(("body_name", "stream_name"), RECORDED_PAIRS)
+def test_the_recorded_body_and_stream_of_one_kind_of_answer_give_messages_of_one_shape(
+    body_name: str, stream_name: str
+) -> None:
+    folder = fixtures_root() / "wire" / "openai_chat"
+    direct = read_chat_response(WireResponse(200, (folder / body_name).read_bytes()), _context())
+    translator, decoder = ChatStreamTranslator(_context()), SSEDecoder()
+    chunks = [*decoder.feed((folder / stream_name).read_bytes()), *decoder.finish()]
+    events = [e for chunk in chunks for e in translator.feed(chunk)] + translator.finish()
+    streamed = next(e.message for e in events if isinstance(e, MessageComplete))
+    assert _shape(direct) == _shape(streamed)
 
 
 def _broken_variants(body: dict[str, Any]) -> list[dict[str, Any]]:
