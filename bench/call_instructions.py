@@ -9,7 +9,8 @@ against one local server (bench/server.py, not counted): the floor (raw httpx, o
 `--async`), metis-core's whole call, and the stages of that call run on their own (history survey,
 canonical -> wire, body serialization, the HTTP exchange, the answer's parsing; with `--async` the
 exchange is the aiohttp one, so the table shows how much of an async call is the transport's), and
-bench/handwritten.py's mapping of the same conversation as a reference row beside canonical -> wire.
+bench/handwritten.py's mapping of the same conversation as a reference row beside canonical -> wire
+(with `--async`, also the floor's own exchange without its parse, beside `asend`).
 The stages add up to about the whole call; compare trees with this, confirm with the suite.
 Needs `valgrind` on PATH; run it in bench/.venv, the suite's environment (about two minutes).
 """
@@ -32,6 +33,9 @@ STAGES = ("survey", "to_wire", "body", "send", "parse")
 """The parts of a sync call, as `ModelClient._prepare`, `complete` and `parse_response_checked` run them."""
 ASYNC_STAGES = ("survey", "to_wire", "body", "asend", "parse")
 """The parts of an async call: the same CPU stages around the aiohttp exchange (`HttpTransport.asend`)."""
+EXCHANGE = "aiohttp exchange"
+"""A reference row, not a stage, with `--async`: the floor's own aiohttp post and read without its
+answer's parse, the least `asend` (metis's aiohttp exchange) can cost; `asend` compares with it."""
 HANDWRITTEN = "handwritten"
 """A reference row, not a stage: bench/handwritten.py's mapping of the same conversation, the least a
 library that keeps a canonical conversation does per call; `to_wire` compares with it."""
@@ -69,10 +73,30 @@ def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
     }
 
 
+def _floor_exchange(server: str, provider: str) -> Callable[[], Any]:
+    """The async floor's post and read of the answer's bytes, unparsed, on one session made on first use."""
+    import aiohttp
+
+    from bench.peers.aiohttp_floor import AiohttpFloorCaller
+
+    floor = AiohttpFloorCaller(server)
+    url, body, headers = floor.urls[provider], floor.bodies[provider], floor.headers[provider]
+
+    async def exchange() -> bytes:
+        if floor.session is None:
+            floor.session = aiohttp.ClientSession()
+        async with floor.session.post(url, data=body, headers=headers) as response:
+            response.raise_for_status()
+            return await response.read()
+
+    return exchange
+
+
 def _counted(server: str, subject: str, provider: str, use_async: bool, calls: int) -> None:
     """Runs inside valgrind: `calls` repetitions of the subject, counted after the warm-up."""
-    if subject == "asend":
-        exchange = _stage_actions(server, provider)[subject]
+    if subject in ("asend", EXCHANGE):
+        exchange = (_floor_exchange(server, provider) if subject == EXCHANGE
+                    else _stage_actions(server, provider)[subject])
 
         async def exchanges() -> None:
             for index in range(WARMUP + calls):
@@ -137,6 +161,12 @@ def report(counts: dict[str, float], floor_name: str) -> list[str]:
     if HANDWRITTEN in counts:
         least = floor + counts[HANDWRITTEN]
         lines.append(f"floor + hand-written mapping {least:,.0f} ({least / floor:.2f}x): a per-call mapping's least")
+    if staged and "metis-core" in counts:
+        beyond = counts["metis-core"] - sum(staged)
+        lines.append(f"metis-core outside its stages {beyond:,.0f} ({beyond / floor:.2f}x): orchestration, preparation")
+    if EXCHANGE in counts and "asend" in counts:
+        asend, least = counts["asend"], counts[EXCHANGE]
+        lines.append(f"asend is {asend - least:,.0f} ({asend / least:.2f}x) beside the floor's own exchange")
     if "metis-core" in counts:
         verdict = against_budget(counts["metis-core"], TARGET_RATIO * floor)
         lines.append(f"metis-core is {verdict} {TARGET_RATIO:g}x the floor's instructions")
@@ -164,7 +194,8 @@ def main(argv: list[str] | None = None) -> int:
     from bench.server import serve_in_process
 
     floor_name = AIOHTTP_FLOOR if args.use_async else FLOOR
-    subjects = [floor_name, "metis-core", *(ASYNC_STAGES if args.use_async else STAGES), HANDWRITTEN]
+    subjects = [floor_name, "metis-core", *(ASYNC_STAGES if args.use_async else STAGES), HANDWRITTEN,
+                *([EXCHANGE] if args.use_async else [])]
     counts: dict[str, float] = {}
     with serve_in_process() as server:
         for subject in subjects:

@@ -41,3 +41,15 @@ def test_the_hand_written_mapping_is_a_reference_row_kept_out_of_the_stages_sum(
     lines = report(counts, FLOOR)
     assert any(line.startswith("stages, summed") and "300,000" in line for line in lines)
     assert "floor + hand-written mapping 1,250,000 (1.25x): a per-call mapping's least" in lines
+
+
+def test_an_async_report_sets_asend_beside_the_floors_own_exchange_and_shows_the_work_outside_the_stages() -> None:
+    from bench.call_instructions import EXCHANGE
+    from bench.figures import AIOHTTP_FLOOR
+
+    counts = {AIOHTTP_FLOOR: 500_000.0, "metis-core": 1_100_000.0, "to_wire": 550_000.0, "asend": 480_000.0,
+              EXCHANGE: 460_000.0}
+    lines = report(counts, AIOHTTP_FLOOR)
+    assert any(line.startswith("stages, summed") and "1,030,000" in line for line in lines)
+    assert "metis-core outside its stages 70,000 (0.14x): orchestration, preparation" in lines
+    assert "asend is 20,000 (1.04x) beside the floor's own exchange" in lines

@@ -134,6 +134,7 @@ async def test_the_call_reference_line_sends_the_floor_body_built_anew_and_gets_
         assert first is not second  # but built on each call, which is what the line measures
         check_answer("reference complete", call_answer(), *caller.complete(provider))
         check_answer("reference acomplete", call_answer(), *await caller.acomplete(provider))
+        assert caller.session is not None and not caller.session.closed  # async: the async floor's aiohttp
     finally:
         caller.close()
         await caller.aclose()
