@@ -110,7 +110,8 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
                   "metis_core.adapters.stream_response", "metis_core.transport.framing",
                   "metis_core.transport.stream_bodies", "metis_core.messages.tools",
-                  "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures")
+                  "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures",
+                  "metis_core.messages.migrations", "metis_core.messages.stop_reason")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
@@ -181,7 +182,8 @@ CALL_PATH_MODELS = ["AdapterCapabilities", "BlockOrigin", "Citation", "Compactio
                     "ImageSource", "Message", "MessageMetadata", "ProviderToolCallBlock", "ProviderToolResultBlock",
                     "RedactedThinkingBlock", "RoutingDecisionRecord", "TextBlock", "ThinkingBlock", "ToolResultBlock",
                     "ToolUseBlock", "Usage", "UsageDetails"]
-CALL_PATH_ENUMS = ["ErrorClass", "MessageStatus", "Role", "RoutingMode", "StopReason"]
+CALL_PATH_ENUMS = ["ErrorClass", "MessageStatus", "Role", "RoutingMode"]
+"""A message keeps its stop reason as a plain string: StopReason (messages/stop_reason.py) is for readers."""
 
 
 def test_the_call_path_builds_only_the_classes_listed_here() -> None:

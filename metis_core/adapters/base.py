@@ -20,13 +20,13 @@ from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.errors import ProviderError
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, RoutingDecisionRecord, RoutingMode, StreamEvent, Usage, prechecked
+from metis_core.messages import Message, RoutingDecisionRecord, RoutingMode, Usage, prechecked
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
-    from metis_core.messages import ToolDefinition
+    from metis_core.messages import StreamEvent, ToolDefinition
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
     from metis_core.structured.plan import StructuredPlan
