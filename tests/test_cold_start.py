@@ -206,3 +206,14 @@ def test_a_dropped_block_is_an_immutable_value() -> None:
     assert (drop.block_index, drop.block_type, drop.reason) == (2, "image", "no images")
     with pytest.raises(AttributeError, match="immutable"):
         drop.reason = "other"
+
+
+def test_a_request_context_equals_only_itself() -> None:
+    # One call's own state (id map, start time, the coming message's id): no field-by-field __eq__ is built for it.
+    import copy
+
+    from metis_core.adapters.base import RequestContext
+
+    context = RequestContext("anthropic:claude-sonnet-4-5")
+    assert context == context
+    assert copy.copy(context) != context

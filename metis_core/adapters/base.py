@@ -88,9 +88,12 @@ class WireRequest:
 DIRECT_ROUTING = prechecked.routing_record(RoutingMode.DEFAULT, "", DIRECT_ROUTING_REASON)
 
 
-@dataclass
+@dataclass(eq=False)
 class RequestContext:
-    """What parsing a response needs beyond the response: model, session, id map, pricing."""
+    """What parsing a response needs beyond the response: model, session, id map, pricing.
+
+    One call's own state (its id map, start time, the id of the message it will give): a context equals
+    only itself, so no field-by-field `__eq__` is generated."""
 
     model: str
     session_id: str = ""
