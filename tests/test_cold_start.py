@@ -110,7 +110,8 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.adapters.anthropic.stream", "metis_core.adapters.anthropic.errors",
                   "metis_core.adapters.stream_response", "metis_core.transport.framing",
                   "metis_core.transport.stream_bodies", "metis_core.messages.tools",
-                  "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures")
+                  "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures",
+                  "metis_core.messages.migrations", "metis_core.messages.stop_reason")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
@@ -181,7 +182,8 @@ CALL_PATH_MODELS = ["AdapterCapabilities", "BlockOrigin", "Citation", "Compactio
                     "ImageSource", "Message", "MessageMetadata", "ProviderToolCallBlock", "ProviderToolResultBlock",
                     "RedactedThinkingBlock", "RoutingDecisionRecord", "TextBlock", "ThinkingBlock", "ToolResultBlock",
                     "ToolUseBlock", "Usage", "UsageDetails"]
-CALL_PATH_ENUMS = ["ErrorClass", "MessageStatus", "Role", "RoutingMode", "StopReason"]
+CALL_PATH_ENUMS = ["ErrorClass", "MessageStatus", "Role", "RoutingMode"]
+"""A message keeps its stop reason as a plain string: StopReason (messages/stop_reason.py) is for readers."""
 
 
 def test_the_call_path_builds_only_the_classes_listed_here() -> None:
@@ -204,3 +206,14 @@ def test_a_dropped_block_is_an_immutable_value() -> None:
     assert (drop.block_index, drop.block_type, drop.reason) == (2, "image", "no images")
     with pytest.raises(AttributeError, match="immutable"):
         drop.reason = "other"
+
+
+def test_a_request_context_equals_only_itself() -> None:
+    # One call's own state (id map, start time, the coming message's id): no field-by-field __eq__ is built for it.
+    import copy
+
+    from metis_core.adapters.base import RequestContext
+
+    context = RequestContext("anthropic:claude-sonnet-4-5")
+    assert context == context
+    assert copy.copy(context) != context

@@ -20,13 +20,13 @@ from metis_core.adapters._common.token_estimate import estimate_tokens
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.errors import ProviderError
 from metis_core.ids import new_ulid
-from metis_core.messages import Message, RoutingDecisionRecord, RoutingMode, StreamEvent, Usage, prechecked
+from metis_core.messages import Message, RoutingDecisionRecord, RoutingMode, Usage, prechecked
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.model_id import parse_model_id
 from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
-    from metis_core.messages import ToolDefinition
+    from metis_core.messages import StreamEvent, ToolDefinition
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
     from metis_core.structured.plan import StructuredPlan
@@ -88,9 +88,12 @@ class WireRequest:
 DIRECT_ROUTING = prechecked.routing_record(RoutingMode.DEFAULT, "", DIRECT_ROUTING_REASON)
 
 
-@dataclass
+@dataclass(eq=False)
 class RequestContext:
-    """What parsing a response needs beyond the response: model, session, id map, pricing."""
+    """What parsing a response needs beyond the response: model, session, id map, pricing.
+
+    One call's own state (its id map, start time, the id of the message it will give): a context equals
+    only itself, so no field-by-field `__eq__` is generated."""
 
     model: str
     session_id: str = ""

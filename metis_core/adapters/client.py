@@ -32,7 +32,7 @@ from metis_core.adapters.parse_guard import (
 )
 from metis_core.adapters.registry import named_adapter_class
 from metis_core.errors import ProviderError
-from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent
+from metis_core.messages import Message, RoutingDecisionRecord
 from metis_core.models.capabilities import AdapterCapabilities
 from metis_core.models.fit import HistoryShape, check_fits
 from metis_core.models.model_id import parse_model_id
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
     from metis_core.cassettes.cassette import Cassette
     from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
-    from metis_core.messages import ToolDefinition
+    from metis_core.messages import StreamEvent, ToolDefinition
     from metis_core.models.pricing import PriceTable
     from metis_core.models.registry import ModelRegistry
     from metis_core.structured.policy import OutputPolicy

@@ -45,10 +45,10 @@ if TYPE_CHECKING:
         MessageStatus,
         RoutingDecisionRecord,
         RoutingMode,
-        StopReason,
         Usage,
         UsageDetails,
     )
+    from metis_core.messages.stop_reason import StopReason
     from metis_core.messages.stream import (
         BLOCK_EVENTS,
         CitationDelta,
@@ -96,7 +96,7 @@ _EXPORTS: dict[str, str] = {
     "MessageStatus": "metis_core.messages.metadata",
     "RoutingDecisionRecord": "metis_core.messages.metadata",
     "RoutingMode": "metis_core.messages.metadata",
-    "StopReason": "metis_core.messages.metadata",
+    "StopReason": "metis_core.messages.stop_reason",
     "Usage": "metis_core.messages.metadata",
     "UsageDetails": "metis_core.messages.metadata",
     "BLOCK_EVENTS": "metis_core.messages.stream",

@@ -3,7 +3,7 @@
 Blocks are pure values: they know nothing of providers, storage ids or sessions. Signatures on
 thinking blocks are opaque and only valid when replayed to the origin that issued them, so
 each carries its `BlockOrigin` (provider, API, model) next to the signature. Hosted-tool,
-compaction and citation types (schema v2) live in hosted_blocks.py.
+compaction and citation types (schema v2) and `BlockOrigin` live in hosted_blocks.py.
 """
 
 from typing import Annotated, Any, Literal, TypeGuard, TypeVar
@@ -12,12 +12,12 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metis_core.field_defaults import empty_list
 from metis_core.messages.hosted_blocks import (
+    BlockOrigin,
     Citation,
     CompactionBlock,
     ProviderToolCallBlock,
     ProviderToolResultBlock,
 )
-from metis_core.messages.origin import BlockOrigin
 
 __all__ = ["BlockOrigin", "Citation", "CompactionBlock", "ProviderToolCallBlock", "ProviderToolResultBlock"]
 

@@ -4,13 +4,29 @@ A hosted tool (web search, code execution, an MCP connector, ...) runs at the pr
 here, so its call is not a `ToolUseBlock` and nothing dispatches it. Each block keeps the
 provider's own JSON (`payload`, opaque and replayed verbatim only to `origin`'s provider and API)
 and `text`: what another model should be told instead (results with URLs, code and output).
+`BlockOrigin` names who issued such a payload or a thinking signature: signatures replay only to the
+exact origin; hosted payloads, compaction and citations to the same provider and API (any model of it).
 """
 
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from metis_core.messages.origin import BlockOrigin
+
+class BlockOrigin(BaseModel):
+    """Who issued an opaque token: a signature replays only to the same provider, API and model."""
+
+    model_config = ConfigDict(defer_build=True, frozen=True)
+
+    provider: str
+    api: str
+    model: str
+
+    def matches(self, provider: str, api: str, model: str) -> bool:
+        return self.provider == provider and self.api == api and self.model == model
+
+    def same_api(self, provider: str, api: str) -> bool:
+        return self.provider == provider and self.api == api
 
 
 class Citation(BaseModel):

@@ -31,23 +31,6 @@ class MessageStatus(StrEnum):
     ERROR = "error"
 
 
-class StopReason(StrEnum):
-    """Why a model stopped: the canonical set every adapter maps its provider's reasons onto.
-
-    `refusal` is the provider declining (a safety stop, a content filter, a `refusal` field), kept
-    apart from `end_turn` so the record shows it. `metadata.stop_reason` stays a plain string so a
-    reason added by a newer writer is still read (§10.3).
-    """
-
-    END_TURN = "end_turn"
-    MAX_TOKENS = "max_tokens"
-    STOP_SEQUENCE = "stop_sequence"
-    TOOL_USE = "tool_use"
-    REFUSAL = "refusal"
-    ERROR = "error"
-    CANCELLED = "cancelled"
-
-
 class RoutingMode(StrEnum):
     """Coarse summary of why a turn used its model; the full chain lives in `route.decided`."""
 

@@ -13,12 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from metis_core.errors import SchemaMigrationError
+from metis_core.messages.message import SCHEMA_VERSION as SCHEMA_VERSION  # the version these migrations reach
 
 log = logging.getLogger("metis_core.messages")
-
-SCHEMA_VERSION = 2
-"""The stored message shape's current version (`Message.schema_version`). v2 added provider_tool_call,
-provider_tool_result, compaction and TextBlock.citations."""
 
 MessageDict = dict[str, Any]
 Migration = Callable[[MessageDict], MessageDict]
