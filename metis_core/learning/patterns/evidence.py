@@ -78,11 +78,15 @@ class ModelEvidence:
     def posterior_mean(self) -> float:
         return self.alpha / (self.alpha + self.beta)
 
+    @property
+    def posterior_variance(self) -> float:
+        a, b = self.alpha, self.beta
+        return a * b / ((a + b) ** 2 * (a + b + 1))
+
     def interval(self, z: float = 1.645) -> tuple[float, float]:
         """A 90 % interval of the Beta posterior (normal approximation, clipped to [0, 1])."""
-        a, b = self.alpha, self.beta
-        mean = a / (a + b)
-        spread = z * math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+        mean = self.posterior_mean
+        spread = z * math.sqrt(self.posterior_variance)
         return max(0.0, mean - spread), min(1.0, mean + spread)
 
 
