@@ -14,9 +14,7 @@ evidence instead (exploration.py); the recommendation then says so.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
-from statistics import NormalDist
 
 from metis_core.learning.patterns.evidence import ModelEvidence, Regime, regime_began, tally
 from metis_core.learning.patterns.exploration import Explorer
@@ -136,22 +134,18 @@ class PatternAdvisor:
 
 
 def holds(holder: ModelEvidence, others: list[ModelEvidence], tolerance: float, confidence: float) -> bool:
-    """Whether the model holding a kind of turn keeps it: unless, for some other model, the posterior
-    probability that the holder's success rate trails that model's by more than `tolerance` reaches
-    `confidence` (both Beta posteriors, normal approximation of their difference). Taking a route
-    needs a mean within the tolerance; losing it needs evidence of a gap, so a chance failure or two
-    among a holder's latest outcomes does not move it, while a fall below `success_floor` or a change
-    the change test finds still does at once (`choose` never lets such a model be eligible)."""
-    if not confidence:
-        return False
-    for other in others:
-        if other.model == holder.model:
-            continue
-        gap = other.posterior_mean - tolerance - holder.posterior_mean
-        spread = math.sqrt(holder.posterior_variance + other.posterior_variance)
-        if NormalDist().cdf(gap / spread) >= confidence:
-            return False
-    return True
+    """Whether the model holding a kind of turn keeps it against the others: unless, for one of them,
+    the posterior probability that the holder's success rate trails that model's by more than
+    `tolerance` reaches `confidence` (both Beta posteriors, normal approximation of their difference).
+    Taking a route needs a mean within the tolerance; losing it needs evidence of a gap, so a chance
+    failure or two among a holder's latest outcomes does not move it."""
+    return not any(probably(holder.trails(other, tolerance), confidence)
+                   for other in others if other.model != holder.model)
+
+
+def probably(chance: float, confidence: float) -> bool:
+    """Whether a posterior probability reaches `confidence` (0 = hysteresis off: anything does)."""
+    return not confidence or chance >= confidence
 
 
 def _best_known(tallies: dict[str, ModelEvidence]) -> str | None:

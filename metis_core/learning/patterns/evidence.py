@@ -18,6 +18,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from metis_core.learning.patterns.store import Outcome
 from metis_core.learning.settings import PatternSettings
@@ -82,6 +83,12 @@ class ModelEvidence:
     def posterior_variance(self) -> float:
         a, b = self.alpha, self.beta
         return a * b / ((a + b) ** 2 * (a + b + 1))
+
+    def trails(self, other: ModelEvidence, tolerance: float) -> float:
+        """The posterior probability that this model's success rate is below `other`'s less `tolerance`
+        (both posteriors independent, normal approximation of their difference)."""
+        spread = math.sqrt(self.posterior_variance + other.posterior_variance)
+        return NormalDist().cdf((other.posterior_mean - tolerance - self.posterior_mean) / spread)
 
     def interval(self, z: float = 1.645) -> tuple[float, float]:
         """A 90 % interval of the Beta posterior (normal approximation, clipped to [0, 1])."""
