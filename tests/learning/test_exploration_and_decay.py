@@ -95,7 +95,7 @@ def turns_until_strong(settings: PatternSettings) -> int:
     return 100
 
 
-OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_threshold": 0}
+OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_threshold": 0, "hold_confidence": 0}
 
 
 def test_a_model_whose_success_drops_loses_its_routes_within_a_few_turns() -> None:
@@ -284,3 +284,17 @@ def test_exploration_stops_once_a_model_holds_what_its_latest_until_evidence_out
     uncapped = ExplorationSettings(share=1.0, usd_per_day=Decimal(1))
     assert CHEAP in [pick(advisor(store, explore=uncapped)) for _ in range(40)]
 
+
+
+def test_the_model_holding_a_kind_keeps_it_through_chance_failures_until_the_evidence_shows_a_gap() -> None:
+    store = Store()
+    store.add(STRONG, 0.95, 20)
+    store.add(CHEAP, 0.95, 10)
+    holding = advisor(store)
+    assert pick(holding) == CHEAP
+    store.add(CHEAP, 0.05, 2)  # two chance failures: the mean alone now trails by more than the tolerance
+    assert pick(advisor(store)) == STRONG  # a process that never routed here takes no route on them
+    assert pick(holding) == CHEAP  # the holder keeps it: P(it trails by more than the tolerance) is ~0.8
+    assert pick(advisor(store, PatternSettings(hold_confidence=0))) == STRONG
+    store.add(CHEAP, 0.05, 4)  # a fall: below the success floor, and a change the change test finds
+    assert pick(holding) == STRONG
