@@ -45,6 +45,8 @@ class ModelEvidence:
     count: int = 0
     """Raw outcomes, decayed or not."""
     learned: int = 0
+    observed_successes: float = 0.0
+    observed_failures: float = 0.0
     """Of which came from `metis learn` (replays of stored turns on this model)."""
 
     @property
@@ -264,6 +266,9 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.distance += w * dist
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
+            if outcome.source != "learned":
+                evidence.observed_successes += kept * outcome.score
+                evidence.observed_failures += kept * (1.0 - outcome.score)
         if regime is not None and evidence.weight > 0:
             prior = float(min(regime.outcomes, settings.change_baseline))
             evidence.weight += prior

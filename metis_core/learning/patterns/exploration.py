@@ -79,7 +79,7 @@ class Explorer:
             cost = self._cost(mine, ref)
             if cost is None or cost >= ref.mean_cost:
                 continue  # only cheaper models are explored
-            draw = self.rng.betavariate(mine.alpha, mine.beta)
+            draw = self.rng.betavariate(1.0 + mine.observed_successes, 1.0 + mine.observed_failures)
             if draw + tolerance < reference_draw or (best is not None and draw <= best.why.draw):
                 continue
             best = Exploration(model, cost, ExplorationDraw(ref.model, round(draw, 4), round(reference_draw, 4),
