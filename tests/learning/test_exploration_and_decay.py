@@ -37,10 +37,10 @@ class Store:
         self.rows: list[Outcome] = []
         self.fp = StoredFingerprint("fp1", Fingerprint({"lead": "summarize"}), 0, 0)
 
-    def add(self, model: str, score: float, count: int = 1, at: int | None = None) -> None:
+    def add(self, model: str, score: float, count: int = 1, at: int | None = None, source: str = "observed") -> None:
         for _ in range(count):
             stamp = at if at is not None else NOW - 1000 + len(self.rows)
-            self.rows.append(Outcome("fp1", model, score, COSTS[model], 10, stamp))
+            self.rows.append(Outcome("fp1", model, score, COSTS[model], 10, stamp, source))
 
     def neighbors(self, fp: Fingerprint, k: int, max_distance: float) -> list[tuple[StoredFingerprint, float]]:
         return [(self.fp, 0.0)]
@@ -172,6 +172,21 @@ def test_exploration_tries_a_cheaper_model_with_no_evidence_and_says_why() -> No
     assert rec.exploration is not None
     assert rec.exploration.reference_model == STRONG and rec.exploration.evidence == 0.0
     assert rec.exploration.draw + 0.05 >= rec.exploration.reference_draw
+
+
+def test_exploration_draws_on_what_users_rated_not_on_the_verdicts_learning_recorded() -> None:
+    def explored(source: str) -> int:
+        store = Store()
+        store.add(STRONG, 0.95, 20)
+        store.add(CHEAP, 0.95, 3, source=source)
+        store.add(CHEAP, 0.1, 2, source=source)  # a judge that errs now and then, or real failures
+        store.add(CHEAP, 0.95, 2)  # two explored turns the users rated good
+        a = advisor(store, explore=ExplorationSettings(share=1.0, usd_per_day=Decimal(10), candidates=[CHEAP]))
+        assert [pick(a) for _ in range(200)].count(CHEAP) == a.explorer.explored  # type: ignore[union-attr]
+        return a.explorer.explored  # type: ignore[union-attr]
+
+    # the same record, once as learned verdicts beside two users' ratings, once as users' ratings alone
+    assert explored("learned") > 1.5 * explored("observed")
 
 
 def test_exploration_never_happens_when_the_slot_cannot_choose() -> None:

@@ -46,6 +46,8 @@ class ModelEvidence:
     """Raw outcomes, decayed or not."""
     learned: int = 0
     observed_successes: float = 0.0
+    """Σ decay × score over the outcomes of turns users ran (not learned ones): exploration draws from
+    Beta(1 + these, 1 + `observed_failures`), the users' own ratings of the model here."""
     observed_failures: float = 0.0
     """Of which came from `metis learn` (replays of stored turns on this model)."""
 
