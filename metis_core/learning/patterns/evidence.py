@@ -277,6 +277,8 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.evidence += prior
             evidence.score += prior * regime.mean
             evidence.squares += prior * regime.mean * regime.mean
+            evidence.observed_successes += prior * regime.mean  # the model's record since its change
+            evidence.observed_failures += prior * (1.0 - regime.mean)
         if evidence.weight > 0:
             tallies[model] = evidence
     return tallies
