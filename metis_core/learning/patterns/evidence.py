@@ -45,11 +45,12 @@ class ModelEvidence:
     count: int = 0
     """Raw outcomes, decayed or not."""
     learned: int = 0
+    """Of which came from `metis learn` (replays of stored turns on this model)."""
     observed_successes: float = 0.0
-    """Σ decay × score over the outcomes of turns users ran (not learned ones): exploration draws from
+    """Σ decay × score over the outcomes of turns users ran (not learned ones), plus the model's mean
+    since a change found on all turns standing in as in `tally`: exploration draws from
     Beta(1 + these, 1 + `observed_failures`), the users' own ratings of the model here."""
     observed_failures: float = 0.0
-    """Of which came from `metis learn` (replays of stored turns on this model)."""
 
     @property
     def mean(self) -> float:
