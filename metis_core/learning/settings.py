@@ -51,6 +51,10 @@ class PatternSettings(BaseModel):
     """Effective outcomes a model needs on turns like this one before it may take their route from the
     model with the best posterior mean on price alone: below it, a few lucky turns of a model that trails by far
     look as good as a model that truly suits the kind; 0 = no minimum beyond min_samples."""
+    hold_confidence: float = Field(default=0.95, ge=0.0, lt=1.0)
+    """A model routing chose for turns like this one keeps them until the posterior probability that it
+    trails another eligible model by more than `score_tolerance` reaches this (hysteresis: a chance
+    failure or two does not move a route); 0 = the same test to keep a route as to take it."""
     change_baseline: int = Field(default=8, ge=1)
     """Scores of a model on a kind of turn before its later ones are tested against them."""
     recent_outcomes: int = Field(default=200, ge=0)

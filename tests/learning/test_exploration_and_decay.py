@@ -37,10 +37,10 @@ class Store:
         self.rows: list[Outcome] = []
         self.fp = StoredFingerprint("fp1", Fingerprint({"lead": "summarize"}), 0, 0)
 
-    def add(self, model: str, score: float, count: int = 1, at: int | None = None) -> None:
+    def add(self, model: str, score: float, count: int = 1, at: int | None = None, source: str = "observed") -> None:
         for _ in range(count):
             stamp = at if at is not None else NOW - 1000 + len(self.rows)
-            self.rows.append(Outcome("fp1", model, score, COSTS[model], 10, stamp))
+            self.rows.append(Outcome("fp1", model, score, COSTS[model], 10, stamp, source))
 
     def neighbors(self, fp: Fingerprint, k: int, max_distance: float) -> list[tuple[StoredFingerprint, float]]:
         return [(self.fp, 0.0)]
@@ -95,7 +95,7 @@ def turns_until_strong(settings: PatternSettings) -> int:
     return 100
 
 
-OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_threshold": 0}
+OFF = {"half_life_outcomes": 0, "half_life_days": 0, "change_threshold": 0, "hold_confidence": 0}
 
 
 def test_a_model_whose_success_drops_loses_its_routes_within_a_few_turns() -> None:
@@ -172,6 +172,21 @@ def test_exploration_tries_a_cheaper_model_with_no_evidence_and_says_why() -> No
     assert rec.exploration is not None
     assert rec.exploration.reference_model == STRONG and rec.exploration.evidence == 0.0
     assert rec.exploration.draw + 0.05 >= rec.exploration.reference_draw
+
+
+def test_exploration_draws_on_what_users_rated_not_on_the_verdicts_learning_recorded() -> None:
+    def explored(source: str) -> int:
+        store = Store()
+        store.add(STRONG, 0.95, 20)
+        store.add(CHEAP, 0.95, 3, source=source)
+        store.add(CHEAP, 0.1, 2, source=source)  # a judge that errs now and then, or real failures
+        store.add(CHEAP, 0.95, 2)  # two explored turns the users rated good
+        a = advisor(store, explore=ExplorationSettings(share=1.0, usd_per_day=Decimal(10), candidates=[CHEAP]))
+        assert [pick(a) for _ in range(200)].count(CHEAP) == a.explorer.explored  # type: ignore[union-attr]
+        return a.explorer.explored  # type: ignore[union-attr]
+
+    # the same record, once as learned verdicts beside two users' ratings, once as users' ratings alone
+    assert explored("learned") > 1.5 * explored("observed")
 
 
 def test_exploration_never_happens_when_the_slot_cannot_choose() -> None:
@@ -284,3 +299,17 @@ def test_exploration_stops_once_a_model_holds_what_its_latest_until_evidence_out
     uncapped = ExplorationSettings(share=1.0, usd_per_day=Decimal(1))
     assert CHEAP in [pick(advisor(store, explore=uncapped)) for _ in range(40)]
 
+
+
+def test_the_model_holding_a_kind_keeps_it_through_chance_failures_until_the_evidence_shows_a_gap() -> None:
+    store = Store()
+    store.add(STRONG, 0.95, 20)
+    store.add(CHEAP, 0.95, 10)
+    holding = advisor(store)
+    assert pick(holding) == CHEAP
+    store.add(CHEAP, 0.05, 2)  # two chance failures: the mean alone now trails by more than the tolerance
+    assert pick(advisor(store)) == STRONG  # a process that never routed here takes no route on them
+    assert pick(holding) == CHEAP  # the holder keeps it: P(it trails by more than the tolerance) is ~0.8
+    assert pick(advisor(store, PatternSettings(hold_confidence=0))) == STRONG
+    store.add(CHEAP, 0.05, 4)  # a fall: below the success floor, and a change the change test finds
+    assert pick(holding) == STRONG

@@ -48,6 +48,9 @@ class PatternAdvisor:
         self.embed = embed
         self.explorer = explorer
         self._family_of: dict[str, str] = {}
+        self._holders: dict[str, str] = {}
+        """Per nearest fingerprint, the model this advisor last recommended there on the evidence (not
+        exploring): it holds those turns until the evidence against it clears `hold_confidence`."""
 
     def evidence(self, needs: TurnNeeds, now_us: int | None = None) -> Neighbourhood:
         """The neighbouring fingerprints of turns like this one and each model's evidence on them."""
@@ -93,7 +96,7 @@ class PatternAdvisor:
         kind = hood.kind
         scored = [ScoredModel(m, t.mean, t.count, t.mean_cost) for m, t in tallies.items()]
         scored.sort(key=lambda m: (-m.score, m.mean_cost_usd, m.model))
-        pick = self.choose(tallies)
+        pick = self.choose(tallies, holder=self._holders.get(nearest))
         if explore and self.explorer is not None:
             reference = pick.model if pick is not None else _best_known(tallies)
             tried = self.explorer.consider(tallies, reference, s.score_tolerance, s.half_life_outcomes)
@@ -109,13 +112,15 @@ class PatternAdvisor:
         confidence = pick.count / (pick.count + 2) * (1.0 - pick.mean_distance)
         if confidence < s.confidence_floor:
             return None
+        self._holders[nearest] = pick.model
         return PatternRecommendation(
             model=pick.model, confidence=round(confidence, 4), fingerprint_id=nearest, fingerprint_kind=kind,
             sample_size=pick.count, k_cluster_size=hood.size, alternatives=tuple(scored),
         )
 
-    def choose(self, tallies: dict[str, ModelEvidence]) -> ModelEvidence | None:
-        """The model the evidence picks (no confidence floor, no exploration), or None."""
+    def choose(self, tallies: dict[str, ModelEvidence], holder: str | None = None) -> ModelEvidence | None:
+        """The model the evidence picks (no confidence floor, no exploration), or None. `holder`: the
+        model routing chose here last, which stays eligible until it is probably worse (`holds`)."""
         s = self.settings
         eligible = [t for t in tallies.values() if t.count >= s.min_samples and t.mean >= s.success_floor]
         if not eligible:
@@ -123,8 +128,24 @@ class PatternAdvisor:
         best = max(t.mean for t in eligible)
         surest = max(t.posterior_mean for t in eligible)  # the posterior weighs the mean by its evidence
         eligible = [t for t in eligible if t.posterior_mean >= surest - TIE or (
-            t.evidence >= s.switch_evidence and t.mean + t.standard_error >= best - s.score_tolerance)]
+            t.evidence >= s.switch_evidence and t.mean + t.standard_error >= best - s.score_tolerance) or (
+            t.model == holder and holds(t, eligible, s.score_tolerance, s.hold_confidence))]
         return max(eligible, key=lambda t: (t.mean / max(t.mean_cost, COST_FLOOR_USD), t.mean, t.model))
+
+
+def holds(holder: ModelEvidence, others: list[ModelEvidence], tolerance: float, confidence: float) -> bool:
+    """Whether the model holding a kind of turn keeps it against the others: unless, for one of them,
+    the posterior probability that the holder's success rate trails that model's by more than
+    `tolerance` reaches `confidence` (both Beta posteriors, normal approximation of their difference).
+    Taking a route needs a mean within the tolerance; losing it needs evidence of a gap, so a chance
+    failure or two among a holder's latest outcomes does not move it."""
+    return not any(probably(holder.trails(other, tolerance), confidence)
+                   for other in others if other.model != holder.model)
+
+
+def probably(chance: float, confidence: float) -> bool:
+    """Whether a posterior probability reaches `confidence` (0 = hysteresis off: anything does)."""
+    return not confidence or chance >= confidence
 
 
 def _best_known(tallies: dict[str, ModelEvidence]) -> str | None:

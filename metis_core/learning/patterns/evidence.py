@@ -18,6 +18,7 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 from metis_core.learning.patterns.store import Outcome
 from metis_core.learning.settings import PatternSettings
@@ -45,6 +46,11 @@ class ModelEvidence:
     """Raw outcomes, decayed or not."""
     learned: int = 0
     """Of which came from `metis learn` (replays of stored turns on this model)."""
+    observed_successes: float = 0.0
+    """Σ decay × score over the outcomes of turns users ran (not learned ones), plus the model's mean
+    since a change found on all turns standing in as in `tally`: exploration draws from
+    Beta(1 + these, 1 + `observed_failures`), the users' own ratings of the model here."""
+    observed_failures: float = 0.0
 
     @property
     def mean(self) -> float:
@@ -78,11 +84,21 @@ class ModelEvidence:
     def posterior_mean(self) -> float:
         return self.alpha / (self.alpha + self.beta)
 
+    @property
+    def posterior_variance(self) -> float:
+        a, b = self.alpha, self.beta
+        return a * b / ((a + b) ** 2 * (a + b + 1))
+
+    def trails(self, other: ModelEvidence, tolerance: float) -> float:
+        """The posterior probability that this model's success rate is below `other`'s less `tolerance`
+        (both posteriors independent, normal approximation of their difference)."""
+        spread = math.sqrt(self.posterior_variance + other.posterior_variance)
+        return NormalDist().cdf((other.posterior_mean - tolerance - self.posterior_mean) / spread)
+
     def interval(self, z: float = 1.645) -> tuple[float, float]:
         """A 90 % interval of the Beta posterior (normal approximation, clipped to [0, 1])."""
-        a, b = self.alpha, self.beta
-        mean = a / (a + b)
-        spread = z * math.sqrt(a * b / ((a + b) ** 2 * (a + b + 1)))
+        mean = self.posterior_mean
+        spread = z * math.sqrt(self.posterior_variance)
         return max(0.0, mean - spread), min(1.0, mean + spread)
 
 
@@ -253,12 +269,17 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.distance += w * dist
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
+            if outcome.source != "learned":
+                evidence.observed_successes += kept * outcome.score
+                evidence.observed_failures += kept * (1.0 - outcome.score)
         if regime is not None and evidence.weight > 0:
             prior = float(min(regime.outcomes, settings.change_baseline))
             evidence.weight += prior
             evidence.evidence += prior
             evidence.score += prior * regime.mean
             evidence.squares += prior * regime.mean * regime.mean
+            evidence.observed_successes += prior * regime.mean  # the model's record since its change
+            evidence.observed_failures += prior * (1.0 - regime.mean)
         if evidence.weight > 0:
             tallies[model] = evidence
     return tallies

@@ -2,7 +2,8 @@
 
 For a turn whose neighbourhood has a reference model (the one the evidence chooses, else the
 best-known one), each cheaper candidate with little evidence draws a success rate from its Beta
-posterior; the reference draws from its own. A candidate whose draw comes within
+posterior over the turns users ran (`metis learn`'s judged replays left out); the reference draws
+from its own. A candidate whose draw comes within
 `score_tolerance` of the reference's is worth a try (the best draw wins). Exploration stays
 within its budget: at most 1 + share × turns routed, and the estimated spend per UTC day, both
 counted per process. Pinned turns never get here (the routing engine does not ask).
@@ -79,7 +80,10 @@ class Explorer:
             cost = self._cost(mine, ref)
             if cost is None or cost >= ref.mean_cost:
                 continue  # only cheaper models are explored
-            draw = self.rng.betavariate(mine.alpha, mine.beta)
+            # on the users' ratings alone: learned outcomes are a judge's verdicts, which route a kind until
+            # users have rated the model there, but a judge that errs now and then rates a model that suits
+            # the kind below what users do, and a draw on them would seldom try it to find out
+            draw = self.rng.betavariate(1.0 + mine.observed_successes, 1.0 + mine.observed_failures)
             if draw + tolerance < reference_draw or (best is not None and draw <= best.why.draw):
                 continue
             best = Exploration(model, cost, ExplorationDraw(ref.model, round(draw, 4), round(reference_draw, 4),
