@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
-from metis_core.adapters._common.token_estimate import survey_history
+from metis_core.adapters._common.token_estimate import _surveys, survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
 from metis_core.adapters.base import AdapterOptions
@@ -148,6 +148,17 @@ def test_the_survey_of_a_changed_message_is_taken_again() -> None:
     assert survey_history(history, [])[0] > first[0]
     history[3].content.append(TextBlock(text=""))  # an empty text: no longer in repaired form
     assert survey_history(history, [])[2] is False
+
+
+def test_the_survey_is_taken_again_only_for_the_metadata_field_it_reads() -> None:
+    history = conversation()
+    for _ in range(2):
+        survey_history(history, [])
+    _mutate_metadata(history)  # provider_raw: the mappings read it (their tables map afresh), the survey does not
+    assert recall(_surveys, history) is not None
+    history[1].metadata.status = MessageStatus.COMPLETE  # the repair check reads it
+    assert recall(_surveys, history) is None
+    assert survey_history(history, []) == survey_history([m.model_copy(deep=True) for m in history], [])
 
 
 def test_canonical_values_refuse_assignment() -> None:
