@@ -139,6 +139,24 @@ def test_another_model_or_id_map_maps_the_history_afresh() -> None:
     assert on_other["model"] == "gpt-4.1" and on_other["messages"] == fresh("openai", history)["messages"]
 
 
+def test_a_fresh_id_map_takes_the_held_ids_only_where_it_would_mint_the_same() -> None:
+    minted = (("tu_01A", "call_01A"), ("tu_01B", "call_01B"))
+    for _ in range(2):  # the verdict is cached per pairs: asked again, it answers the same
+        fresh_map = ToolIdMap()
+        assert fresh_map.bind_minted("openai", minted, "openai")
+        assert fresh_map.to_dict() == {"openai": dict(minted)}
+    for pairs in ((("tu_01A", "call_issued_by_openai"),), (("tu_01A", "call_01A"), ("tu_01B", "call_01A"))):
+        fresh_map = ToolIdMap()
+        assert not fresh_map.bind_minted("openai", pairs, "openai") and fresh_map.to_dict() == {}
+    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", minted, "openai")
+    history = conversation()
+    issued = ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}})
+    for _ in range(2):
+        assert wire_of(send("openai", history, issued), 1)["tool_calls"][0]["id"] == "call_issued_by_openai"
+    assert send("openai", history) == fresh("openai", history)  # a fresh map sends the id it mints
+    assert wire_of(send("openai", history), 2)["tool_call_id"] == "call_01ABC"
+
+
 def test_the_survey_of_a_changed_message_is_taken_again() -> None:
     history = conversation()
     first = [survey_history(history, []) for _ in range(3)][-1]
