@@ -45,9 +45,11 @@ def _watch(value: BaseModel, live: list[Any]) -> None:
             _watch(field, live)
 
 
-READ_METADATA: Final = ("model", "provider", "status", "provider_raw", "critical_blocks")
+READ_METADATA: Final = ("model", "provider", "provider_raw", "critical_blocks")
 """The metadata fields the request mappings held here read (Chat Completions and Anthropic mappings, lossy
-drops): a derivation that reads another must name it, or a change to that field would go unseen."""
+drops): a derivation that reads another must name it, or a change to that field would go unseen. `status` is
+read by the repair pass, which runs before the mapping: a history it changes reaches the mapping as other
+message objects."""
 
 
 class _History(Generic[S]):

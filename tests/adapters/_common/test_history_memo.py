@@ -179,6 +179,31 @@ def test_the_survey_is_taken_again_only_for_the_metadata_field_it_reads() -> Non
     assert survey_history(history, []) == survey_history([m.model_copy(deep=True) for m in history], [])
 
 
+def test_a_status_change_leaves_a_mapping_held_and_the_body_as_a_fresh_mapping_gives(target: str) -> None:
+    history = conversation()  # history[1] is PARTIAL: the repair pass, not the mapping, reads status
+    model = TARGETS[target][1]
+    before = [send(target, history) for _ in range(3)][-1]
+    builder_memo = _memo_of(target, model)
+    history[1].metadata.status = MessageStatus.COMPLETE
+    assert recall(builder_memo, history) is not None
+    assert send(target, history) == fresh(target, history) == before
+
+
+def _memo_of(target: str, model: str) -> Any:
+    """The table the target's request builder keeps its histories in."""
+    if target == "openai":
+        from metis_core.adapters.openai_chat.request import ChatRequestBuilder
+
+        adapter, _ = TARGETS[target]
+        return ChatRequestBuilder(provider=adapter.provider, capabilities=adapter.capabilities(model),
+                                  options=AdapterOptions(model=model), tool_ids=ToolIdMap(),
+                                  adapter_name=adapter.adapter_name).memo
+    from metis_core.adapters.anthropic.request import _Builder, capabilities_or_none
+
+    adapter, _ = TARGETS[target]
+    return _Builder(AdapterOptions(model=model), ToolIdMap(), capabilities_or_none(adapter, model)).memo
+
+
 def test_canonical_values_refuse_assignment() -> None:
     message = conversation()[1]
     text = message.content[0]
@@ -220,5 +245,5 @@ def test_a_history_is_held_by_its_first_message_until_seen_again_then_resumed_wh
     keep(table, history, "state at the end", 0)
     assert recall(table, history) == (4, "state at the end")
     assert recall(table, [*history, user_message("more")]) == (4, "state at the end")
-    history[2].metadata.status = MessageStatus.PARTIAL
+    history[2].metadata.provider = "anthropic"  # a field the mappings read
     assert recall(table, history) is None
