@@ -45,10 +45,11 @@ def _watch(value: BaseModel, live: list[Any]) -> None:
             _watch(field, live)
 
 
-READ_METADATA: Final = ("model", "provider", "status", "provider_raw", "critical_blocks")
-"""The metadata fields the derivations held here read (surveys, Chat Completions and Anthropic mappings,
-lossy drops): a derivation that reads another must add it, or a change to that field would go unseen."""
-_read_metadata: Final = itemgetter(*READ_METADATA)
+READ_METADATA: Final = ("model", "provider", "provider_raw", "critical_blocks")
+"""The metadata fields the request mappings held here read (Chat Completions and Anthropic mappings, lossy
+drops): a derivation that reads another must name it, or a change to that field would go unseen. `status` is
+read by the repair pass, which runs before the mapping: a history it changes reaches the mapping as other
+message objects."""
 
 
 class _History(Generic[S]):
@@ -58,8 +59,9 @@ class _History(Generic[S]):
     `live` holds the content lists and every list and dict inside the blocks; `snapshot` their copies
     (lists by their items, which compare by identity first, then by value: an item replaced by an equal
     value derives the same, and each held item's containers are in the snapshot too, so its value
-    cannot drift under the comparison). `metadata` holds the metadata field dicts, compared by values.
-    All None until the history is seen a second time."""
+    cannot drift under the comparison). `metadata` holds the metadata field dicts, `metadata_values` the
+    values of the fields its table's derivation reads, compared by value. All None until the history is seen
+    a second time."""
 
     __slots__ = ("live", "messages", "metadata", "metadata_values", "snapshot", "state")
 
@@ -71,13 +73,10 @@ class _History(Generic[S]):
         self.metadata: list[dict[str, Any]] | None = None
         self.metadata_values: list[tuple[Any, ...]] | None = None
 
-    def unchanged(self) -> bool:
-        return bool(
-            self.live == self.snapshot
-            and list(map(_read_metadata, self.metadata or ())) == self.metadata_values
-        )
+    def unchanged(self, read: itemgetter[Any]) -> bool:
+        return bool(self.live == self.snapshot and list(map(read, self.metadata or ())) == self.metadata_values)
 
-    def watch(self, messages: list[Message], prior: _History[S] | None) -> None:
+    def watch(self, messages: list[Message], prior: _History[S] | None, read: itemgetter[Any]) -> None:
         """Snapshots the mutable parts of `messages`, extending `prior`'s when it is a held prefix."""
         if prior is not None and prior.live is not None:
             start = len(prior.messages)
@@ -94,7 +93,7 @@ class _History(Generic[S]):
             frozen.extend(list(part) if type(part) is list else deepcopy(part) for part in parts)
             field_dict = message.metadata.__dict__
             metadata.append(field_dict)
-            values.append(deepcopy(_read_metadata(field_dict)))
+            values.append(deepcopy(read(field_dict)))
         self.live, self.snapshot, self.metadata, self.metadata_values = live, frozen, metadata, values
 
 
@@ -114,27 +113,40 @@ class Identity:
         return type(other) is Identity and other.value is self.value
 
 
+class HistoryTable(dict[int, _History[S]], Generic[S]):
+    """The histories held for one context, by their first message's id; `read` gets the metadata field
+    values its derivation reads from a message's field dict."""
+
+    __slots__ = ("read",)
+
+    def __init__(self, read: itemgetter[Any]) -> None:
+        super().__init__()
+        self.read = read
+
+
 class HistoryMemo(Generic[S]):
-    """One kind of derived state, a table per context (any hashable key the derivation reads)."""
+    """One kind of derived state, a table per context (any hashable key the derivation reads), and the
+    metadata fields that derivation reads (a change to one of them derives the history afresh)."""
 
-    __slots__ = ("_tables",)
+    __slots__ = ("_read", "_tables")
 
-    def __init__(self) -> None:
-        self._tables: dict[Hashable, dict[int, _History[S]]] = {}
+    def __init__(self, read_metadata: tuple[str, ...] = READ_METADATA) -> None:
+        self._tables: dict[Hashable, HistoryTable[S]] = {}
+        self._read = itemgetter(*read_metadata)
 
-    def table(self, context: Hashable) -> dict[int, _History[S]]:
+    def table(self, context: Hashable) -> HistoryTable[S]:
         table = self._tables.get(context)
         if table is None:
             if len(self._tables) >= CONTEXT_LIMIT:
                 self._tables.clear()
-            table = self._tables[context] = {}
+            table = self._tables[context] = HistoryTable(self._read)
         return table
 
     def clear(self) -> None:
         self._tables.clear()
 
 
-def recall(table: dict[int, _History[S]], messages: list[Message]) -> tuple[int, S] | None:
+def recall(table: HistoryTable[S], messages: list[Message]) -> tuple[int, S] | None:
     """(how many messages it covers, the state kept at their end) for the longest history held that
     `messages` starts with, while nothing inside those messages changed; else None."""
     if not messages:
@@ -143,12 +155,12 @@ def recall(table: dict[int, _History[S]], messages: list[Message]) -> tuple[int,
     if held is None or held.live is None:
         return None
     count = len(held.messages)
-    if len(messages) < count or messages[:count] != held.messages or not held.unchanged():
+    if len(messages) < count or messages[:count] != held.messages or not held.unchanged(table.read):
         return None
     return count, held.state  # type: ignore[return-value]  # not None once `live` is
 
 
-def resumed_wire(table: dict[int, _History[Any]], messages: list[Message], wire_id: RequestToolIds,
+def resumed_wire(table: HistoryTable[Any], messages: list[Message], wire_id: RequestToolIds,
                  dropped: list[DroppedBlock]) -> tuple[int, Any]:
     """`recall` for a request builder's wire state, whose last two parts are the (canonical, sent) tool ids
     it used and the lossy drops it made: (how many messages it covers, the state) while every one of those
@@ -160,7 +172,7 @@ def resumed_wire(table: dict[int, _History[Any]], messages: list[Message], wire_
     return resumed
 
 
-def first_sight(table: dict[int, _History[S]], messages: list[Message]) -> bool:
+def first_sight(table: HistoryTable[S], messages: list[Message]) -> bool:
     """Whether the table has not met this history before (then its first message is held, nothing more:
     the caller derives it plainly, so a one-off request pays no bookkeeping)."""
     if not messages:
@@ -174,7 +186,7 @@ def first_sight(table: dict[int, _History[S]], messages: list[Message]) -> bool:
     return True
 
 
-def keep(table: dict[int, _History[S]], messages: list[Message], state: S, resumed: int) -> None:
+def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int) -> None:
     """Holds `state`, derived at the end of `messages` (resuming after the first `resumed` of them)."""
     if not messages:
         return
@@ -195,7 +207,7 @@ def keep(table: dict[int, _History[S]], messages: list[Message], state: S, resum
         return
     entry = _History(list(messages), state)
     try:
-        entry.watch(messages, held if resumed and resumed == len(held.messages) else None)
+        entry.watch(messages, held if resumed and resumed == len(held.messages) else None, table.read)
     except Exception:  # something inside that deepcopy cannot copy: this history is derived afresh each time
         table.pop(key, None)
         return

@@ -149,7 +149,8 @@ def surveyed_history(
 
 _SurveyState = tuple[tuple[int, int, int, bool, bool, bool, int, int], tuple[str, ...], frozenset[str]]
 """The sums and the repair check's state at the end of a surveyed history."""
-_surveys: Final = HistoryMemo[_SurveyState]().table("survey")
+_surveys: Final = HistoryMemo[_SurveyState](read_metadata=("status",)).table("survey")
+"""The survey reads one metadata field (`status`, in the repair check): a change to another leaves its sums."""
 
 
 def _size(tool: ToolDefinition) -> int:

@@ -127,17 +127,11 @@ class ToolIdMap:
         """Binds every (canonical, provider) pair at once when this namespace holds no ids yet and each is
         the id `provider_for` would mint for it (a request resuming a history on a fresh map); else
         binds nothing and answers False."""
-        if self._to_provider.get(namespace) or self._to_canonical.get(namespace):
+        if self._to_provider.get(namespace) or self._to_canonical.get(namespace) or not _minted(pairs, style):
             return False
         to_provider = dict(pairs)
-        to_canonical = {sent: canonical_id for canonical_id, sent in to_provider.items()}
-        if len(to_canonical) != len(to_provider):
-            return False  # two ids minted alike: provider_for's collision rule decides
-        for canonical_id, sent in to_provider.items():
-            if sent != outbound_id(canonical_id, style):
-                return False
         self._to_provider[namespace] = to_provider
-        self._to_canonical[namespace] = to_canonical
+        self._to_canonical[namespace] = {sent: canonical_id for canonical_id, sent in to_provider.items()}
         return True
 
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:
@@ -169,6 +163,17 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
     if style == "anthropic":
         return re.fullmatch(_ANTHROPIC_ID, provider_id) is not None
     return True
+
+
+@lru_cache(maxsize=1_024)
+def _minted(pairs: tuple[tuple[str, str], ...], style: IdStyle) -> bool:
+    """Whether each pair's sent id is the one `provider_for` mints for its canonical id on an empty map, each
+    sent id different (two minted alike: its collision rule decides). Cached: a history resumed on a fresh map
+    asks about the same pairs, the same tuple, on every request."""
+    to_provider = dict(pairs)
+    if len(set(to_provider.values())) != len(to_provider):
+        return False
+    return all(sent == outbound_id(canonical_id, style) for canonical_id, sent in to_provider.items())
 
 
 class RequestToolIds:

@@ -261,7 +261,7 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
             last_assistant = _more_turns(builder, history[start:] if start else history, turns, last_assistant,
                                          system_messages)
         finally:
-            used, wire_id.used = tuple(wire_id.used or ()), None
+            used, wire_id.used = tuple(dict.fromkeys(wire_id.used or ())), None  # each id once
         held = (list(turns), last_assistant, tuple(system_messages), used, tuple(dropped[before:]))
         keep(builder.memo, history, held, start)
     index = -1

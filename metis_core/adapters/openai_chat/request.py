@@ -205,7 +205,7 @@ class ChatRequestBuilder:
             try:
                 self.wire_history(history[start:] if start else history, out, pending_calls, pending_images)
             finally:
-                used, wire_id.used = tuple(wire_id.used), None
+                used, wire_id.used = tuple(dict.fromkeys(wire_id.used)), None  # each id once
             held = (list(out), frozenset(pending_calls), tuple(pending_images), used, tuple(dropped[before:]))
             keep(self.memo, history, held, start)
         if pending_images:

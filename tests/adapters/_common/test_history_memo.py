@@ -12,7 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
-from metis_core.adapters._common.token_estimate import survey_history
+from metis_core.adapters._common.token_estimate import _surveys, survey_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
 from metis_core.adapters.base import AdapterOptions
@@ -139,6 +139,24 @@ def test_another_model_or_id_map_maps_the_history_afresh() -> None:
     assert on_other["model"] == "gpt-4.1" and on_other["messages"] == fresh("openai", history)["messages"]
 
 
+def test_a_fresh_id_map_takes_the_held_ids_only_where_it_would_mint_the_same() -> None:
+    minted = (("tu_01A", "call_01A"), ("tu_01B", "call_01B"))
+    for _ in range(2):  # the verdict is cached per pairs: asked again, it answers the same
+        fresh_map = ToolIdMap()
+        assert fresh_map.bind_minted("openai", minted, "openai")
+        assert fresh_map.to_dict() == {"openai": dict(minted)}
+    for pairs in ((("tu_01A", "call_issued_by_openai"),), (("tu_01A", "call_01A"), ("tu_01B", "call_01A"))):
+        fresh_map = ToolIdMap()
+        assert not fresh_map.bind_minted("openai", pairs, "openai") and fresh_map.to_dict() == {}
+    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", minted, "openai")
+    history = conversation()
+    issued = ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}})
+    for _ in range(2):
+        assert wire_of(send("openai", history, issued), 1)["tool_calls"][0]["id"] == "call_issued_by_openai"
+    assert send("openai", history) == fresh("openai", history)  # a fresh map sends the id it mints
+    assert wire_of(send("openai", history), 2)["tool_call_id"] == "call_01ABC"
+
+
 def test_the_survey_of_a_changed_message_is_taken_again() -> None:
     history = conversation()
     first = [survey_history(history, []) for _ in range(3)][-1]
@@ -148,6 +166,42 @@ def test_the_survey_of_a_changed_message_is_taken_again() -> None:
     assert survey_history(history, [])[0] > first[0]
     history[3].content.append(TextBlock(text=""))  # an empty text: no longer in repaired form
     assert survey_history(history, [])[2] is False
+
+
+def test_the_survey_is_taken_again_only_for_the_metadata_field_it_reads() -> None:
+    history = conversation()
+    for _ in range(2):
+        survey_history(history, [])
+    _mutate_metadata(history)  # provider_raw: the mappings read it (their tables map afresh), the survey does not
+    assert recall(_surveys, history) is not None
+    history[1].metadata.status = MessageStatus.COMPLETE  # the repair check reads it
+    assert recall(_surveys, history) is None
+    assert survey_history(history, []) == survey_history([m.model_copy(deep=True) for m in history], [])
+
+
+def test_a_status_change_leaves_a_mapping_held_and_the_body_as_a_fresh_mapping_gives(target: str) -> None:
+    history = conversation()  # history[1] is PARTIAL: the repair pass, not the mapping, reads status
+    model = TARGETS[target][1]
+    before = [send(target, history) for _ in range(3)][-1]
+    builder_memo = _memo_of(target, model)
+    history[1].metadata.status = MessageStatus.COMPLETE
+    assert recall(builder_memo, history) is not None
+    assert send(target, history) == fresh(target, history) == before
+
+
+def _memo_of(target: str, model: str) -> Any:
+    """The table the target's request builder keeps its histories in."""
+    if target == "openai":
+        from metis_core.adapters.openai_chat.request import ChatRequestBuilder
+
+        adapter, _ = TARGETS[target]
+        return ChatRequestBuilder(provider=adapter.provider, capabilities=adapter.capabilities(model),
+                                  options=AdapterOptions(model=model), tool_ids=ToolIdMap(),
+                                  adapter_name=adapter.adapter_name).memo
+    from metis_core.adapters.anthropic.request import _Builder, capabilities_or_none
+
+    adapter, _ = TARGETS[target]
+    return _Builder(AdapterOptions(model=model), ToolIdMap(), capabilities_or_none(adapter, model)).memo
 
 
 def test_canonical_values_refuse_assignment() -> None:
@@ -191,5 +245,5 @@ def test_a_history_is_held_by_its_first_message_until_seen_again_then_resumed_wh
     keep(table, history, "state at the end", 0)
     assert recall(table, history) == (4, "state at the end")
     assert recall(table, [*history, user_message("more")]) == (4, "state at the end")
-    history[2].metadata.status = MessageStatus.PARTIAL
+    history[2].metadata.provider = "anthropic"  # a field the mappings read
     assert recall(table, history) is None
