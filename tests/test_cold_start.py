@@ -111,7 +111,8 @@ NOT_FOR_A_CALL = ("yaml", "difflib", "metis_core.agent_config", "metis_core.mode
                   "metis_core.adapters.stream_response", "metis_core.transport.framing",
                   "metis_core.transport.stream_bodies", "metis_core.messages.tools",
                   "metis_core.adapters.openai_chat.errors", "asyncio", "concurrent.futures",
-                  "metis_core.messages.migrations", "metis_core.messages.stop_reason")
+                  "metis_core.messages.migrations", "metis_core.messages.stop_reason", "metis_core.messages.stream",
+                  "metis_core.adapters._common.assembler", "metis_core.adapters.openai_chat.stream")
 """Modules a first model call (no config.yaml) has no use for: each was once on its path or is one import away.
 (rich and importlib.resources' readers are loaded by httpx and certifi, as on the floor's call.)"""
 
@@ -174,10 +175,9 @@ print(json.dumps({kind: sorted(name for module in list(sys.modules.values()) if 
                                and value.__module__ == module.__name__ and test(value))
                   for kind, test in kinds.items()}))
 """
-CALL_PATH_DATACLASSES = ["AdapterOptions", "CitationDelta", "MessageComplete", "RequestContext", "RetryPolicy",
-                         "StreamError", "TextDelta", "ThinkingDelta", "ToolUseEnd", "ToolUseInputDelta", "ToolUseStart",
-                         "UsageUpdate", "WholeBlock", "WireRequest", "WireResponse"]
-"""Stream events are here because a Chat Completions answer is parsed through its stream translator."""
+CALL_PATH_DATACLASSES = ["AdapterOptions", "RequestContext", "RetryPolicy", "WireRequest", "WireResponse"]
+"""Stream events (messages/stream.py) and the assembler load with the first stream: an answer body is read
+directly into canonical blocks."""
 CALL_PATH_MODELS = ["AdapterCapabilities", "BlockOrigin", "Citation", "CompactionBlock", "ExtraCallUsage", "ImageBlock",
                     "ImageSource", "Message", "MessageMetadata", "ProviderToolCallBlock", "ProviderToolResultBlock",
                     "RedactedThinkingBlock", "RoutingDecisionRecord", "TextBlock", "ThinkingBlock", "ToolResultBlock",

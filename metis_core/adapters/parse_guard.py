@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.errors import (
     AuthenticationError,
     InvalidRequestError,
@@ -26,6 +25,7 @@ from metis_core.transport.retry import parse_retry_after
 from metis_core.transport.wire import request_id_from_headers
 
 if TYPE_CHECKING:
+    from metis_core.adapters._common.assembler import MessageAssembler
     from metis_core.adapters.base import Adapter, RequestContext, StreamTranslator
     from metis_core.messages import Message, StreamEvent
     from metis_core.transport.framing import WireChunk
@@ -67,6 +67,8 @@ def malformed_event(chunk: WireChunk, error: BaseException, provider: str) -> Ma
 
 
 def _assembler_of(translator: StreamTranslator) -> MessageAssembler | None:
+    from metis_core.adapters._common.assembler import MessageAssembler  # streams only; loaded with them
+
     for value in vars(translator).values():
         if isinstance(value, MessageAssembler):
             return value

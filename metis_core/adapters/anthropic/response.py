@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metis_core.adapters._common.assembler import HostedBuilder, MessageAssembler
 from metis_core.adapters._common.json_hashable import hashable_json
 from metis_core.adapters._common.response_message import assistant_message
 from metis_core.adapters.anthropic import hosted
@@ -23,7 +22,6 @@ from metis_core.messages import (
     Message,
     MessageStatus,
     RedactedThinkingBlock,
-    StreamEvent,
     ToolUseBlock,
     Usage,
     prechecked,
@@ -31,7 +29,9 @@ from metis_core.messages import (
 from metis_core.transport.wire import WireResponse, request_id_from_headers
 
 if TYPE_CHECKING:
+    from metis_core.adapters._common.assembler import HostedBuilder, MessageAssembler
     from metis_core.adapters.base import RequestContext
+    from metis_core.messages import StreamEvent
 
 API = "messages"
 _COMPLETE = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11

@@ -13,7 +13,6 @@ from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
 from metis_core.adapters.openai_chat.request import ChatRequestBuilder
 from metis_core.adapters.openai_chat.response import parse_chat_response, read_chat_response
-from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.errors import ProviderError
 from metis_core.messages import Message
 from metis_core.models.capabilities import AdapterCapabilities
@@ -21,6 +20,7 @@ from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
     from metis_core.adapters.openai_chat.request_reader import ChatRequest, ChatRequestReader
+    from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
     from metis_core.messages import ToolDefinition
     from metis_core.structured.plan import StructuredPlan
     from metis_core.structured.spec import OutputSpec
@@ -33,6 +33,13 @@ def _chat_reader() -> type[ChatRequestReader]:
     return ChatRequestReader
 
 
+def _chat_translator() -> type[ChatStreamTranslator]:
+    """Imported with the first stream: Chat Completions' own body is read without it (response.py)."""
+    from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
+
+    return ChatStreamTranslator
+
+
 class OpenAIChatAdapter(Adapter):
     provider = "openai"
     api = "chat_completions"
@@ -43,7 +50,8 @@ class OpenAIChatAdapter(Adapter):
     builder_class: ClassVar[type[ChatRequestBuilder]] = ChatRequestBuilder
     reader_class: ClassVar[type[ChatRequestReader] | None] = None
     """None: Chat Completions' own reader. Dialects with additions name theirs."""
-    translator_class: ClassVar[type[ChatStreamTranslator]] = ChatStreamTranslator
+    translator_class: ClassVar[type[ChatStreamTranslator] | None] = None
+    """None: Chat Completions' own translator, and its body read directly. Dialects with additions name theirs."""
 
     @property
     def adapter_name(self) -> str:
@@ -80,13 +88,13 @@ class OpenAIChatAdapter(Adapter):
         return reader(provider=self.provider, tool_ids=tool_ids, session_id=session_id).read(body)
 
     def from_wire_response(self, response: WireResponse, context: RequestContext) -> Message:
-        if self.translator_class is ChatStreamTranslator:  # Chat Completions itself: the body read directly
+        if self.translator_class is None:  # Chat Completions itself: the body read directly
             return read_chat_response(response, context)
         # a dialect's additions (reasoning, think tags) live in its translator: its body is applied through it
         return parse_chat_response(response, self.translator_class(context))
 
     def stream_translator(self, context: RequestContext) -> ChatStreamTranslator:
-        return self.translator_class(context)
+        return (self.translator_class or _chat_translator())(context)
 
     def structured_plan(self, spec: OutputSpec, capabilities: AdapterCapabilities, model: str) -> StructuredPlan:
         from metis_core.adapters.openai_chat.structured import openai_structured_plan  # structured calls only

@@ -15,10 +15,11 @@ import logging
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+import orjson
+
 from metis_core.adapters._common.json_hashable import hashable_json
 from metis_core.adapters._common.response_message import assistant_message
-from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY
-from metis_core.adapters.openai_chat.stream import ChatStreamTranslator, chat_stop_reason, parse_arguments, url_citation
+from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY, compact_json
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import MalformedResponseError
 from metis_core.messages import BlockOrigin, Citation, Message, MessageStatus, TextBlock, ToolUseBlock, prechecked
@@ -26,9 +27,50 @@ from metis_core.transport.wire import WireResponse
 
 if TYPE_CHECKING:
     from metis_core.adapters.base import RequestContext
+    from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
 _COMPLETE = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11
+API = "chat_completions"
+
+FINISH_REASONS: dict[str, str] = {
+    "stop": "end_turn",
+    "length": "max_tokens",
+    "tool_calls": "tool_use",
+    "function_call": "tool_use",
+    "content_filter": "refusal",
+    "error": "error",
+}
+
+
+def chat_stop_reason(finish_reason: str | None, refused: bool) -> str:
+    """The canonical stop reason of a Chat answer: `refusal` when it refused, else its finish_reason's."""
+    if refused:
+        return "refusal"
+    return FINISH_REASONS.get(finish_reason or "stop", "end_turn")
+
+
+def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, bool]:
+    """A call's whole `arguments` text (not blank) as the object it holds (None: not JSON, or not an object),
+    and whether the text must be kept verbatim: it is not the object's compact JSON, and replayed as sent,
+    this provider's prompt cache sees the same bytes."""
+    try:
+        parsed = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None, False
+    if not isinstance(parsed, dict):
+        return None, False
+    return parsed, compact_json(parsed) != raw
+
+
+def url_citation(annotation: dict[str, Any], origin: BlockOrigin) -> Citation:
+    """A Chat `url_citation` annotation as a canonical citation; its payload is the annotation as sent
+    (`{type, url_citation: {start_index, end_index, url, title}}`, spans into the message's content)."""
+    inner = annotation.get("url_citation")
+    fields = inner if isinstance(inner, dict) else {}
+    url, title = fields.get("url"), fields.get("title")
+    return Citation(url=url if isinstance(url, str) else None, title=title if isinstance(title, str) else None,
+                    payload=annotation, origin=origin)
 
 
 def _malformed(response: WireResponse, provider: str, problem: str) -> MalformedResponseError:
@@ -136,7 +178,7 @@ def _text_blocks(message: dict[str, Any], raw: dict[str, Any], context: RequestC
         refusal = _string(refusal, "text", provider)
     citations: list[Citation] | None = None
     if "annotations" in message and (annotations := message["annotations"]) and isinstance(annotations, list):
-        origin = BlockOrigin(provider=provider, api=ChatStreamTranslator.api, model=context.model_name)
+        origin = BlockOrigin(provider=provider, api=API, model=context.model_name)
         citations = [url_citation(a, origin) for a in annotations
                      if isinstance(a, dict) and a.get("type") == "url_citation"] or None
     content: list[Any] = []

@@ -1,8 +1,8 @@
-"""Chat Completions SSE chunks -> canonical stream events, and the helpers a body's reader shares.
+"""Chat Completions SSE chunks -> canonical stream events.
 
 `ChatStreamTranslator` applies `choices[0].delta` objects to a MessageAssembler (a dialect's
-non-streaming body is applied as one delta; Chat Completions' own body is read by response.py with
-the finish-reason, argument and citation helpers here, so a body and its stream give one Message).
+non-streaming body is applied as one delta; Chat Completions' own body is read by response.py, whose
+finish-reason, argument and citation helpers this module uses, so a body and its stream give one Message).
 Rules: tool-call fragments are grouped by `index` AND `id` (a new id at a used index starts a new
 call, so parallel calls never merge); arguments surface whole at `tool_use_end`; only choice 0 is
 kept when n>1; `usage` comes from the final chunk (`choices: []`), and `"usage": null` on the other
@@ -20,45 +20,16 @@ import orjson
 
 from metis_core.adapters._common.assembler import MessageAssembler
 from metis_core.adapters.base import RequestContext, StreamTranslator
-from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY, compact_json
+from metis_core.adapters.openai_chat.request import CUSTOM_CALLS_KEY, RAW_ARGUMENTS_KEY, REFUSAL_KEY
+from metis_core.adapters.openai_chat.response import API, chat_stop_reason, parse_arguments, url_citation
 from metis_core.adapters.openai_chat.usage import usage_from_chat
 from metis_core.errors import ErrorClass
-from metis_core.messages import BlockOrigin, Citation, Message, MessageComplete, StreamError, StreamEvent
+from metis_core.messages import Message, MessageComplete, StreamError, StreamEvent
 
 if TYPE_CHECKING:
     from metis_core.transport.framing import WireChunk
 
 log = logging.getLogger("metis_core.adapters.openai_chat")
-
-FINISH_REASONS: dict[str, str] = {
-    "stop": "end_turn",
-    "length": "max_tokens",
-    "tool_calls": "tool_use",
-    "function_call": "tool_use",
-    "content_filter": "refusal",
-    "error": "error",
-}
-
-
-def chat_stop_reason(finish_reason: str | None, refused: bool) -> str:
-    """The canonical stop reason of a Chat answer: `refusal` when it refused, else its finish_reason's."""
-    if refused:
-        return "refusal"
-    return FINISH_REASONS.get(finish_reason or "stop", "end_turn")
-
-
-def parse_arguments(raw: str) -> tuple[dict[str, Any] | None, bool]:
-    """A call's whole `arguments` text (not blank) as the object it holds (None: not JSON, or not an object),
-    and whether the text must be kept verbatim: it is not the object's compact JSON, and replayed as sent,
-    this provider's prompt cache sees the same bytes."""
-    try:
-        parsed = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None, False
-    if not isinstance(parsed, dict):
-        return None, False
-    return parsed, compact_json(parsed) != raw
-
 
 class _Call:
     """One tool call being streamed: its assembler key, ids and the raw argument fragments."""
@@ -75,7 +46,7 @@ class _Call:
 
 
 class ChatStreamTranslator(StreamTranslator):
-    api = "chat_completions"
+    api = API
 
     assembler_class: type[MessageAssembler] = MessageAssembler
 
@@ -266,14 +237,3 @@ class ChatStreamTranslator(StreamTranslator):
             if isinstance(event, StreamError):
                 log.warning("response for %s is incomplete: %s", self.context.model, event.message)
         raise RuntimeError("assembler produced no final message")  # pragma: no cover - complete() always does
-
-
-def url_citation(annotation: dict[str, Any], origin: BlockOrigin) -> Citation:
-    """A Chat `url_citation` annotation as a canonical citation; its payload is the annotation as sent
-    (`{type, url_citation: {start_index, end_index, url, title}}`, spans into the message's content)."""
-    inner = annotation.get("url_citation")
-    fields = inner if isinstance(inner, dict) else {}
-    url, title = fields.get("url"), fields.get("title")
-    return Citation(url=url if isinstance(url, str) else None, title=title if isinstance(title, str) else None,
-                    payload=annotation, origin=origin)
-
