@@ -30,7 +30,6 @@ if TYPE_CHECKING:
     )
     from metis_core.messages.invariants import check_message, check_session, session_violations
     from metis_core.messages.message import (
-        SCHEMA_VERSION,
         Message,
         Role,
         format_timestamp,
@@ -48,6 +47,7 @@ if TYPE_CHECKING:
         Usage,
         UsageDetails,
     )
+    from metis_core.messages.schema_version import SCHEMA_VERSION
     from metis_core.messages.stop_reason import StopReason
     from metis_core.messages.stream import (
         BLOCK_EVENTS,
@@ -83,7 +83,7 @@ _EXPORTS: dict[str, str] = {
     "check_message": "metis_core.messages.invariants",
     "check_session": "metis_core.messages.invariants",
     "session_violations": "metis_core.messages.invariants",
-    "SCHEMA_VERSION": "metis_core.messages.message",
+    "SCHEMA_VERSION": "metis_core.messages.schema_version",
     "Message": "metis_core.messages.message",
     "Role": "metis_core.messages.message",
     "format_timestamp": "metis_core.messages.message",

@@ -24,13 +24,10 @@ from metis_core.messages.blocks import (
 )
 from metis_core.messages.invariants import check_message
 from metis_core.messages.metadata import MessageMetadata, MessageStatus
+from metis_core.messages.schema_version import SCHEMA_VERSION
 
 log = logging.getLogger("metis_core.messages")
 
-SCHEMA_VERSION = 2
-"""The stored message shape's current version (`Message.schema_version`). v2 added provider_tool_call,
-provider_tool_result, compaction and TextBlock.citations. A new version needs its step in migrations.py
-(`MESSAGE_MIGRATIONS`), loaded only when an older stored message is read, never by a call."""
 
 
 class Role(StrEnum):

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from metis_core.errors import SchemaMigrationError
-from metis_core.messages.message import SCHEMA_VERSION as SCHEMA_VERSION  # the version these migrations reach
+from metis_core.messages.schema_version import SCHEMA_VERSION as SCHEMA_VERSION  # the version these migrations reach
 
 log = logging.getLogger("metis_core.messages")
 
