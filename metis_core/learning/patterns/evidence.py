@@ -246,6 +246,7 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
     for outcome in outcomes:
         if outcome.score is not None:
             per_model[outcome.model].append(outcome)
+    recorded = sorted(o.recorded_at_us for rows in per_model.values() for o in rows)
     tallies: dict[str, ModelEvidence] = {}
     for model, rows in per_model.items():
         evidence = ModelEvidence(model)
@@ -269,9 +270,11 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.distance += w * dist
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
-            if outcome.source != "learned":
-                evidence.observed_successes += kept * outcome.score
-                evidence.observed_failures += kept * (1.0 - outcome.score)
+            if outcome.source != "learned":  # faded by every newer outcome here, whichever model had it
+                newer = len(recorded) - bisect.bisect_right(recorded, outcome.recorded_at_us)
+                faded = decay(newer, now_us - outcome.recorded_at_us, settings)
+                evidence.observed_successes += faded * outcome.score
+                evidence.observed_failures += faded * (1.0 - outcome.score)
         if regime is not None and evidence.weight > 0:
             prior = float(min(regime.outcomes, settings.change_baseline))
             evidence.weight += prior
