@@ -47,8 +47,10 @@ class ModelEvidence:
     learned: int = 0
     """Of which came from `metis learn` (replays of stored turns on this model)."""
     observed_successes: float = 0.0
-    """Σ decay × score over the outcomes of turns users ran (not learned ones), plus the model's mean
-    since a change found on all turns standing in as in `tally`: exploration draws from
+    """Σ decay × score over the outcomes of turns users ran (not learned ones), decayed by the newer
+    outcomes here of every model (a model routing stopped sending these turns to sees its ratings fade
+    as they go by), plus the model's mean since a change found on all turns standing in as in `tally`:
+    exploration draws from
     Beta(1 + these, 1 + `observed_failures`), the users' own ratings of the model here."""
     observed_failures: float = 0.0
 
