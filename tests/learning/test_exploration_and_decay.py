@@ -313,3 +313,18 @@ def test_the_model_holding_a_kind_keeps_it_through_chance_failures_until_the_evi
     assert pick(advisor(store, PatternSettings(hold_confidence=0))) == STRONG
     store.add(CHEAP, 0.05, 4)  # a fall: below the success floor, and a change the change test finds
     assert pick(holding) == STRONG
+
+
+def test_a_model_that_lost_a_kind_to_chance_failures_is_tried_again_as_the_kind_moves_on() -> None:
+    def explored(later_turns: int) -> int:
+        store = Store()
+        store.add(STRONG, 0.95, 20)
+        for score in (0.95, 0.05, 0.05):  # one good rating, then two chance failures: the kind goes back
+            store.add(CHEAP, score)
+        store.add(STRONG, 0.95, later_turns)  # turns since, all on the strong model
+        a = advisor(store, explore=ExplorationSettings(share=1.0, usd_per_day=Decimal(10), candidates=[CHEAP]))
+        return [pick(a) for _ in range(300)].count(CHEAP)
+
+    # users' ratings of a model no one routes to fade with the kind's later turns, as the routed one's do,
+    # so the draw widens again instead of staying at two failures in three for good
+    assert explored(40) > 3 * explored(0)

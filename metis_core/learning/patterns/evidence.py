@@ -47,8 +47,10 @@ class ModelEvidence:
     learned: int = 0
     """Of which came from `metis learn` (replays of stored turns on this model)."""
     observed_successes: float = 0.0
-    """Σ decay × score over the outcomes of turns users ran (not learned ones), plus the model's mean
-    since a change found on all turns standing in as in `tally`: exploration draws from
+    """Σ decay × score over the outcomes of turns users ran (not learned ones), decayed by the newer
+    outcomes here of every model (a model routing stopped sending these turns to sees its ratings fade
+    as they go by), plus the model's mean since a change found on all turns standing in as in `tally`:
+    exploration draws from
     Beta(1 + these, 1 + `observed_failures`), the users' own ratings of the model here."""
     observed_failures: float = 0.0
 
@@ -246,6 +248,7 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
     for outcome in outcomes:
         if outcome.score is not None:
             per_model[outcome.model].append(outcome)
+    recorded = sorted(o.recorded_at_us for rows in per_model.values() for o in rows)
     tallies: dict[str, ModelEvidence] = {}
     for model, rows in per_model.items():
         evidence = ModelEvidence(model)
@@ -269,9 +272,11 @@ def tally(outcomes: Iterable[Outcome], closeness: dict[str, float], settings: Pa
             evidence.distance += w * dist
             evidence.count += 1
             evidence.learned += outcome.source == "learned"
-            if outcome.source != "learned":
-                evidence.observed_successes += kept * outcome.score
-                evidence.observed_failures += kept * (1.0 - outcome.score)
+            if outcome.source != "learned":  # faded by every newer outcome here, whichever model had it
+                newer = len(recorded) - bisect.bisect_right(recorded, outcome.recorded_at_us)
+                faded = decay(newer, now_us - outcome.recorded_at_us, settings)
+                evidence.observed_successes += faded * outcome.score
+                evidence.observed_failures += faded * (1.0 - outcome.score)
         if regime is not None and evidence.weight > 0:
             prior = float(min(regime.outcomes, settings.change_baseline))
             evidence.weight += prior
