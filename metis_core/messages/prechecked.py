@@ -31,7 +31,7 @@ from metis_core.messages.blocks import (
     ToolUseBlock,
 )
 from metis_core.messages.invariants import check_message
-from metis_core.messages.message import SCHEMA_VERSION, Message, Role
+from metis_core.messages.message import Message, Role
 from metis_core.messages.metadata import (
     MAX_TOKEN_COUNT,
     MessageMetadata,
@@ -40,6 +40,7 @@ from metis_core.messages.metadata import (
     RoutingMode,
     Usage,
 )
+from metis_core.messages.schema_version import SCHEMA_VERSION
 
 _ASSISTANT: Final = Role.ASSISTANT
 _COMPLETE: Final = MessageStatus.COMPLETE  # bound once: a `MessageStatus.X` lookup is slow on Python 3.11
