@@ -40,7 +40,8 @@ calls or fewer). A batch costs ~1 ms of CPU whatever its size (two commits, thei
 thread hand-offs: bench/gateway_record.py at 8 vs 128 calls a batch), so the wait is what keeps the
 record cheap per call, at the price of events landing up to this much later (plus the batch before)."""
 MAX_BACKLOG = 4 * MAX_BATCH
-"""Record jobs submitted and not yet run (a call submits ~3) past which new calls wait for the writer
+"""Record jobs submitted and not yet run (a call submits one; two or three when the writer reaches it
+while it runs: call_record.py) past which new calls wait for the writer
 (METIS_GATEWAY_RECORD_BACKLOG). Four batches: enough to ride out a slow commit, little enough that a
 writer that cannot keep up slows admissions instead of holding thousands of calls in memory."""
 BUS_POLL_SECONDS = 0.002
@@ -100,8 +101,8 @@ class RecordWriter:
             await gate.wait()
 
     def submit(self, job: Callable[[], object]) -> None:
-        """Queue `job`; it runs after every job submitted before it. (Runs on the event loop, ~3 times a
-        call: the lock is taken with acquire/release, not `with`, which costs a context-manager round.)"""
+        """Queue `job`; it runs after every job submitted before it. (Runs on the event loop, once or a few
+        times a call: the lock is taken with acquire/release, not `with`, which costs a context-manager round.)"""
         lock = self._lock
         lock.acquire()
         try:
