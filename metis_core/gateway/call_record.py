@@ -14,6 +14,7 @@ import logging
 import time
 import types
 import typing
+from collections import deque
 from collections.abc import Callable
 from decimal import Decimal
 from operator import attrgetter
@@ -90,38 +91,31 @@ class CallRecord:
         """The answers of a paused call's earlier upstream calls (continued_call.py), each stored as it came."""
         self.spent: Message | None = None
         """A run that ended without an answer after priced calls: the one message carrying their usage."""
-        self._ending: list[Callable[[], object]] | None = None
-        """While a call's ending is submitted: its pieces, to go to the writer as one job."""
+        self._pieces: deque[Callable[[], object]] = deque()
+        """This call's record work not yet run by the writer, in order (`_run_pieces` runs it)."""
+        self._queued = False
+        """Whether a `_run_pieces` job of this call waits in the writer's queue, not yet started."""
 
     def _later(self, work: Callable[[], object]) -> None:
-        """Run on the writer thread, after everything submitted before (parents before children)."""
-        if self._ending is not None:
-            self._ending.append(work)
-            return
-        self.writer.submit(lambda: self._guarded(work))
+        """Run `work` on the writer thread after this call's earlier work. What a call queues before the
+        writer reaches it goes as one job: a call answered within the writer's linger is one job, not one
+        per event (its start, its attempt, its ending)."""
+        self._pieces.append(work)
+        if not self._queued:
+            self._queued = True
+            self.writer.submit(self._run_pieces)
 
-    def _guarded(self, work: Callable[[], object]) -> None:
-        try:
-            work()
-        except Exception:  # the answer has left; a failed record is logged, never raised
-            log.exception("gateway call %s: recording failed", self.session_id)
-
-    def _job_begun(self) -> list[Callable[[], object]]:
-        """What a call's ending submits from here to `_job_ended` (its last events, its conversation) goes
-        to the writer as one job, each piece still guarded on its own: one queue round per call's end, not
-        three. (A try/finally in each ending, not a @contextmanager: no generator per call.)"""
-        works: list[Callable[[], object]] = []
-        self._ending = works
-        return works
-
-    def _job_ended(self, works: list[Callable[[], object]]) -> None:
-        self._ending = None
-        if works:
-            self.writer.submit(lambda: self._guarded_each(works))
-
-    def _guarded_each(self, works: list[Callable[[], object]]) -> None:
-        for work in works:
-            self._guarded(work)
+    def _run_pieces(self) -> None:
+        """On the writer thread: every piece queued so far, in order, each guarded on its own (a failed
+        piece is logged and loses only itself: the answer has left, a failed record is never raised)."""
+        self._queued = False  # before taking pieces: one queued from now on goes in a job of its own
+        pieces = self._pieces
+        while pieces:
+            work = pieces.popleft()
+            try:
+                work()
+            except Exception:
+                log.exception("gateway call %s: recording failed", self.session_id)
 
     def begin(self, estimated_tokens: int) -> None:
         self.estimated_tokens = estimated_tokens
@@ -200,13 +194,9 @@ class CallRecord:
     def completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """A full answer: llm.call_completed with the gateway identity, its quota alerts, turn.completed."""
         self._stamp(final)
-        works = self._job_begun()
-        try:
-            self.call_completed(final, alerts)
-            self._turn_completed(final, None)
-            self._persist(final)
-        finally:
-            self._job_ended(works)
+        self.call_completed(final, alerts)
+        self._turn_completed(final, None)
+        self._persist(final)
 
     def call_completed(self, final: Message, alerts: list[dict[str, Any]] | None = None) -> None:
         """One upstream answer: llm.call_completed with the gateway identity and its quota alerts. An
@@ -252,22 +242,14 @@ class CallRecord:
         usage the sum of the calls') closes the turn, as an "error" stop when `error` says why it was
         cut short. Stored: that answer, or the calls' own answers when they were kept (`produced`)."""
         self._stamp(answer)
-        works = self._job_begun()
-        try:
-            self._turn_completed(answer, error)
-            self._persist(None if self.produced else answer)
-        finally:
-            self._job_ended(works)
+        self._turn_completed(answer, error)
+        self._persist(None if self.produced else answer)
 
     def errored(self, error: BaseException) -> None:
         """No answer (every member failed, or the request could not be sent)."""
-        works = self._job_begun()
-        try:
-            self._turn_completed(self.spent, redact(str(error)) if isinstance(error, MetisError)
-                                 else type(error).__name__)
-            self._persist(self.spent)
-        finally:
-            self._job_ended(works)
+        self._turn_completed(self.spent, redact(str(error)) if isinstance(error, MetisError)
+                             else type(error).__name__)
+        self._persist(self.spent)
 
     def cancelled(self, partial: Message | None, why: str, used: Usage | None = None) -> None:
         """The client disconnected: the upstream request was cancelled; keep what arrived. With `used`

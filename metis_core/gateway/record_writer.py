@@ -1,13 +1,13 @@
 """The gateway's one record writer: a thread draining a queue of record jobs, in submission order.
 
-Each job emits a call's events and may stage its conversation (session row, messages). After a
-short linger, every job queued runs as one batch: its events reach the bus as one burst and its
-conversations are written in one transaction as prepared rows, so a busy gateway pays one commit
-per batch, not per call. A failed job or a refused conversation is logged and isolated; nothing
-submitted is dropped: `drain()` and `close()` wait for all of it, and pending work also runs at
-interpreter exit. The backlog is bounded by backpressure, not by dropping: past `max_backlog` jobs
-not yet run, `room()` makes new calls wait (asynchronously, on their own loop) until the writer is
-back under half of it.
+Each job emits a call's events and may stage its conversation (session row, messages). Every batch
+starts with a short linger (unless a full batch is already waiting), then every job queued runs as
+one batch: its events reach the bus as one burst and its conversations are written in one
+transaction as prepared rows, so a busy gateway pays one commit per batch, not per call. A failed
+job or a refused conversation is logged and isolated; nothing submitted is dropped: `drain()` and
+`close()` wait for all of it, and pending work also runs at interpreter exit. The backlog is bounded
+by backpressure, not by dropping: past `max_backlog` jobs not yet run, `room()` makes new calls wait
+(asynchronously, on their own loop) until the writer is back under half of it.
 """
 
 from __future__ import annotations
@@ -32,12 +32,16 @@ log = logging.getLogger("metis_core.gateway")
 MAX_BATCH = 256
 """At most this many jobs (calls' events and conversations) per transaction."""
 LINGER_SECONDS = 0.025
-"""How long the writer waits after the first job of a quiet spell before draining, so the calls of
-those milliseconds share one transaction and one trace commit. The record is off the answer's path;
-a longer wait amortizes the commits over more calls and leaves most requests' time free of record
-work (docs/gateway.md "What it costs"), at the price of events landing up to this much later."""
+"""How long the writer waits before each batch, so the calls of those milliseconds share one
+transaction and one trace commit. Every batch waits, not only the first after a quiet spell: the
+calls that arrived while the last batch was written would otherwise make a batch of their own, a
+few calls paying a whole batch's commits (on a busy gateway, a quarter of the batches were of six
+calls or fewer). A batch costs ~1 ms of CPU whatever its size (two commits, their WAL pages, the
+thread hand-offs: bench/gateway_record.py at 8 vs 128 calls a batch), so the wait is what keeps the
+record cheap per call, at the price of events landing up to this much later (plus the batch before)."""
 MAX_BACKLOG = 4 * MAX_BATCH
-"""Record jobs submitted and not yet run (a call submits ~3) past which new calls wait for the writer
+"""Record jobs submitted and not yet run (a call submits one; two or three when the writer reaches it
+while it runs: call_record.py) past which new calls wait for the writer
 (METIS_GATEWAY_RECORD_BACKLOG). Four batches: enough to ride out a slow commit, little enough that a
 writer that cannot keep up slows admissions instead of holding thousands of calls in memory."""
 BUS_POLL_SECONDS = 0.002
@@ -97,8 +101,8 @@ class RecordWriter:
             await gate.wait()
 
     def submit(self, job: Callable[[], object]) -> None:
-        """Queue `job`; it runs after every job submitted before it. (Runs on the event loop, ~3 times a
-        call: the lock is taken with acquire/release, not `with`, which costs a context-manager round.)"""
+        """Queue `job`; it runs after every job submitted before it. (Runs on the event loop, once or a few
+        times a call: the lock is taken with acquire/release, not `with`, which costs a context-manager round.)"""
         lock = self._lock
         lock.acquire()
         try:
@@ -130,9 +134,9 @@ class RecordWriter:
     # --- on the writer thread -------------------------------------------------------------------
 
     def _run(self) -> None:
-        if self.linger > 0:
-            time.sleep(self.linger)
         while True:
+            if self.linger > 0 and len(self._jobs) < self.max_batch:
+                time.sleep(self.linger)  # every batch lingers: its size follows the rate, not the last batch's time
             self._wait_for_the_bus()
             with self._lock:
                 if not self._jobs:

@@ -1,9 +1,11 @@
-"""A gateway call's record reaches the writer as three jobs (begin, the attempt, the ending), and the
-ending's pieces still run in order, each guarded on its own: a failed piece loses only itself."""
+"""A gateway call's record reaches the writer as one job when the writer gets to it after the call
+ended (as on a busy gateway, within the writer's linger), as more when it got there mid-call; its
+pieces run in order, each guarded on its own: a failed piece loses only itself."""
 
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -57,14 +59,20 @@ def _call(tmp_path: Path) -> tuple[CallRecord, CountingWriter, EventRecorder, Se
     return record, writer, recorder, store, answer
 
 
-def test_a_completed_call_submits_three_jobs_and_records_its_events_in_order(tmp_path: Path) -> None:
-    record, writer, recorder, store, answer = _call(tmp_path)
-    record.begin(5)
-    record.attempt_started("anthropic:claude-haiku-4-5", 1)
-    record.completed(answer)
-    writer.drain()
-    writer.bus.flush()  # type: ignore[union-attr]
-    assert writer.submitted == 3
+def _hold(writer: RecordWriter) -> threading.Event:
+    """Keep the writer busy (another call's job) until the returned event is set."""
+    started, release = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(10)
+
+    writer.submit(busy)
+    assert started.wait(10)
+    return release
+
+
+def _recorded_in_order(record: CallRecord, recorder: EventRecorder, store: SessionStore) -> None:
     assert recorder.types()[-4:] == ["turn.started", "llm.call_started", "llm.call_completed", "turn.completed"]
     started, call, completed = (recorder.of_type(t)[0] for t in ("llm.call_started", "llm.call_completed",
                                                                   "turn.completed"))
@@ -72,6 +80,34 @@ def test_a_completed_call_submits_three_jobs_and_records_its_events_in_order(tmp
     assert started.payload["request_options"]["max_tokens"] == 20
     assert completed.payload["total_output_tokens"] == 1
     assert [m.role for m in store.load_messages(record.session_id)] == [Role.USER, Role.ASSISTANT]
+
+
+def test_a_call_that_ends_before_the_writer_reaches_it_is_one_job_with_its_events_in_order(tmp_path: Path) -> None:
+    record, writer, recorder, store, answer = _call(tmp_path)
+    release = _hold(writer)
+    record.begin(5)
+    record.attempt_started("anthropic:claude-haiku-4-5", 1)
+    record.completed(answer)
+    release.set()
+    writer.drain()
+    writer.bus.flush()  # type: ignore[union-attr]
+    assert writer.submitted == 2  # the holding job, and this call's start, attempt and ending as one
+    _recorded_in_order(record, recorder, store)
+    writer.close()
+
+
+def test_a_call_the_writer_reached_mid_way_submits_its_ending_as_a_job_of_its_own(tmp_path: Path) -> None:
+    record, writer, recorder, store, answer = _call(tmp_path)
+    release = _hold(writer)
+    record.begin(5)
+    record.attempt_started("anthropic:claude-haiku-4-5", 1)
+    release.set()
+    writer.drain()  # the writer has run the call's start while the upstream answers
+    record.completed(answer)
+    writer.drain()
+    writer.bus.flush()  # type: ignore[union-attr]
+    assert writer.submitted == 3  # the holding job, the call's start and attempt, its ending
+    _recorded_in_order(record, recorder, store)
     writer.close()
 
 

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -91,6 +92,25 @@ def test_calls_arriving_within_the_linger_of_an_idle_writer_share_one_transactio
     assert all(len(store.load_messages(item.session_id)) == 1 for item in items)
     writer.close()
     bus.shutdown(drain=True)
+
+
+def test_calls_that_arrive_while_a_batch_is_written_wait_the_linger_too(store: SessionStore) -> None:
+    """Not only the first batch after a quiet spell lingers: a call arriving while a batch is written
+    waits for the next batch's linger, so the calls of those milliseconds share it."""
+    writer = RecordWriter(store, linger=0.1)
+    ran: dict[str, float] = {}
+
+    def second() -> None:
+        ran["second"] = time.monotonic()
+
+    def first() -> None:  # a call that arrives while this batch is being written
+        writer.submit(second)
+        ran["first done"] = time.monotonic()
+
+    writer.submit(first)
+    writer.drain()
+    assert ran["second"] - ran["first done"] >= 0.1
+    writer.close()
 
 
 def test_a_batch_is_capped_at_max_batch_jobs(store: SessionStore) -> None:
