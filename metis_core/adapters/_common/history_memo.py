@@ -162,7 +162,7 @@ def recall(table: HistoryTable[S], messages: list[Message]) -> tuple[int, S] | N
 
 def resumed_wire(table: HistoryTable[Any], messages: list[Message], wire_id: RequestToolIds,
                  dropped: list[DroppedBlock]) -> tuple[int, Any]:
-    """`recall` for a request builder's wire state, whose last two parts are the (canonical, sent) tool ids
+    """`recall` for a request builder's wire state, whose last two parts are the tool ids (`UsedIds`)
     it used and the lossy drops it made: (how many messages it covers, the state) while every one of those
     ids still goes out the same (the request's id map decides), its drops recorded again; else (0, None)."""
     resumed = recall(table, messages)

@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
 from metis_core.adapters._common.token_estimate import _surveys, survey_history
-from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters._common.tool_ids import ToolIdMap, UsedIds
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
@@ -141,14 +141,14 @@ def test_another_model_or_id_map_maps_the_history_afresh() -> None:
 
 def test_a_fresh_id_map_takes_the_held_ids_only_where_it_would_mint_the_same() -> None:
     minted = (("tu_01A", "call_01A"), ("tu_01B", "call_01B"))
-    for _ in range(2):  # the verdict is cached per pairs: asked again, it answers the same
+    for _ in range(2):  # the verdict is made once per kept pairs: asked again, it answers the same
         fresh_map = ToolIdMap()
-        assert fresh_map.bind_minted("openai", minted, "openai")
+        assert fresh_map.bind_minted("openai", UsedIds(minted, "openai"))
         assert fresh_map.to_dict() == {"openai": dict(minted)}
     for pairs in ((("tu_01A", "call_issued_by_openai"),), (("tu_01A", "call_01A"), ("tu_01B", "call_01A"))):
         fresh_map = ToolIdMap()
-        assert not fresh_map.bind_minted("openai", pairs, "openai") and fresh_map.to_dict() == {}
-    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", minted, "openai")
+        assert not fresh_map.bind_minted("openai", UsedIds(pairs, "openai")) and fresh_map.to_dict() == {}
+    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", UsedIds(minted, "openai"))
     history = conversation()
     issued = ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}})
     for _ in range(2):
