@@ -241,15 +241,16 @@ def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, 
     return blocks
 
 
-def _turns(builder: _Builder, history: list[Message], system_messages: list[Message]) -> list[dict[str, Any]]:
+def _turns(builder: _Builder, history: list[Message], system_messages: list[Message],
+           checked_as: list[Message]) -> list[dict[str, Any]]:
     """The conversation's turns; the system messages met on the way go to `system_messages` (one walk, one
     read of each message's role). A history sent again to this target resumes from what its last request
     kept (history_memo.py): the turns so far, the tool ids they used (which must still go out the same),
     the drops (recorded again) and the JSON of the turns no later message can join, which the body takes
-    as it is (encoded_body.py)."""
+    as it is (encoded_body.py). `checked_as`: the list the caller handed in (see `history_memo.recall`)."""
     wire_id, dropped = builder.wire_id, builder.dropped
     before = len(dropped)
-    start, held = resumed_wire(builder.memo, history, wire_id, dropped)
+    start, held = resumed_wire(builder.memo, history, wire_id, dropped, checked_as)
     if held is not None:
         sent, last, last_assistant, held_system, json, used, _ = held
         turns = [*sent, last] if last is not None else list(sent)
@@ -275,7 +276,7 @@ def _turns(builder: _Builder, history: list[Message], system_messages: list[Mess
         done = finished
         held = (turns[:done], turns[done] if len(turns) > done else None, last_assistant, tuple(system_messages),
                 json, used, tuple(dropped[before:]))
-        keep(builder.memo, history, held, start)
+        keep(builder.memo, history, held, start, checked_as)
     _as_sent(turns, done, len(turns))
     if held is not None:
         builder.encoded.append(EncodedItems("messages", turns, done, json))
@@ -387,7 +388,7 @@ def build_request(
     body: dict[str, Any] = {
         "model": builder.model_name,
         "max_tokens": _max_tokens(options, caps, budget),
-        "messages": _turns(builder, history, system_messages),
+        "messages": _turns(builder, history, system_messages, messages),
     }
     system = _system(builder, system_messages)
     if system is not None:

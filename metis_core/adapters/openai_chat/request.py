@@ -200,7 +200,7 @@ class ChatRequestBuilder:
         history = repair_history(messages, session_id=self.session_id)
         wire_id, dropped = self.wire_id, self.dropped
         before = len(dropped)
-        start, held = resumed_wire(self.memo, history, wire_id, dropped)
+        start, held = resumed_wire(self.memo, history, wire_id, dropped, checked_as=messages)
         if held is not None:
             held_out, held_calls, held_images, json, used, _ = held
             out, pending_calls, pending_images = list(held_out), set(held_calls), list(held_images)
@@ -217,7 +217,7 @@ class ChatRequestBuilder:
                 used = wire_id.collected()
             json = joined(json, items_json(out[count:]))
             held = (list(out), frozenset(pending_calls), tuple(pending_images), json, used, tuple(dropped[before:]))
-            keep(self.memo, history, held, start)
+            keep(self.memo, history, held, start, checked_as=messages)
         if held is not None:
             self.encoded.append(EncodedItems("messages", out, len(held[0]), json))
         if pending_images:
