@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from copy import deepcopy
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -142,7 +142,7 @@ def _shared_watch(messages: list[Message], prior: _Watch | None, checked_as: obj
     key = id(messages[0])
     watch = _watches.get(key)
     if (watch is not None and checked_as is not None and watch.checked_for is checked_as and not watch.verdict
-            and len(watch.messages) == len(messages) and watch.messages == messages):
+            and len(watch.messages) == len(messages) and all(map(is_, watch.messages, messages))):
         return watch
     watch = _Watch(messages, prior)
     if record:
