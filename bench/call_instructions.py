@@ -51,12 +51,11 @@ def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
 
     caller = MetisCaller(server)
     client, messages, tools, options = caller.client, caller.messages, caller.tools, options_for(provider)
-    call = client._prepare(messages, None, tools, options, ToolIdMap(), "", None, None, False)
+    for _ in range(3):  # prepared as every call of a chat after its first two is: the history sent before
+        call = client._prepare(messages, None, tools, options, ToolIdMap(), "", None, None, False)
     headers, wire, adapter = client._headers(call), client._wire(call), call.adapter
     response = wire.send(call.request.method, call.url, call.body, headers, provider=provider)
     history = surveyed_history(messages, tools)[0]
-    body = call.request.body
-    import orjson
 
     def parse() -> Any:
         call.context.tool_ids = ToolIdMap()  # as a fresh call has: the answer's tool ids are new to it
@@ -65,7 +64,7 @@ def _stage_actions(server: str, provider: str) -> dict[str, Callable[[], Any]]:
     return {
         "survey": lambda: surveyed_history(messages, tools),
         "to_wire": lambda: adapter.to_wire(history, tools, options, ToolIdMap()),
-        "body": lambda: orjson.dumps(body),
+        "body": call.request.body_json,
         "send": lambda: wire.send(call.request.method, call.url, call.body, headers, provider=provider),
         "asend": lambda: wire.asend(call.request.method, call.url, call.body, headers, provider=provider),
         "parse": parse,

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from metis_core.adapters._common.encoded_body import EncodedItems, encode_body
 from metis_core.adapters._common.lossy import DroppedBlock
 from metis_core.adapters._common.response_message import DIRECT_ROUTING_REASON, finish_usage, routing_record
 from metis_core.adapters._common.token_estimate import estimate_tokens
@@ -83,6 +84,12 @@ class WireRequest:
     query: dict[str, str] = field(default_factory=dict)
     dropped: list[DroppedBlock] = field(default_factory=list)
     """Lossy projections made while building this request (each already logged at WARN)."""
+    encoded: tuple[EncodedItems, ...] = ()
+    """Lists in the body whose leading items' JSON was kept with them (a history sent before, the tools)."""
+
+    def body_json(self) -> bytes:
+        """The body as JSON: the bytes `orjson.dumps(body)` gives, the kept parts written as they are."""
+        return encode_body(self.body, self.encoded)
 
 
 DIRECT_ROUTING = prechecked.routing_record(RoutingMode.DEFAULT, "", DIRECT_ROUTING_REASON)

@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
-import orjson
 from pydantic import BaseModel, SecretStr
 
 from metis_core.adapters._common.repair import RepairedHistory
@@ -335,7 +334,7 @@ class ModelClient:
             from metis_core.cassettes.canonical import canonical_request, options_json
 
             canonical = canonical_request(model_id, history, tool_list, options_json(options))
-        return _PreparedCall(adapter, request, url, orjson.dumps(request.body), context, canonical, kept)
+        return _PreparedCall(adapter, request, url, request.body_json(), context, canonical, kept)
 
     def _headers(self, call: _PreparedCall) -> dict[str, str]:
         auth = self._auth_headers(call.adapter.provider, call.adapter, call.kept)

@@ -1,7 +1,8 @@
 """Memoizes the state a derivation reached at the end of a history (survey sums, wire messages), per
 context (target, model, options it reads), for the next request whose history starts with the same
-message objects. The mutable parts inside those frozen messages are compared with copies in one C
-compare per request; any change and the history is derived afresh. It does no sequence work itself.
+message objects. The mutable parts inside those frozen messages are compared with copies once per
+request (the survey's check serves the mapping); a change a derivation reads and it derives the
+history afresh. It does no sequence work itself.
 The wire dicts a kept state holds go into the next request's body as they are: a built body is
 read-only (copy a nested part before changing it).
 """
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable
 from copy import deepcopy
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import TYPE_CHECKING, Any, Final, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -50,38 +51,37 @@ READ_METADATA: Final = ("model", "provider", "provider_raw", "critical_blocks")
 drops): a derivation that reads another must name it, or a change to that field would go unseen. `status` is
 read by the repair pass, which runs before the mapping: a history it changes reaches the mapping as other
 message objects."""
+WATCHED_METADATA: Final = ("status", *READ_METADATA)
+"""Every metadata field a derivation held here may read (the survey reads `status`); a watch copies them all."""
+CONTENT: Final = "content"
+"""In a watch's changes: a content list, or a list or dict inside a block, is not what was copied."""
+_NOTHING: Final[frozenset[str]] = frozenset()
+_read_watched: Final = itemgetter(*WATCHED_METADATA)
 
 
-class _History(Generic[S]):
-    """A history's messages (held), the state derived at its end, and what its mutable parts held then.
-    A history seen once holds only its first message (one-off requests keep nothing alive).
+class _Watch:
+    """What the mutable parts of a run of messages (held) held when it was derived: one snapshot every table
+    deriving from the same messages shares, and the changes the survey found at its last check, with the
+    history list that check was made for (the list it hands on: the mapping of that request takes the verdict).
 
-    `live` holds the content lists and every list and dict inside the blocks; `snapshot` their copies
-    (lists by their items, which compare by identity first, then by value: an item replaced by an equal
-    value derives the same, and each held item's containers are in the snapshot too, so its value
-    cannot drift under the comparison). `metadata` holds the metadata field dicts, `metadata_values` the
-    values of the fields its table's derivation reads, compared by value. All None until the history is seen
-    a second time."""
+    `live` holds the content lists and every list and dict inside the blocks; `snapshot` their copies (lists
+    by their items, which compare by identity first, then by value: an item replaced by an equal value derives
+    the same, and each held item's containers are in the snapshot too, so its value cannot drift under the
+    comparison). `metadata` holds the metadata field dicts, `values` copies of the watched fields' values."""
 
-    __slots__ = ("live", "messages", "metadata", "metadata_values", "snapshot", "state")
+    __slots__ = ("checked_for", "live", "messages", "metadata", "snapshot", "values", "verdict")
+    messages: list[Message]
+    live: list[Any]
+    snapshot: list[Any]
+    metadata: list[dict[str, Any]]
+    values: list[Any]
 
-    def __init__(self, messages: list[Message], state: S | None) -> None:
-        self.messages = messages
-        self.state = state
-        self.live: list[Any] | None = None
-        self.snapshot: list[Any] | None = None
-        self.metadata: list[dict[str, Any]] | None = None
-        self.metadata_values: list[tuple[Any, ...]] | None = None
-
-    def unchanged(self, read: itemgetter[Any]) -> bool:
-        return bool(self.live == self.snapshot and list(map(read, self.metadata or ())) == self.metadata_values)
-
-    def watch(self, messages: list[Message], prior: _History[S] | None, read: itemgetter[Any]) -> None:
-        """Snapshots the mutable parts of `messages`, extending `prior`'s when it is a held prefix."""
-        if prior is not None and prior.live is not None:
+    def __init__(self, messages: list[Message], prior: _Watch | None) -> None:
+        """Copies the mutable parts of `messages`, extending `prior`'s when it watches a prefix of them."""
+        if prior is not None:
             start = len(prior.messages)
-            live, frozen = list(prior.live), list(prior.snapshot or ())
-            metadata, values = list(prior.metadata or ()), list(prior.metadata_values or ())
+            live, frozen = list(prior.live), list(prior.snapshot)
+            metadata, values = list(prior.metadata), list(prior.values)
         else:
             start, live, frozen, metadata, values = 0, [], [], [], []
         for message in messages[start:]:
@@ -93,8 +93,64 @@ class _History(Generic[S]):
             frozen.extend(list(part) if type(part) is list else deepcopy(part) for part in parts)
             field_dict = message.metadata.__dict__
             metadata.append(field_dict)
-            values.append(deepcopy(read(field_dict)))
-        self.live, self.snapshot, self.metadata, self.metadata_values = live, frozen, metadata, values
+            values.append(deepcopy(_read_watched(field_dict)))
+        self.messages = list(messages)
+        self.live, self.snapshot, self.metadata, self.values = live, frozen, metadata, values
+        self.checked_for: object = None
+        self.verdict = _NOTHING
+
+    def changes(self, checked_as: object, record: bool) -> frozenset[str]:
+        """The watched fields (and CONTENT) that differ from the copies now, found once per request: a check
+        recorded for the same history list (`checked_as`, the list the client surveyed) is taken as it is.
+        Only the survey records its check (`record`), for the list it made itself and hands on."""
+        if checked_as is not None and self.checked_for is checked_as:
+            return self.verdict
+        current = list(map(_read_watched, self.metadata))
+        if self.live == self.snapshot and current == self.values:
+            verdict = _NOTHING
+        else:  # which of them: a table whose fields are all the same keeps its state
+            changed = {field for index, field in enumerate(WATCHED_METADATA)
+                       if [now[index] for now in current] != [then[index] for then in self.values]}
+            if self.live != self.snapshot:
+                changed.add(CONTENT)
+            verdict = frozenset(changed)
+        if record:
+            self.checked_for, self.verdict = checked_as, verdict
+        return verdict
+
+
+class _History(Generic[S]):
+    """A history's messages (held), the state derived at its end, and the watch on its mutable parts.
+    A history seen once holds only its first message (one-off requests keep nothing alive); `watch` is None
+    until it is seen a second time."""
+
+    __slots__ = ("messages", "state", "watch")
+
+    def __init__(self, messages: list[Message], state: S | None, watch: _Watch | None = None) -> None:
+        self.messages = messages
+        self.state = state
+        self.watch = watch
+
+
+_watches: dict[int, _Watch] = {}
+"""The latest watch of each history, by its first message's id: a table keeping a state for the same messages
+in the same request shares it (one check per request serves them all)."""
+
+
+def _shared_watch(messages: list[Message], prior: _Watch | None, checked_as: object, record: bool) -> _Watch:
+    """The watch made in this request for exactly these messages, found unchanged; else a new one."""
+    key = id(messages[0])
+    watch = _watches.get(key)
+    if (watch is not None and checked_as is not None and watch.checked_for is checked_as and not watch.verdict
+            and len(watch.messages) == len(messages) and all(map(is_, watch.messages, messages))):
+        return watch
+    watch = _Watch(messages, prior)
+    if record:
+        watch.checked_for = checked_as
+    if len(_watches) >= LIMIT * 4:
+        _watches.clear()
+    _watches[key] = watch
+    return watch
 
 
 class Identity:
@@ -114,58 +170,66 @@ class Identity:
 
 
 class HistoryTable(dict[int, _History[S]], Generic[S]):
-    """The histories held for one context, by their first message's id; `read` gets the metadata field
-    values its derivation reads from a message's field dict."""
+    """The histories held for one context, by their first message's id; `reads` are the metadata fields (and
+    CONTENT) whose change derives a history afresh."""
 
-    __slots__ = ("read",)
+    __slots__ = ("reads",)
 
-    def __init__(self, read: itemgetter[Any]) -> None:
+    def __init__(self, read_metadata: tuple[str, ...]) -> None:
         super().__init__()
-        self.read = read
+        unknown = set(read_metadata) - set(WATCHED_METADATA)
+        if unknown:
+            raise ValueError(f"metadata fields {sorted(unknown)} are not watched: add them to WATCHED_METADATA")
+        self.reads = frozenset((*read_metadata, CONTENT))
 
 
 class HistoryMemo(Generic[S]):
     """One kind of derived state, a table per context (any hashable key the derivation reads), and the
     metadata fields that derivation reads (a change to one of them derives the history afresh)."""
 
-    __slots__ = ("_read", "_tables")
+    __slots__ = ("_read_metadata", "_tables")
 
     def __init__(self, read_metadata: tuple[str, ...] = READ_METADATA) -> None:
         self._tables: dict[Hashable, HistoryTable[S]] = {}
-        self._read = itemgetter(*read_metadata)
+        self._read_metadata = read_metadata
 
     def table(self, context: Hashable) -> HistoryTable[S]:
         table = self._tables.get(context)
         if table is None:
             if len(self._tables) >= CONTEXT_LIMIT:
                 self._tables.clear()
-            table = self._tables[context] = HistoryTable(self._read)
+            table = self._tables[context] = HistoryTable(self._read_metadata)
         return table
 
     def clear(self) -> None:
         self._tables.clear()
 
 
-def recall(table: HistoryTable[S], messages: list[Message]) -> tuple[int, S] | None:
+def recall(table: HistoryTable[S], messages: list[Message], checked_as: object = None,
+           record: bool = False) -> tuple[int, S] | None:
     """(how many messages it covers, the state kept at their end) for the longest history held that
-    `messages` starts with, while nothing inside those messages changed; else None."""
+    `messages` starts with, while nothing its table reads inside those messages changed; else None.
+    `checked_as`: the history list the caller got, whose check the survey recorded (`record`: this is the
+    survey, the list one it made; see `_Watch.changes`)."""
     if not messages:
         return None
     held = table.get(id(messages[0]))
-    if held is None or held.live is None:
+    if held is None or held.watch is None:
         return None
     count = len(held.messages)
-    if len(messages) < count or messages[:count] != held.messages or not held.unchanged(table.read):
+    if len(messages) < count or messages[:count] != held.messages:
         return None
-    return count, held.state  # type: ignore[return-value]  # not None once `live` is
+    if held.watch.changes(checked_as, record) & table.reads:
+        return None
+    return count, held.state  # type: ignore[return-value]  # not None once `watch` is
 
 
 def resumed_wire(table: HistoryTable[Any], messages: list[Message], wire_id: RequestToolIds,
-                 dropped: list[DroppedBlock]) -> tuple[int, Any]:
-    """`recall` for a request builder's wire state, whose last two parts are the (canonical, sent) tool ids
+                 dropped: list[DroppedBlock], checked_as: object = None) -> tuple[int, Any]:
+    """`recall` for a request builder's wire state, whose last two parts are the tool ids (`UsedIds`)
     it used and the lossy drops it made: (how many messages it covers, the state) while every one of those
     ids still goes out the same (the request's id map decides), its drops recorded again; else (0, None)."""
-    resumed = recall(table, messages)
+    resumed = recall(table, messages, checked_as)
     if resumed is None or not wire_id.all_same(resumed[1][-2]):
         return 0, None
     record_drops_again(dropped, resumed[1][-1])
@@ -186,8 +250,10 @@ def first_sight(table: HistoryTable[S], messages: list[Message]) -> bool:
     return True
 
 
-def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int) -> None:
-    """Holds `state`, derived at the end of `messages` (resuming after the first `resumed` of them)."""
+def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int, checked_as: object = None,
+         record: bool = False) -> None:
+    """Holds `state`, derived at the end of `messages` (resuming after the first `resumed` of them); its watch
+    is the one another table made for the same messages in this request (`checked_as`), if there is one."""
     if not messages:
         return
     key = id(messages[0])
@@ -199,16 +265,18 @@ def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int
         return
     if resumed and resumed == len(messages) and held.state is state:
         return  # the same history again: nothing new to hold
-    if not resumed and held.live is not None:
+    if not resumed and held.watch is not None:
         # The held history did not match (changed inside, or another one starting alike): start over
         # from a mark, so a history that never matches (one repaired into new objects every call) is
         # not copied on every request.
         table[key] = _History(messages[:1], None)
         return
-    entry = _History(list(messages), state)
+    prior = held.watch if resumed and resumed == len(held.messages) else None
+    if prior is not None and prior.verdict:  # a field this table does not read changed: copy every part afresh
+        prior = None
     try:
-        entry.watch(messages, held if resumed and resumed == len(held.messages) else None, table.read)
+        watch = _shared_watch(messages, prior, checked_as, record)
     except Exception:  # something inside that deepcopy cannot copy: this history is derived afresh each time
         table.pop(key, None)
         return
-    table[key] = entry
+    table[key] = _History(watch.messages, state, watch)

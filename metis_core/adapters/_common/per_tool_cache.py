@@ -1,15 +1,20 @@
-"""Memoizes a value derived from a ToolDefinition, per definition object.
+"""Memoizes values derived from ToolDefinitions: per definition object, and per list of them.
 
 The same tools go with every call of a session, so work derived from them (a size estimate, a
-provider's schema dialect) is done once. Keys are object identities, checked against the held
-object so a recycled id can never return another tool's value. Values are shared, like the
-definition's own `input_schema` that request bodies already reference: treat them as read-only.
+provider's schema dialect, a request's wire tool list and its JSON) is done once. Keys are object
+identities, checked against the held objects so a recycled id can never return another tool's value.
+Values are shared, like the definition's own `input_schema` that request bodies already reference:
+treat them as read-only. A tool list's value is derived afresh when anything in its definitions changed
+(compared with a copy, as history_memo.py does for messages).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Generic, TypeVar
+from copy import deepcopy
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from metis_core.adapters._common.encoded_body import items_json
 
 if TYPE_CHECKING:
     from metis_core.messages import ToolDefinition
@@ -17,6 +22,8 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 LIMIT = 4_096
+LIST_LIMIT = 256
+"""Tool lists held per mapping; a full table starts over."""
 
 
 class PerToolCache(Generic[T]):
@@ -33,3 +40,43 @@ class PerToolCache(Generic[T]):
             self._entries.clear()
         self._entries[id(tool)] = (tool, value)  # holding the tool keeps its id from being reused
         return value
+
+
+class _WireTools:
+    """A tool list (held), its wire definitions and their JSON, and a copy of each definition's fields."""
+
+    __slots__ = ("json", "snapshot", "tools", "wire")
+
+    def __init__(self, tools: list[ToolDefinition], wire: list[dict[str, Any]], snapshot: list[dict[str, Any]]) -> None:
+        self.tools = tools
+        self.wire = wire
+        self.json = items_json(wire)
+        self.snapshot = snapshot
+
+
+class WireToolsMemo:
+    """A request mapping's wire tool list and its JSON (comma-separated, no brackets), per list of tool
+    objects: mapped once and held while the same definitions come again unchanged."""
+
+    __slots__ = ("_held", "_wire_tool")
+
+    def __init__(self, wire_tool: Callable[[ToolDefinition], dict[str, Any]]) -> None:
+        self._wire_tool = wire_tool
+        self._held: dict[int, _WireTools] = {}
+
+    def __call__(self, tools: list[ToolDefinition]) -> tuple[list[dict[str, Any]], bytes]:
+        """(the wire definitions, their JSON) of a non-empty tool list; the list is the caller's own."""
+        key = id(tools[0])
+        held = self._held.get(key)
+        if held is not None and held.tools == tools and held.snapshot == [tool.__dict__ for tool in tools]:
+            return list(held.wire), held.json
+        wire = [self._wire_tool(tool) for tool in tools]
+        try:
+            snapshot = deepcopy([tool.__dict__ for tool in tools])
+        except Exception:  # something in a schema deepcopy cannot copy: mapped afresh each time
+            self._held.pop(key, None)
+            return wire, items_json(wire)
+        if len(self._held) >= LIST_LIMIT:
+            self._held.clear()
+        entry = self._held[key] = _WireTools(list(tools), wire, snapshot)  # held: the ids are not reused
+        return list(wire), entry.json

@@ -47,16 +47,17 @@ def estimate_tokens(messages: Sequence[Message], tools: Sequence[ToolDefinition]
 
 
 def survey_history(
-    messages: Sequence[Message], tools: Sequence[ToolDefinition]
+    messages: Sequence[Message], tools: Sequence[ToolDefinition], checked_as: object = None
 ) -> tuple[int, HistoryShape, bool]:
     """(estimated input tokens, history shape for `check_fits`, already in repaired form), in one pass.
 
     The third answer is `repair._needs_no_repair`'s, reached in the same walk over the blocks (the
     client hands a history found in repaired form to the adapter as a `RepairedHistory`, so the
     adapter's `repair_history` does not walk it again); tests hold the two verdicts equal. A history
-    sent again resumes from the sums kept at the end of its last survey (history_memo.py)."""
+    sent again resumes from the sums kept at the end of its last survey (history_memo.py); `checked_as` is the
+    list the request's mapping will get, which takes this survey's check of the messages as it is."""
     history = messages if type(messages) is list or type(messages) is RepairedHistory else list(messages)
-    resumed = recall(_surveys, history)
+    resumed = recall(_surveys, history, checked_as, record=True)
     awaiting: list[str]
     seen_uses: set[str]
     if resumed is None:
@@ -129,7 +130,7 @@ def survey_history(
                     chars += len(block.data)
     if start != len(history) and (start or not first_sight(_surveys, history)):
         state = (chars, blocks, images, tool_calls, system, repaired, answered, open_calls)
-        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start)
+        keep(_surveys, history, (state, tuple(awaiting), frozenset(seen_uses)), start, checked_as, record=True)
     chars += BLOCK_OVERHEAD_CHARS * blocks
     for tool in tools:
         chars += _tool_chars(tool)
@@ -141,10 +142,12 @@ def surveyed_history(
     messages: Sequence[Message], tools: Sequence[ToolDefinition]
 ) -> tuple[list[Message], int, HistoryShape]:
     """The history to translate, its token estimate and shape, from one walk; the history is a
-    `RepairedHistory` when it is already in repaired form (the adapter's repair pass then takes it as it is)."""
-    history = list(messages)
-    tokens, shape, repaired = survey_history(history, tools)
-    return (RepairedHistory(history) if repaired else history), tokens, shape
+    `RepairedHistory` when it is already in repaired form (the adapter's repair pass then takes it as it is).
+    That list carries the survey's check of the messages to the mapping: hand it on before anything changes
+    inside them."""
+    history = RepairedHistory(messages)
+    tokens, shape, repaired = survey_history(history, tools, checked_as=history)
+    return (history if repaired else list(history)), tokens, shape
 
 
 _SurveyState = tuple[tuple[int, int, int, bool, bool, bool, int, int], tuple[str, ...], frozenset[str]]

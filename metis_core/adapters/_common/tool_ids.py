@@ -13,9 +13,12 @@ import hashlib
 import logging
 import re
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from metis_core.ids import new_tool_use_id
+
+if TYPE_CHECKING:
+    from collections.abc import Iterable
 
 IdStyle = Literal["anthropic", "openai", "alnum9", "gemini", "opaque"]
 
@@ -123,15 +126,14 @@ class ToolIdMap:
         to_canonical[candidate] = canonical_id
         return candidate
 
-    def bind_minted(self, namespace: str, pairs: tuple[tuple[str, str], ...], style: IdStyle) -> bool:
-        """Binds every (canonical, provider) pair at once when this namespace holds no ids yet and each is
-        the id `provider_for` would mint for it (a request resuming a history on a fresh map); else
+    def bind_minted(self, namespace: str, used: UsedIds) -> bool:
+        """Binds every (canonical, provider) pair of `used` at once when this namespace holds no ids yet and
+        each is the id `provider_for` would mint for it (a request resuming a history on a fresh map); else
         binds nothing and answers False."""
-        if self._to_provider.get(namespace) or self._to_canonical.get(namespace) or not _minted(pairs, style):
+        if self._to_provider.get(namespace) or self._to_canonical.get(namespace) or not used.minted:
             return False
-        to_provider = dict(pairs)
-        self._to_provider[namespace] = to_provider
-        self._to_canonical[namespace] = {sent: canonical_id for canonical_id, sent in to_provider.items()}
+        self._to_provider[namespace] = dict(used.sent)
+        self._to_canonical[namespace] = dict(used.canonical)
         return True
 
     def provider_id(self, namespace: str, canonical_id: str) -> str | None:
@@ -165,15 +167,19 @@ def _fits(provider_id: str, style: IdStyle) -> bool:
     return True
 
 
-@lru_cache(maxsize=1_024)
-def _minted(pairs: tuple[tuple[str, str], ...], style: IdStyle) -> bool:
-    """Whether each pair's sent id is the one `provider_for` mints for its canonical id on an empty map, each
-    sent id different (two minted alike: its collision rule decides). Cached: a history resumed on a fresh map
-    asks about the same pairs, the same tuple, on every request."""
-    to_provider = dict(pairs)
-    if len(set(to_provider.values())) != len(to_provider):
-        return False
-    return all(sent == outbound_id(canonical_id, style) for canonical_id, sent in to_provider.items())
+class UsedIds:
+    """The (canonical, sent) tool-id pairs a held mapping used, each once, as a dict each way, and whether each
+    sent id is the one `provider_for` mints for its canonical id on an empty map, each different (two minted
+    alike: its collision rule decides). Made once per kept mapping, read by every request resuming it."""
+
+    __slots__ = ("canonical", "minted", "pairs", "sent")
+
+    def __init__(self, pairs: Iterable[tuple[str, str]], style: IdStyle) -> None:
+        self.sent = dict(pairs)
+        self.pairs = tuple(self.sent.items())
+        self.canonical = {sent: canonical_id for canonical_id, sent in self.pairs}
+        self.minted = len(self.canonical) == len(self.sent) and all(
+            sent == outbound_id(canonical_id, style) for canonical_id, sent in self.pairs)
 
 
 class RequestToolIds:
@@ -187,7 +193,7 @@ class RequestToolIds:
         self._style = style
         self._ids: dict[str, str] = {}
         self.used: list[tuple[str, str]] | None = None
-        """When a list: every (canonical, sent) pair asked for is appended (what one message's mapping used)."""
+        """When a list (`collect`): every (canonical, sent) pair asked for is appended (what a mapping used)."""
 
     def __call__(self, canonical_id: str) -> str:
         known = self._ids.get(canonical_id)
@@ -197,9 +203,18 @@ class RequestToolIds:
             self.used.append((canonical_id, known))
         return known
 
-    def all_same(self, pairs: tuple[tuple[str, str], ...]) -> bool:
+    def all_same(self, used: UsedIds) -> bool:
         """Whether each canonical id still goes out as it did (asking for it as a fresh mapping would)."""
-        if not self._ids and self._tool_ids.bind_minted(self._namespace, pairs, self._style):
-            self._ids.update(pairs)
+        if not self._ids and self._tool_ids.bind_minted(self._namespace, used):
+            self._ids.update(used.sent)
             return True
-        return all(self(canonical_id) == sent for canonical_id, sent in pairs)
+        return all(self(canonical_id) == sent for canonical_id, sent in used.pairs)
+
+    def collect(self, held: UsedIds | None) -> None:
+        """Notes every pair asked for from now on, after those of `held` (what a resumed mapping used)."""
+        self.used = list(held.pairs) if held is not None else []
+
+    def collected(self) -> UsedIds:
+        """The pairs noted since `collect`, each once; stops noting."""
+        used, self.used = UsedIds(self.used or (), self._style), None
+        return used

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Final
 
+from metis_core.adapters._common.encoded_body import EncodedItems, items_json, joined
 from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, resumed_wire
 from metis_core.adapters._common.hosted import (
     HOSTED_CLASSES,
@@ -20,10 +21,11 @@ from metis_core.adapters._common.hosted import (
     text_for_other_target,
 )
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.per_tool_cache import WireToolsMemo
 from metis_core.adapters._common.platform_origin import claude_signature_travels, redacted_data
 from metis_core.adapters._common.repair import repair_history
 from metis_core.adapters._common.replay import origin_mismatch_reason, replayable_to
-from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap
+from metis_core.adapters._common.tool_ids import RequestToolIds, ToolIdMap, UsedIds
 from metis_core.adapters.anthropic.hosted import call_fields, hosted_tool_definitions, pending_container
 from metis_core.adapters.base import AdapterOptions, WireRequest
 from metis_core.errors import ModelIdError, UnknownModelError
@@ -62,10 +64,10 @@ _ASSISTANT: Final = Role.ASSISTANT  # bound once: enum class lookups add up per 
 _SYSTEM: Final = Role.SYSTEM
 
 
-_HeldTurns = tuple[
-    list[dict[str, Any]], bool | None, tuple[Message, ...], tuple[tuple[str, str], ...], tuple[DroppedBlock, ...]
-]
-"""At the end of a history: its turns, whose the last is, the system messages met, the tool ids used, the drops."""
+_HeldTurns = tuple[list[dict[str, Any]], dict[str, Any] | None, bool | None, tuple[Message, ...], bytes, UsedIds,
+                   tuple[DroppedBlock, ...]]
+"""At the end of a history: its turns but the last as sent, the last as built (the next message may join it), whose
+the last is, the system messages met, the JSON of the turns as sent, the tool ids used, the drops."""
 _histories: Final[HistoryMemo[_HeldTurns]] = HistoryMemo()
 
 NATIVE_COMPACTION_MIN_TRIGGER = 50_000
@@ -88,7 +90,7 @@ def cache_control_of(message: Message) -> dict[str, Any] | None:
 class _Builder:
     """State of one to_wire call: target, id map, drop list."""
 
-    __slots__ = ("caps", "dropped", "memo", "model_name", "session_id", "tool_ids", "wire_id")
+    __slots__ = ("caps", "dropped", "encoded", "memo", "model_name", "session_id", "tool_ids", "wire_id")
 
     def __init__(self, options: AdapterOptions, tool_ids: ToolIdMap, caps: AdapterCapabilities | None) -> None:
         self.model_name = options.model_name
@@ -96,6 +98,8 @@ class _Builder:
         self.tool_ids = tool_ids
         self.caps = caps
         self.dropped: list[DroppedBlock] = []
+        self.encoded: list[EncodedItems] = []
+        """The body's lists whose JSON is known (the turns sent before, the tools)."""
         # ids are namespaced by the provider the request goes to, as the response issued them (Claude on
         # Vertex gets back the ids Vertex issued, not Anthropic direct's)
         target = options.model.partition(":")[0] if ":" in options.model else PROVIDER
@@ -237,42 +241,58 @@ def _system(builder: _Builder, messages: list[Message]) -> str | list[dict[str, 
     return blocks
 
 
-def _turns(builder: _Builder, history: list[Message], system_messages: list[Message]) -> list[dict[str, Any]]:
+def _turns(builder: _Builder, history: list[Message], system_messages: list[Message],
+           checked_as: list[Message]) -> list[dict[str, Any]]:
     """The conversation's turns; the system messages met on the way go to `system_messages` (one walk, one
     read of each message's role). A history sent again to this target resumes from what its last request
-    kept (history_memo.py): the turns so far, the tool ids they used (which must still go out the same)
-    and the drops (recorded again)."""
+    kept (history_memo.py): the turns so far, the tool ids they used (which must still go out the same),
+    the drops (recorded again) and the JSON of the turns no later message can join, which the body takes
+    as it is (encoded_body.py). `checked_as`: the list the caller handed in (see `history_memo.recall`)."""
     wire_id, dropped = builder.wire_id, builder.dropped
     before = len(dropped)
-    start, held = resumed_wire(builder.memo, history, wire_id, dropped)
+    start, held = resumed_wire(builder.memo, history, wire_id, dropped, checked_as)
     if held is not None:
-        held_turns, last_assistant, held_system, used, _ = held
-        turns = list(held_turns)
+        sent, last, last_assistant, held_system, json, used, _ = held
+        turns = [*sent, last] if last is not None else list(sent)
         system_messages.extend(held_system)
     else:
-        used, turns, last_assistant = (), [], None
+        sent, json, used, turns, last_assistant = [], b"", None, [], None
+    done = len(sent)
+    """The turns already as sent (a new message can join the last turn only)."""
     if not start and first_sight(builder.memo, history):
         _more_turns(builder, history, turns, last_assistant, system_messages)
     elif start != len(history):
-        if turns:
+        if len(turns) > done:
             turns[-1] = {**turns[-1], "content": list(turns[-1]["content"])}  # the held turn stays as it was
-        wire_id.used = list(used)
+        wire_id.collect(used)
         try:
             last_assistant = _more_turns(builder, history[start:] if start else history, turns, last_assistant,
                                          system_messages)
         finally:
-            used, wire_id.used = tuple(dict.fromkeys(wire_id.used or ())), None  # each id once
-        held = (list(turns), last_assistant, tuple(system_messages), used, tuple(dropped[before:]))
-        keep(builder.memo, history, held, start)
-    index = -1
-    for turn in turns:  # a list of this call's own: a held turn is replaced, never changed
-        index += 1
+            used = wire_id.collected()
+        finished = max(len(turns) - 1, done)
+        _as_sent(turns, done, finished)
+        json = joined(json, items_json(turns[done:finished]))
+        done = finished
+        held = (turns[:done], turns[done] if len(turns) > done else None, last_assistant, tuple(system_messages),
+                json, used, tuple(dropped[before:]))
+        keep(builder.memo, history, held, start, checked_as)
+    _as_sent(turns, done, len(turns))
+    if held is not None:
+        builder.encoded.append(EncodedItems("messages", turns, done, json))
+    return turns
+
+
+def _as_sent(turns: list[dict[str, Any]], start: int, end: int) -> None:
+    """Turns `start` to `end` in the form they are sent: a user turn of one plain text block (no cache_control)
+    as a string. A turn is replaced, never changed: a list of this call's own, whose turns may be held."""
+    for index in range(start, end):
+        turn = turns[index]
         content = turn["content"]
         if len(content) == 1 and turn["role"] == "user":
             only = content[0]
-            if only["type"] == "text" and len(only) == 2:  # plain text, no cache_control: sent as a string
+            if only["type"] == "text" and len(only) == 2:
                 turns[index] = {"role": "user", "content": only["text"]}
-    return turns
 
 
 def _more_turns(
@@ -336,6 +356,13 @@ def _max_tokens(options: AdapterOptions, caps: AdapterCapabilities | None, budge
     return chosen
 
 
+def _wire_tool(tool: ToolDefinition) -> dict[str, Any]:
+    return {"name": tool.name, "description": tool.description, "input_schema": tool.input_schema}
+
+
+_wire_tools: Final = WireToolsMemo(_wire_tool)
+
+
 def capabilities_or_none(adapter: Adapter, model: str) -> AdapterCapabilities | None:
     try:
         return adapter.capabilities(model)
@@ -361,7 +388,7 @@ def build_request(
     body: dict[str, Any] = {
         "model": builder.model_name,
         "max_tokens": _max_tokens(options, caps, budget),
-        "messages": _turns(builder, history, system_messages),
+        "messages": _turns(builder, history, system_messages, messages),
     }
     system = _system(builder, system_messages)
     if system is not None:
@@ -369,9 +396,13 @@ def build_request(
     hosted_defs, betas = hosted_tool_definitions(options.hosted_tools, options.model)
     provider_tools = [*options.provider_tools, *hosted_defs]
     if tools or provider_tools:
-        body["tools"] = [
-            {"name": t.name, "description": t.description, "input_schema": t.input_schema} for t in tools
-        ] + provider_tools
+        if tools:
+            wire_tools, tools_json = _wire_tools(tools)
+            builder.encoded.append(EncodedItems("tools", wire_tools, len(wire_tools), tools_json))
+            wire_tools.extend(provider_tools)
+        else:
+            wire_tools = provider_tools
+        body["tools"] = wire_tools
         choice = _tool_choice(options)
         if choice is not None:
             body["tool_choice"] = choice
@@ -406,4 +437,5 @@ def build_request(
         stream=options.stream,
         headers=headers,
         dropped=builder.dropped,
+        encoded=tuple(builder.encoded),
     )

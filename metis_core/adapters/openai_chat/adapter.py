@@ -73,7 +73,8 @@ class OpenAIChatAdapter(Adapter):
         )
         body = builder.build(messages, tools)
         return WireRequest(
-            path=self.path, body=body, stream=options.stream, headers=self.request_headers(), dropped=builder.dropped
+            path=self.path, body=body, stream=options.stream, headers=self.request_headers(), dropped=builder.dropped,
+            encoded=tuple(builder.encoded),
         )
 
     def request_headers(self) -> dict[str, str]:

@@ -14,11 +14,13 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from metis_core.adapters._common.encoded_body import EncodedItems, items_json, joined
 from metis_core.adapters._common.history_memo import HistoryMemo, Identity, first_sight, keep, resumed_wire
 from metis_core.adapters._common.hosted import HOSTED_CLASSES, note_foreign_citations, text_for_other_target
 from metis_core.adapters._common.lossy import DroppedBlock, record_block_drop
+from metis_core.adapters._common.per_tool_cache import WireToolsMemo
 from metis_core.adapters._common.repair import repair_history
-from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap
+from metis_core.adapters._common.tool_ids import IdStyle, RequestToolIds, ToolIdMap, UsedIds
 from metis_core.adapters.base import AdapterOptions
 from metis_core.errors import SessionInvariantError
 from metis_core.messages import (
@@ -53,9 +55,10 @@ _TOOL, _ASSISTANT, _USER = Role.TOOL, Role.ASSISTANT, Role.USER
 
 TOOL_IMAGE_NOTE = "[the image output of this tool call follows in the next user message]"
 
-_HeldWire = tuple[list[dict[str, Any]], frozenset[str], tuple[dict[str, Any], ...], tuple[tuple[str, str], ...],
+_HeldWire = tuple[list[dict[str, Any]], frozenset[str], tuple[dict[str, Any], ...], bytes, UsedIds,
                   tuple[DroppedBlock, ...]]
-"""At the end of a history: its wire messages, the calls and images pending, the tool ids used, the drops."""
+"""At the end of a history: its wire messages, the calls and images pending, the messages' JSON, the tool ids
+used, the drops."""
 _histories: HistoryMemo[_HeldWire] = HistoryMemo()
 
 
@@ -112,6 +115,8 @@ class ChatRequestBuilder:
         self.session_id = options.session_id
         self.id_style: IdStyle = "alnum9" if capabilities.tool_id_style == "alnum9" else self.default_id_style
         self.dropped: list[DroppedBlock] = []
+        self.encoded: list[EncodedItems] = []
+        """The body's lists whose JSON is known (the history's messages, the tools)."""
         self.wire_id = RequestToolIds(tool_ids, self.namespace, self.id_style)
         self.memo = _histories.table(
             (type(self), provider, adapter_name, options.model, self.session_id, self.id_style, Identity(capabilities))
@@ -124,7 +129,9 @@ class ChatRequestBuilder:
         options = self.options
         body: dict[str, Any] = {"model": self.model_name, "messages": self.wire_messages(messages)}
         if tools and self.caps.supports_tools:
-            body["tools"] = [self.wire_tool(tool) for tool in tools]
+            wire_tools, tools_json = _wire_tools(tools)
+            body["tools"] = wire_tools
+            self.encoded.append(EncodedItems("tools", wire_tools, len(wire_tools), tools_json))
         elif tools:
             log.warning("model %s declares no tool support; %d tool(s) not sent", options.model, len(tools))
         has_tools = "tools" in body or "tools" in options.extra
@@ -188,26 +195,31 @@ class ChatRequestBuilder:
     def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
         """The history's wire messages. A history sent again to this target resumes from what its last
         request kept (history_memo.py): the wire messages so far, the calls and images still pending,
-        the tool ids they used (which must still go out the same) and the drops (recorded again)."""
+        the tool ids they used (which must still go out the same) and the drops (recorded again), and the JSON
+        of those messages, which the body takes as it is (encoded_body.py)."""
         history = repair_history(messages, session_id=self.session_id)
         wire_id, dropped = self.wire_id, self.dropped
         before = len(dropped)
-        start, held = resumed_wire(self.memo, history, wire_id, dropped)
+        start, held = resumed_wire(self.memo, history, wire_id, dropped, checked_as=messages)
         if held is not None:
-            held_out, held_calls, held_images, used, _ = held
+            held_out, held_calls, held_images, json, used, _ = held
             out, pending_calls, pending_images = list(held_out), set(held_calls), list(held_images)
         else:
-            used, out, pending_calls, pending_images = (), [], set(), []
+            json, used, out, pending_calls, pending_images = b"", None, [], set(), []
         if not start and first_sight(self.memo, history):
             self.wire_history(history, out, pending_calls, pending_images)
         elif start != len(history):
-            wire_id.used = list(used)
+            count = len(out)
+            wire_id.collect(used)
             try:
                 self.wire_history(history[start:] if start else history, out, pending_calls, pending_images)
             finally:
-                used, wire_id.used = tuple(dict.fromkeys(wire_id.used)), None  # each id once
-            held = (list(out), frozenset(pending_calls), tuple(pending_images), used, tuple(dropped[before:]))
-            keep(self.memo, history, held, start)
+                used = wire_id.collected()
+            json = joined(json, items_json(out[count:]))
+            held = (list(out), frozenset(pending_calls), tuple(pending_images), json, used, tuple(dropped[before:]))
+            keep(self.memo, history, held, start, checked_as=messages)
+        if held is not None:
+            self.encoded.append(EncodedItems("messages", out, len(held[0]), json))
         if pending_images:
             out.append({"role": "user", "content": pending_images})
         return out
@@ -421,3 +433,7 @@ def _same_json(issued: str, value: dict[str, Any]) -> bool:
         return bool(orjson.loads(issued) == value)
     except orjson.JSONDecodeError:
         return False
+
+
+_wire_tools = WireToolsMemo(ChatRequestBuilder.wire_tool)
+"""Every Chat Completions mapping writes a tool the same way: one memo for them all."""

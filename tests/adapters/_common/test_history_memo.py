@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
 from metis_core.adapters._common.token_estimate import _surveys, survey_history
-from metis_core.adapters._common.tool_ids import ToolIdMap
+from metis_core.adapters._common.tool_ids import ToolIdMap, UsedIds
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
 from metis_core.adapters.base import AdapterOptions
 from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
@@ -24,10 +24,13 @@ from metis_core.messages import (
     MessageMetadata,
     MessageStatus,
     Role,
+    RoutingDecisionRecord,
+    RoutingMode,
     TextBlock,
     ThinkingBlock,
     ToolResultBlock,
     ToolUseBlock,
+    Usage,
     user_message,
 )
 
@@ -141,14 +144,14 @@ def test_another_model_or_id_map_maps_the_history_afresh() -> None:
 
 def test_a_fresh_id_map_takes_the_held_ids_only_where_it_would_mint_the_same() -> None:
     minted = (("tu_01A", "call_01A"), ("tu_01B", "call_01B"))
-    for _ in range(2):  # the verdict is cached per pairs: asked again, it answers the same
+    for _ in range(2):  # the verdict is made once per kept pairs: asked again, it answers the same
         fresh_map = ToolIdMap()
-        assert fresh_map.bind_minted("openai", minted, "openai")
+        assert fresh_map.bind_minted("openai", UsedIds(minted, "openai"))
         assert fresh_map.to_dict() == {"openai": dict(minted)}
     for pairs in ((("tu_01A", "call_issued_by_openai"),), (("tu_01A", "call_01A"), ("tu_01B", "call_01A"))):
         fresh_map = ToolIdMap()
-        assert not fresh_map.bind_minted("openai", pairs, "openai") and fresh_map.to_dict() == {}
-    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", minted, "openai")
+        assert not fresh_map.bind_minted("openai", UsedIds(pairs, "openai")) and fresh_map.to_dict() == {}
+    assert not ToolIdMap({"openai": {"tu_01C": "call_01C"}}).bind_minted("openai", UsedIds(minted, "openai"))
     history = conversation()
     issued = ToolIdMap({"openai": {"tu_01ABC": "call_issued_by_openai"}})
     for _ in range(2):
@@ -247,3 +250,28 @@ def test_a_history_is_held_by_its_first_message_until_seen_again_then_resumed_wh
     assert recall(table, [*history, user_message("more")]) == (4, "state at the end")
     history[2].metadata.provider = "anthropic"  # a field the mappings read
     assert recall(table, history) is None
+
+
+def test_one_check_of_the_messages_serves_the_survey_and_the_mapping_of_a_request(
+        target: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metis_core.adapters._common import history_memo
+    from metis_core.adapters._common.token_estimate import surveyed_history
+
+    history = conversation()
+    history[1].metadata.status = MessageStatus.COMPLETE  # in repaired form: the survey hands the list on as it is
+    history[1].metadata.usage = Usage(input_tokens=1, output_tokens=1)
+    history[1].metadata.routing = RoutingDecisionRecord(mode=RoutingMode.DEFAULT, chosen_model="x:y", reason="t")
+    adapter, model = TARGETS[target]
+
+    def request() -> dict[str, Any]:
+        return adapter.to_wire(surveyed_history(history, [])[0], [], AdapterOptions(model=model), ToolIdMap()).body
+
+    for _ in range(3):
+        request()
+    reads: list[object] = []
+    read = history_memo._read_watched
+    monkeypatch.setattr(history_memo, "_read_watched", lambda fields: reads.append(fields) or read(fields))
+    assert request() == fresh(target, history)
+    assert len(reads) == len(history)  # each message's metadata read once: by the survey's check
+    _mutate_tool_input(history)
+    assert request() == fresh(target, history)  # a change between two requests is seen by the next one's check
