@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import copy
+import inspect
 import os
 import shutil
 import subprocess
@@ -88,7 +89,7 @@ def _capture(home: Path) -> list[tuple[Any, ...]]:
         return [(*call[:5], store.load_messages(call[5])[-1], call[6]) for call in captured]
 
 
-def _replay(calls: int, batch: int, callgrind: bool) -> None:
+def _replay(calls: int, batch: int, callgrind: bool, apart: bool = False) -> None:
     from metis_core.agent.runtime import Runtime
     from metis_core.gateway.call_record import CallRecord
     from metis_core.gateway.record_writer import RecordWriter
@@ -99,7 +100,8 @@ def _replay(calls: int, batch: int, callgrind: bool) -> None:
     home = Path(tempfile.mkdtemp(prefix="metis-gateway-record-"))
     captured = _capture(home / "capture")
     runtime = Runtime(home=home / "replay", connect_mcp=False)
-    writer = RecordWriter(runtime.store, bus=runtime.bus, linger=0, max_batch=10**6, max_backlog=10**7)
+    together = {"trace": runtime.trace} if not apart and "trace" in inspect.signature(RecordWriter).parameters else {}
+    writer = RecordWriter(runtime.store, bus=runtime.bus, linger=0, max_batch=10**6, max_backlog=10**7, **together)
     tune_collector()
 
     def one(index: int) -> None:
@@ -132,6 +134,9 @@ def _replay(calls: int, batch: int, callgrind: bool) -> None:
 
     burst(0, WARMUP)
     threads = {"record writer": _thread("metis-gateway-record"), "bus": _thread("metis-event-bus")}
+    flusher = next((t for t in threading.enumerate() if t.name.startswith("metis-trace-flusher")), None)
+    if flusher is not None and not callgrind:  # commits what the bus thread left pending (the trace's own writes)
+        threads["trace flusher"] = flusher
     if callgrind:
         subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True, capture_output=True)
     before = {name: _cpu(thread) for name, thread in threads.items()}
@@ -143,7 +148,8 @@ def _replay(calls: int, batch: int, callgrind: bool) -> None:
     else:
         for name, seconds in spent.items():
             print(f"{name + ' thread':<22} {seconds / calls * 1e6:8.1f} µs per call")
-        print(f"{'both':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch})")
+        print(f"{'all':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch}, "
+              f"events {'through the trace store' if apart or not together else 'with the conversations'})")
         turns = len(runtime.trace.events(types=["turn.completed"]))
         print(f"recorded: {turns} turns, {len(runtime.store.list_sessions(limit=10**6))} sessions "
               f"({WARMUP} of each warming up)")
@@ -159,13 +165,13 @@ def _cpu(thread: threading.Thread) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
-def _under_callgrind(calls: int, batch: int) -> None:
+def _under_callgrind(calls: int, batch: int, apart: bool) -> None:
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     out = Path(tempfile.mkdtemp(prefix="metis-callgrind-"))
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
                f"--callgrind-out-file={out / 'callgrind.out'}", sys.executable, "-m", "bench.gateway_record",
-               "--inside", "--calls", str(calls), "--batch", str(batch)]
+               "--inside", "--calls", str(calls), "--batch", str(batch), *(["--apart"] if apart else [])]
     subprocess.run(command, check=True, capture_output=True)
     totals = {}
     for path in sorted(out.glob("callgrind.out-*")):
@@ -186,12 +192,14 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--callgrind", action="store_true")
+    parser.add_argument("--apart", action="store_true",
+                        help="the trace store writes the events on its own connection (the writer without `trace`)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.callgrind:
-        _under_callgrind(args.calls, args.batch)
+        _under_callgrind(args.calls, args.batch, args.apart)
         return
-    _replay(args.calls, args.batch, callgrind=args.inside)
+    _replay(args.calls, args.batch, callgrind=args.inside, apart=args.apart)
 
 
 if __name__ == "__main__":
