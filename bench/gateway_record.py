@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import inspect
 import os
 import shutil
 import subprocess
@@ -89,7 +88,7 @@ def _capture(home: Path) -> list[tuple[Any, ...]]:
         return [(*call[:5], store.load_messages(call[5])[-1], call[6]) for call in captured]
 
 
-def _replay(calls: int, batch: int, callgrind: bool, apart: bool = False) -> None:
+def _replay(calls: int, batch: int, callgrind: bool) -> None:
     from metis_core.agent.runtime import Runtime
     from metis_core.gateway.call_record import CallRecord
     from metis_core.gateway.record_writer import RecordWriter
@@ -100,8 +99,7 @@ def _replay(calls: int, batch: int, callgrind: bool, apart: bool = False) -> Non
     home = Path(tempfile.mkdtemp(prefix="metis-gateway-record-"))
     captured = _capture(home / "capture")
     runtime = Runtime(home=home / "replay", connect_mcp=False)
-    together = {"trace": runtime.trace} if not apart and "trace" in inspect.signature(RecordWriter).parameters else {}
-    writer = RecordWriter(runtime.store, bus=runtime.bus, linger=0, max_batch=10**6, max_backlog=10**7, **together)
+    writer = RecordWriter(runtime.store, bus=runtime.bus, linger=0, max_batch=10**6, max_backlog=10**7)
     tune_collector()
 
     def one(index: int) -> None:
@@ -134,9 +132,6 @@ def _replay(calls: int, batch: int, callgrind: bool, apart: bool = False) -> Non
 
     burst(0, WARMUP)
     threads = {"record writer": _thread("metis-gateway-record"), "bus": _thread("metis-event-bus")}
-    flusher = next((t for t in threading.enumerate() if t.name.startswith("metis-trace-flusher")), None)
-    if flusher is not None and not callgrind:  # commits what the bus thread left pending (the trace's own writes)
-        threads["trace flusher"] = flusher
     if callgrind:
         subprocess.run(["callgrind_control", "-i", "on", str(os.getpid())], check=True, capture_output=True)
     before = {name: _cpu(thread) for name, thread in threads.items()}
@@ -148,8 +143,7 @@ def _replay(calls: int, batch: int, callgrind: bool, apart: bool = False) -> Non
     else:
         for name, seconds in spent.items():
             print(f"{name + ' thread':<22} {seconds / calls * 1e6:8.1f} µs per call")
-        print(f"{'all':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch}, "
-              f"events {'through the trace store' if apart or not together else 'with the conversations'})")
+        print(f"{'both':<22} {sum(spent.values()) / calls * 1e6:8.1f} µs per call  ({calls} calls, batches of {batch})")
         turns = len(runtime.trace.events(types=["turn.completed"]))
         print(f"recorded: {turns} turns, {len(runtime.store.list_sessions(limit=10**6))} sessions "
               f"({WARMUP} of each warming up)")
@@ -165,13 +159,13 @@ def _cpu(thread: threading.Thread) -> float:
     return time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
 
 
-def _under_callgrind(calls: int, batch: int, apart: bool) -> None:
+def _under_callgrind(calls: int, batch: int) -> None:
     if shutil.which("valgrind") is None:
         sys.exit("valgrind is not installed (apt-get install valgrind)")
     out = Path(tempfile.mkdtemp(prefix="metis-callgrind-"))
     command = ["valgrind", "--tool=callgrind", "--instr-atstart=no", "--separate-threads=yes",
                f"--callgrind-out-file={out / 'callgrind.out'}", sys.executable, "-m", "bench.gateway_record",
-               "--inside", "--calls", str(calls), "--batch", str(batch), *(["--apart"] if apart else [])]
+               "--inside", "--calls", str(calls), "--batch", str(batch)]
     subprocess.run(command, check=True, capture_output=True)
     totals = {}
     for path in sorted(out.glob("callgrind.out-*")):
@@ -192,14 +186,12 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--callgrind", action="store_true")
-    parser.add_argument("--apart", action="store_true",
-                        help="the trace store writes the events on its own connection (the writer without `trace`)")
     parser.add_argument("--inside", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.callgrind:
-        _under_callgrind(args.calls, args.batch, args.apart)
+        _under_callgrind(args.calls, args.batch)
         return
-    _replay(args.calls, args.batch, callgrind=args.inside, apart=args.apart)
+    _replay(args.calls, args.batch, callgrind=args.inside)
 
 
 if __name__ == "__main__":

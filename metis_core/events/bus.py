@@ -237,38 +237,8 @@ class EventBus:
         self._holding.active = False
         self._dispatcher.wake()
 
-    def collect(self) -> list[Event]:
-        """Until `publish`, the events this thread emits are validated as ever but kept, in order, in
-        the returned list instead of queued: the gateway's record writer stores a batch's events in
-        its own transaction, then hands them on to the subscribers."""
-        collected: list[Event] = []
-        self._holding.collected = collected
-        return collected
-
-    def publish(self, events: list[Event]) -> None:
-        """End this thread's `collect` and queue `events` in order, waking the dispatcher once. They
-        are stored already: one the full queue refuses is logged (as an overflow), never raised."""
-        self._holding.collected = None
-        put = self._dispatcher.put
-        for event in events:
-            depth = put(event, wake=False)
-            if depth is None:
-                self.enqueued += 1
-            else:
-                self._overflow.rejected(
-                    "event bus overflow: rejected event_type=%s queue_depth=%d queue_capacity=%d",
-                    event.type, depth, self.queue_capacity,
-                    extra={"event_type": event.type, "queue_depth": depth, "queue_capacity": self.queue_capacity},
-                )  # fmt: skip
-        self._dispatcher.wake()
-
     def _enqueue(self, event: Event) -> None:
-        holding = self._holding
-        collected = getattr(holding, "collected", None)
-        if collected is not None:
-            collected.append(event)
-            return
-        depth = self._dispatcher.put(event, wake=not getattr(holding, "active", False))
+        depth = self._dispatcher.put(event, wake=not getattr(self._holding, "active", False))
         if depth is None:
             self.enqueued += 1
             if self._overflow.active:

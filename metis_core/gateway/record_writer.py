@@ -23,14 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from metis_core.errors import MetisError
-from metis_core.trace.store import insert_events
 
 if TYPE_CHECKING:
     from metis_core.events.bus import EventBus
-    from metis_core.events.envelope import Event
-    from metis_core.store.backend import Database
     from metis_core.store.sessions import SessionStore, StoredConversation
-    from metis_core.trace.store import TraceStore
 
 log = logging.getLogger("metis_core.gateway")
 MAX_BATCH = 256
@@ -56,19 +52,13 @@ class RecordWriter:
     """Runs record jobs on one thread, in order; stages conversations and commits them per batch."""
 
     def __init__(self, store: SessionStore, max_batch: int = MAX_BATCH, bus: EventBus | None = None,
-                 linger: float = LINGER_SECONDS, max_backlog: int = MAX_BACKLOG,
-                 trace: TraceStore | None = None) -> None:
+                 linger: float = LINGER_SECONDS, max_backlog: int = MAX_BACKLOG) -> None:
         if max_batch < 1 or max_backlog < 1:
             raise ValueError("max_batch and max_backlog must be at least 1")
         self.store = store
         self.linger = linger
         self.bus = bus
         """When given, a batch's events reach the bus's dispatcher together (one trace commit per batch)."""
-        self.trace = trace if bus is not None and trace is not None and trace.path == store.path else None
-        """The trace store subscribed to `bus`, on the session store's database: when given, a batch's
-        events are inserted with its conversations, through the session store's connection in its one
-        transaction, and reach the bus after the commit (the trace store passes them by). One
-        connection writes the batch: two would each reread the pages the other's commit changed."""
         self.max_batch = max_batch
         # A one-thread executor, not a bare thread: its pending work runs at interpreter exit.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="metis-gateway-record")
@@ -155,11 +145,8 @@ class RecordWriter:
                 count = min(len(self._jobs), self.max_batch)
                 batch = [self._jobs.popleft() for _ in range(count)]
             try:
-                if self.trace is not None:
-                    self._write_together(batch, self.trace)
-                else:
-                    self._run_jobs(batch)
-                    self._commit()
+                self._run_jobs(batch)
+                self._commit()
             finally:  # whatever happened, these jobs are no longer waiting: never leave admissions shut
                 self._ran(count)
 
@@ -169,34 +156,14 @@ class RecordWriter:
         if bus is not None:
             bus.hold_dispatch()
         try:
-            self._run_each(batch)
+            for job in batch:
+                try:
+                    job()
+                except Exception:  # the answer has left; a failed record is logged, never raised
+                    log.exception("gateway record job failed")
         finally:
             if bus is not None:
                 bus.release_dispatch()
-
-    @staticmethod
-    def _run_each(batch: list[Callable[[], object]]) -> None:
-        for job in batch:
-            try:
-                job()
-            except Exception:  # the answer has left; a failed record is logged, never raised
-                log.exception("gateway record job failed")
-
-    def _write_together(self, batch: list[Callable[[], object]], trace: TraceStore) -> None:
-        """Run a batch's jobs with their events kept back, commit the events with the conversations,
-        then hand the events to the bus. If that transaction fails, the trace store writes the events
-        (the bus brings them as ever) and the conversations are stored one by one (`_commit`)."""
-        bus = self.bus
-        assert bus is not None  # `trace` is only kept with a bus
-        events = bus.collect()
-        stored = False
-        try:
-            self._run_each(batch)
-            stored = self._commit(events)
-        finally:
-            if stored:
-                trace.stored_elsewhere(events)
-            bus.publish(events)
 
     def _wait_for_the_bus(self) -> None:
         """Hold the next batch while the bus is more than half full: its queue rejects events when
@@ -220,20 +187,14 @@ class RecordWriter:
             with contextlib.suppress(RuntimeError):  # that loop has closed: nobody is waiting on it
                 loop.call_soon_threadsafe(gate.set)
 
-    def _commit(self, events: list[Event] | None = None) -> bool:
-        """Store the staged conversations, and `events` in the same transaction when given; whether
-        the events were stored (False: the trace store is to write them)."""
+    def _commit(self) -> None:
         staged, self._staged = self._staged, []
-        if not staged and not events:
-            return False
-        insert_events = _inserting(events) if events else None
+        if not staged:
+            return
         try:
-            refused = (self.store.store_conversations(staged, also=insert_events) if insert_events is not None
-                       else self.store.store_conversations(staged))
-            stored = insert_events is not None
+            refused = self.store.store_conversations(staged)
         except MetisError as error:  # the batch's transaction failed: try each alone, lose only what fails
             log.warning("gateway record batch of %d not stored together (%s); storing one by one", len(staged), error)
-            stored = False
             refused = []
             for item in staged:
                 try:
@@ -243,9 +204,3 @@ class RecordWriter:
         self.batches += 1
         for session_id, problem in refused:
             log.warning("gateway call %s not stored: %s", session_id, problem)
-        return stored
-
-
-def _inserting(events: list[Event]) -> Callable[[Database], None]:
-    """What inserts `events` into the batch's transaction (`SessionStore.store_conversations`' `also`)."""
-    return lambda db: insert_events(db, events)

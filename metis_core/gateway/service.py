@@ -127,8 +127,7 @@ class GatewayService:
         self.quotas = QuotaGate(key_store, runtime.bus)
         self.engine = runtime.engine_for(self.settings.workspace)
         self.key_check = KeyCheck(self.keys, failure_events_per_minute=self.settings.auth_failure_events_per_minute)
-        self.writer = RecordWriter(runtime.store, bus=runtime.bus, max_backlog=self.settings.record_backlog,
-                                   trace=runtime.trace)
+        self.writer = RecordWriter(runtime.store, bus=runtime.bus, max_backlog=self.settings.record_backlog)
         self._policy_version, self._policy_read_at = "", -1e9
         self._resolved: dict[tuple[str, str, str], list[str]] = {}
         """(model asked, shape's provider, policy version) -> model ids; unknown names are not cached."""

@@ -12,7 +12,7 @@ import functools
 import os
 import re
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -24,7 +24,7 @@ import orjson
 
 from metis_core.errors import MetisError, SessionExistsError, SessionNotFoundError, StoreError
 from metis_core.ids import new_session_id
-from metis_core.store.backend import Database, Location, SharedDatabase, open_backend
+from metis_core.store.backend import Location, SharedDatabase, open_backend
 from metis_core.store.migrations import SCHEMA_VERSION
 from metis_core.store.multi_row_insert import multi_row_inserts
 from metis_core.store.records import (
@@ -196,22 +196,18 @@ class SessionStore:
             for message in messages:
                 insert_message(self._db, message)
 
-    def store_conversations(
-        self, conversations: Iterable[StoredConversation], *, also: Callable[[Database], None] | None = None,
-    ) -> list[tuple[str, MetisError]]:
+    def store_conversations(self, conversations: Iterable[StoredConversation]) -> list[tuple[str, MetisError]]:
         """Many `store_conversation`s in one transaction, each under its own savepoint.
 
         One conversation that cannot be stored (its session exists, a message is refused) is rolled
         back alone and returned with its error; the others commit. A failure of the transaction
         itself (the database locked past the busy timeout, disk full) raises, nothing committed.
-        `also` writes more rows last in the same transaction (the gateway's record writer: the batch's
-        events); if it raises, nothing of the batch commits and its StoreError is raised.
         """
         from metis_core.store.message_append import insert_message
 
         items = list(conversations)
         with self._lock:
-            if self._store_prepared(items, also):
+            if self._store_prepared(items):
                 return []
         refused: list[tuple[str, MetisError]] = []
         with self._lock, self._db.transaction():
@@ -229,11 +225,9 @@ class SessionStore:
                     self._db.execute("ROLLBACK TO SAVEPOINT conversation")  # SQLite and PostgreSQL alike
                     refused.append((item.session_id, error))
                 self._db.execute("RELEASE SAVEPOINT conversation")
-            if also is not None:
-                also(self._db)
         return refused
 
-    def _store_prepared(self, items: list[StoredConversation], also: Callable[[Database], None] | None) -> bool:
+    def _store_prepared(self, items: list[StoredConversation]) -> bool:
         """The whole batch as prepared rows in one transaction (multi-row INSERTs); False, with nothing
         written, when a conversation needs the checked path or the database refuses a row."""
         from metis_core.store.conversation_batch import (
@@ -256,8 +250,6 @@ class SessionStore:
                                                      (INSERT_TOOL_CALL, rows.tool_calls, TOOL_CALL_NULLABLE)):
                     for statement, params in multi_row_inserts(insert, table_rows, nullable=nullable):
                         self._db.execute(statement, params)
-                if also is not None:
-                    also(self._db)
         except self._db.duplicate_error:
             return False  # a taken session or message id: the savepoint path isolates and names it
         except StoreError as error:

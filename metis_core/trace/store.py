@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from datetime import datetime
 from types import TracebackType
@@ -81,8 +81,6 @@ class TraceStore:
         self._stop = threading.Event()
         self._flusher: threading.Thread | None = None
         self._closed = False
-        self._stored_elsewhere: set[str] = set()
-        """Ids of events another connection committed (`stored_elsewhere`), passed by when the bus brings them."""
 
     # --- lifecycle -------------------------------------------------------------------------
 
@@ -142,18 +140,8 @@ class TraceStore:
             self._commit_pending()
         return len(rows)
 
-    def stored_elsewhere(self, events: Iterable[Event]) -> None:
-        """These events were committed by another store's transaction on this database (`insert_events`:
-        the gateway's record writer stores a batch's events with its conversations). Call it after that
-        commit and before the bus brings them: the subscriber then passes them by instead of writing
-        them again. Only for a store subscribed to the bus they go to, or the ids are kept for nothing."""
-        self._stored_elsewhere.update(event.id for event in events)
-
     def write_event(self, event: Event) -> None:
         """The fast-path handler: buffer the row now, insert and commit when the batch policy says so."""
-        if self._stored_elsewhere and event.id in self._stored_elsewhere:
-            self._stored_elsewhere.discard(event.id)
-            return
         if self._batcher is not None:  # the batcher's thread does the network write
             self._batcher.add(event_row(event))
             return
@@ -344,16 +332,6 @@ class TraceStore:
             emit=emitter(sink) if sink is not None else None,
             progress=progress,
         )
-
-
-def insert_events(db: Database, events: Sequence[Event]) -> None:
-    """Insert `events` into the transaction `db` holds open (another store's connection to this
-    database); a stored id is ignored, as the trace store's own inserts do. Then `stored_elsewhere`."""
-    statements = db.statements
-    one_row = statements.insert_events_prefix + "(?, ?, ?, ?, ?, ?, ?, ?, ?)"
-    for statement, params in multi_row_inserts(one_row, [event_row(event) for event in events],
-                                               tail=statements.conflict_ignore):
-        db.execute(statement, params)
 
 
 def event_filters(
