@@ -143,9 +143,10 @@ MEANINGS = {
                "Starlette/uvicorn stack forwarding bytes with aiohttp, as the gateway's upstream calls go), "
                "through `metis gateway` and through the LiteLLM proxy, each its own process: added latency "
                "p50/p99 per call and added time to first byte (sequential, alternating blocks), requests/s at "
-               "64 concurrent clients from an aiohttp load generator (bench/load.py; the gateway's calls count "
-               "once answered and recorded: the window runs until its record has caught up), and each "
-               "server's CPU per request over that window (from /proc); targets: p50 <= floor + 1 ms, "
+               "64 concurrent clients from an aiohttp load generator (bench/load.py; the servers' windows "
+               "alternate, four rounds each, and each server's figure is its median round; the gateway's "
+               "calls count once answered and recorded: each of its windows runs until its record has caught "
+               "up), and each server's CPU per request over its windows (from /proc); targets: p50 <= floor + 1 ms, "
                "throughput >= 0.5x the floor's and >= 3x LiteLLM's.",
     "structured": "Validating a 2 KB structured answer (`metis_core.structured.validation.validate_answer`) "
                   "against pydantic's own `model_validate_json` on the same answer; recovery rows (fence and "
