@@ -25,12 +25,26 @@ from metis_core.gateway.app import create_app
 from metis_core.gateway.keys import KeyTerms
 from metis_core.gateway.metrics import OperatorMetrics
 from metis_core.gateway.quotas import budget_window
+from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.service import GatewayService, GatewaySettings
 from metis_core.store.gateway_keys import GatewayKeyStore, SqliteGatewayKeyStore
 from metis_core.transport.retry import RetryPolicy
 
 UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002",
                  "openai_responses": "sk-upstream-SECRET-0003"}
+
+
+def hold(writer: RecordWriter) -> threading.Event:
+    """Keep the writer busy until the returned event is set, so later jobs queue up behind it."""
+    started, release = threading.Event(), threading.Event()
+
+    def busy() -> None:
+        started.set()
+        release.wait(10)
+
+    writer.submit(busy)
+    assert started.wait(10)
+    return release
 
 
 def free_port() -> int:

@@ -5,7 +5,6 @@ pieces run in order, each guarded on its own: a failed piece loses only itself."
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable
 from decimal import Decimal
 from pathlib import Path
@@ -26,6 +25,8 @@ from metis_core.messages import Message, MessageMetadata, MessageStatus, Role, T
 from metis_core.messages.message import user_message
 from metis_core.messages.metadata import RoutingDecisionRecord, RoutingMode
 from metis_core.store.sessions import SessionStore
+
+from .gateway_harness import hold
 
 
 class CountingWriter(RecordWriter):
@@ -59,19 +60,6 @@ def _call(tmp_path: Path) -> tuple[CallRecord, CountingWriter, EventRecorder, Se
     return record, writer, recorder, store, answer
 
 
-def _hold(writer: RecordWriter) -> threading.Event:
-    """Keep the writer busy (another call's job) until the returned event is set."""
-    started, release = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        started.set()
-        release.wait(10)
-
-    writer.submit(busy)
-    assert started.wait(10)
-    return release
-
-
 def _recorded_in_order(record: CallRecord, recorder: EventRecorder, store: SessionStore) -> None:
     assert recorder.types()[-4:] == ["turn.started", "llm.call_started", "llm.call_completed", "turn.completed"]
     started, call, completed = (recorder.of_type(t)[0] for t in ("llm.call_started", "llm.call_completed",
@@ -84,7 +72,7 @@ def _recorded_in_order(record: CallRecord, recorder: EventRecorder, store: Sessi
 
 def test_a_call_that_ends_before_the_writer_reaches_it_is_one_job_with_its_events_in_order(tmp_path: Path) -> None:
     record, writer, recorder, store, answer = _call(tmp_path)
-    release = _hold(writer)
+    release = hold(writer)
     record.begin(5)
     record.attempt_started("anthropic:claude-haiku-4-5", 1)
     record.completed(answer)
@@ -98,7 +86,7 @@ def test_a_call_that_ends_before_the_writer_reaches_it_is_one_job_with_its_event
 
 def test_a_call_the_writer_reached_mid_way_submits_its_ending_as_a_job_of_its_own(tmp_path: Path) -> None:
     record, writer, recorder, store, answer = _call(tmp_path)
-    release = _hold(writer)
+    release = hold(writer)
     record.begin(5)
     record.attempt_started("anthropic:claude-haiku-4-5", 1)
     release.set()

@@ -20,6 +20,8 @@ from metis_core.ids import new_session_id
 from metis_core.messages.message import user_message
 from metis_core.store.sessions import SessionStore, StoredConversation
 
+from .gateway_harness import hold
+
 
 def conversation(text: str, session_id: str | None = None) -> StoredConversation:
     sid = session_id or new_session_id()
@@ -29,19 +31,6 @@ def conversation(text: str, session_id: str | None = None) -> StoredConversation
 @pytest.fixture
 def store(tmp_path: Path) -> SessionStore:
     return SessionStore(tmp_path / "metis.db")
-
-
-def hold(writer: RecordWriter) -> threading.Event:
-    """Keep the writer busy until the returned event is set, so later jobs queue up behind it."""
-    started, release = threading.Event(), threading.Event()
-
-    def busy() -> None:
-        started.set()
-        release.wait(10)
-
-    writer.submit(busy)
-    assert started.wait(10)
-    return release
 
 
 def stage_later(writer: RecordWriter, item: StoredConversation, order: list[str] | None = None) -> None:
