@@ -217,8 +217,8 @@ def recall(table: HistoryTable[S], messages: list[Message], checked_as: object =
     if held is None or held.watch is None:
         return None
     count = len(held.messages)
-    if len(messages) < count or messages[:count] != held.messages:
-        return None
+    if len(messages) < count or not all(map(is_, held.messages, messages)):
+        return None  # the very objects watched: an equal copy's insides are not (nor the wire dicts' parts)
     if held.watch.changes(checked_as, record) & table.reads:
         return None
     return count, held.state  # type: ignore[return-value]  # not None once `watch` is
