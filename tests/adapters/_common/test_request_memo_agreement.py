@@ -267,6 +267,18 @@ def test_a_replaced_tool_changed_afterwards_leaves_the_request_alone() -> None:
     check_all(talk)
 
 
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_a_surveyed_list_mapped_again_after_a_change_is_checked_again(provider: str) -> None:
+    talk, options = Conversation(), option_sets(provider)[0]
+    for _ in range(2):
+        check(provider, options, talk)
+    surveyed, _, _ = surveyed_history(talk.history, talk.tools)  # the survey's check goes with this list
+    get_adapter(provider).to_wire(surveyed, list(talk.tools), options, ToolIdMap())
+    _change_a_tool_input(talk)
+    again = get_adapter(provider).to_wire(surveyed, list(talk.tools), options, ToolIdMap()).body_json()
+    assert again == orjson.dumps(get_adapter(provider).to_wire(*copies(talk), options, ToolIdMap()).body)
+
+
 def test_two_threads_preparing_requests_for_different_histories_agree_with_fresh_mappings() -> None:
     def run(talk: Conversation) -> None:
         for step in range(6):
