@@ -20,6 +20,7 @@ from metis_core.adapters._common.per_tool_cache import PerToolCache, WireToolsMe
 from metis_core.adapters._common.token_estimate import _surveys, surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import AdapterOptions
+from metis_core.adapters.client import ModelClient, SurveyedHistory
 from metis_core.adapters.registry import get_adapter, provider_keys
 from metis_core.messages import (
     BlockOrigin,
@@ -173,6 +174,10 @@ def _append_to_a_content_list(talk: Conversation) -> None:
                                               media_type="image/png"))
 
 
+def _extend_the_system_prompt(talk: Conversation) -> None:
+    talk.history[0].content.append(TextBlock(text="and kind"))
+
+
 def _change_a_tool_input(talk: Conversation) -> None:
     talk.calls()[0].input["opts"]["k"].append(99)  # nested, in place
 
@@ -228,10 +233,10 @@ def _fresh_id_maps_again(talk: Conversation) -> None:
 
 
 CHANGES: list[Callable[[Conversation], None]] = [
-    _grow, _append_to_a_content_list, _grow, _change_a_tool_input, _change_status, _set_provider_raw,
-    _change_provider_raw_in_place, _change_model, _grow, _change_a_tool_schema, _replace_the_tool_list_by_an_equal_one,
-    _replace_a_tool_by_an_equal_copy, _describe_a_tool_anew, _share_an_id_map, _grow, _bind_an_issued_id, _grow,
-    _fresh_id_maps_again, _grow,
+    _grow, _append_to_a_content_list, _grow, _extend_the_system_prompt, _change_a_tool_input, _change_status,
+    _set_provider_raw, _change_provider_raw_in_place, _change_model, _grow, _change_a_tool_schema,
+    _replace_the_tool_list_by_an_equal_one, _replace_a_tool_by_an_equal_copy, _describe_a_tool_anew, _share_an_id_map,
+    _grow, _bind_an_issued_id, _grow, _fresh_id_maps_again, _grow,
 ]
 
 
@@ -277,6 +282,21 @@ def test_a_surveyed_list_mapped_again_after_a_change_is_checked_again(provider: 
     _change_a_tool_input(talk)
     again = get_adapter(provider).to_wire(surveyed, list(talk.tools), options, ToolIdMap()).body_json()
     assert again == orjson.dumps(get_adapter(provider).to_wire(*copies(talk), options, ToolIdMap()).body)
+
+
+def test_the_client_sends_the_fresh_mapping_bytes_for_a_plain_list_and_a_surveyed_history() -> None:
+    keys = {provider: "sk-test" for provider in ("openai", "anthropic", "gemini")}
+    client = ModelClient(base_urls={provider: "http://127.0.0.1:9" for provider in keys}, api_keys=keys, prices=None)
+    talk = Conversation()
+    for step in range(6):
+        for provider in keys:
+            model = f"{provider}:{MODELS[provider][0]}"
+            messages = talk.history if step % 2 else SurveyedHistory(talk.history, talk.tools)
+            call = client._prepare(messages, model, talk.tools, None, None, "", None, None, False)
+            with memos_off():
+                fresh = get_adapter(provider).to_wire(*copies(talk), AdapterOptions(model=model), ToolIdMap())
+            assert call.body == orjson.dumps(fresh.body), (provider, step)
+        (_grow if step % 3 == 2 else _change_a_tool_input)(talk)
 
 
 def test_two_threads_preparing_requests_for_different_histories_agree_with_fresh_mappings() -> None:
