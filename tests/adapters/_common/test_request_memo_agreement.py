@@ -108,6 +108,8 @@ class Conversation:
         turn(self.history, 0)
         self.tools = [tool("lookup"), tool("search")]
         self.ids: ToolIdMap | None = None
+        self.stored_ids: dict[str, dict[str, str]] = {}
+        """When `ids` is None: each request gets a new map of these (as a session store loads it)."""
 
     def calls(self) -> list[ToolUseBlock]:
         return [block for m in self.history for block in m.content if type(block) is ToolUseBlock]
@@ -138,8 +140,8 @@ def check(provider: str, options: AdapterOptions, talk: Conversation,
     same request mapped afresh (from copies of every message and tool, every memo off) on a copy of the id
     map as it was before the request."""
     adapter = get_adapter(provider)
-    ids_before = talk.ids.to_dict() if talk.ids is not None else {}
-    ids = talk.ids if talk.ids is not None else ToolIdMap()
+    ids_before = talk.ids.to_dict() if talk.ids is not None else talk.stored_ids
+    ids = talk.ids if talk.ids is not None else ToolIdMap(talk.stored_ids)
     history, _, _ = surveyed_history(talk.history, talk.tools)
     request = adapter.to_wire(history, list(talk.tools), options, ids)
     sent = request.body_json()
@@ -236,11 +238,23 @@ def _fresh_id_maps_again(talk: Conversation) -> None:
     talk.ids = None
 
 
+def _load_issued_ids_per_request(talk: Conversation) -> None:
+    talk.stored_ids = {namespace: {talk.calls()[1].id: "call_issued_2"} for namespace in (*MODELS, "vertex_ai")}
+
+
+def _offer_fewer_tools_then_all(talk: Conversation) -> None:
+    everything = talk.tools
+    talk.tools = everything[:1]  # the same first tool object, another list
+    check_all(talk)
+    talk.tools = everything
+
+
 CHANGES: list[Callable[[Conversation], None]] = [
     _grow, _append_to_a_content_list, _grow, _extend_the_system_prompt, _change_a_tool_input, _change_status,
     _set_provider_raw, _change_provider_raw_in_place, _change_model, _grow, _change_a_tool_schema,
     _replace_the_tool_list_by_an_equal_one, _replace_a_tool_by_an_equal_copy, _describe_a_tool_anew, _share_an_id_map,
-    _grow, _bind_an_issued_id, _grow, _fresh_id_maps_again, _grow,
+    _grow, _bind_an_issued_id, _grow, _fresh_id_maps_again, _grow, _load_issued_ids_per_request, _grow,
+    _offer_fewer_tools_then_all,
 ]
 
 
