@@ -222,8 +222,8 @@ def recall(table: HistoryTable[S], messages: list[Message], checked_as: object =
     if held is None or held.watch is None:
         return None
     count = len(held.messages)
-    if len(messages) < count or not all(map(is_, held.messages, messages)):
-        return None  # the very objects watched: an equal copy's insides are not (nor the wire dicts' parts)
+    if len(messages) < count or messages[:count] != held.messages:
+        return None
     if held.watch.changes(checked_as, record) & table.reads:
         return None
     return count, held.state  # type: ignore[return-value]  # not None once `watch` is
@@ -277,6 +277,11 @@ def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int
         table[key] = _History(messages[:1], None)
         return
     prior = held.watch if resumed and resumed == len(held.messages) else None
+    if prior is not None and not all(map(is_, held.messages, messages)):
+        # Resumed through an equal copy of a held message: the state's wire dicts share the original's parts and
+        # the watch copied the original's, neither the copy's. Start over from a mark, as above.
+        table[key] = _History(messages[:1], None)
+        return
     if prior is not None and prior.verdict:  # a field this table does not read changed: copy every part afresh
         prior = None
     try:

@@ -275,11 +275,22 @@ def test_a_message_replaced_by_an_equal_copy_is_watched_as_the_copy() -> None:
     talk = Conversation()
     _grow(talk)
     check_all(talk, times=2)
-    talk.history[2] = talk.history[2].model_copy(deep=True)  # equal: the held history resumes through it
+    original = talk.history[2]
+    talk.history[2] = original.model_copy(deep=True)  # equal: the held history resumes through it
     _grow(talk)
     check_all(talk)
     _change_a_tool_input(talk)  # inside the copy, which the history now holds
     check_all(talk)
+    last = user_message("cache up to here")
+    last.metadata.provider_raw = orjson.loads(orjson.dumps(CACHED))
+    talk.history.append(last)  # in the last turn, which each request builds anew
+    check_all(talk, times=2)
+    talk.history[-1] = last.model_copy(deep=True)
+    talk.history.append(user_message("one more"))  # joins that turn
+    check_all(talk, times=2)
+    original.content.append(TextBlock(text="no longer sent"))  # the originals, out of the history, change
+    last.metadata.provider_raw["anthropic"]["cache_control"]["ttl"] = "1h"
+    check_all(talk, times=2)
 
 
 def test_a_replaced_tool_changed_afterwards_leaves_the_request_alone() -> None:
