@@ -102,8 +102,11 @@ class _Watch:
     def changes(self, checked_as: object, record: bool) -> frozenset[str]:
         """The watched fields (and CONTENT) that differ from the copies now, found once per request: a check
         recorded for the same history list (`checked_as`, the list the client surveyed) is taken as it is.
-        Only the survey records its check (`record`), for the list it made itself and hands on."""
+        Only the survey records its check (`record`), for the list it made itself and hands on; the mapping
+        takes it once (that list handed in again, maybe changed inside since, is checked again)."""
         if checked_as is not None and self.checked_for is checked_as:
+            if not record:
+                self.checked_for = None
             return self.verdict
         current = list(map(_read_watched, self.metadata))
         if self.live == self.snapshot and current == self.values:
@@ -143,6 +146,8 @@ def _shared_watch(messages: list[Message], prior: _Watch | None, checked_as: obj
     watch = _watches.get(key)
     if (watch is not None and checked_as is not None and watch.checked_for is checked_as and not watch.verdict
             and len(watch.messages) == len(messages) and all(map(is_, watch.messages, messages))):
+        if not record:
+            watch.checked_for = None  # taken once, as in `_Watch.changes`
         return watch
     watch = _Watch(messages, prior)
     if record:
@@ -272,6 +277,11 @@ def keep(table: HistoryTable[S], messages: list[Message], state: S, resumed: int
         table[key] = _History(messages[:1], None)
         return
     prior = held.watch if resumed and resumed == len(held.messages) else None
+    if prior is not None and not all(map(is_, held.messages, messages)):
+        # Resumed through an equal copy of a held message: the state's wire dicts share the original's parts and
+        # the watch copied the original's, neither the copy's. Start over from a mark, as above.
+        table[key] = _History(messages[:1], None)
+        return
     if prior is not None and prior.verdict:  # a field this table does not read changed: copy every part afresh
         prior = None
     try:

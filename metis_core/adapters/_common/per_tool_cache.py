@@ -4,8 +4,8 @@ The same tools go with every call of a session, so work derived from them (a siz
 provider's schema dialect, a request's wire tool list and its JSON) is done once. Keys are object
 identities, checked against the held objects so a recycled id can never return another tool's value.
 Values are shared, like the definition's own `input_schema` that request bodies already reference:
-treat them as read-only. A tool list's value is derived afresh when anything in its definitions changed
-(compared with a copy, as history_memo.py does for messages).
+treat them as read-only. A value is derived afresh when anything in its definition (or list of them)
+changed, compared with a copy as history_memo.py does for messages.
 """
 
 from __future__ import annotations
@@ -27,18 +27,26 @@ LIST_LIMIT = 256
 
 
 class PerToolCache(Generic[T]):
+    """A value per definition object, derived afresh when a field of it (a schema changed in place) differs
+    from the copy taken with the value."""
+
     def __init__(self, compute: Callable[[ToolDefinition], T]) -> None:
         self._compute = compute
-        self._entries: dict[int, tuple[ToolDefinition, T]] = {}
+        self._entries: dict[int, tuple[ToolDefinition, dict[str, Any], T]] = {}
 
     def __call__(self, tool: ToolDefinition) -> T:
         entry = self._entries.get(id(tool))
-        if entry is not None and entry[0] is tool:
-            return entry[1]
+        if entry is not None and entry[0] is tool and entry[1] == tool.__dict__:
+            return entry[2]
         value = self._compute(tool)
+        try:
+            fields = deepcopy(tool.__dict__)
+        except Exception:  # something in a schema deepcopy cannot copy: derived afresh each time
+            self._entries.pop(id(tool), None)
+            return value
         if len(self._entries) >= LIMIT:
             self._entries.clear()
-        self._entries[id(tool)] = (tool, value)  # holding the tool keeps its id from being reused
+        self._entries[id(tool)] = (tool, fields, value)  # holding the tool keeps its id from being reused
         return value
 
 
