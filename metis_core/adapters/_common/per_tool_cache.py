@@ -1,11 +1,12 @@
 """Memoizes values derived from ToolDefinitions: per definition object, and per list of them.
 
-The same tools go with every call of a session, so work derived from them (a size estimate, a
-provider's schema dialect, a request's wire tool list and its JSON) is done once. Keys are object
-identities, checked against the held objects so a recycled id can never return another tool's value.
-Values are shared, like the definition's own `input_schema` that request bodies already reference:
-treat them as read-only. A value is derived afresh when anything in its definition (or list of them)
-changed, compared with a copy as history_memo.py does for messages.
+The same tools go with every call of a session, so work derived from them (a provider's schema
+dialect, a request's wire tool list and its JSON) is done once. Keys are object identities, checked
+against the held objects so a recycled id can never return another tool's value. Values are shared,
+like the definition's own `input_schema` that request bodies already reference: treat them as
+read-only. A value is derived afresh when anything in its definition (or list of them) changed,
+compared with a copy as history_memo.py does for messages; as there, a definition (or list) is
+copied from its second sight, so one-off requests (the gateway's) copy nothing.
 """
 
 from __future__ import annotations
@@ -32,30 +33,37 @@ class PerToolCache(Generic[T]):
 
     def __init__(self, compute: Callable[[ToolDefinition], T]) -> None:
         self._compute = compute
-        self._entries: dict[int, tuple[ToolDefinition, dict[str, Any], T]] = {}
+        self._entries: dict[int, tuple[ToolDefinition, dict[str, Any] | None, T]] = {}
+        """By the tool's id: the tool (held: its id is not reused), a copy of its fields (None: seen once,
+        not copied), the value derived from it."""
 
     def __call__(self, tool: ToolDefinition) -> T:
         entry = self._entries.get(id(tool))
-        if entry is not None and entry[0] is tool and entry[1] == tool.__dict__:
+        if entry is not None and entry[0] is tool and entry[1] == tool.__dict__:  # a copy None never equals
             return entry[2]
+        seen = entry is not None and entry[0] is tool
         value = self._compute(tool)
-        try:
-            fields = deepcopy(tool.__dict__)
-        except Exception:  # something in a schema deepcopy cannot copy: derived afresh each time
-            self._entries.pop(id(tool), None)
-            return value
+        fields = None
+        if seen:  # seen before: copied now, so the next sight can check it
+            try:
+                fields = deepcopy(tool.__dict__)
+            except Exception:  # something in a schema deepcopy cannot copy: derived afresh each time
+                self._entries.pop(id(tool), None)
+                return value
         if len(self._entries) >= LIMIT:
             self._entries.clear()
-        self._entries[id(tool)] = (tool, fields, value)  # holding the tool keeps its id from being reused
+        self._entries[id(tool)] = (tool, fields, value)
         return value
 
 
 class _WireTools:
-    """A tool list (held), its wire definitions and their JSON, and a copy of each definition's fields."""
+    """A tool list (held), its wire definitions and their JSON, and a copy of each definition's fields (None:
+    seen once, not copied)."""
 
     __slots__ = ("json", "snapshot", "tools", "wire")
 
-    def __init__(self, tools: list[ToolDefinition], wire: list[dict[str, Any]], snapshot: list[dict[str, Any]]) -> None:
+    def __init__(self, tools: list[ToolDefinition], wire: list[dict[str, Any]],
+                 snapshot: list[dict[str, Any]] | None) -> None:
         self.tools = tools
         self.wire = wire
         self.json = items_json(wire)
@@ -77,13 +85,16 @@ class WireToolsMemo:
         key = id(tools[0])
         held = self._held.get(key)
         if held is not None and held.tools == tools and held.snapshot == [tool.__dict__ for tool in tools]:
-            return list(held.wire), held.json
+            return list(held.wire), held.json  # (a snapshot None never equals)
+        seen = held is not None and held.tools == tools
         wire = [self._wire_tool(tool) for tool in tools]
-        try:
-            snapshot = deepcopy([tool.__dict__ for tool in tools])
-        except Exception:  # something in a schema deepcopy cannot copy: mapped afresh each time
-            self._held.pop(key, None)
-            return wire, items_json(wire)
+        snapshot = None
+        if seen:  # seen before: copied now, so the next sight can check it
+            try:
+                snapshot = deepcopy([tool.__dict__ for tool in tools])
+            except Exception:  # something in a schema deepcopy cannot copy: mapped afresh each time
+                self._held.pop(key, None)
+                return wire, items_json(wire)
         if len(self._held) >= LIST_LIMIT:
             self._held.clear()
         entry = self._held[key] = _WireTools(list(tools), wire, snapshot)  # held: the ids are not reused

@@ -15,7 +15,6 @@ import orjson
 
 from metis_core.adapters._common.chars_per_token import CHARS_PER_TOKEN
 from metis_core.adapters._common.history_memo import HistoryMemo, first_sight, keep, recall
-from metis_core.adapters._common.per_tool_cache import PerToolCache
 from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.messages import (
     ImageBlock,
@@ -156,8 +155,6 @@ _surveys: Final = HistoryMemo[_SurveyState](read_metadata=("status",)).table("su
 """The survey reads one metadata field (`status`, in the repair check): a change to another leaves its sums."""
 
 
-def _size(tool: ToolDefinition) -> int:
+def _tool_chars(tool: ToolDefinition) -> int:
+    """A tool's size, afresh each time: one encoding costs less than checking a kept size against a copy."""
     return len(tool.name) + len(tool.description) + len(orjson.dumps(tool.input_schema))
-
-
-_tool_chars: Final = PerToolCache(_size)
