@@ -10,6 +10,7 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
@@ -108,12 +109,19 @@ class GatewayHarness:
         self.drain()
         return self.events.of_type(event_type)
 
-    def cancelled_turn(self) -> Any:
-        """The one `turn.cancelled` event, waited for: the record follows a cancel on the gateway's loop."""
+    def recorded(self, event_type: str, where: Callable[[Any], bool] = lambda event: True) -> list[Any]:
+        """The events of `event_type` that `where` picks, waited for (up to 10 s) until there is one: the record
+        follows a cancel, or a stream's last chunk, on the gateway's loop, after the client has what it reads."""
         deadline = time.monotonic() + 10
-        while not self.of_type("turn.cancelled") and time.monotonic() < deadline:
+        while True:
+            found = [event for event in self.of_type(event_type) if where(event)]
+            if found or time.monotonic() > deadline:
+                return found
             time.sleep(0.02)
-        [cancelled] = self.of_type("turn.cancelled")
+
+    def cancelled_turn(self) -> Any:
+        """The one `turn.cancelled` event, waited for."""
+        [cancelled] = self.recorded("turn.cancelled")
         return cancelled
 
     def spent_today(self, key_id: str) -> Decimal:

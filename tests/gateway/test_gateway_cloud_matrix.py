@@ -223,7 +223,7 @@ def test_each_sdk_is_answered_by_each_cloud_charged_and_recorded_with_its_provid
     assert seen.path == path and token not in json.dumps(seen.headers)
     assert_authenticated(upstream, seen, cloud)
     expected = upstream.stream_cost if stream else upstream.answer_cost
-    [completed] = [e for e in gateway.of_type("llm.call_completed") if e.payload["gateway_key_id"] == key_id]
+    [completed] = gateway.recorded("llm.call_completed", lambda e: e.payload["gateway_key_id"] == key_id)
     assert completed.payload["provider"] == provider and completed.payload["model"] == upstream.model
     assert Decimal(str(completed.payload["cost_usd"])) == expected
     assert gateway.spent_today(key_id) == expected
