@@ -16,7 +16,7 @@ from metis_core.adapters.azure_openai.errors import classify_azure_error
 from metis_core.adapters.azure_openai.request import build_responses_request
 from metis_core.adapters.azure_openai.response import parse_azure_chat_response
 from metis_core.adapters.azure_openai.stream import AzureChatStreamTranslator
-from metis_core.adapters.base import AdapterOptions, RequestContext, WireRequest
+from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
 from metis_core.adapters.openai_chat.adapter import OpenAIChatAdapter
 from metis_core.adapters.openai_chat.stream import ChatStreamTranslator
 from metis_core.adapters.openai_responses.adapter import OpenAIResponsesAdapter
@@ -28,11 +28,15 @@ if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
 
 
-class _AzurePlatform:
+class _AzurePlatform(Adapter):
     """The parts both Azure adapters share: URL, credentials, errors."""
 
-    provider: ClassVar[str]
     refreshes_auth: ClassVar[bool] = True
+    default_base_url: ClassVar[str] = ""  # none: each Azure resource has its own endpoint
+
+    def __init__(self, registry: ModelRegistry | None = None) -> None:
+        super().__init__(registry)
+        self._init_tokens()
 
     def _init_tokens(self) -> None:
         self.tokens = EntraTokenSource(self.provider)
@@ -51,12 +55,7 @@ class _AzurePlatform:
 
 class AzureChatAdapter(_AzurePlatform, OpenAIChatAdapter):
     provider = "azure"
-    default_base_url = ""
     translator_class: ClassVar[type[ChatStreamTranslator]] = AzureChatStreamTranslator
-
-    def __init__(self, registry: ModelRegistry | None = None) -> None:
-        super().__init__(registry)
-        self._init_tokens()
 
     def from_wire_response(self, response: WireResponse, context: RequestContext) -> Message:
         translator = self.stream_translator(context)
@@ -66,11 +65,6 @@ class AzureChatAdapter(_AzurePlatform, OpenAIChatAdapter):
 
 class AzureResponsesAdapter(_AzurePlatform, OpenAIResponsesAdapter):
     provider = "azure_responses"
-    default_base_url = ""
-
-    def __init__(self, registry: ModelRegistry | None = None) -> None:
-        super().__init__(registry)
-        self._init_tokens()
 
     def to_wire(self, messages: list[Message], tools: list[ToolDefinition], options: AdapterOptions,
                 tool_ids: ToolIdMap | None = None) -> WireRequest:

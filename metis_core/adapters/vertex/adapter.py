@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.anthropic.adapter import AnthropicAdapter
-from metis_core.adapters.base import AdapterOptions, WireRequest
+from metis_core.adapters.base import Adapter, AdapterOptions, WireRequest
 from metis_core.adapters.gemini.adapter import GeminiAdapter
 from metis_core.adapters.vertex.auth import GoogleTokenSource
 from metis_core.adapters.vertex.endpoint import DEFAULT_HOST, vertex_url
@@ -25,11 +25,15 @@ if TYPE_CHECKING:
     from metis_core.models.registry import ModelRegistry
 
 
-class _VertexPlatform:
+class _VertexPlatform(Adapter):
     """The parts both Vertex adapters share: URL, credentials, the front end's errors."""
 
-    provider: ClassVar[str]
     refreshes_auth: ClassVar[bool] = True
+    default_base_url: ClassVar[str] = DEFAULT_HOST
+
+    def __init__(self, registry: ModelRegistry | None = None) -> None:
+        super().__init__(registry)
+        self._init_tokens()
 
     def _init_tokens(self) -> None:
         self.tokens = GoogleTokenSource(self.provider)
@@ -48,11 +52,6 @@ class _VertexPlatform:
 
 class VertexGeminiAdapter(_VertexPlatform, GeminiAdapter):
     provider = "vertex"
-    default_base_url = DEFAULT_HOST
-
-    def __init__(self, registry: ModelRegistry | None = None) -> None:
-        super().__init__(registry)
-        self._init_tokens()
 
     def to_wire(self, messages: list[Message], tools: list[ToolDefinition], options: AdapterOptions,
                 tool_ids: ToolIdMap | None = None) -> WireRequest:
@@ -65,11 +64,6 @@ class VertexGeminiAdapter(_VertexPlatform, GeminiAdapter):
 
 class VertexAnthropicAdapter(_VertexPlatform, AnthropicAdapter):
     provider = "vertex_anthropic"
-    default_base_url = DEFAULT_HOST
-
-    def __init__(self, registry: ModelRegistry | None = None) -> None:
-        super().__init__(registry)
-        self._init_tokens()
 
     def to_wire(self, messages: list[Message], tools: list[ToolDefinition], options: AdapterOptions,
                 tool_ids: ToolIdMap | None = None) -> WireRequest:
