@@ -203,12 +203,12 @@ def _opt_dt(value: int | None) -> datetime | None:
 
 class PortableKeyQueries(ABC):
     """The part of a key store whose SQL and decisions are the same on both backends: the key rows,
-    alert claims and reservation deletes. A backend says how one statement runs and how it stores
+    user and team limits, alert claims and reservation deletes. A backend says how one statement runs and how it stores
     money (SQLite: integer picodollars in `*_pusd` columns; PostgreSQL: numeric USD in `*_usd`)."""
 
     path: Path | str
     _budget_column: str
-    """`gateway_keys`' budget column on this backend."""
+    """The budget column of `gateway_keys` and `gateway_limits` on this backend."""
 
     @abstractmethod
     def _changed(self, sql: str, params: tuple[object, ...]) -> int:
@@ -284,6 +284,31 @@ class PortableKeyQueries(ABC):
             (replaced_by, to_us(until), key_id),
         ) == 1
 
+    # --- user and team limits ---------------------------------------------------------------
+
+    def set_limits(self, limits: SubjectLimits) -> None:
+        budget = self._store_money(limits.budget_usd) if limits.budget_usd is not None else None
+        column = self._budget_column
+        self._changed(
+            f"INSERT INTO gateway_limits (scope, subject_id, {column}, budget_period, rpm, tpm) "
+            f"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
+            f"{column} = excluded.{column}, budget_period = excluded.budget_period, "
+            "rpm = excluded.rpm, tpm = excluded.tpm",
+            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
+        )
+
+    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
+        rows = self._rows(
+            f"SELECT {self._budget_column}, budget_period, rpm, tpm FROM gateway_limits "
+            "WHERE scope = ? AND subject_id = ?",
+            (scope, subject_id),
+        )
+        if not rows:
+            return None
+        budget, period, rpm, tpm = rows[0]
+        return SubjectLimits(scope, subject_id, self._read_money(budget) if budget is not None else None, period,
+                             rpm, tpm)
+
     # --- alerts and reservations ------------------------------------------------------------
 
     def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool:
@@ -335,28 +360,6 @@ class SqliteGatewayKeyStore(PortableKeyQueries):
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         with self._lock:
             return self._conn.execute(sql, params).fetchall()
-
-    # --- user and team limits ---------------------------------------------------------------
-
-    def set_limits(self, limits: SubjectLimits) -> None:
-        budget = to_pusd(limits.budget_usd) if limits.budget_usd is not None else None
-        self._changed(
-            "INSERT INTO gateway_limits (scope, subject_id, budget_pusd, budget_period, rpm, tpm) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
-            "budget_pusd = excluded.budget_pusd, budget_period = excluded.budget_period, "
-            "rpm = excluded.rpm, tpm = excluded.tpm",
-            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
-        )
-
-    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
-        rows = self._rows(
-            "SELECT budget_pusd, budget_period, rpm, tpm FROM gateway_limits WHERE scope = ? AND subject_id = ?",
-            (scope, subject_id),
-        )
-        if not rows:
-            return None
-        budget, period, rpm, tpm = rows[0]
-        return SubjectLimits(scope, subject_id, from_pusd(budget) if budget is not None else None, period, rpm, tpm)
 
     # --- counters ---------------------------------------------------------------------------
 

@@ -20,7 +20,6 @@ from metis_core.store.gateway_keys import (
     PortableKeyQueries,
     ReservationRefused,
     Scope,
-    SubjectLimits,
     from_pusd,
     hold_order,
     to_pusd,
@@ -67,28 +66,6 @@ class PostgresGatewayKeyStore(PortableKeyQueries):
     def _rows(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         with self._db.errors():
             return self._db.execute(sql, params).fetchall()
-
-    # --- user and team limits ---------------------------------------------------------------
-
-    def set_limits(self, limits: SubjectLimits) -> None:
-        budget = _usd(limits.budget_usd) if limits.budget_usd is not None else None
-        self._changed(
-            "INSERT INTO gateway_limits (scope, subject_id, budget_usd, budget_period, rpm, tpm) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
-            "budget_usd = excluded.budget_usd, budget_period = excluded.budget_period, "
-            "rpm = excluded.rpm, tpm = excluded.tpm",
-            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
-        )
-
-    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
-        rows = self._rows(
-            "SELECT budget_usd, budget_period, rpm, tpm FROM gateway_limits WHERE scope = ? AND subject_id = ?",
-            (scope, subject_id),
-        )
-        if not rows:
-            return None
-        budget, period, rpm, tpm = rows[0]
-        return SubjectLimits(scope, subject_id, _money(budget) if budget is not None else None, period, rpm, tpm)
 
     # --- counters: one atomic statement each -------------------------------------------------
 
