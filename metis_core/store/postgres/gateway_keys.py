@@ -1,7 +1,8 @@
 """`PostgresGatewayKeyStore`: the gateway's keys, limits and quota counters on PostgreSQL.
 
-Same methods as the SQLite backend (`store/gateway_keys.py`, the `GatewayKeyStore` protocol),
-for several gateway processes on several machines sharing one database. Every counter changes by
+Same methods as the SQLite backend (`store/gateway_keys.py`, the `GatewayKeyStore` protocol; the
+statements both run alike come from `PortableKeyQueries`), for several gateway processes on several
+machines sharing one database. Every counter changes by
 one atomic `INSERT .. ON CONFLICT DO UPDATE SET x = x + excluded.x RETURNING`, never read-modify-
 write; alerts are claimed by one conditional UPDATE. A reservation locks each window's spend row
 (`SELECT .. FOR UPDATE`, windows in one order) for its check-and-insert transaction. Money is
