@@ -31,10 +31,9 @@ from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.redaction import redact
 from metis_core.agent.request_options import request_options_record
 from metis_core.agent.session import Session
-from metis_core.agent.turn import SHARED_TEXT_LIMIT, TurnClosingHook, TurnResult, TurnRunner
+from metis_core.agent.turn import TurnClosingHook, TurnResult, TurnRunner, emit_turn_started
 from metis_core.errors import MalformedResponseError, MetisError
 from metis_core.events.envelope import Actor, Event
-from metis_core.hashing import sha256_hex
 from metis_core.ids import new_ulid
 from metis_core.messages import Message, MessageStatus, Role, TextBlock, ToolDefinition
 from metis_core.messages.call_spend import CallSpend
@@ -180,12 +179,7 @@ async def run_structured_turn(runner: TurnRunner, session: Session, user_text: s
     session.append(Message(role=Role.USER, session_id=session.id, content=[TextBlock(text=user_text)]), rt.store)
     needs = dataclasses.replace(turn_needs(session.history, [], session.workspace, user_text),
                                 output_schema=spec.schema)
-    shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
-    started = recorder.emit("turn.started", {
-        "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
-        "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
-        "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
-    }, None, actor=Actor.USER)
+    started = emit_turn_started(recorder, session, user_text, needs, share_text=rt.config.sessions.share_traces)
     steps = OutputStepRecorder(recorder)
     asked = request_options_record(options, output=spec, policy=policy)
     spend = CallSpend()

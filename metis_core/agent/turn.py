@@ -69,6 +69,18 @@ SHARED_TEXT_LIMIT = 4000
 """Characters of the scrubbed user message turn.started carries when trace sharing is on."""
 
 
+def emit_turn_started(recorder: TurnRecorder, session: Session, user_text: str, needs: TurnNeeds, *,
+                      share_text: bool) -> Event | None:
+    """turn.started: the user's message as its hash (with `share_text`, also scrubbed and cut to
+    SHARED_TEXT_LIMIT) and what the turn needs of a model."""
+    shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if share_text else None
+    return recorder.emit("turn.started", {
+        "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
+        "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
+        "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
+    }, None, actor=Actor.USER)
+
+
 @dataclass(frozen=True, slots=True)
 class TurnLimits:
     """How far one turn may go: model calls, and input plus output tokens across them (None: no cap)."""
@@ -148,12 +160,7 @@ class TurnRunner:
         needs = turn_needs([*system, *session.history], tools, session.workspace, user_text, tuple(hosted_tools))
         compactor = rt.compactor
         fits = compactor.floor_tokens(session, system, tools)  # what compaction can bring it down to
-        shared = redact(user_text, limit=SHARED_TEXT_LIMIT) if rt.config.sessions.share_traces else None
-        started = recorder.emit("turn.started", {
-            "user_message_hash": sha256_hex(user_text), "user_message_text_redacted": shared,
-            "estimated_input_tokens": needs.estimated_input_tokens, "has_images": needs.has_images,
-            "has_tool_calls_in_history": any(m.tool_uses() for m in session.history),
-        }, None, actor=Actor.USER)
+        started = emit_turn_started(recorder, session, user_text, needs, share_text=rt.config.sessions.share_traces)
 
         try:
             decision = session.engine.decide(replace(needs, estimated_input_tokens=fits), override=override,

@@ -1,21 +1,21 @@
 """Gateway keys, limits and quota counters: the records, the store protocol, and its SQLite backend.
 
-Every query over the `gateway_*` tables (migrations 6, 8, 9) lives here, behind `GatewayKeyStore`, so a
-PostgreSQL backend is one more class with the same methods. Counters change by single atomic
-statements (`x = x + ?`, `INSERT .. ON CONFLICT DO UPDATE .. RETURNING`), never read-modify-write,
-so several gateway workers can share one file. Money is integer picodollars (1e-12 USD) on disk and
-Decimal outside. No plaintext key is ever stored: only its SHA-256 and a public prefix.
+`GatewayKeyStore` is what the gateway asks of the `gateway_*` tables (migrations 6, 8, 9); the statements
+both backends run alike live once, in `PortableKeyQueries`. Counters change by single atomic statements
+(`x = x + ?`, `INSERT .. ON CONFLICT DO UPDATE .. RETURNING`), never read-modify-write, so several gateway
+workers can share one file. Money is integer picodollars (1e-12 USD) on disk and Decimal outside. No
+plaintext key is ever stored: only its SHA-256 and a public prefix.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 import orjson
 
@@ -193,12 +193,6 @@ class GatewayKeyStore(Protocol):
     def close(self) -> None: ...
 
 
-_KEY_COLUMNS = (
-    "id, name, prefix, secret_hash, user_id, team_id, allowed_models_json, budget_pusd, budget_period, rpm, "
-    "tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, grace_until, scope"
-)
-
-
 def _opt_us(value: datetime | None) -> int | None:
     return to_us(value) if value is not None else None
 
@@ -207,26 +201,136 @@ def _opt_dt(value: int | None) -> datetime | None:
     return from_us(value) if value is not None else None
 
 
-def _key_from_row(row: tuple[object, ...]) -> GatewayKeyRecord:
-    (key_id, name, prefix, secret_hash, user_id, team_id, models, budget, period, rpm, tpm, created,
-     expires, revoked, reason, replaced_by, grace, scope) = row  # fmt: skip
-    return GatewayKeyRecord(
-        id=str(key_id), name=str(name), prefix=str(prefix), secret_hash=str(secret_hash),
-        user_id=user_id, team_id=team_id,  # type: ignore[arg-type]
-        allowed_models=tuple(orjson.loads(models)) if isinstance(models, str) else None,
-        budget_usd=from_pusd(budget) if isinstance(budget, int) else None,
-        budget_period=period,  # type: ignore[arg-type]
-        rpm=rpm, tpm=tpm,  # type: ignore[arg-type]
-        created_at=from_us(created),  # type: ignore[arg-type]
-        expires_at=_opt_dt(expires), revoked_at=_opt_dt(revoked),  # type: ignore[arg-type]
-        revoke_reason=reason, replaced_by=replaced_by,  # type: ignore[arg-type]
-        grace_until=_opt_dt(grace),  # type: ignore[arg-type]
-        scope=scope,  # type: ignore[arg-type]
-    )  # fmt: skip
+class PortableKeyQueries(ABC):
+    """The part of a key store whose SQL and decisions are the same on both backends: the key rows,
+    user and team limits, alert claims and reservation deletes. A backend says how one statement runs and how it stores
+    money (SQLite: integer picodollars in `*_pusd` columns; PostgreSQL: numeric USD in `*_usd`)."""
+
+    path: Path | str
+    _budget_column: str
+    """The budget column of `gateway_keys` and `gateway_limits` on this backend."""
+
+    @abstractmethod
+    def _changed(self, sql: str, params: tuple[object, ...]) -> int:
+        """How many rows one write, in its own transaction, changed."""
+
+    @abstractmethod
+    def _rows(self, sql: str, params: tuple[object, ...]) -> list[Any]: ...
+
+    @staticmethod
+    @abstractmethod
+    def _store_money(amount: Decimal) -> object:
+        """`amount` as this backend stores it, rounded to picodollars."""
+
+    @staticmethod
+    @abstractmethod
+    def _read_money(value: Any) -> Decimal:
+        """A stored amount back as Decimal USD."""
+
+    def _key_columns(self) -> str:
+        return (f"id, name, prefix, secret_hash, user_id, team_id, allowed_models_json, {self._budget_column}, "
+                "budget_period, rpm, tpm, created_at, expires_at, revoked_at, revoke_reason, replaced_by, "
+                "grace_until, scope")
+
+    def _key_from_row(self, row: tuple[Any, ...]) -> GatewayKeyRecord:
+        (key_id, name, prefix, secret_hash, user_id, team_id, models, budget, period, rpm, tpm, created,
+         expires, revoked, reason, replaced_by, grace, scope) = row  # fmt: skip
+        return GatewayKeyRecord(
+            id=key_id, name=name, prefix=prefix, secret_hash=secret_hash, user_id=user_id, team_id=team_id,
+            allowed_models=tuple(orjson.loads(models)) if models is not None else None,
+            budget_usd=self._read_money(budget) if budget is not None else None, budget_period=period, rpm=rpm,
+            tpm=tpm, created_at=from_us(created), expires_at=_opt_dt(expires), revoked_at=_opt_dt(revoked),
+            revoke_reason=reason, replaced_by=replaced_by, grace_until=_opt_dt(grace), scope=scope,
+        )  # fmt: skip
+
+    # --- keys -------------------------------------------------------------------------------
+
+    def insert_key(self, record: GatewayKeyRecord) -> None:
+        models = orjson.dumps(list(record.allowed_models)).decode() if record.allowed_models is not None else None
+        self._changed(
+            f"INSERT INTO gateway_keys ({self._key_columns()}) VALUES ({', '.join('?' * 18)})",
+            (record.id, record.name, record.prefix, record.secret_hash, record.user_id, record.team_id, models,
+             self._store_money(record.budget_usd) if record.budget_usd is not None else None,
+             record.budget_period, record.rpm, record.tpm, to_us(record.created_at), _opt_us(record.expires_at),
+             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until),
+             record.scope),
+        )  # fmt: skip
+
+    def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None:
+        rows = self._rows(f"SELECT {self._key_columns()} FROM gateway_keys WHERE prefix = ?", (prefix,))
+        return self._key_from_row(rows[0]) if rows else None
+
+    def get_key(self, key_id: str) -> GatewayKeyRecord:
+        rows = self._rows(f"SELECT {self._key_columns()} FROM gateway_keys WHERE id = ?", (key_id,))
+        if not rows:
+            raise GatewayKeyError(f"no gateway key {key_id!r} in {self.path}; `metis gateway keys list` shows them")
+        return self._key_from_row(rows[0])
+
+    def list_keys(self) -> list[GatewayKeyRecord]:
+        rows = self._rows(f"SELECT {self._key_columns()} FROM gateway_keys ORDER BY id", ())
+        return [self._key_from_row(row) for row in rows]
+
+    def revoke(self, key_id: str, at: datetime, reason: str) -> bool:
+        """True when this call revoked it (False: already revoked, so only one caller emits the event)."""
+        return self._changed(
+            "UPDATE gateway_keys SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
+            (to_us(at), reason, key_id),
+        ) == 1
+
+    def start_grace(self, key_id: str, replaced_by: str, until: datetime) -> bool:
+        return self._changed(
+            "UPDATE gateway_keys SET replaced_by = ?, grace_until = ? "
+            "WHERE id = ? AND revoked_at IS NULL AND replaced_by IS NULL",
+            (replaced_by, to_us(until), key_id),
+        ) == 1
+
+    # --- user and team limits ---------------------------------------------------------------
+
+    def set_limits(self, limits: SubjectLimits) -> None:
+        budget = self._store_money(limits.budget_usd) if limits.budget_usd is not None else None
+        column = self._budget_column
+        self._changed(
+            f"INSERT INTO gateway_limits (scope, subject_id, {column}, budget_period, rpm, tpm) "
+            f"VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
+            f"{column} = excluded.{column}, budget_period = excluded.budget_period, "
+            "rpm = excluded.rpm, tpm = excluded.tpm",
+            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
+        )
+
+    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
+        rows = self._rows(
+            f"SELECT {self._budget_column}, budget_period, rpm, tpm FROM gateway_limits "
+            "WHERE scope = ? AND subject_id = ?",
+            (scope, subject_id),
+        )
+        if not rows:
+            return None
+        budget, period, rpm, tpm = rows[0]
+        return SubjectLimits(scope, subject_id, self._read_money(budget) if budget is not None else None, period,
+                             rpm, tpm)
+
+    # --- alerts and reservations ------------------------------------------------------------
+
+    def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool:
+        """True for exactly one caller per window and threshold (the one that should emit quota.alert)."""
+        return self._changed(
+            "UPDATE gateway_spend SET alerted_percent = ? "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND alerted_percent < ?",
+            (percent, scope, subject_id, window_start, percent),
+        ) == 1
+
+    def release(self, reservation_id: str) -> None:
+        self._changed("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
+
+    def sweep_reservations(self, now_us: int) -> int:
+        return self._changed("DELETE FROM gateway_reservations WHERE expires_at <= ?", (now_us,))
 
 
-class SqliteGatewayKeyStore:
+class SqliteGatewayKeyStore(PortableKeyQueries):
     """The SQLite backend: the `gateway_*` tables of metis.db, one connection behind a lock."""
+
+    _budget_column = "budget_pusd"
+    _store_money = staticmethod(to_pusd)
 
     def __init__(self, db_path: Path | str | None = None) -> None:
         self._conn, self.path = open_database(db_path)
@@ -237,12 +341,15 @@ class SqliteGatewayKeyStore:
             self._conn.close()
 
     def ping(self) -> None:
-        with self._lock:
-            self._conn.execute("SELECT 1 FROM gateway_keys LIMIT 1").fetchall()
+        self._rows("SELECT 1 FROM gateway_keys LIMIT 1", ())
 
-    def _write(self, sql: str, params: tuple[object, ...]) -> sqlite3.Cursor:
+    @staticmethod
+    def _read_money(value: Any) -> Decimal:
+        return from_pusd(int(value))
+
+    def _changed(self, sql: str, params: tuple[object, ...]) -> int:
         with self._lock, write_transaction(self._conn, self.path):
-            return self._conn.execute(sql, params)
+            return self._conn.execute(sql, params).rowcount
 
     def _one(self, sql: str, params: tuple[object, ...]) -> tuple[object, ...] | None:
         """One row of a write that RETURNs, fetched inside its transaction."""
@@ -250,74 +357,9 @@ class SqliteGatewayKeyStore:
             row: tuple[object, ...] | None = self._conn.execute(sql, params).fetchone()
             return row
 
-    # --- keys -------------------------------------------------------------------------------
-
-    def insert_key(self, record: GatewayKeyRecord) -> None:
-        models = orjson.dumps(list(record.allowed_models)).decode() if record.allowed_models is not None else None
-        self._write(
-            f"INSERT INTO gateway_keys ({_KEY_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (record.id, record.name, record.prefix, record.secret_hash, record.user_id, record.team_id, models,
-             to_pusd(record.budget_usd) if record.budget_usd is not None else None, record.budget_period,
-             record.rpm, record.tpm, to_us(record.created_at), _opt_us(record.expires_at),
-             _opt_us(record.revoked_at), record.revoke_reason, record.replaced_by, _opt_us(record.grace_until),
-             record.scope),
-        )  # fmt: skip
-
-    def key_by_prefix(self, prefix: str) -> GatewayKeyRecord | None:
+    def _rows(self, sql: str, params: tuple[object, ...]) -> list[Any]:
         with self._lock:
-            row = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys WHERE prefix = ?", (prefix,)).fetchone()
-        return _key_from_row(row) if row is not None else None
-
-    def get_key(self, key_id: str) -> GatewayKeyRecord:
-        with self._lock:
-            row = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys WHERE id = ?", (key_id,)).fetchone()
-        if row is None:
-            raise GatewayKeyError(f"no gateway key {key_id!r} in {self.path}; `metis gateway keys list` shows them")
-        return _key_from_row(row)
-
-    def list_keys(self) -> list[GatewayKeyRecord]:
-        with self._lock:
-            rows = self._conn.execute(f"SELECT {_KEY_COLUMNS} FROM gateway_keys ORDER BY id").fetchall()
-        return [_key_from_row(row) for row in rows]
-
-    def revoke(self, key_id: str, at: datetime, reason: str) -> bool:
-        """True when this call revoked it (False: already revoked, so only one caller emits the event)."""
-        cursor = self._write(
-            "UPDATE gateway_keys SET revoked_at = ?, revoke_reason = ? WHERE id = ? AND revoked_at IS NULL",
-            (to_us(at), reason, key_id),
-        )
-        return cursor.rowcount == 1
-
-    def start_grace(self, key_id: str, replaced_by: str, until: datetime) -> bool:
-        cursor = self._write(
-            "UPDATE gateway_keys SET replaced_by = ?, grace_until = ? "
-            "WHERE id = ? AND revoked_at IS NULL AND replaced_by IS NULL",
-            (replaced_by, to_us(until), key_id),
-        )
-        return cursor.rowcount == 1
-
-    # --- user and team limits ---------------------------------------------------------------
-
-    def set_limits(self, limits: SubjectLimits) -> None:
-        budget = to_pusd(limits.budget_usd) if limits.budget_usd is not None else None
-        self._write(
-            "INSERT INTO gateway_limits (scope, subject_id, budget_pusd, budget_period, rpm, tpm) "
-            "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (scope, subject_id) DO UPDATE SET "
-            "budget_pusd = excluded.budget_pusd, budget_period = excluded.budget_period, "
-            "rpm = excluded.rpm, tpm = excluded.tpm",
-            (limits.scope, limits.subject_id, budget, limits.budget_period, limits.rpm, limits.tpm),
-        )
-
-    def limits(self, scope: Scope, subject_id: str) -> SubjectLimits | None:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT budget_pusd, budget_period, rpm, tpm FROM gateway_limits WHERE scope = ? AND subject_id = ?",
-                (scope, subject_id),
-            ).fetchone()
-        if row is None:
-            return None
-        budget, period, rpm, tpm = row
-        return SubjectLimits(scope, subject_id, from_pusd(budget) if budget is not None else None, period, rpm, tpm)
+            return self._conn.execute(sql, params).fetchall()
 
     # --- counters ---------------------------------------------------------------------------
 
@@ -333,7 +375,7 @@ class SqliteGatewayKeyStore:
         return int(row[0]), int(row[1])  # type: ignore[call-overload]
 
     def add_tokens(self, scope: Scope, subject_id: str, minute: int, tokens: int) -> None:
-        self._write(
+        self._changed(
             "INSERT INTO gateway_minute (scope, subject_id, minute, tokens) VALUES (?, ?, ?, ?) "
             "ON CONFLICT (scope, subject_id, minute) DO UPDATE SET tokens = tokens + excluded.tokens",
             (scope, subject_id, minute, tokens),
@@ -351,21 +393,11 @@ class SqliteGatewayKeyStore:
         return from_pusd(int(row[0]))  # type: ignore[call-overload]
 
     def spent(self, scope: Scope, subject_id: str, window_start: int) -> Decimal:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT spent_pusd FROM gateway_spend WHERE scope = ? AND subject_id = ? AND window_start = ?",
-                (scope, subject_id, window_start),
-            ).fetchone()
-        return from_pusd(int(row[0])) if row is not None else Decimal(0)
-
-    def claim_alert(self, scope: Scope, subject_id: str, window_start: int, percent: int) -> bool:
-        """True for exactly one caller per window and threshold (the one that should emit quota.alert)."""
-        cursor = self._write(
-            "UPDATE gateway_spend SET alerted_percent = ? "
-            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND alerted_percent < ?",
-            (percent, scope, subject_id, window_start, percent),
+        rows = self._rows(
+            "SELECT spent_pusd FROM gateway_spend WHERE scope = ? AND subject_id = ? AND window_start = ?",
+            (scope, subject_id, window_start),
         )
-        return cursor.rowcount == 1
+        return from_pusd(int(rows[0][0])) if rows else Decimal(0)
 
     # --- reservations: each a BEGIN IMMEDIATE transaction (one writer at a time on the file) --
 
@@ -421,20 +453,13 @@ class SqliteGatewayKeyStore:
                 self._conn.execute("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
         return totals
 
-    def release(self, reservation_id: str) -> None:
-        self._write("DELETE FROM gateway_reservations WHERE id = ?", (reservation_id,))
-
-    def sweep_reservations(self, now_us: int) -> int:
-        return self._write("DELETE FROM gateway_reservations WHERE expires_at <= ?", (now_us,)).rowcount
-
     def reserved(self, scope: Scope, subject_id: str, window_start: int, now_us: int) -> Decimal:
-        with self._lock:
-            row = self._conn.execute(
-                "SELECT COALESCE(SUM(amount_pusd), 0) FROM gateway_reservations "
-                "WHERE scope = ? AND subject_id = ? AND window_start = ? AND expires_at > ?",
-                (scope, subject_id, window_start, now_us),
-            ).fetchone()
-        return from_pusd(int(row[0]))
+        rows = self._rows(
+            "SELECT COALESCE(SUM(amount_pusd), 0) FROM gateway_reservations "
+            "WHERE scope = ? AND subject_id = ? AND window_start = ? AND expires_at > ?",
+            (scope, subject_id, window_start, now_us),
+        )
+        return from_pusd(int(rows[0][0]))
 
 
 def open_gateway_key_store(location: Path | str | SharedDatabase | None = None) -> GatewayKeyStore:

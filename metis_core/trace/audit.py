@@ -18,11 +18,10 @@ import orjson
 
 from metis_core.errors import StoreError
 from metis_core.events.catalog import AUDIT_EVENT_TYPES
-from metis_core.events.envelope import datetime_from_us
 from metis_core.store.backend import Location, database_location, is_postgres_url
 from metis_core.store.db import connect, sqlite_errors
 from metis_core.store.migrations import check_is_metis_database
-from metis_core.trace.event_rows import EVENT_COLUMNS
+from metis_core.trace.event_rows import EVENT_COLUMNS, event_fields
 from metis_core.trace.store import event_filters
 
 AuditFormat = Literal["jsonl", "csv"]
@@ -34,19 +33,11 @@ CSV_COLUMNS = (
 
 
 def _record(row: tuple[Any, ...]) -> dict[str, Any]:
-    eid, ts, sid, turn, parent, etype, actor, sensitivity, payload = row
-    return {
-        "id": eid,
-        "timestamp": datetime_from_us(ts).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-        "timestamp_us": ts,
-        "session_id": sid,
-        "turn_id": turn,
-        "parent_event_id": parent,
-        "type": etype,
-        "actor": actor,
-        "sensitivity": sensitivity,
-        "payload": orjson.loads(payload),
-    }
+    """The event's fields, its timestamp as UTC text with the stored microseconds beside it."""
+    record = event_fields(row)
+    record["timestamp"] = record["timestamp"].strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    record["timestamp_us"] = row[1]
+    return record
 
 
 def audit_records(

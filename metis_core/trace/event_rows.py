@@ -58,18 +58,21 @@ def event_row(event: Event) -> EventRow:
     )
 
 
-def event_from_row(row: tuple[Any, ...]) -> Event:
+def event_fields(row: tuple[Any, ...]) -> dict[str, Any]:
+    """A row of EVENT_COLUMNS as the event's fields: the timestamp a datetime, the payload decoded."""
     eid, ts, sid, turn, parent, etype, actor, sensitivity, payload = row
-    return Event.model_validate(
-        {
-            "id": eid,
-            "timestamp": datetime_from_us(ts),
-            "session_id": sid,
-            "turn_id": turn,
-            "parent_event_id": parent,
-            "type": etype,
-            "actor": actor,
-            "sensitivity": sensitivity,
-            "payload": orjson.loads(payload),
-        }
-    )
+    return {
+        "id": eid,
+        "timestamp": datetime_from_us(ts),
+        "session_id": sid,
+        "turn_id": turn,
+        "parent_event_id": parent,
+        "type": etype,
+        "actor": actor,
+        "sensitivity": sensitivity,
+        "payload": orjson.loads(payload),
+    }
+
+
+def event_from_row(row: tuple[Any, ...]) -> Event:
+    return Event.model_validate(event_fields(row))
