@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import asyncio
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
+from fixture_files import read_bytes
 from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
 from weather_tool import WeatherTool
 
@@ -26,6 +29,17 @@ class ScriptedConfirmer:
     async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
         self.asked.append(request)
         return self.answers.pop(0) if self.answers else ConfirmationAnswer("deny")
+
+
+class HangingBody(httpx.AsyncByteStream):
+    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        await asyncio.Event().wait()
 
 
 class Harness:
@@ -53,6 +67,22 @@ class Harness:
 
     def requests_to(self, host: str) -> list[Any]:
         return [body for h, _, body, _ in self.script.requests if h == host]
+
+    def hang_first_call(self) -> None:
+        """The first model call streams the start of stream__text_basic.sse, then hangs; later calls
+        are answered from the script (the hung call's request is recorded there too)."""
+        body = read_bytes("anthropic", "stream__text_basic.sse")
+        head = body[: body.index(b"content_block_stop")]
+        original = self.script.handler
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            if not self.script.requests:
+                original(request)
+                return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=HangingBody(head))
+            return original(request)
+
+        self.runtime.client._transport._async_client = httpx.AsyncClient(  # type: ignore[attr-defined]
+            transport=httpx.MockTransport(handler))
 
 
 @pytest.fixture
