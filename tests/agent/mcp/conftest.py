@@ -15,7 +15,7 @@ import yaml
 from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
 
 from metis_core.adapters.client import ModelClient
-from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationPolicy, ConfirmationRequest
+from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.dispatch import DispatchResult, ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.runtime import Runtime
@@ -25,6 +25,8 @@ from metis_core.events.envelope import Event
 from metis_core.ids import new_ulid
 from metis_core.messages import ToolUseBlock
 from metis_core.transport.retry import RetryPolicy
+
+from ..conftest import ScriptedConfirmer
 
 PROBE = Path(__file__).with_name("probe_server.py")
 
@@ -57,16 +59,6 @@ def http_probe() -> Iterator[str]:
     yield f"http://127.0.0.1:{port}/mcp"
     process.terminate()
     process.wait(10)
-
-
-class ScriptedConfirmer:
-    def __init__(self) -> None:
-        self.answers: list[ConfirmationAnswer] = []
-        self.asked: list[ConfirmationRequest] = []
-
-    async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
-        self.asked.append(request)
-        return self.answers.pop(0) if self.answers else ConfirmationAnswer("deny")
 
 
 class McpHarness:
