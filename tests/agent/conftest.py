@@ -16,8 +16,11 @@ from weather_tool import WeatherTool
 from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
+from metis_core.messages import TextDelta
 from metis_core.transport.retry import RetryPolicy
 
 
@@ -83,6 +86,17 @@ class Harness:
 
         self.runtime.client._transport._async_client = httpx.AsyncClient(  # type: ignore[attr-defined]
             transport=httpx.MockTransport(handler))
+
+    async def hung_turn(self) -> tuple[Session, asyncio.Task[TurnResult]]:
+        """A new session's turn, running as a task, whose model call hangs (`hang_first_call`) once its
+        first text has streamed: the session and the task, at that point."""
+        self.hang_first_call()
+        session = self.runtime.sessions.create(self.workspace)
+        first_text = asyncio.Event()
+        task = asyncio.create_task(self.runtime.turns.run(
+            session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
+        await asyncio.wait_for(first_text.wait(), 5)
+        return session, task
 
 
 @pytest.fixture

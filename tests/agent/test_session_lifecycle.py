@@ -12,7 +12,7 @@ from support_servers import API_KEYS, Reply
 
 from metis_core.events.envelope import Event, Sensitivity
 from metis_core.export import event_log_entries, load_recording, openwop_documents
-from metis_core.messages import MessageStatus, TextDelta
+from metis_core.messages import MessageStatus
 
 from .conftest import Harness
 
@@ -76,12 +76,7 @@ async def test_a_cancelled_turn_records_the_reason_its_canceller_gave(
     harness: Harness, message: str | None, reason: str, actor: str
 ) -> None:
     h = harness
-    h.hang_first_call()
-    session = h.runtime.sessions.create(h.workspace)
-    first_text = asyncio.Event()
-    task = asyncio.create_task(h.runtime.turns.run(
-        session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
-    await asyncio.wait_for(first_text.wait(), 5)
+    session, task = await h.hung_turn()
     task.cancel(message)
     result = await task
     assert result.cancelled and result.cancel_reason == reason

@@ -10,7 +10,7 @@ from support_servers import Reply
 from metis_core.agent.confirmation import ConfirmationAnswer
 from metis_core.errors import CapabilityMismatchError
 from metis_core.events.envelope import Event
-from metis_core.messages import ImageBlock, ImageSource, MessageStatus, Role, TextDelta
+from metis_core.messages import ImageBlock, ImageSource, MessageStatus, Role
 
 from .conftest import Harness
 
@@ -135,12 +135,7 @@ async def test_swap_to_a_model_that_cannot_carry_the_history_is_refused(harness:
 
 async def test_cancellation_keeps_the_partial_answer_and_the_session_goes_on(harness: Harness) -> None:
     h = harness
-    h.hang_first_call()
-    session = h.runtime.sessions.create(h.workspace)
-    first_text = asyncio.Event()
-    task = asyncio.create_task(h.runtime.turns.run(
-        session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
-    await asyncio.wait_for(first_text.wait(), 5)
+    session, task = await h.hung_turn()
     task.cancel()
     result = await task
     assert result.cancelled
