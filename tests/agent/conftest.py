@@ -10,10 +10,9 @@ from typing import Any
 import httpx
 import pytest
 from fixture_files import read_bytes
-from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
+from support_servers import API_KEYS, ScriptedTransport
 from weather_tool import WeatherTool
 
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.session import Session
@@ -21,7 +20,6 @@ from metis_core.agent.turn import TurnResult
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.messages import TextDelta
-from metis_core.transport.retry import RetryPolicy
 
 
 class ScriptedConfirmer:
@@ -55,11 +53,8 @@ class Harness:
         self.runtime = self.open_runtime()
 
     def open_runtime(self) -> Runtime:
-        sync, asynchronous = self.script.clients()
-        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-        runtime = Runtime(home=self.home, client=client, bus=EventBus(mode="strict"), confirmer=self.confirmer,
-                          configured_providers=set(API_KEYS))
+        runtime = Runtime(home=self.home, client=self.script.model_client(), bus=EventBus(mode="strict"),
+                          confirmer=self.confirmer, configured_providers=set(API_KEYS))
         runtime.tools.register(self.weather)
         return runtime
 
