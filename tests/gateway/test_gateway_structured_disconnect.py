@@ -10,7 +10,6 @@ record pricing it the same (`llm.call_completed`, pricing_version estimated) bef
 from __future__ import annotations
 
 import json
-import socket
 from decimal import Decimal
 from pathlib import Path
 
@@ -39,17 +38,11 @@ def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness
 
 def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstream, *, stream: bool) -> None:
     """A Chat Completions `response_format` ask sent on a raw socket, closed once the stalling attempt is sent."""
-    body = json.dumps({
+    harness.post_and_leave("/v1/chat/completions", f"authorization: Bearer {token}", {
         "model": CLAUDE.model, "stream": stream, "messages": [{"role": "user", "content": "Ollama is 22 and busy."}],
         "response_format": {"type": "json_schema", "json_schema": {"name": "Person", "strict": True,
                                                                    "schema": Person.model_json_schema()}},
-    }).encode()  # fmt: skip
-    with socket.create_connection(("127.0.0.1", harness.port)) as client:
-        client.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
-                       + b"content-type: application/json\r\n"
-                       + f"authorization: Bearer {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
-        assert stalling.request_seen.wait(10), "the gateway never sent the attempt that stalls"
-    assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+    }, stalling)  # fmt: skip
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
