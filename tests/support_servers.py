@@ -99,6 +99,17 @@ class HeldBody(ChunkedBody):
             yield chunk
 
 
+class HangingBody(httpx.AsyncByteStream):
+    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        await asyncio.Event().wait()
+
+
 class ScriptedTransport:
     """Per-host reply queues; every request is recorded (host, path, parsed JSON body, headers)."""
 

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from fixture_files import read_bytes
-from support_servers import API_KEYS, ScriptedTransport
+from support_servers import API_KEYS, HangingBody, ScriptedTransport
 from weather_tool import WeatherTool
 
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
@@ -30,17 +30,6 @@ class ScriptedConfirmer:
     async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
         self.asked.append(request)
         return self.answers.pop(0) if self.answers else ConfirmationAnswer("deny")
-
-
-class HangingBody(httpx.AsyncByteStream):
-    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self.head
-        await asyncio.Event().wait()
 
 
 class Harness:
