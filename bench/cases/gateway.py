@@ -33,6 +33,7 @@ import httpx
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target, paired_spread
 from bench.load import Load, server_cpu_seconds
+from bench.server import stop_server_process
 from bench.timing import median, percentile
 
 CASE = "gateway"
@@ -86,12 +87,7 @@ def _process(command: list[str], env: dict[str, str], url: str, cwd: Path | None
         _wait_for(url, process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server_process(process, grace_seconds=10)
 
 
 def _uvicorn(factory: str, port: int, python: str) -> list[str]:
