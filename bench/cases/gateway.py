@@ -96,17 +96,18 @@ def _uvicorn(factory: str, port: int, python: str) -> list[str]:
             "--lifespan", "off", "--workers", str(WORKERS)]
 
 
-def _issue_key(home: Path) -> str:
-    """A gateway key in a fresh METIS_HOME (no limits: the quota path runs, nothing refuses)."""
+def _issue_key(location: Path | str) -> str:
+    """A gateway key in a fresh database, a SQLite file or a postgresql:// URL (no limits: the quota
+    path runs, nothing refuses)."""
     from metis_core.events.bus import EventBus
     from metis_core.gateway.keys import KeyService, KeyTerms
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+    from metis_core.store.gateway_keys import open_gateway_key_store
     from metis_core.trace.store import TraceStore
 
     bus = EventBus()
-    trace = TraceStore(home / "metis.db")
+    trace = TraceStore(location)
     trace.attach(bus)
-    store = SqliteGatewayKeyStore(home / "metis.db")
+    store = open_gateway_key_store(location)
     try:
         return KeyService(store, bus).issue(KeyTerms(name="bench")).token
     finally:
@@ -129,7 +130,7 @@ def _targets(upstream: str, python: str) -> Iterator[
         stack.enter_context(_process(_uvicorn("bench.gateway_floor:build_app", port, python), base_env,
                                      f"http://127.0.0.1:{port}"))
         ways[FLOOR_NAME] = (f"http://127.0.0.1:{port}", {})
-        token = _issue_key(home)
+        token = _issue_key(home / "metis.db")
         port = _free_port()
         gateway_env = {**base_env, "METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                        "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)}
