@@ -58,6 +58,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def gateway_before(home: Path, stalling: StallingUpstream) -> GatewayHarness:
+    """A started gateway in `home` whose Anthropic upstream is `stalling`."""
+    harness = GatewayHarness(home, ReplayServer())
+    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
+    return harness.start()
+
+
 class GatewayHarness:
     def __init__(self, home: Path, upstream: ReplayServer, settings: GatewaySettings | None = None,
                  *, lifespan: str = "off", key_store: GatewayKeyStore | None = None,

@@ -25,7 +25,7 @@ from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewaySettings
 from metis_core.messages import MessageStatus
 
-from .gateway_harness import UPSTREAM_KEYS, GatewayHarness
+from .gateway_harness import UPSTREAM_KEYS, GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 
 HAIKU = "anthropic:claude-haiku-4-5"
@@ -144,10 +144,7 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
     head = recording[: recording.index(b'"text":"!"')]
     head = head[: head.rindex(b"event: content_block_delta")]
     stalling = StallingUpstream(head)
-    replay = ReplayServer()
-    harness = GatewayHarness(tmp_path / "home", replay)
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         _, token = harness.issue()
         seen = b""
@@ -181,9 +178,7 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
 def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_and_charges_its_input(
         tmp_path: Path) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
         harness.post_and_leave("/v1/messages", f"x-api-key: {token}",

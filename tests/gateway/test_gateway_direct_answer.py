@@ -31,7 +31,7 @@ from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.messages import Message, MessageComplete, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 
-from .gateway_harness import GatewayHarness
+from .gateway_harness import GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 from .test_gateway_pause_turn import PAUSED, PROMPT, as_json, body_of, read_bytes
 from .test_gateway_translation import PNG, WEATHER_TOOL
@@ -257,9 +257,7 @@ def test_a_disconnect_before_the_answer_is_recorded_as_on_the_general_path(tmp_p
     found: list[Outcome] = []
     for name in ("direct", "general"):
         stalling = StallingUpstream(None)  # reads the request, never answers
-        harness = GatewayHarness(tmp_path / name, ReplayServer())
-        harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-        harness.start()
+        harness = gateway_before(tmp_path / name, stalling)
         try:
             with general_path() if name == "general" else contextlib.nullcontext():
                 key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day")

@@ -162,18 +162,14 @@ def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_u
 ) -> None:
     # uvicorn's receive() waits on an asyncio.Event: the fast path, never the Task (counted here), and
     # the client leaving mid-call still closes the upstream request and records the turn as cancelled.
-    from cli.replay_server import ReplayServer
-
-    from .gateway_harness import GatewayHarness
+    from .gateway_harness import gateway_before
     from .stalling_upstream import StallingUpstream
 
     tasks: list[object] = []
     general = DisconnectWatcher._in_a_task
     monkeypatch.setattr(DisconnectWatcher, "_in_a_task", lambda self, *a: (tasks.append(a), general(self, *a)))
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         _, token = harness.issue()
         harness.post_and_leave("/v1/messages", f"x-api-key: {token}",

@@ -14,11 +14,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from cli.replay_server import ReplayServer
 from pydantic import BaseModel
 from structured_wire import WIRES
 
-from .gateway_harness import GatewayHarness
+from .gateway_harness import GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 
 CLAUDE = next(w for w in WIRES if w.model == "anthropic:claude-sonnet-4-5")  # output_config.format
@@ -28,12 +27,6 @@ ONE_CALL = Decimal("0.002490")  # the recorded answer: 705 input tokens at $3/M 
 class Person(BaseModel):
     age: int
     available: bool
-
-
-def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness:
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    return harness.start()
 
 
 def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstream, *, stream: bool) -> None:
@@ -49,7 +42,7 @@ def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstrea
 def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_input(tmp_path: Path,
                                                                                       stream: bool) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
         ask_and_leave(harness, token, stalling, stream=stream)
@@ -75,7 +68,7 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_
 def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_attempt_charged(tmp_path: Path) -> None:
     wrong = CLAUDE.answer('{"age": "twenty-two", "available": false}').content  # violates the schema: retried
     stalling = StallingUpstream(None, answers=(("application/json", wrong),))
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day")
         ask_and_leave(harness, token, stalling, stream=False)
