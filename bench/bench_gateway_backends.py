@@ -15,28 +15,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench.cases.gateway import CONCURRENCY, REQUEST, _free_port, _process, _uvicorn
+from bench.cases.gateway import CONCURRENCY, REQUEST, _free_port, _issue_key, _process, _uvicorn
 from bench.load import Load
 
 SECONDS = 6.0
-
-
-def _issue_key(location: Path | str) -> str:
-    from metis_core.events.bus import EventBus
-    from metis_core.gateway.keys import KeyService, KeyTerms
-    from metis_core.store.gateway_keys import open_gateway_key_store
-    from metis_core.trace.store import TraceStore
-
-    bus = EventBus()
-    trace = TraceStore(location)
-    trace.attach(bus)
-    store = open_gateway_key_store(location)
-    try:
-        return KeyService(store, bus).issue(KeyTerms(name="bench")).token
-    finally:
-        bus.shutdown(drain=True)
-        trace.close()
-        store.close()
 
 
 async def _throughput(bases: list[str], token: str) -> tuple[float, int]:

@@ -24,7 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.callgrind import against_budget, instructions_per, switch
+from bench.callgrind import acount_after_warmup, against_budget, count_after_warmup, instructions_per
 
 WARMUP = 200
 TARGET_RATIO = 1.25
@@ -97,14 +97,7 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         exchange = (_floor_exchange(server, provider) if subject == EXCHANGE
                     else _stage_actions(server, provider)[subject])
 
-        async def exchanges() -> None:
-            for index in range(WARMUP + calls):
-                if index == WARMUP:
-                    switch("on")
-                await exchange()
-            switch("off")
-
-        asyncio.run(exchanges())
+        asyncio.run(acount_after_warmup(exchange, WARMUP, calls))
         return
     if subject in STAGES or subject == HANDWRITTEN:
         action = _stage_actions(server, provider)[subject]
@@ -123,22 +116,14 @@ def _counted(server: str, subject: str, provider: str, use_async: bool, calls: i
         caller = FloorCaller(server)
     if use_async and caller is not None:  # a CPU stage runs as in a sync call
         async def run() -> None:
-            for index in range(WARMUP + calls):
-                if index == WARMUP:
-                    switch("on")
-                await caller.acomplete(provider)
-            switch("off")
+            await acount_after_warmup(lambda: caller.acomplete(provider), WARMUP, calls)
             await caller.aclose()
 
         asyncio.run(run())
         return
     if caller is not None:
         action = lambda: caller.complete(provider)  # noqa: E731 - the one action the loop repeats
-    for index in range(WARMUP + calls):
-        if index == WARMUP:
-            switch("on")
-        action()
-    switch("off")
+    count_after_warmup(action, WARMUP, calls)
 
 
 def count(server: str, subject: str, provider: str, use_async: bool, calls: int) -> float:

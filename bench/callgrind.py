@@ -12,12 +12,31 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 
 def switch(state: str) -> None:
     """Turn callgrind's counting `on` or `off` for this process."""
     subprocess.run(["callgrind_control", "-i", state, str(os.getpid())], check=True, capture_output=True)
+
+
+def count_after_warmup(action: Callable[[], object], warmup: int, repeats: int) -> None:
+    """Runs `action` `warmup` times uncounted, then `repeats` times with callgrind counting on."""
+    for index in range(warmup + repeats):
+        if index == warmup:
+            switch("on")
+        action()
+    switch("off")
+
+
+async def acount_after_warmup(action: Callable[[], Awaitable[object]], warmup: int, repeats: int) -> None:
+    """`count_after_warmup` for an async action, awaited each time in the running loop."""
+    for index in range(warmup + repeats):
+        if index == warmup:
+            switch("on")
+        await action()
+    switch("off")
 
 
 def instructions_per(module: str, args: list[str], repeats: int) -> float:

@@ -82,7 +82,7 @@ def _counted(calls: int, stream: bool) -> None:
 
     with serve_in_process(sys.executable) as upstream:
         home = Path(tempfile.mkdtemp(prefix="metis-gateway-instructions-"))
-        token = _issue_key(home)
+        token = _issue_key(home / "metis.db")
         os.environ.update({"METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                            "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)})
         from metis_core.gateway.serve import build_app

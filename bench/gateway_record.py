@@ -79,7 +79,7 @@ def _capture(home: Path) -> list[tuple[Any, ...]]:
         await app.state.service.aclose()
 
     with serve_in_process(sys.executable) as upstream:
-        token = _issue_key(home)
+        token = _issue_key(home / "metis.db")
         os.environ.update({"METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                            "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)})
         uvloop.run(drive(build_app(), token))

@@ -121,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
     with serve_in_process(sys.executable) as upstream:
         home = Path(tempfile.mkdtemp(prefix="metis-gateway-stages-"))
-        token = _issue_key(home)
+        token = _issue_key(home / "metis.db")
         os.environ.update({"METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                            "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)})
         from metis_core.gateway.serve import build_app

@@ -18,6 +18,7 @@ import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from bench import wire_bodies, wire_streams
 from bench.scenarios import OPENROUTER_MODEL, call_answer, stream_script
@@ -212,12 +213,17 @@ def serve_in_process(python: str = sys.executable) -> Iterator[str]:
             raise RuntimeError(f"the local provider server failed to start (said {line!r})")
         yield f"http://{HOST}:{line.split()[1]}"
     finally:
-        process.terminate()
-        try:
-            process.wait(5)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server_process(process, grace_seconds=5)
+
+
+def stop_server_process(process: subprocess.Popen[Any], grace_seconds: float) -> None:
+    """Asks a server process to exit (SIGTERM); kills it if it has not within `grace_seconds`."""
+    process.terminate()
+    try:
+        process.wait(grace_seconds)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
 
 
 def main() -> None:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from bench.callgrind import against_budget, instructions_per, switch
+from bench.callgrind import against_budget, count_after_warmup, instructions_per
 
 WARMUP = 3
 TARGET_RATIO = 0.85
@@ -79,11 +79,7 @@ def _counted(server: str, subject: str, provider: str, streams: int) -> None:
 
             caller = FloorCaller(server)
         action = lambda: caller.stream(provider)  # noqa: E731 - the one action the loop repeats
-    for index in range(WARMUP + streams):
-        if index == WARMUP:
-            switch("on")
-        action()
-    switch("off")
+    count_after_warmup(action, WARMUP, streams)
 
 
 def count(server: str, subject: str, provider: str, streams: int) -> float:

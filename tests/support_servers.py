@@ -19,6 +19,9 @@ import httpx
 from fixture_files import read_bytes
 from mock_http import ChunkedBody, split
 
+from metis_core.adapters.client import ModelClient
+from metis_core.transport.retry import RetryPolicy
+
 BASE_URLS = {
     "anthropic": "http://anthropic.test",
     "openai": "http://openai.test/v1",
@@ -96,6 +99,17 @@ class HeldBody(ChunkedBody):
             yield chunk
 
 
+class HangingBody(httpx.AsyncByteStream):
+    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
+
+    def __init__(self, head: bytes) -> None:
+        self.head = head
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield self.head
+        await asyncio.Event().wait()
+
+
 class ScriptedTransport:
     """Per-host reply queues; every request is recorded (host, path, parsed JSON body, headers)."""
 
@@ -127,3 +141,9 @@ class ScriptedTransport:
     def clients(self) -> tuple[httpx.Client, httpx.AsyncClient]:
         return (httpx.Client(transport=httpx.MockTransport(self.handler)),
                 httpx.AsyncClient(transport=httpx.MockTransport(self.handler)))
+
+    def model_client(self) -> ModelClient:
+        """A ModelClient whose calls, sync and async, this script answers: test keys, no retries."""
+        sync, asynchronous = self.clients()
+        return ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
+                           api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))

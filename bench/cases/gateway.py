@@ -33,6 +33,7 @@ import httpx
 from bench.context import RunContext
 from bench.figures import METIS, Figure, Target, paired_spread
 from bench.load import Load, server_cpu_seconds
+from bench.server import stop_server_process
 from bench.timing import median, percentile
 
 CASE = "gateway"
@@ -86,12 +87,7 @@ def _process(command: list[str], env: dict[str, str], url: str, cwd: Path | None
         _wait_for(url, process)
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_server_process(process, grace_seconds=10)
 
 
 def _uvicorn(factory: str, port: int, python: str) -> list[str]:
@@ -100,17 +96,18 @@ def _uvicorn(factory: str, port: int, python: str) -> list[str]:
             "--lifespan", "off", "--workers", str(WORKERS)]
 
 
-def _issue_key(home: Path) -> str:
-    """A gateway key in a fresh METIS_HOME (no limits: the quota path runs, nothing refuses)."""
+def _issue_key(location: Path | str) -> str:
+    """A gateway key in a fresh database, a SQLite file or a postgresql:// URL (no limits: the quota
+    path runs, nothing refuses)."""
     from metis_core.events.bus import EventBus
     from metis_core.gateway.keys import KeyService, KeyTerms
-    from metis_core.store.gateway_keys import SqliteGatewayKeyStore
+    from metis_core.store.gateway_keys import open_gateway_key_store
     from metis_core.trace.store import TraceStore
 
     bus = EventBus()
-    trace = TraceStore(home / "metis.db")
+    trace = TraceStore(location)
     trace.attach(bus)
-    store = SqliteGatewayKeyStore(home / "metis.db")
+    store = open_gateway_key_store(location)
     try:
         return KeyService(store, bus).issue(KeyTerms(name="bench")).token
     finally:
@@ -133,7 +130,7 @@ def _targets(upstream: str, python: str) -> Iterator[
         stack.enter_context(_process(_uvicorn("bench.gateway_floor:build_app", port, python), base_env,
                                      f"http://127.0.0.1:{port}"))
         ways[FLOOR_NAME] = (f"http://127.0.0.1:{port}", {})
-        token = _issue_key(home)
+        token = _issue_key(home / "metis.db")
         port = _free_port()
         gateway_env = {**base_env, "METIS_HOME": str(home), "METIS_ANTHROPIC_BASE_URL": upstream,
                        "ANTHROPIC_API_KEY": "bench-upstream-key", "METIS_GATEWAY_WORKSPACE": str(home)}

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
-from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
+from fixture_files import read_bytes
+from support_servers import API_KEYS, HangingBody, ScriptedTransport
 from weather_tool import WeatherTool
 
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationRequest
 from metis_core.agent.runtime import Runtime
+from metis_core.agent.session import Session
+from metis_core.agent.turn import TurnResult
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
-from metis_core.transport.retry import RetryPolicy
+from metis_core.messages import TextDelta
 
 
 class ScriptedConfirmer:
@@ -38,11 +42,8 @@ class Harness:
         self.runtime = self.open_runtime()
 
     def open_runtime(self) -> Runtime:
-        sync, asynchronous = self.script.clients()
-        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-        runtime = Runtime(home=self.home, client=client, bus=EventBus(mode="strict"), confirmer=self.confirmer,
-                          configured_providers=set(API_KEYS))
+        runtime = Runtime(home=self.home, client=self.script.model_client(), bus=EventBus(mode="strict"),
+                          confirmer=self.confirmer, configured_providers=set(API_KEYS))
         runtime.tools.register(self.weather)
         return runtime
 
@@ -53,6 +54,33 @@ class Harness:
 
     def requests_to(self, host: str) -> list[Any]:
         return [body for h, _, body, _ in self.script.requests if h == host]
+
+    def hang_first_call(self) -> None:
+        """The first model call streams the start of stream__text_basic.sse, then hangs; later calls
+        are answered from the script (the hung call's request is recorded there too)."""
+        body = read_bytes("anthropic", "stream__text_basic.sse")
+        head = body[: body.index(b"content_block_stop")]
+        original = self.script.handler
+
+        def handler(request: httpx.Request) -> httpx.Response:
+            if not self.script.requests:
+                original(request)
+                return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=HangingBody(head))
+            return original(request)
+
+        self.runtime.client._transport._async_client = httpx.AsyncClient(  # type: ignore[attr-defined]
+            transport=httpx.MockTransport(handler))
+
+    async def hung_turn(self) -> tuple[Session, asyncio.Task[TurnResult]]:
+        """A new session's turn, running as a task, whose model call hangs (`hang_first_call`) once its
+        first text has streamed: the session and the task, at that point."""
+        self.hang_first_call()
+        session = self.runtime.sessions.create(self.workspace)
+        first_text = asyncio.Event()
+        task = asyncio.create_task(self.runtime.turns.run(
+            session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
+        await asyncio.wait_for(first_text.wait(), 5)
+        return session, task
 
 
 @pytest.fixture

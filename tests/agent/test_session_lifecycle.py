@@ -5,17 +5,14 @@ records it user_controlled (§4.4.1). All through the Runtime over recorded traf
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 
-import httpx
 import pytest
-from conftest import fixtures_root
 from support_servers import API_KEYS, Reply
 
 from metis_core.events.envelope import Event, Sensitivity
 from metis_core.export import event_log_entries, load_recording, openwop_documents
-from metis_core.messages import MessageStatus, TextDelta
+from metis_core.messages import MessageStatus
 
 from .conftest import Harness
 
@@ -49,32 +46,9 @@ async def test_a_session_idle_past_the_timeout_ends_abandoned_and_a_recent_one_s
     assert h.runtime.sessions.end_inactive(now=cutoff_now, idle_hours=24) == []  # ended once only
 
 
-class HangingBody(httpx.AsyncByteStream):
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self.head
-        await asyncio.Event().wait()
-
-
-def hang_first_call(h: Harness) -> None:
-    body = (fixtures_root() / "wire" / "anthropic" / "stream__text_basic.sse").read_bytes()
-    head = body[: body.index(b"content_block_stop")]
-    original = h.script.handler
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if not h.script.requests:
-            original(request)
-            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=HangingBody(head))
-        return original(request)
-
-    h.runtime.client._transport._async_client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[attr-defined]
-
-
 async def test_a_turn_past_its_timeout_is_cancelled_for_timeout_and_keeps_the_partial_answer(harness: Harness) -> None:
     h = harness
-    hang_first_call(h)
+    h.hang_first_call()
     session = h.runtime.sessions.create(h.workspace)
     result = await h.runtime.turns.run(session, "tell me a story", timeout_seconds=0.5)
     assert result.cancelled and result.cancel_reason == "timeout"
@@ -102,12 +76,7 @@ async def test_a_cancelled_turn_records_the_reason_its_canceller_gave(
     harness: Harness, message: str | None, reason: str, actor: str
 ) -> None:
     h = harness
-    hang_first_call(h)
-    session = h.runtime.sessions.create(h.workspace)
-    first_text = asyncio.Event()
-    task = asyncio.create_task(h.runtime.turns.run(
-        session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
-    await asyncio.wait_for(first_text.wait(), 5)
+    session, task = await h.hung_turn()
     task.cancel(message)
     result = await task
     assert result.cancelled and result.cancel_reason == reason

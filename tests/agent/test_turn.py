@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
-import httpx
 import pytest
-from conftest import fixtures_root
 from support_servers import Reply
 
 from metis_core.agent.confirmation import ConfirmationAnswer
 from metis_core.errors import CapabilityMismatchError
 from metis_core.events.envelope import Event
-from metis_core.messages import ImageBlock, ImageSource, MessageStatus, Role, TextDelta
+from metis_core.messages import ImageBlock, ImageSource, MessageStatus, Role
 
 from .conftest import Harness
 
@@ -136,35 +133,9 @@ async def test_swap_to_a_model_that_cannot_carry_the_history_is_refused(harness:
     assert len(h.script.requests) == requests_before
 
 
-class HangingBody(httpx.AsyncByteStream):
-    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self.head
-        await asyncio.Event().wait()
-
-
 async def test_cancellation_keeps_the_partial_answer_and_the_session_goes_on(harness: Harness) -> None:
     h = harness
-    body = (fixtures_root() / "wire" / "anthropic" / "stream__text_basic.sse").read_bytes()
-    head = body[: body.index(b"content_block_stop")]
-    original = h.script.handler
-
-    def handler(request: httpx.Request) -> httpx.Response:
-        if not h.script.requests:
-            original(request)
-            return httpx.Response(200, headers={"content-type": "text/event-stream"}, stream=HangingBody(head))
-        return original(request)
-
-    h.runtime.client._transport._async_client = httpx.AsyncClient(transport=httpx.MockTransport(handler))  # type: ignore[attr-defined]
-    session = h.runtime.sessions.create(h.workspace)
-    first_text = asyncio.Event()
-    task = asyncio.create_task(h.runtime.turns.run(
-        session, "tell me a story", on_stream=lambda ev: first_text.set() if isinstance(ev, TextDelta) else None))
-    await asyncio.wait_for(first_text.wait(), 5)
+    session, task = await h.hung_turn()
     task.cancel()
     result = await task
     assert result.cancelled

@@ -56,33 +56,29 @@ def test_record_and_replay_together_are_refused(home: Path, workspace: Path, tmp
     assert done.returncode != 0 and "not both" in done.stderr
 
 
+def chat_hello(args: list[str], env: dict[str, str], workspace: Path) -> None:
+    """`metis <args>` on a terminal: say hello, see the recorded answer, exit cleanly."""
+    from .cli_harness import PtySession
+
+    term = PtySession(args, env, workspace)
+    try:
+        term.expect(r"you> ")
+        term.type("Say hello")
+        term.expect(r"Hello there!")
+        term.expect(r"you> ")
+        term.type("/exit")
+        assert term.wait() == 0
+    finally:
+        term.close()
+
+
 def test_chat_records_on_a_terminal_and_replays_without_server_or_key(
     home: Path, server: ReplayServer, workspace: Path, tmp_path: Path
 ) -> None:
-    from .cli_harness import PtySession
-
     server.script(ANTHROPIC, Reply.recording("anthropic", "stream__text_basic.sse"))
     cassette = tmp_path / "chat.jsonl"
-    term = PtySession(["chat", "--record", str(cassette)], cli_env(home, server.base_url), workspace)
-    try:
-        term.expect(r"you> ")
-        term.type("Say hello")
-        term.expect(r"Hello there!")
-        term.expect(r"you> ")
-        term.type("/exit")
-        assert term.wait() == 0
-    finally:
-        term.close()
+    chat_hello(["chat", "--record", str(cassette)], cli_env(home, server.base_url), workspace)
     assert len(read_cassette(cassette)) == 1
     server.stop()
 
-    term = PtySession(["chat", "--replay", str(cassette)], cli_env(tmp_path / "replay_home", None), workspace)
-    try:
-        term.expect(r"you> ")
-        term.type("Say hello")
-        term.expect(r"Hello there!")
-        term.expect(r"you> ")
-        term.type("/exit")
-        assert term.wait() == 0
-    finally:
-        term.close()
+    chat_hello(["chat", "--replay", str(cassette)], cli_env(tmp_path / "replay_home", None), workspace)

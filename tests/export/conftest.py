@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 from conftest import fixtures_root
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, BASE_URLS, HangingBody, Reply, ScriptedTransport
 from weather_tool import WeatherTool
 
 from metis_core.adapters.client import ModelClient
@@ -53,17 +53,6 @@ class Confirmer:
 
     async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
         return self.answers.pop(0)
-
-
-class HangingBody(httpx.AsyncByteStream):
-    """Streams the first part of a recording, then stalls like a slow model until cancelled."""
-
-    def __init__(self, head: bytes) -> None:
-        self.head = head
-
-    async def __aiter__(self) -> AsyncIterator[bytes]:
-        yield self.head
-        await asyncio.Event().wait()
 
 
 @dataclass

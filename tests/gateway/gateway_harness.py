@@ -7,6 +7,7 @@ in the same metis.db. `GatewayHarness.drain()` waits until every event and store
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 import time
@@ -14,7 +15,7 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import uvicorn
 from cli.replay_server import ReplayServer
@@ -30,6 +31,9 @@ from metis_core.gateway.record_writer import RecordWriter
 from metis_core.gateway.service import GatewayService, GatewaySettings
 from metis_core.store.gateway_keys import GatewayKeyStore, SqliteGatewayKeyStore
 from metis_core.transport.retry import RetryPolicy
+
+if TYPE_CHECKING:
+    from .stalling_upstream import StallingUpstream
 
 UPSTREAM_KEYS = {"anthropic": "sk-ant-upstream-SECRET-0001", "openai": "sk-upstream-SECRET-0002",
                  "openai_responses": "sk-upstream-SECRET-0003"}
@@ -52,6 +56,13 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+def gateway_before(home: Path, stalling: StallingUpstream) -> GatewayHarness:
+    """A started gateway in `home` whose Anthropic upstream is `stalling`."""
+    harness = GatewayHarness(home, ReplayServer())
+    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
+    return harness.start()
 
 
 class GatewayHarness:
@@ -101,6 +112,17 @@ class GatewayHarness:
     def issue(self, **terms: Any) -> tuple[str, str]:
         issued = self.service.keys.issue(KeyTerms(name=terms.pop("name", "test"), **terms))
         return issued.record.id, issued.token
+
+    def post_and_leave(self, path: str, auth_header: str, body: dict[str, Any], stalling: StallingUpstream) -> None:
+        """POST `body` to `path` on a raw socket and close it once `stalling`, the upstream, has read the
+        call: a client leaving before its answer. Returns when the gateway has closed the upstream request."""
+        data = json.dumps(body).encode()
+        with socket.create_connection(("127.0.0.1", self.port)) as client:
+            client.sendall(f"POST {path} HTTP/1.1\r\nhost: 127.0.0.1:{self.port}\r\n".encode()
+                           + b"content-type: application/json\r\n"
+                           + f"{auth_header}\r\ncontent-length: {len(data)}\r\n\r\n".encode() + data)
+            assert stalling.request_seen.wait(10), "the gateway never sent the upstream the call that stalls"
+        assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
 
     def drain(self) -> None:
         self.service.drain()

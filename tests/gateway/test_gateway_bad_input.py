@@ -8,7 +8,6 @@ middle of a stream (the upstream connection is closed, the turn is recorded as c
 from __future__ import annotations
 
 import json
-import socket
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,7 +25,7 @@ from metis_core.gateway.quotas import budget_window
 from metis_core.gateway.service import GatewaySettings
 from metis_core.messages import MessageStatus
 
-from .gateway_harness import UPSTREAM_KEYS, GatewayHarness
+from .gateway_harness import UPSTREAM_KEYS, GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 
 HAIKU = "anthropic:claude-haiku-4-5"
@@ -145,10 +144,7 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
     head = recording[: recording.index(b'"text":"!"')]
     head = head[: head.rindex(b"event: content_block_delta")]
     stalling = StallingUpstream(head)
-    replay = ReplayServer()
-    harness = GatewayHarness(tmp_path / "home", replay)
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         _, token = harness.issue()
         seen = b""
@@ -182,24 +178,13 @@ def test_a_client_disconnect_mid_stream_cancels_the_upstream_and_is_recorded(tmp
 def test_a_client_disconnect_before_a_non_streaming_answer_cancels_the_upstream_and_charges_its_input(
         tmp_path: Path) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
-        with socket.create_connection(("127.0.0.1", harness.port)) as client:
-            body = json.dumps({"model": HAIKU, "max_tokens": 50,
-                               "messages": [{"role": "user", "content": "hi"}]}).encode()
-            client.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
-                           + b"content-type: application/json\r\n"
-                           + f"x-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
-            assert stalling.request_seen.wait(10), "the gateway never called the upstream"
-        assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
-        deadline = time.monotonic() + 10  # the record follows the cancel on the gateway's loop
-        while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        harness.drain()
-        [cancelled] = harness.of_type("turn.cancelled")
+        harness.post_and_leave("/v1/messages", f"x-api-key: {token}",
+                               {"model": HAIKU, "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]},
+                               stalling)
+        cancelled = harness.cancelled_turn()
         assert cancelled.payload["reason"] == "client_disconnect" and cancelled.payload["partial_llm_calls"] == 0
         # the request was sent: its input is charged to the budget at the estimate ("hi": 7 tokens) and the
         # dearest input rate (cache writes, $1.25/M); the 50 output tokens reserved for it are released.

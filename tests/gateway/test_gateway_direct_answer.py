@@ -13,7 +13,6 @@ import asyncio
 import contextlib
 import json
 import re
-import socket
 from collections.abc import Callable, Coroutine, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from metis_core.gateway.continued_call import ContinuedCall
 from metis_core.messages import Message, MessageComplete, StreamEvent
 from metis_core.routing.fallback import FallbackChain
 
-from .gateway_harness import GatewayHarness
+from .gateway_harness import GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 from .test_gateway_pause_turn import PAUSED, PROMPT, as_json, body_of, read_bytes
 from .test_gateway_translation import PNG, WEATHER_TOOL
@@ -258,20 +257,12 @@ def test_a_disconnect_before_the_answer_is_recorded_as_on_the_general_path(tmp_p
     found: list[Outcome] = []
     for name in ("direct", "general"):
         stalling = StallingUpstream(None)  # reads the request, never answers
-        harness = GatewayHarness(tmp_path / name, ReplayServer())
-        harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-        harness.start()
+        harness = gateway_before(tmp_path / name, stalling)
         try:
             with general_path() if name == "general" else contextlib.nullcontext():
                 key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day")
-                body = json.dumps({"model": HAIKU, "max_tokens": 50,
-                                   "messages": [{"role": "user", "content": "hi"}]}).encode()
-                with socket.create_connection(("127.0.0.1", harness.port)) as client:
-                    client.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
-                                   + b"content-type: application/json"
-                                   + f"\r\nx-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
-                    assert stalling.request_seen.wait(10), "the gateway never called the upstream"
-                assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+                harness.post_and_leave("/v1/messages", f"x-api-key: {token}", {
+                    "model": HAIKU, "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]}, stalling)
                 harness.cancelled_turn()
                 found.append(outcome(harness, key_id, 499, None))
         finally:

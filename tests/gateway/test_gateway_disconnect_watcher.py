@@ -162,36 +162,20 @@ def test_under_uvicorn_the_watch_is_stepped_and_a_disconnect_still_cancels_the_u
 ) -> None:
     # uvicorn's receive() waits on an asyncio.Event: the fast path, never the Task (counted here), and
     # the client leaving mid-call still closes the upstream request and records the turn as cancelled.
-    import json
-    import socket
-    import time
-
-    from cli.replay_server import ReplayServer
-
-    from .gateway_harness import GatewayHarness
+    from .gateway_harness import gateway_before
     from .stalling_upstream import StallingUpstream
 
     tasks: list[object] = []
     general = DisconnectWatcher._in_a_task
     monkeypatch.setattr(DisconnectWatcher, "_in_a_task", lambda self, *a: (tasks.append(a), general(self, *a)))
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    harness.start()
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         _, token = harness.issue()
-        with socket.create_connection(("127.0.0.1", harness.port)) as client:
-            body = json.dumps({"model": "anthropic:claude-haiku-4-5", "max_tokens": 50,
-                               "messages": [{"role": "user", "content": "hi"}]}).encode()
-            client.sendall(f"POST /v1/messages HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
-                           + b"content-type: application/json\r\n"
-                           + f"x-api-key: {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
-            assert stalling.request_seen.wait(10), "the gateway never called the upstream"
-        assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
-        deadline = time.monotonic() + 10
-        while not harness.of_type("turn.cancelled") and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert [e.payload["reason"] for e in harness.of_type("turn.cancelled")] == ["client_disconnect"]
+        harness.post_and_leave("/v1/messages", f"x-api-key: {token}",
+                               {"model": "anthropic:claude-haiku-4-5", "max_tokens": 50,
+                                "messages": [{"role": "user", "content": "hi"}]}, stalling)
+        assert [e.payload["reason"] for e in harness.recorded("turn.cancelled")] == ["client_disconnect"]
         assert tasks == []
     finally:
         harness.stop()

@@ -29,7 +29,7 @@ from metis_core.adapters.continuation import MAX_CONTINUATIONS
 from metis_core.messages import MessageStatus
 from metis_core.transport.framing import decode_all
 
-from .gateway_harness import GatewayHarness
+from .gateway_harness import GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 
 MODEL = "anthropic:claude-sonnet-4-5"
@@ -240,12 +240,6 @@ def test_an_answer_that_keeps_pausing_is_cut_short_at_the_cap(gateway: GatewayHa
     assert gateway.spent_today(key_id) == pytest.approx(sum(Decimal(str(c.payload["cost_usd"])) for c in calls))
 
 
-def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness:
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    return harness.start()
-
-
 def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
     cancelled = harness.cancelled_turn()
     assert cancelled.payload["reason"] == "client_disconnect"
@@ -266,7 +260,7 @@ def check_left_mid_continuation(harness: GatewayHarness, key_id: str) -> Any:
 
 def test_a_client_leaving_mid_continuation_cancels_it_and_keeps_the_paused_call_charged(tmp_path: Path) -> None:
     stalling = StallingUpstream(None, answers=(("application/json", json.dumps(PAUSED).encode()),))
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day")
         client = openai_client(harness, token, timeout=httpx.Timeout(30, read=3.0))  # it stops waiting, and leaves
@@ -291,7 +285,7 @@ def test_a_client_leaving_a_streamed_continuation_cancels_it_and_keeps_what_stre
     head = head[: head.rindex(marker)]  # the continuation up to its first text, then it stalls
     stalling = StallingUpstream(head + CONTINUED_SSE[len(head):].split(b"\n\n", 1)[0] + b"\n\n",
                                 answers=(("text/event-stream", PAUSED_SSE),))
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("100"), budget_period="day")
         seen = ""

@@ -10,16 +10,14 @@ record pricing it the same (`llm.call_completed`, pricing_version estimated) bef
 from __future__ import annotations
 
 import json
-import socket
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from cli.replay_server import ReplayServer
 from pydantic import BaseModel
 from structured_wire import WIRES
 
-from .gateway_harness import GatewayHarness
+from .gateway_harness import GatewayHarness, gateway_before
 from .stalling_upstream import StallingUpstream
 
 CLAUDE = next(w for w in WIRES if w.model == "anthropic:claude-sonnet-4-5")  # output_config.format
@@ -31,32 +29,20 @@ class Person(BaseModel):
     available: bool
 
 
-def gateway_before(tmp_path: Path, stalling: StallingUpstream) -> GatewayHarness:
-    harness = GatewayHarness(tmp_path / "home", ReplayServer())
-    harness.runtime.client._base_urls["anthropic"] = stalling.base_url
-    return harness.start()
-
-
 def ask_and_leave(harness: GatewayHarness, token: str, stalling: StallingUpstream, *, stream: bool) -> None:
     """A Chat Completions `response_format` ask sent on a raw socket, closed once the stalling attempt is sent."""
-    body = json.dumps({
+    harness.post_and_leave("/v1/chat/completions", f"authorization: Bearer {token}", {
         "model": CLAUDE.model, "stream": stream, "messages": [{"role": "user", "content": "Ollama is 22 and busy."}],
         "response_format": {"type": "json_schema", "json_schema": {"name": "Person", "strict": True,
                                                                    "schema": Person.model_json_schema()}},
-    }).encode()  # fmt: skip
-    with socket.create_connection(("127.0.0.1", harness.port)) as client:
-        client.sendall(f"POST /v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1:{harness.port}\r\n".encode()
-                       + b"content-type: application/json\r\n"
-                       + f"authorization: Bearer {token}\r\ncontent-length: {len(body)}\r\n\r\n".encode() + body)
-        assert stalling.request_seen.wait(10), "the gateway never sent the attempt that stalls"
-    assert stalling.closed_by_peer.wait(10), "the upstream request was not cancelled"
+    }, stalling)  # fmt: skip
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["plain", "streamed"])
 def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_input(tmp_path: Path,
                                                                                       stream: bool) -> None:
     stalling = StallingUpstream(None)  # reads the request, never answers
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day", tpm=100_000)
         ask_and_leave(harness, token, stalling, stream=stream)
@@ -82,7 +68,7 @@ def test_a_client_leaving_a_structured_ask_cancels_the_upstream_and_charges_its_
 def test_a_client_leaving_during_a_corrective_retry_keeps_only_the_finished_attempt_charged(tmp_path: Path) -> None:
     wrong = CLAUDE.answer('{"age": "twenty-two", "available": false}').content  # violates the schema: retried
     stalling = StallingUpstream(None, answers=(("application/json", wrong),))
-    harness = gateway_before(tmp_path, stalling)
+    harness = gateway_before(tmp_path / "home", stalling)
     try:
         key_id, token = harness.issue(budget_usd=Decimal("5"), budget_period="day")
         ask_and_leave(harness, token, stalling, stream=False)

@@ -15,26 +15,22 @@ from pathlib import Path
 import pytest
 from adapters.hosted.wire_oracle import anthropic_message, normalized_anthropic_content
 from fixture_files import read_bytes
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, Reply, ScriptedTransport
 
 from metis_core.adapters._common.lossy import forget_logged_drops
 from metis_core.adapters.base import AdapterOptions
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.events.bus import EventBus
 from metis_core.messages import MessageStatus, ProviderToolCallBlock, ProviderToolResultBlock
 from metis_core.routing.engine import NoRoutableModelError
-from metis_core.transport.retry import RetryPolicy
 
 SEARCH = "stream__hosted_web_search_live.sse"
 CLAUDE = "anthropic:claude-sonnet-4-0"
 
 
 def open_runtime(home: Path, script: ScriptedTransport) -> Runtime:
-    sync, asynchronous = script.clients()
-    client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS, api_keys=API_KEYS,
-                         retry=RetryPolicy(max_retries=0))
-    return Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers=set(API_KEYS))
+    return Runtime(home=home, client=script.model_client(), bus=EventBus(mode="strict"),
+                   configured_providers=set(API_KEYS))
 
 
 async def test_web_search_on_anthropic_then_openai_chat_then_back(

@@ -16,15 +16,13 @@ from typing import Any
 
 import pytest
 from fixture_files import read_bytes
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, Reply, ScriptedTransport
 
 from metis_core.adapters._common.lossy import forget_logged_drops
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.bus import EventBus
 from metis_core.messages import MessageStatus, Role, SideEffects, ToolDefinition, check_session
-from metis_core.transport.retry import RetryPolicy
 
 ANTHROPIC_ID = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
@@ -73,10 +71,8 @@ HOSTS = {"anthropic": "anthropic.test", "openai": "openai.test", "openai_respons
 
 
 def open_runtime(home: Path, script: ScriptedTransport) -> Runtime:
-    sync, asynchronous = script.clients()
-    client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS, api_keys=API_KEYS,
-                         retry=RetryPolicy(max_retries=0))
-    runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers=set(API_KEYS))
+    runtime = Runtime(home=home, client=script.model_client(), bus=EventBus(mode="strict"),
+                      configured_providers=set(API_KEYS))
     for name in ("get_weather", "GetWeatherArgs", "get_stock_price", "get_current_weather", "get_country"):
         runtime.tools.register(LookupTool(name))
     return runtime

@@ -13,16 +13,14 @@ from pathlib import Path
 import pytest
 from postgres_server import shared_server
 from store_backends import BACKENDS, _postgres_session  # noqa: F401
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, Reply, ScriptedTransport
 
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.learning.loop import LearningLoop
 from metis_core.learning.settings import LearningSettings
 from metis_core.store.backend import DATABASE_URL_ENV
-from metis_core.transport.retry import RetryPolicy
 
 STRONG = "anthropic:claude-sonnet-4-6"
 CHEAP = "anthropic:claude-haiku-4-5"
@@ -44,10 +42,7 @@ class LearningHarness:
         self.home = home
         self.workspace = workspace
         self.script = ScriptedTransport()
-        sync, asynchronous = self.script.clients()
-        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-        self.runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"),
+        self.runtime = Runtime(home=home, client=self.script.model_client(), bus=EventBus(mode="strict"),
                                configured_providers=set(API_KEYS))
         self.loop = LearningLoop.attach(self.runtime, settings)
 

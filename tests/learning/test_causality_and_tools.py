@@ -8,7 +8,6 @@ from typing import Any
 
 from support_servers import Reply
 
-from metis_core.agent.route_advice import RouteSuggestion
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.causality import walk_to_root
 from metis_core.events.envelope import Sensitivity
@@ -16,7 +15,7 @@ from metis_core.learning.patterns.fingerprint import distance, fingerprint
 from metis_core.messages import SideEffects, ToolDefinition
 
 from .conftest import CHEAP, STRONG, LearningHarness
-from .test_pattern_routing import RULE, learning_harness, teach
+from .test_pattern_routing import RULE, advised_summary, learning_harness
 
 
 class Weather:
@@ -34,16 +33,8 @@ class Weather:
 
 async def overridden_turn(tmp_path: Path) -> tuple[LearningHarness, str]:
     h = learning_harness(tmp_path, RULE)
-    await teach(h)
-
-    async def override(suggestion: RouteSuggestion) -> str:
-        return "override"
-
-    h.runtime.route_advice = override  # type: ignore[assignment]
-    h.answers(1)
-    session = h.runtime.sessions.create(h.workspace)
-    await h.runtime.turns.run(session, "Summarize the quarterly report in three bullet points")
-    return h, session.id
+    sid, _, _ = await advised_summary(h, "override")
+    return h, sid
 
 
 async def test_route_decided_is_emitted_exactly_once_when_the_pattern_is_overridden(tmp_path: Path) -> None:

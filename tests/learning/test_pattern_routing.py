@@ -7,6 +7,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from metis_core.agent.route_advice import RouteSuggestion
+from metis_core.agent.turn import TurnResult
 from metis_core.events.envelope import Actor, Sensitivity
 from metis_core.learning.settings import LearningSettings
 
@@ -34,6 +35,23 @@ async def teach(h: LearningHarness, rounds: int = 5) -> None:
         await session(h, SUMMARY, model=STRONG, good=True)
         await session(h, PROOF, model=CHEAP, good=False)
         await session(h, PROOF, model=STRONG, good=True)
+
+
+async def advised_summary(h: LearningHarness, answer: str) -> tuple[str, TurnResult, list[RouteSuggestion]]:
+    """Teach `h`, answer its route advice with `answer` and run one summary turn: the session's id,
+    the turn's result and the suggestions the advice was asked about."""
+    await teach(h)
+    asked: list[RouteSuggestion] = []
+
+    async def advise(suggestion: RouteSuggestion) -> str:
+        asked.append(suggestion)
+        return answer
+
+    h.runtime.route_advice = advise  # type: ignore[assignment]
+    h.answers(1)
+    s = h.runtime.sessions.create(h.workspace)
+    result = await h.runtime.turns.run(s, "Summarize the quarterly report in three bullet points")
+    return s.id, result, asked
 
 
 def learning_harness(tmp_path: Path, routing_yaml: str, **settings: object) -> LearningHarness:
@@ -104,18 +122,8 @@ RULE = f"default: {STRONG}\nrules:\n  - name: summaries\n    when: {{keyword: su
 async def test_route_override_redispatches_to_the_pattern_model(tmp_path: Path) -> None:
     h = learning_harness(tmp_path, RULE)
     try:
-        await teach(h)
-        asked: list[RouteSuggestion] = []
-
-        async def override(suggestion: RouteSuggestion) -> str:
-            asked.append(suggestion)
-            return "override"
-
-        h.runtime.route_advice = override  # type: ignore[assignment]
-        h.answers(1)
-        s = h.runtime.sessions.create(h.workspace)
-        result = await h.runtime.turns.run(s, "Summarize the quarterly report in three bullet points")
-        events = h.events(s.id)
+        sid, result, asked = await advised_summary(h, "override")
+        events = h.events(sid)
         (decided,) = [e for e in events if e.type == "route.decided"]
         (overridden,) = [e for e in events if e.type == "route.overridden"]
         (call,) = [e for e in events if e.type == "llm.call_started"]
@@ -133,7 +141,7 @@ async def test_route_override_redispatches_to_the_pattern_model(tmp_path: Path) 
         stored = h.runtime.trace.get(decided.id)
         assert stored is not None and stored.payload == decided.payload  # the decision is left as it was
         assert [e.type for e in events].count("route.decided") == 1
-        assert h.of_type("pattern.matched", s.id) == []
+        assert h.of_type("pattern.matched", sid) == []
     finally:
         h.runtime.close()
 
@@ -141,16 +149,8 @@ async def test_route_override_redispatches_to_the_pattern_model(tmp_path: Path) 
 async def test_route_ignore_dismisses_and_keeps_the_rule_model(tmp_path: Path) -> None:
     h = learning_harness(tmp_path, RULE)
     try:
-        await teach(h)
-
-        async def ignore(suggestion: RouteSuggestion) -> str:
-            return "ignore"
-
-        h.runtime.route_advice = ignore  # type: ignore[assignment]
-        h.answers(1)
-        s = h.runtime.sessions.create(h.workspace)
-        await h.runtime.turns.run(s, "Summarize the quarterly report in three bullet points")
-        events = h.events(s.id)
+        sid, _, _ = await advised_summary(h, "ignore")
+        events = h.events(sid)
         (decided,) = [e for e in events if e.type == "route.decided"]
         (dismissed,) = [e for e in events if e.type == "pattern.override_dismissed"]
         (call,) = [e for e in events if e.type == "llm.call_started"]

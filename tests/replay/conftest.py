@@ -12,15 +12,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, Reply, ScriptedTransport
 
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.agent.tools.base import ToolContext, ToolOutcome
 from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.messages import SideEffects, ToolDefinition
-from metis_core.transport.retry import RetryPolicy
 
 ORIGINAL_MODEL = "anthropic:claude-haiku-4-5"
 USER_TEXTS = ("What's the weather in SF?", "Say hello")
@@ -46,11 +44,8 @@ class ReplayHarness:
         self.home, self.workspace = home, workspace
         self.script = ScriptedTransport()
         self.weather = WeatherTool()
-        sync, asynchronous = self.script.clients()
-        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-        self.runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), approve_everything=True,
-                               configured_providers=set(API_KEYS))
+        self.runtime = Runtime(home=home, client=self.script.model_client(), bus=EventBus(mode="strict"),
+                               approve_everything=True, configured_providers=set(API_KEYS))
         self.runtime.tools.register(self.weather)
 
     async def record_original(self) -> str:

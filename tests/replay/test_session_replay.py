@@ -18,7 +18,7 @@ from metis_core.errors import ReplayError
 from metis_core.export import SessionRecording, load_recording, openwop_documents
 from metis_core.messages import Role
 from metis_core.replay.recorded_tools import RecordedTool
-from metis_core.replay.session_replay import replay_session
+from metis_core.replay.session_replay import ReplayReport, replay_session
 
 from .conftest import ORIGINAL_MODEL, USER_TEXTS, ReplayHarness
 
@@ -31,6 +31,16 @@ def openwop_schemas() -> tuple[dict[str, Any], dict[str, Any]]:
 
 def anthropic(*names: str) -> list[Reply]:
     return [Reply.fixture("anthropic", name) for name in names]
+
+
+async def replayed_on_gpt_4_1(h: ReplayHarness) -> tuple[str, ReplayReport]:
+    """The original (its session id) and its replay on openai:gpt-4.1, which calls the tool with other
+    arguments, then answers each turn in other words."""
+    source = await h.record_original()
+    h.script.script("openai", [Reply.fixture("openai_chat", "stream__tool_call_single.sse"),
+                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse"),
+                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
+    return source, await replay_session(h.runtime, source, "openai:gpt-4.1")
 
 
 async def test_a_target_that_agrees_shows_no_divergence_and_its_tools_come_from_the_recording(
@@ -64,11 +74,7 @@ async def test_a_target_that_agrees_shows_no_divergence_and_its_tools_come_from_
 
 async def test_a_target_that_calls_the_tool_differently_diverges_at_the_tool_call(harness: ReplayHarness) -> None:
     h = harness
-    source = await h.record_original()
-    h.script.script("openai", [Reply.fixture("openai_chat", "stream__tool_call_single.sse"),
-                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse"),
-                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
-    report = await replay_session(h.runtime, source, "openai:gpt-4.1")
+    _, report = await replayed_on_gpt_4_1(h)
 
     first, second = report.turns
     divergence = first.first
@@ -111,11 +117,7 @@ async def test_a_target_that_answers_differently_diverges_in_text_only(harness: 
 
 async def test_the_openwop_export_of_a_replay_maps_divergences_to_replay_diverged(harness: ReplayHarness) -> None:
     h = harness
-    source = await h.record_original()
-    h.script.script("openai", [Reply.fixture("openai_chat", "stream__tool_call_single.sse"),
-                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse"),
-                               Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
-    report = await replay_session(h.runtime, source, "openai:gpt-4.1")
+    source, report = await replayed_on_gpt_4_1(h)
     h.events(report.replay_session_id)
     recording: SessionRecording = load_recording(report.replay_session_id, h.runtime.store, h.runtime.trace)
     documents, summary = openwop_documents(recording)

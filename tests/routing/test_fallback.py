@@ -6,16 +6,14 @@ from typing import Any
 
 import httpx
 import pytest
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import Reply, ScriptedTransport
 
 from metis_core.adapters.base import AdapterOptions
-from metis_core.adapters.client import ModelClient
 from metis_core.errors import AllModelsFailedError, InvalidRequestError
 from metis_core.messages import MessageStatus, user_message
 from metis_core.routing.fallback import FallbackChain
 from metis_core.routing.health import HealthPolicy, HealthTracker
 from metis_core.routing.policy_file import MemberSettings
-from metis_core.transport.retry import RetryPolicy
 
 CHAIN = ["anthropic:claude-sonnet-4-6", "openai:gpt-4o", "gemini:gemini-2.5-flash"]
 
@@ -32,12 +30,6 @@ class Observer:
         return f"ev_failed_{len(self.log)}"
 
 
-def client_for(script: ScriptedTransport) -> ModelClient:
-    sync, asynchronous = script.clients()
-    return ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS, api_keys=API_KEYS,
-                       retry=RetryPolicy(max_retries=0))
-
-
 @pytest.fixture
 def script() -> ScriptedTransport:
     return ScriptedTransport()
@@ -50,7 +42,7 @@ def test_retryable_failures_move_down_the_chain_and_the_answer_names_its_model(s
     events: list[Any] = []
     health = HealthTracker(HealthPolicy(failure_threshold=1), on_event=lambda t, p, parent: events.append((t, parent)))
     observer = Observer()
-    message = FallbackChain(client_for(script), CHAIN, health=health).complete(
+    message = FallbackChain(script.model_client(), CHAIN, health=health).complete(
         [user_message("hi")], observer=observer)
     assert message.metadata.model == "gemini:gemini-2.5-flash"
     assert message.metadata.status is MessageStatus.COMPLETE and message.text()
@@ -66,7 +58,7 @@ def test_benched_member_is_skipped_without_a_request(script: ScriptedTransport) 
     script.script("anthropic", [Reply.fixture("anthropic", "error__529_overloaded_error.json", 529)])
     script.script("openai", [Reply.fixture("openai_chat", "response__text.json"),
                              Reply.fixture("openai_chat", "response__text.json")])
-    chain = FallbackChain(client_for(script), CHAIN[:2], health=health)
+    chain = FallbackChain(script.model_client(), CHAIN[:2], health=health)
     chain.complete([user_message("one")])
     chain.complete([user_message("two")])
     assert script.hosts() == ["anthropic.test", "openai.test", "openai.test"]
@@ -75,14 +67,14 @@ def test_benched_member_is_skipped_without_a_request(script: ScriptedTransport) 
 def test_invalid_request_is_raised_not_retried_elsewhere(script: ScriptedTransport) -> None:
     script.script("anthropic", [Reply.fixture("anthropic", "error__400_invalid_request_error_bad_shape.json", 400)])
     with pytest.raises(InvalidRequestError):
-        FallbackChain(client_for(script), CHAIN).complete([user_message("hi")])
+        FallbackChain(script.model_client(), CHAIN).complete([user_message("hi")])
     assert script.hosts() == ["anthropic.test"]
 
 
 def test_auth_failure_falls_through_to_another_provider(script: ScriptedTransport) -> None:
     script.script("anthropic", [Reply.fixture("anthropic", "error__401_authentication_error.json", 401)])
     script.script("openai", [Reply.fixture("openai_chat", "response__text.json")])
-    message = FallbackChain(client_for(script), CHAIN).complete([user_message("hi")])
+    message = FallbackChain(script.model_client(), CHAIN).complete([user_message("hi")])
     assert message.metadata.provider == "openai"
     routing = message.metadata.routing
     assert routing is not None and "fallback after anthropic:claude-sonnet-4-6" in routing.reason
@@ -92,7 +84,7 @@ def test_every_member_failing_raises_with_each_error(script: ScriptedTransport) 
     script.script("anthropic", [Reply.fixture("anthropic", "error__529_overloaded_error.json", 529)])
     script.script("openai", [Reply.fixture("openai_chat", "error__429_rate_limit_exceeded.json", 429)])
     with pytest.raises(AllModelsFailedError) as caught:
-        FallbackChain(client_for(script), CHAIN[:2]).complete([user_message("hi")])
+        FallbackChain(script.model_client(), CHAIN[:2]).complete([user_message("hi")])
     assert caught.value.chain == CHAIN[:2] and len(caught.value.errors) == 2
 
 
@@ -101,7 +93,7 @@ def test_each_member_gets_its_own_settings(script: ScriptedTransport) -> None:
     script.script("openai", [Reply.fixture("openai_chat", "response__text.json")])
     settings = {"anthropic:claude-sonnet-4-6": MemberSettings(temperature=0.1, max_tokens=1000),
                 "openai:gpt-4o": MemberSettings(temperature=0.9)}
-    FallbackChain(client_for(script), CHAIN[:2], settings=settings).complete(
+    FallbackChain(script.model_client(), CHAIN[:2], settings=settings).complete(
         [user_message("hi")], options=AdapterOptions(model=CHAIN[0], max_tokens=500))
     (_, _, anthropic_body, _), (_, _, openai_body, _) = script.requests
     assert anthropic_body["temperature"] == 0.1 and anthropic_body["max_tokens"] == 1000
@@ -112,7 +104,7 @@ def test_each_member_gets_its_own_settings(script: ScriptedTransport) -> None:
 async def test_stream_failing_before_first_token_falls_back(script: ScriptedTransport) -> None:
     script.script("anthropic", [Reply.fixture("anthropic", "stream__error_event_overloaded.sse")])
     script.script("openai", [Reply.fixture("openai_chat", "stream__text_with_usage_chunk.sse")])
-    events = [e async for e in FallbackChain(client_for(script), CHAIN[:2]).astream([user_message("hi")])]
+    events = [e async for e in FallbackChain(script.model_client(), CHAIN[:2]).astream([user_message("hi")])]
     final = events[-1]
     assert final.type == "message_complete" and final.message.metadata.provider == "openai"
     assert final.message.status is MessageStatus.COMPLETE
@@ -122,7 +114,7 @@ async def test_stream_failing_mid_way_keeps_the_partial_and_does_not_fall_back(s
     body = Reply.fixture("anthropic", "stream__text_basic.sse").body
     cut = body[: body.index(b"content_block_stop")]  # text has streamed, then the connection drops
     script.script("anthropic", [Reply(200, cut, {"content-type": "text/event-stream"})])
-    events = [e async for e in FallbackChain(client_for(script), CHAIN[:2]).astream([user_message("hi")])]
+    events = [e async for e in FallbackChain(script.model_client(), CHAIN[:2]).astream([user_message("hi")])]
     assert any(e.type == "error" for e in events)
     final = events[-1]
     assert final.type == "message_complete" and final.message.status is MessageStatus.PARTIAL

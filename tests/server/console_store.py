@@ -1,15 +1,21 @@
 """A recorded multi-session store for the console tests: a routed turn with a tool call, feedback and
 a verdict; a flaky gateway session (a failed call, a structured retry, an error ending); a session
-full of stored XSS payloads with an unpriced call; an open gateway session with a refusal."""
+full of stored XSS payloads with an unpriced call; an open gateway session with a refusal. Also
+`console_server`: `metis serve` over that store, on SQLite or PostgreSQL."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
 from event_payload_samples import minimal
+from postgres_server import shared_server
+from support_servers import ScriptedTransport
 
 from metis_core.agent.runtime import Runtime
 from metis_core.events.catalog import make_event
@@ -19,6 +25,8 @@ from metis_core.learning.evaluator.verdicts import Verdict, VerdictStore
 from metis_core.messages.blocks import TextBlock, ToolUseBlock
 from metis_core.messages.message import Message, Role, tool_result_message, user_message
 from metis_core.messages.metadata import MessageMetadata, RoutingDecisionRecord, RoutingMode, Usage
+
+from .server_support import LiveServer, WeatherTool, scripted_runtime
 
 XSS_MARKDOWN = ("**bold** and `code` <img src=x onerror=\"window.__xss=1\"> <svg onload=\"window.__xss=2\"></svg>\n\n"
                 "[click me](javascript:window.__xss=3) <script>window.__xss=4</script>\n\n"
@@ -150,3 +158,19 @@ def record_console_store(runtime: Runtime) -> Recorded:
                                 trigger="batch"))
     runtime.trace.flush()
     return Recorded(routed, flaky, hostile, refused)
+
+
+@contextlib.contextmanager
+def console_server(root: Path, backend: str) -> Iterator[tuple[LiveServer, Recorded]]:
+    """`metis serve` in `root` over the recorded store, on "sqlite" (a file in root/home) or "postgres"
+    (a fresh database of the shared server); stopped and closed on exit."""
+    (root / "home").mkdir()
+    database = shared_server().fresh_database_url() if backend == "postgres" else None
+    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool(), database)
+    recorded = record_console_store(runtime)
+    server = LiveServer(runtime, root)
+    try:
+        yield server, recorded
+    finally:
+        server.stop()
+        runtime.close()

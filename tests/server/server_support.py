@@ -15,16 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 import uvicorn
-from support_servers import API_KEYS, BASE_URLS, Reply, ScriptedTransport
+from support_servers import API_KEYS, Reply, ScriptedTransport
 from weather_tool import WeatherTool
 
-from metis_core.adapters.client import ModelClient
 from metis_core.agent.runtime import Runtime
 from metis_core.events.bus import EventBus
 from metis_core.server.access import ServerAccess
 from metis_core.server.app import build_app
 from metis_core.server.launch_secret import LaunchSecret
-from metis_core.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from .conftest import Served
@@ -33,11 +31,8 @@ if TYPE_CHECKING:
 def scripted_runtime(home: Path, script: ScriptedTransport, weather: WeatherTool,
                      database: str | None = None) -> Runtime:
     """`database`: a postgresql:// URL for the runtime's store (SQLite in `home` when None)."""
-    sync, asynchronous = script.clients()
-    client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                         api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-    runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), configured_providers=set(API_KEYS),
-                      db_path=database)  # type: ignore[arg-type]  # the stores take a URL as well as a path
+    runtime = Runtime(home=home, client=script.model_client(), bus=EventBus(mode="strict"),
+                      configured_providers=set(API_KEYS), db_path=database)  # type: ignore[arg-type]  # the stores take a URL as well as a path
     runtime.tools.register(weather)
     return runtime
 

@@ -7,34 +7,23 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 from event_payload_samples import minimal
-from postgres_server import shared_server
 from store_backends import BACKENDS, _postgres_session  # noqa: F401
-from support_servers import ScriptedTransport
 
-from .console_store import XSS_USER, Recorded, record_console_store
-from .server_support import LiveServer, WeatherTool, scripted_runtime
+from .console_store import XSS_USER, Recorded, console_server
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
 def console(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
             _postgres_session: None) -> Iterator[tuple[httpx.Client, Recorded]]:  # noqa: F811
     """One recorded store and server per backend, shared by the module's tests."""
-    root: Path = tmp_path_factory.mktemp("console")
-    (root / "home").mkdir()
-    database = shared_server().fresh_database_url() if request.param == "postgres" else None
-    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool(), database)
-    recorded = record_console_store(runtime)
-    server = LiveServer(runtime, root)
-    with server.client() as http:
+    with console_server(tmp_path_factory.mktemp("console"), request.param) as (server, recorded), \
+            server.client() as http:
         yield http, recorded
-    server.stop()
-    runtime.close()
 
 
 def sessions(http: httpx.Client, **params: Any) -> dict[str, Any]:

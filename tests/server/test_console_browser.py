@@ -13,12 +13,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from postgres_server import shared_server
 from store_backends import BACKENDS, _postgres_session  # noqa: F401
-from support_servers import ScriptedTransport
 
-from .console_store import Recorded, record_console_store
-from .server_support import LiveServer, WeatherTool, scripted_runtime
+from .console_store import Recorded, console_server
+from .server_support import LiveServer
 from .test_web_view import ARTEFACTS, CHROMIUM, DRIVER, FLAGS, _browser_missing, _wait
 
 
@@ -35,24 +33,18 @@ def page(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     from selenium.webdriver.chrome.service import Service
 
     root: Path = tmp_path_factory.mktemp("console-browser")
-    (root / "home").mkdir()
-    database = shared_server().fresh_database_url() if request.param == "postgres" else None
-    runtime = scripted_runtime(root / "home", ScriptedTransport(), WeatherTool(), database)
-    recorded = record_console_store(runtime)
-    server = LiveServer(runtime, root)
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in (*FLAGS, f"--user-data-dir={root / 'chromium-profile'}"):
-        options.add_argument(flag)
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
-    driver.implicitly_wait(0)
-    ARTEFACTS.mkdir(parents=True, exist_ok=True)
-    driver.get(server.launch_url())
-    yield driver, server, recorded
-    driver.quit()
-    server.stop()
-    runtime.close()
+    with console_server(root, request.param) as (server, recorded):
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for flag in (*FLAGS, f"--user-data-dir={root / 'chromium-profile'}"):
+            options.add_argument(flag)
+        options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+        driver = webdriver.Chrome(options=options, service=Service(executable_path=DRIVER))
+        driver.implicitly_wait(0)
+        ARTEFACTS.mkdir(parents=True, exist_ok=True)
+        driver.get(server.launch_url())
+        yield driver, server, recorded
+        driver.quit()
 
 
 def _rows(driver: Any) -> list[str]:

@@ -18,6 +18,15 @@ def _drop(db: Path | str, events: list[Event]) -> None:
     execute_on(db, "DELETE FROM events WHERE id = ?", [(e.id,) for e in events])
 
 
+def _stored_with_losses(db: Path | str, session_id: str, length: int, lost: tuple[int, ...]) -> list[Event]:
+    """A chain of `length` events of `session_id`, stored, then those at the positions `lost` deleted."""
+    emitted = chain(session_id, length)
+    with TraceStore(db) as store:
+        store.append_many(emitted)
+    _drop(db, [emitted[i] for i in lost])
+    return emitted
+
+
 def test_events_lost_from_the_middle_of_a_session_are_announced_on_startup(
     tmp_path: Path, db_location: Path | str
 ) -> None:
@@ -51,10 +60,7 @@ def test_a_gap_is_announced_once_across_restarts(
     tmp_path: Path, db_location: Path | str
 ) -> None:
     db = db_location
-    emitted = chain("sess_a", 6)
-    with TraceStore(db) as store:
-        store.append_many(emitted)
-    _drop(db, [emitted[2]])
+    emitted = _stored_with_losses(db, "sess_a", 6, lost=(2,))
     for expected in (1, 0):
         sent: list[Event] = []
         with TraceStore(db) as store:
@@ -77,10 +83,7 @@ def test_separate_losses_in_one_session_are_separate_gaps(
     tmp_path: Path, db_location: Path | str
 ) -> None:
     db = db_location
-    emitted = chain("sess_a", 10)
-    with TraceStore(db) as store:
-        store.append_many(emitted)
-    _drop(db, [emitted[2], emitted[6]])
+    emitted = _stored_with_losses(db, "sess_a", 10, lost=(2, 6))
     with TraceStore(db) as store:
         gaps = sorted(store.detect_gaps(), key=lambda g: g.gap_start_id)
     assert [(g.gap_start_id, g.gap_end_id) for g in gaps] == [

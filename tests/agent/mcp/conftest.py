@@ -12,10 +12,9 @@ from typing import Any
 
 import pytest
 import yaml
-from support_servers import API_KEYS, BASE_URLS, ScriptedTransport
+from support_servers import API_KEYS, ScriptedTransport
 
-from metis_core.adapters.client import ModelClient
-from metis_core.agent.confirmation import ConfirmationAnswer, ConfirmationPolicy, ConfirmationRequest
+from metis_core.agent.confirmation import ConfirmationPolicy
 from metis_core.agent.dispatch import DispatchResult, ToolDispatcher
 from metis_core.agent.recording import TurnRecorder
 from metis_core.agent.runtime import Runtime
@@ -24,7 +23,8 @@ from metis_core.events.bus import EventBus
 from metis_core.events.envelope import Event
 from metis_core.ids import new_ulid
 from metis_core.messages import ToolUseBlock
-from metis_core.transport.retry import RetryPolicy
+
+from ..conftest import ScriptedConfirmer
 
 PROBE = Path(__file__).with_name("probe_server.py")
 
@@ -59,16 +59,6 @@ def http_probe() -> Iterator[str]:
     process.wait(10)
 
 
-class ScriptedConfirmer:
-    def __init__(self) -> None:
-        self.answers: list[ConfirmationAnswer] = []
-        self.asked: list[ConfirmationRequest] = []
-
-    async def __call__(self, request: ConfirmationRequest) -> ConfirmationAnswer:
-        self.asked.append(request)
-        return self.answers.pop(0) if self.answers else ConfirmationAnswer("deny")
-
-
 class McpHarness:
     def __init__(self, home: Path, workspace: Path, servers: dict[str, Any]) -> None:
         home.mkdir(exist_ok=True)
@@ -78,11 +68,8 @@ class McpHarness:
         self.workspace = workspace
         self.script = ScriptedTransport()
         self.confirmer = ScriptedConfirmer()
-        sync, asynchronous = self.script.clients()
-        client = ModelClient(http_client=sync, async_http_client=asynchronous, base_urls=BASE_URLS,
-                             api_keys=API_KEYS, retry=RetryPolicy(max_retries=0))
-        self.runtime = Runtime(home=home, client=client, bus=EventBus(mode="strict"), confirmer=self.confirmer,
-                               configured_providers=set(API_KEYS))
+        self.runtime = Runtime(home=home, client=self.script.model_client(), bus=EventBus(mode="strict"),
+                               confirmer=self.confirmer, configured_providers=set(API_KEYS))
         self.session = self.runtime.sessions.create(workspace)
 
     async def call(self, name: str, tool_input: dict[str, Any], *, approve: bool = True) -> DispatchResult:
