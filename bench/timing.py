@@ -11,7 +11,7 @@ from __future__ import annotations
 import gc
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from typing import Any
 
 Check = Callable[[Any], None]
@@ -34,6 +34,16 @@ def percentile(samples: list[float], fraction: float) -> float:
     return ordered[index]
 
 
+def _blocks(samples: dict[str, list[float]], calls: int, block: int, budget: float | None) -> Iterator[tuple[str, int]]:
+    """The schedule both `interleaved`s follow: which action runs its next block and how many calls
+    it holds, in turn until every action has its samples, with garbage collected before each block."""
+    while any(_wants_more(s, calls, budget) for s in samples.values()):
+        for name, out in samples.items():
+            if _wants_more(out, calls, budget):
+                gc.collect()
+                yield name, min(block, calls - len(out))
+
+
 def interleaved(
     actions: Mapping[str, Callable[[], Any]],
     checks: Mapping[str, Check],
@@ -53,18 +63,13 @@ def interleaved(
         for _ in range(warmup):
             checks[name](action())
     clock = time.perf_counter
-    while any(_wants_more(s, calls, budget) for s in samples.values()):
-        for name, action in actions.items():
-            check = checks[name]
-            out = samples[name]
-            if not _wants_more(out, calls, budget):
-                continue
-            gc.collect()
-            for _ in range(min(block, calls - len(out))):
-                start = clock()
-                result = action()
-                out.append(clock() - start)
-                check(result)
+    for name, count in _blocks(samples, calls, block, budget):
+        action, check, out = actions[name], checks[name], samples[name]
+        for _ in range(count):
+            start = clock()
+            result = action()
+            out.append(clock() - start)
+            check(result)
     return samples
 
 
@@ -83,18 +88,13 @@ async def ainterleaved(
         for _ in range(warmup):
             checks[name](await action())
     clock = time.perf_counter
-    while any(_wants_more(s, calls, budget) for s in samples.values()):
-        for name, action in actions.items():
-            check = checks[name]
-            out = samples[name]
-            if not _wants_more(out, calls, budget):
-                continue
-            gc.collect()
-            for _ in range(min(block, calls - len(out))):
-                start = clock()
-                result = await action()
-                out.append(clock() - start)
-                check(result)
+    for name, count in _blocks(samples, calls, block, budget):
+        action, check, out = actions[name], checks[name], samples[name]
+        for _ in range(count):
+            start = clock()
+            result = await action()
+            out.append(clock() - start)
+            check(result)
     return samples
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import fields
 from operator import attrgetter
+from types import TracebackType
 from typing import Final, Protocol
 
 from metis_core.adapters._common.tool_ids import ToolIdMap
@@ -64,6 +65,10 @@ class MemberRequest(Protocol):
 RequestFor = Callable[[str], MemberRequest]
 """Builds the request for a member, asked as the chain reaches it; what it raises counts as that
 member's failure (a CapabilityMismatchError moves on like a provider error)."""
+
+
+MEMBER_FAILURES: Final = (ProviderError, CapabilityMismatchError)
+"""What counts as a member's failure (the chain may move on); anything else propagates at once."""
 
 
 class _NoObserver:
@@ -122,8 +127,9 @@ class FallbackChain:
         healthy = [m for m in self.members if self.health.is_available(m)]
         return healthy or list(self.members)  # all benched: try anyway rather than refuse
 
-    def _attempts(self, routing: RoutingDecisionRecord | None, observer: ChainObserver | None) -> _Attempts:
-        return _Attempts(self, routing, observer or _NoObserver())
+    def _attempts(self, options: AdapterOptions | None, routing: RoutingDecisionRecord | None,
+                  observer: ChainObserver | None) -> _Attempts:
+        return _Attempts(self, options or AdapterOptions(model=self.members[0]), routing, observer or _NoObserver())
 
     # --- calls ------------------------------------------------------------------------------
 
@@ -138,19 +144,11 @@ class FallbackChain:
         routing: RoutingDecisionRecord | None = None,
         observer: ChainObserver | None = None,
     ) -> Message:
-        base = options or AdapterOptions(model=self.members[0])
-        attempts = self._attempts(routing, observer)
+        attempts = self._attempts(options, routing, observer)
         while (model := attempts.next()) is not None:
-            try:
-                message = self.client.complete(
-                    messages, model, tools=tools, options=member_options(base, model, self.settings.get(model)),
-                    tool_ids=tool_ids, session_id=session_id, routing=attempts.routing(model),
-                )
-            except (ProviderError, CapabilityMismatchError) as error:
-                attempts.failed(model, error)
-                continue
-            attempts.succeeded(model)
-            return message
+            with attempts.trying(model):
+                return self.client.complete(messages, model, tools=tools, options=attempts.options(model),
+                                            tool_ids=tool_ids, session_id=session_id, routing=attempts.routing(model))
         raise attempts.exhausted()
 
     async def acomplete(
@@ -166,19 +164,12 @@ class FallbackChain:
     ) -> Message:
         """The non-streaming call directly, as `complete` makes it: the same attempts and bookkeeping as
         `astream(stream=False)`, without a generator between the caller and the one answer."""
-        base = options or AdapterOptions(model=self.members[0])
-        attempts = self._attempts(routing, observer)
+        attempts = self._attempts(options, routing, observer)
         while (model := attempts.next()) is not None:
-            try:
-                message = await self.client.acomplete(
-                    messages, model, tools=tools, options=member_options(base, model, self.settings.get(model)),
-                    tool_ids=tool_ids, session_id=session_id, routing=attempts.routing(model),
-                )
-            except (ProviderError, CapabilityMismatchError) as error:
-                attempts.failed(model, error)
-                continue
-            attempts.succeeded(model)
-            return message
+            with attempts.trying(model):
+                return await self.client.acomplete(messages, model, tools=tools, options=attempts.options(model),
+                                                   tool_ids=tool_ids, session_id=session_id,
+                                                   routing=attempts.routing(model))
         raise attempts.exhausted()
 
     def astream(
@@ -207,15 +198,20 @@ class FallbackChain:
 
 
 class _Attempts:
-    """The bookkeeping of one call through a chain: which member next, what failed, and why."""
+    """The bookkeeping of one call through a chain: which member next, what it is sent, what failed
+    and why. Each member's call runs in `with attempts.trying(model):`, whose end says what it means."""
 
-    def __init__(self, chain: FallbackChain, routing: RoutingDecisionRecord | None, observer: ChainObserver) -> None:
+    def __init__(self, chain: FallbackChain, options: AdapterOptions, routing: RoutingDecisionRecord | None,
+                 observer: ChainObserver) -> None:
         self.chain = chain
+        self.base_options = options
         self.base_routing = routing
         self.observer = observer
         self.remaining = chain.candidates()
         self.tried: list[str] = []
         self.errors: list[BaseException] = []
+        self.model = ""  # the member being tried
+        self.broke_off = False  # whether its stream failed past the first token
 
     def next(self) -> str | None:
         if not self.remaining:
@@ -223,6 +219,10 @@ class _Attempts:
         model = self.remaining.pop(0)
         self.observer.attempt_started(model, len(self.tried))
         return model
+
+    def options(self, model: str) -> AdapterOptions:
+        """The call's options for `model`, with that member's settings."""
+        return self.chain.options_for(self.base_options, model)
 
     def routing(self, model: str) -> RoutingDecisionRecord | None:
         """The routing record for this attempt: it names the failures that led here."""
@@ -238,8 +238,27 @@ class _Attempts:
             "alternatives_considered": [*routing.alternatives_considered, *self.tried],
         })
 
-    def failed(self, model: str, error: ProviderError | CapabilityMismatchError) -> None:
-        """Record the failure; re-raise it unless moving to another member makes sense."""
+    def trying(self, model: str) -> _Attempts:
+        """The `with` block around the call to `model` (`__exit__` says what its end means)."""
+        self.model, self.broke_off = model, False
+        return self
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> bool:
+        """A member's call has ended: an answer records its success (unless its stream broke off); a
+        failure another member may answer is recorded and swallowed, so the loop goes on to that member;
+        any other failure propagates."""
+        if error is None:
+            if not self.broke_off:
+                self.succeeded(self.model)
+            return False
+        return isinstance(error, MEMBER_FAILURES) and self.failed(self.model, error)
+
+    def failed(self, model: str, error: ProviderError | CapabilityMismatchError) -> bool:
+        """Record the failure; whether moving to another member makes sense."""
         self.tried.append(model)
         self.errors.append(error)
         parent = self.observer.attempt_failed(model, error)
@@ -249,13 +268,16 @@ class _Attempts:
         if isinstance(error, ProviderError) and not (
             error.retryable or isinstance(error, AuthenticationError | ContextOverflowError)
         ):
-            raise error
+            return False
         if isinstance(error, ContextOverflowError):  # only a larger window can help
             capabilities = self.chain.client.registry.capabilities
             window = capabilities(model).max_context_tokens
             self.remaining = [m for m in self.remaining if capabilities(m).max_context_tokens > window]
+        return True
 
     def note_mid_stream_failure(self, model: str, event: StreamError) -> None:
+        """A stream failed past its first token: its partial message stands (no fallback), not as a success."""
+        self.broke_off = True
         if self.chain.health is not None:
             self.chain.health.record_failure(model, error_from_event(event, model.partition(":")[0]))
 

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Sequence
 from typing import TYPE_CHECKING
 
-from metis_core.adapters.base import AdapterOptions
-from metis_core.errors import CapabilityMismatchError, ProviderError
 from metis_core.messages import MessageComplete, StreamError
 
 if TYPE_CHECKING:
     from metis_core.adapters._common.tool_ids import ToolIdMap
+    from metis_core.adapters.base import AdapterOptions
     from metis_core.messages import Message, RoutingDecisionRecord, StreamEvent, ToolDefinition
     from metis_core.routing.fallback import ChainObserver, FallbackChain, RequestFor
 
@@ -31,34 +30,23 @@ async def chain_stream(
 ) -> AsyncIterator[StreamEvent]:
     """`chain.astream`'s events: from the first member that starts answering, falling back only
     before the first token."""
-    base = options or AdapterOptions(model=chain.members[0])
-    attempts = chain._attempts(routing, observer)
+    attempts = chain._attempts(options, routing, observer)
     while (model := attempts.next()) is not None:
-        try:
-            sent, offered = messages, tools
-            if request_for is not None:
-                asked = request_for(model)
-                sent, offered, base = asked.messages, asked.tools, asked.options
-            opts = chain.options_for(base, model)
-            if stream:
-                failed_mid_stream = False
-                async for event in chain.client.astream(sent, model, tools=offered, options=opts,
-                                                        tool_ids=tool_ids, session_id=session_id,
-                                                        routing=attempts.routing(model)):
-                    if isinstance(event, StreamError):
-                        failed_mid_stream = True
-                        attempts.note_mid_stream_failure(model, event)
-                    yield event
-                if failed_mid_stream:
-                    return  # the partial message was surfaced; a mid-stream failure never falls back
+        with attempts.trying(model):
+            if request_for is None:
+                sent, offered, opts = messages, tools, attempts.options(model)
             else:
-                message = await chain.client.acomplete(sent, model, tools=offered, options=opts,
-                                                       tool_ids=tool_ids, session_id=session_id,
-                                                       routing=attempts.routing(model))
+                asked = request_for(model)
+                sent, offered, opts = asked.messages, asked.tools, chain.options_for(asked.options, model)
+            if stream:
+                async for event in chain.client.astream(sent, model, tools=offered, options=opts, tool_ids=tool_ids,
+                                                        session_id=session_id, routing=attempts.routing(model)):
+                    if isinstance(event, StreamError):
+                        attempts.note_mid_stream_failure(model, event)  # the partial message stands: no fallback
+                    yield event
+            else:
+                message = await chain.client.acomplete(sent, model, tools=offered, options=opts, tool_ids=tool_ids,
+                                                       session_id=session_id, routing=attempts.routing(model))
                 yield MessageComplete(message=message, stop_reason=message.metadata.stop_reason)
-        except (ProviderError, CapabilityMismatchError) as error:
-            attempts.failed(model, error)
-            continue
-        attempts.succeeded(model)
-        return
+            return
     raise attempts.exhausted()
