@@ -129,7 +129,7 @@ async def test_a_stream_that_broke_off_counts_for_health_as_a_failure_and_not_a_
     cut = body[: body.index(b"content_block_stop")]  # text has streamed, then the connection drops
     script.script("anthropic", [Reply(200, cut, {"content-type": "text/event-stream"})])
     health = HealthTracker(HealthPolicy(failure_threshold=1))
-    chain = FallbackChain(client_for(script), CHAIN[:2], health=health)
+    chain = FallbackChain(script.model_client(), CHAIN[:2], health=health)
     events = [e async for e in chain.astream([user_message("hi")])]
     assert events[-1].message.status is MessageStatus.PARTIAL
     assert not health.is_available(CHAIN[0])  # a success recorded after the failure would have cleared it
