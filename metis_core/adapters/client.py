@@ -346,15 +346,20 @@ class ModelClient:
         return headers
 
     async def _aheaders(self, call: _PreparedCall) -> dict[str, str]:
-        """`_headers` in a worker thread: a cloud token refresh is a blocking HTTP call (docs/adapters/vertex.md)."""
+        """`_headers`, in a worker thread when the adapter refreshes a cloud token: that refresh is a
+        blocking HTTP call (docs/adapters/vertex.md)."""
+        if not call.adapter.refreshes_auth:
+            return self._headers(call)
         import asyncio
 
         return await asyncio.to_thread(self._headers, call)
 
     @staticmethod
-    def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
+    def _answer(call: _PreparedCall, response: WireResponse) -> Message:
+        """The message a whole answer holds (its usage priced), or the ProviderError its status stands for."""
         if not 200 <= response.status < 300:
             raise classify_checked(call.adapter, response)
+        return parse_response_checked(call.adapter, response, call.context)
 
     # --- non-streaming -----------------------------------------------------------------------
 
@@ -402,8 +407,7 @@ class ModelClient:
 
         def attempt() -> Message:
             response = self._wire(call).send(call.request.method, call.url, call.body, headers, provider=provider)
-            self._raise_for_status(call, response)
-            return parse_response_checked(call.adapter, response, call.context)
+            return self._answer(call, response)
 
         return self.retry.call(attempt)
 
@@ -444,7 +448,7 @@ class ModelClient:
                                     {"tool_ids": tool_ids, "routing": routing})
             return await acomplete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
-        headers = await self._aheaders(call) if call.adapter.refreshes_auth else self._headers(call)
+        headers = await self._aheaders(call)
         provider = call.adapter.provider
         retry = self.retry
         if type(retry).acall is RetryPolicy.acall:
@@ -455,8 +459,7 @@ class ModelClient:
                 try:
                     response = await self._wire(call).asend(call.request.method, call.url, call.body, headers,
                                                             provider=provider)
-                    self._raise_for_status(call, response)
-                    return parse_response_checked(call.adapter, response, call.context)
+                    return self._answer(call, response)
                 except ProviderError as error:
                     await retry.abackoff(error, tries)
                     tries += 1
@@ -464,8 +467,7 @@ class ModelClient:
         async def attempt() -> Message:
             wire = self._wire(call)
             response = await wire.asend(call.request.method, call.url, call.body, headers, provider=provider)
-            self._raise_for_status(call, response)
-            return parse_response_checked(call.adapter, response, call.context)
+            return self._answer(call, response)
 
         return await retry.acall(attempt)
 
