@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict, TypeVar, Unpack, overload
 
@@ -22,13 +22,7 @@ from metis_core.adapters._common.repair import RepairedHistory
 from metis_core.adapters._common.token_estimate import survey_history, surveyed_history
 from metis_core.adapters._common.tool_ids import ToolIdMap
 from metis_core.adapters.base import Adapter, AdapterOptions, RequestContext, WireRequest
-from metis_core.adapters.parse_guard import (
-    PARSE_FAILURES,
-    classify_checked,
-    finish_checked,
-    malformed_event,
-    parse_response_checked,
-)
+from metis_core.adapters.parse_guard import classify_checked, parse_response_checked
 from metis_core.adapters.registry import named_adapter_class
 from metis_core.errors import ProviderError
 from metis_core.messages import Message, RoutingDecisionRecord
@@ -43,7 +37,6 @@ from metis_core.transport.wire import WireResponse
 if TYPE_CHECKING:
     import httpx
 
-    from metis_core.adapters.stream_gate import FirstContentGate
     from metis_core.cassettes.cassette import Cassette
     from metis_core.cassettes.transport import CassetteCall, CassetteTransport
     from metis_core.config import MetisConfig
@@ -346,15 +339,20 @@ class ModelClient:
         return headers
 
     async def _aheaders(self, call: _PreparedCall) -> dict[str, str]:
-        """`_headers` in a worker thread: a cloud token refresh is a blocking HTTP call (docs/adapters/vertex.md)."""
+        """`_headers`, in a worker thread when the adapter refreshes a cloud token: that refresh is a
+        blocking HTTP call (docs/adapters/vertex.md)."""
+        if not call.adapter.refreshes_auth:
+            return self._headers(call)
         import asyncio
 
         return await asyncio.to_thread(self._headers, call)
 
     @staticmethod
-    def _raise_for_status(call: _PreparedCall, response: WireResponse) -> None:
+    def _answer(call: _PreparedCall, response: WireResponse) -> Message:
+        """The message a whole answer holds (its usage priced), or the ProviderError its status stands for."""
         if not 200 <= response.status < 300:
             raise classify_checked(call.adapter, response)
+        return parse_response_checked(call.adapter, response, call.context)
 
     # --- non-streaming -----------------------------------------------------------------------
 
@@ -402,8 +400,7 @@ class ModelClient:
 
         def attempt() -> Message:
             response = self._wire(call).send(call.request.method, call.url, call.body, headers, provider=provider)
-            self._raise_for_status(call, response)
-            return parse_response_checked(call.adapter, response, call.context)
+            return self._answer(call, response)
 
         return self.retry.call(attempt)
 
@@ -444,7 +441,7 @@ class ModelClient:
                                     {"tool_ids": tool_ids, "routing": routing})
             return await acomplete_structured(self, messages, tools, output, settings)
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, False)
-        headers = await self._aheaders(call) if call.adapter.refreshes_auth else self._headers(call)
+        headers = await self._aheaders(call)
         provider = call.adapter.provider
         retry = self.retry
         if type(retry).acall is RetryPolicy.acall:
@@ -455,8 +452,7 @@ class ModelClient:
                 try:
                     response = await self._wire(call).asend(call.request.method, call.url, call.body, headers,
                                                             provider=provider)
-                    self._raise_for_status(call, response)
-                    return parse_response_checked(call.adapter, response, call.context)
+                    return self._answer(call, response)
                 except ProviderError as error:
                     await retry.abackoff(error, tries)
                     tries += 1
@@ -464,8 +460,7 @@ class ModelClient:
         async def attempt() -> Message:
             wire = self._wire(call)
             response = await wire.asend(call.request.method, call.url, call.body, headers, provider=provider)
-            self._raise_for_status(call, response)
-            return parse_response_checked(call.adapter, response, call.context)
+            return self._answer(call, response)
 
         return await retry.acall(attempt)
 
@@ -507,66 +502,10 @@ class ModelClient:
             settings = CallSettings(model, options, session_id, capabilities, output_policy, on_output_step,
                                     {"tool_ids": tool_ids, "routing": routing})
             return stream_structured(self, messages, tools, output, settings)
+        from metis_core.adapters.client_streams import stream_events  # streams only: a call never loads it
+
         call = self._prepare(messages, model, tools, options, tool_ids, session_id, routing, capabilities, True)
-        return self._stream_attempts(call, self._headers(call))
-
-    def _stream_attempts(self, call: _PreparedCall, headers: dict[str, str]) -> Iterator[StreamEvent]:
-        from metis_core.adapters.stream_gate import FirstContentGate  # streams only: a call never loads it
-
-        attempt = 0
-        while True:
-            gate = FirstContentGate(call.adapter.provider)
-            try:
-                yield from self._stream_once(call, headers, gate)
-                return
-            except ProviderError as error:
-                if gate.open:
-                    raise
-                self.retry.backoff(error, attempt)
-                attempt += 1
-
-    def _stream_once(
-        self, call: _PreparedCall, headers: dict[str, str], gate: FirstContentGate
-    ) -> Iterator[StreamEvent]:
-        from metis_core.adapters.client_streams import feed_last
-        from metis_core.adapters.stream_gate import annotate_failure
-        from metis_core.adapters.whole_answer_stream import is_json_body, whole_answer_events
-
-        adapter = call.adapter
-        provider = adapter.provider
-        with self._wire(call).stream(
-            call.request.method, call.url, call.body, headers, provider=adapter.provider
-        ) as wire:
-            if not 200 <= wire.status < 300:
-                raise classify_checked(adapter, wire.read())
-            raws: Iterable[bytes] | None = None
-            if is_json_body(wire.headers):  # a server that ignores `stream` answers whole
-                whole = wire.read()
-                events = whole_answer_events(adapter, whole, call.context)
-                if events is not None:
-                    yield from gate.push(events)
-                    yield from gate.close()
-                    return
-                raws = (whole.body,)
-            decoder = adapter.chunk_decoder()
-            translator = adapter.stream_translator(call.context)
-            try:
-                for raw in raws if raws is not None else wire.iter_raw():
-                    for chunk in decoder.feed(raw):
-                        try:
-                            events = translator.feed(chunk)
-                        except PARSE_FAILURES as error:
-                            raise malformed_event(chunk, error, provider) from None
-                        yield from events if gate.open else gate.push(events)  # an open gate passes all
-                for chunk in decoder.finish():
-                    yield from gate.push(feed_last(translator, chunk, adapter.provider))
-            except ProviderError as error:
-                if not gate.open:
-                    raise
-                yield from annotate_failure(finish_checked(translator, provider), error)
-                return
-            yield from gate.push(finish_checked(translator, provider))
-            yield from gate.close()
+        return stream_events(self, call, self._headers(call))
 
     def astream_output(
         self,
@@ -599,10 +538,11 @@ class ModelClient:
         capabilities: AdapterCapabilities | None = None,
     ) -> AsyncIterator[StreamEvent]:
         """Async `stream`. Cancellation (asyncio.CancelledError) propagates and closes the response.
-        An async generator (adapters/client_streams.py)."""
-        from metis_core.adapters.client_streams import model_stream
+        An async generator (adapters/client_streams.py): the call is prepared at the first `anext`."""
+        from metis_core.adapters.client_streams import astream_events
 
-        return model_stream(self, messages, model, tools, options, tool_ids, session_id, routing, capabilities)
+        return astream_events(self, lambda: self._prepare(messages, model, tools, options, tool_ids, session_id,
+                                                          routing, capabilities, True))
 
     # --- lifecycle ---------------------------------------------------------------------------
 

@@ -49,8 +49,8 @@ def event_name(chunk: WireChunk) -> str:
 
 
 def feed_checked(translator: StreamTranslator, chunk: WireChunk, provider: str) -> list[StreamEvent]:
-    """`translator.feed(chunk)`, with any parse failure named as a MalformedResponseError. (The stream
-    loops in client.py and client_streams.py write this try out, as it runs once per event.)"""
+    """`translator.feed(chunk)`, with any parse failure named as a MalformedResponseError. (The stream readers
+    in client_streams.py write this try out, as it runs once per event.)"""
     try:
         return translator.feed(chunk)
     except PARSE_FAILURES as error:

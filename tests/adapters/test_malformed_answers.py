@@ -36,6 +36,20 @@ def test_a_delta_without_index_mid_stream_ends_partial_with_the_text_so_far() ->
     assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello"]
 
 
+async def test_a_malformed_event_keeps_the_deltas_its_network_piece_gave_before_it() -> None:
+    # the whole body arrives as one piece: "Hello" is read from it before the broken event, and is still told
+    body = read_bytes("anthropic", "stream__text_basic.sse")
+    broken = body.replace(b'"index":0,"delta":{"type":"text_delta","text":" there"}', b'"delta":{"type":"text_delta"}')
+    client, _ = serve(httpx.Response(200, stream=ChunkedBody([broken])))
+    aclient, _ = serve(httpx.Response(200, stream=ChunkedBody([broken])))
+    told = [list(client.stream([user_message("hi")], MODEL)),
+            [event async for event in aclient.astream([user_message("hi")], MODEL)]]
+    for events in told:
+        assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello"]
+        assert [type(e) for e in events[-2:]] == [StreamError, MessageComplete]
+        assert isinstance(events[-1], MessageComplete) and events[-1].message.text() == "Hello"
+
+
 def test_a_malformed_first_event_is_raised_as_malformed_response() -> None:
     body = read_bytes("anthropic", "stream__text_basic.sse").replace(b'"index":0,', b'"index":[0],', 1)
     with pytest.raises(MalformedResponseError, match="content_block_start"):
