@@ -6,7 +6,8 @@ content (stream_gate.py). `ModelClient.stream` prepares the call before returnin
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterator, Mapping
+from contextlib import aclosing
 from typing import TYPE_CHECKING
 
 from metis_core.adapters.parse_guard import (
@@ -149,8 +150,9 @@ async def astream_events(client: ModelClient, prepare: Callable[[], _PreparedCal
     while True:
         reading = StreamReading(call)
         try:
-            async for event in _aread(client, call, headers, reading):
-                yield event
+            async with aclosing(_aread(client, call, headers, reading)) as events:  # closing this closes the wire
+                async for event in events:
+                    yield event
             return
         except ProviderError as error:
             if reading.started:
@@ -160,7 +162,7 @@ async def astream_events(client: ModelClient, prepare: Callable[[], _PreparedCal
 
 
 async def _aread(client: ModelClient, call: _PreparedCall, headers: dict[str, str],
-                 reading: StreamReading) -> AsyncIterator[StreamEvent]:
+                 reading: StreamReading) -> AsyncGenerator[StreamEvent, None]:
     decoder, translator, gate, provider = reading.decoder, reading.translator, reading.gate, reading.provider
     async with client._wire(call).astream(call.request.method, call.url, call.body, headers,
                                           provider=provider) as wire:

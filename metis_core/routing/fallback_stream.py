@@ -39,11 +39,17 @@ async def chain_stream(
                 asked = request_for(model)
                 sent, offered, opts = asked.messages, asked.tools, chain.options_for(asked.options, model)
             if stream:
-                async for event in chain.client.astream(sent, model, tools=offered, options=opts, tool_ids=tool_ids,
-                                                        session_id=session_id, routing=attempts.routing(model)):
-                    if isinstance(event, StreamError):
-                        attempts.note_mid_stream_failure(model, event)  # the partial message stands: no fallback
-                    yield event
+                events = chain.client.astream(sent, model, tools=offered, options=opts, tool_ids=tool_ids,
+                                              session_id=session_id, routing=attempts.routing(model))
+                try:
+                    async for event in events:
+                        if isinstance(event, StreamError):
+                            attempts.note_mid_stream_failure(model, event)  # the partial message stands: no fallback
+                        yield event
+                finally:
+                    close = getattr(events, "aclose", None)
+                    if close is not None:  # closing the chain's stream closes the member's response at once
+                        await close()
             else:
                 message = await chain.client.acomplete(sent, model, tools=offered, options=opts, tool_ids=tool_ids,
                                                        session_id=session_id, routing=attempts.routing(model))
